@@ -1,0 +1,98 @@
+"""Java ordering rules that leak into Kafka's assignor output.
+
+Kafka's Java assignors sort with ``String.compareTo`` (UTF-16 code-unit order)
+and iterate ``HashMap``/``HashSet`` instances whose order depends on Java's
+hash functions.  kwire must reproduce both to give byte-identical
+assignments, so they are modelled here once and shared by every assignor.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Iterable, List, Sequence, TypeVar
+
+T = TypeVar("T")
+
+_MASK32 = 0xFFFFFFFF
+
+
+def utf16_key(s: str) -> bytes:
+    """Sort key equal to Java ``String.compareTo`` order.
+
+    Python orders by code point, which differs from Java for characters
+    outside the BMP (Java compares surrogate code units)."""
+    return s.encode("utf-16-be", "surrogatepass")
+
+
+def _to_int32(x: int) -> int:
+    x &= _MASK32
+    return x - 0x100000000 if x & 0x80000000 else x
+
+
+def string_hash(s: str) -> int:
+    """Java ``String.hashCode`` as a signed int32."""
+    h = 0
+    data = s.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
+    return _to_int32(h)
+
+
+def topic_partition_hash(topic: str, partition: int) -> int:
+    """Java ``TopicPartition.hashCode``: ``31*(31+partition) + topic.hashCode()``."""
+    return _to_int32(31 * (31 + partition) + string_hash(topic))
+
+
+def spread(h: int) -> int:
+    """``HashMap.hash``: fold the high half into the low half (``h ^ (h >>> 16)``)."""
+    h &= _MASK32
+    return h ^ (h >> 16)
+
+
+def table_size_for(n: int) -> int:
+    """``HashMap.tableSizeFor``: the smallest power of two >= n (at least 1)."""
+    if n <= 1:
+        return 1
+    return 1 << (n - 1).bit_length()
+
+
+def capacity_after(size: int, initial_capacity: int = 16) -> int:
+    """Table capacity of a HashMap after ``size`` insertions.
+
+    ``initial_capacity`` is what the map was built with: 16 for
+    ``new HashMap<>()`` and ``table_size_for(n)`` for ``new HashMap<>(n)``.
+    The table doubles whenever size exceeds 0.75 * capacity and never
+    shrinks, so the capacity depends only on the largest size reached."""
+    cap = initial_capacity
+    while size > cap * 3 // 4:
+        cap *= 2
+    return cap
+
+
+def hashmap_order(keys: Sequence[T], hashes: Sequence[int], capacity: int) -> List[T]:
+    """Iteration order of a Java HashMap holding ``keys`` (in insertion order).
+
+    Entries iterate bucket by bucket and, inside a bucket, in insertion order
+    (a resize splits buckets but keeps relative order).  This is exact as
+    long as no bucket is treeified, which needs 8+ colliding keys in a table
+    of 64+ slots -- not a case Kafka's inputs produce in practice."""
+    mask = capacity - 1
+    idx = sorted(range(len(keys)), key=lambda i: (spread(hashes[i]) & mask, i))
+    return [keys[i] for i in idx]
+
+
+def string_hashmap_order(keys: Sequence[str], capacity: int | None = None) -> List[str]:
+    """Iteration order of a ``HashMap<String, ?>`` built by inserting ``keys`` in order."""
+    if capacity is None:
+        capacity = capacity_after(len(keys))
+    return hashmap_order(keys, [string_hash(k) for k in keys], capacity)
+
+
+def dedupe(items: Iterable[Hashable]) -> list:
+    """Keep the first occurrence of each item (Java LinkedHashSet semantics)."""
+    seen = set()
+    out = []
+    for it in items:
+        if it not in seen:
+            seen.add(it)
+            out.append(it)
+    return out

@@ -1,0 +1,76 @@
+"""Build script: generates the Cython codec from kwire's schema tables, then
+compiles every ``kwire/**/_*_c.pyx`` module.
+
+``KWIRE_NO_EXTENSIONS=1`` at build time builds a pure-Python install.  In
+every other case a compiler failure fails the build: a kwire without its
+extensions must never be installed by accident.
+"""
+
+import glob
+import importlib.util
+import os
+import sys
+
+from setuptools import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_by_path(name, relpath):
+    # kwire/__init__ imports the compiled modules, which do not exist yet at
+    # build time, so the schema and the generator are loaded as plain files.
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, relpath))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def generate_sources():
+    schema = _load_by_path("_kwire_build_schema", os.path.join("kwire", "_schema.py"))
+    codegen = _load_by_path("_kwire_build_codegen", os.path.join("kwire", "_codegen.py"))
+    codegen.write_cython(schema, os.path.join(HERE, "kwire", "_codec_c.pyx"))
+
+
+def extensions():
+    if os.environ.get("KWIRE_NO_EXTENSIONS", "").strip().lower() not in ("", "0", "false", "no"):
+        return []
+    from Cython.Build import cythonize
+    import numpy
+    from setuptools import Extension
+
+    generate_sources()
+    sanitize = os.environ.get("KWIRE_SANITIZE", "")
+    compile_args = ["-O3"] if sys.platform != "win32" else ["/O2"]
+    link_args = []
+    if sanitize:
+        compile_args = ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}"]
+        link_args = [f"-fsanitize={sanitize}"]
+    exts = []
+    for pyx in sorted(glob.glob(os.path.join("kwire", "**", "_*_c.pyx"), recursive=True)):
+        modname = os.path.splitext(pyx)[0].replace(os.sep, ".")
+        exts.append(
+            Extension(
+                modname,
+                [pyx],
+                include_dirs=[numpy.get_include()],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                extra_compile_args=compile_args,
+                extra_link_args=link_args,
+            )
+        )
+    return cythonize(
+        exts,
+        language_level=3,
+        compiler_directives={
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+            "embedsignature": True,
+            "freethreading_compatible": True,
+        },
+    )
+
+
+setup(ext_modules=extensions())
