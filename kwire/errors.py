@@ -33,3 +33,9 @@ class EncodeError(KwireError, ValueError):
 
 class UnsupportedVersionError(KwireError):
     """An api version outside the valid range, or a field the version lacks."""
+
+
+class AssignmentError(KwireError, ValueError):
+    """Assignor input that cannot describe a real group: duplicate member ids,
+    negative partition counts, rack lists that do not match the topic, an
+    unknown strategy."""
