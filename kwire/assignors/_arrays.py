@@ -1,0 +1,465 @@
+"""Array form of a consumer group, the input every fast assignor reads.
+
+A :class:`GroupInput` holds one Python object per member and per topic name,
+which is fine for the member-level API but not for a million partitions or for
+a Spark pipeline that already holds columns.  :class:`ArrayGroup` keeps names
+in small Python lists (one entry per topic or per member) and everything that
+grows with partitions or subscriptions in NumPy arrays, so the assignors never
+create a Python object per partition.
+
+Topic indices are Java ``String.compareTo`` ranks: index order *is* the order
+Java's sorted collections (``TreeSet``, ``TopicPartitionComparator``) use, so
+kernels sort by integers instead of strings.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import _impl
+from .._javaorder import capacity_after, utf16_key
+from ..errors import AssignmentError
+from ._model import Assignment, GroupInput
+
+_I32 = np.int32
+_I64 = np.int64
+
+
+def load_kernels(name: str, implementation: Optional[str] = None):
+    """Import ``kwire.assignors._<name>_c`` or its pure twin ``_<name>_py``.
+
+    Same rule as :func:`kwire._impl.load` (which only reaches top-level
+    modules): the compiled module is required unless the pure one is chosen
+    by ``KWIRE_NO_EXTENSIONS=1`` or ``implementation="python"``."""
+    implementation = implementation or _impl.IMPLEMENTATION
+    if implementation not in ("python", "cython"):
+        raise AssignmentError(f"implementation must be 'python' or 'cython', not {implementation!r}")
+    suffix = "py" if implementation == "python" else "c"
+    modname = f"kwire.assignors._{name}_{suffix}"
+    try:
+        return importlib.import_module(modname)
+    except ImportError as exc:
+        if suffix == "c":
+            raise ImportError(
+                f"kwire's compiled module {modname} is missing ({exc}). Reinstall kwire with a "
+                "working C compiler, or set KWIRE_NO_EXTENSIONS=1 to use the pure-Python implementation."
+            ) from exc
+        raise
+
+
+def _java_sorted(names):
+    # Code-point order equals UTF-16 order unless a name holds a non-BMP
+    # character, and the plain sort is several times faster.
+    if all(s.isascii() for s in names):
+        return sorted(names)
+    return sorted(names, key=utf16_key)
+
+
+def java_string_hashes(names: Sequence[str]) -> np.ndarray:
+    """``String.hashCode`` of every name as int32, without a per-character Python loop."""
+    out = np.zeros(len(names), dtype=_I32)
+    if not names:
+        return out
+    enc = [s.encode("utf-16-be", "surrogatepass") for s in names]
+    lens = np.fromiter((len(b) >> 1 for b in enc), dtype=_I64, count=len(enc))
+    total = int(lens.sum())
+    if total == 0:
+        return out
+    units = np.frombuffer(b"".join(enc), dtype=">u2").astype(np.uint32)
+    ends = np.cumsum(lens)
+    # h = sum(c_i * 31**(L-1-i)) mod 2**32; uint32 arithmetic wraps exactly like Java int.
+    exponent = np.repeat(ends, lens) - 1 - np.arange(total, dtype=_I64)
+    powers = np.empty(int(lens.max()), dtype=np.uint32)
+    powers[0] = 1
+    if len(powers) > 1:
+        powers[1:] = np.cumprod(np.full(len(powers) - 1, 31, dtype=np.uint32), dtype=np.uint32)
+    terms = units * powers[exponent]
+    nonempty = lens > 0
+    starts = (ends - lens)[nonempty]
+    out[nonempty] = np.add.reduceat(terms, starts, dtype=np.uint32).view(_I32)
+    return out
+
+
+def hashmap_positions(hashes: np.ndarray, capacity: int) -> np.ndarray:
+    """Order in which a Java HashMap iterates keys inserted in index order."""
+    h = hashes.view(np.uint32)
+    bucket = (h ^ (h >> np.uint32(16))) & np.uint32(capacity - 1)
+    return np.lexsort((np.arange(len(h)), bucket)).astype(_I32)
+
+
+def _as(arr, dtype, name, ndim=1):
+    try:
+        a = np.ascontiguousarray(arr, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise AssignmentError(f"{name}: not convertible to {np.dtype(dtype).name} ({exc})") from exc
+    if a.ndim != ndim:
+        raise AssignmentError(f"{name}: expected a {ndim}-d array, got shape {a.shape}")
+    return a
+
+
+def _check_csr(indptr, values, rows, name):
+    if len(indptr) != rows + 1:
+        raise AssignmentError(f"{name}: indptr must have {rows + 1} entries, has {len(indptr)}")
+    if rows >= 0 and len(indptr) and (indptr[0] != 0 or indptr[-1] != len(values)):
+        raise AssignmentError(f"{name}: indptr must start at 0 and end at {len(values)}")
+    if len(indptr) > 1 and np.any(np.diff(indptr) < 0):
+        raise AssignmentError(f"{name}: indptr must be non-decreasing")
+
+
+class ArrayGroup:
+    """A consumer group as arrays: see docs/ASSIGNORS.md for the full layout.
+
+    Members are in JoinGroup-response order (Java's HashMap insertion order);
+    topics are sorted in Java String order, so a topic's index is its sort rank.
+    ``partition_counts[t]`` is 0 for a topic the metadata does not know (or that
+    has no partitions); such topics may still be subscribed or owned.
+    """
+
+    def __init__(
+        self,
+        topics: Sequence[str],
+        partition_counts,
+        member_ids: Sequence[str],
+        sub_indptr,
+        sub_topics,
+        *,
+        group_instance_ids: Optional[Sequence[Optional[str]]] = None,
+        racks: Optional[Sequence[Optional[str]]] = None,
+        owned_indptr=None,
+        owned_topic=None,
+        owned_partition=None,
+        generation=None,
+        subscription_generation=None,
+        rack_names: Optional[Sequence[str]] = None,
+        replica_rack_indptr=None,
+        replica_racks=None,
+        validate: bool = True,
+    ):
+        self.topics: List[str] = list(topics)
+        self.member_ids: List[str] = list(member_ids)
+        T, M = len(self.topics), len(self.member_ids)
+        self.partition_counts = _as(partition_counts, _I32, "partition_counts")
+        self.sub_indptr = _as(sub_indptr, _I64, "sub_indptr")
+        self.sub_topics = _as(sub_topics, _I32, "sub_topics")
+        self.group_instance_ids = list(group_instance_ids) if group_instance_ids is not None else [None] * M
+        self.racks = list(racks) if racks is not None else [None] * M
+        if owned_indptr is None:
+            owned_indptr, owned_topic, owned_partition = np.zeros(M + 1, _I64), np.zeros(0, _I32), np.zeros(0, _I32)
+        self.owned_indptr = _as(owned_indptr, _I64, "owned_indptr")
+        self.owned_topic = _as(owned_topic, _I32, "owned_topic")
+        self.owned_partition = _as(owned_partition, _I32, "owned_partition")
+        self.generation = _as(np.full(M, -1) if generation is None else generation, _I32, "generation")
+        self.subscription_generation = _as(
+            np.full(M, -1) if subscription_generation is None else subscription_generation,
+            _I32,
+            "subscription_generation",
+        )
+        self.topic_offset = np.zeros(T + 1, dtype=_I64)
+        if T:
+            np.cumsum(self.partition_counts, out=self.topic_offset[1:])
+        self.rack_names: List[str] = list(rack_names) if rack_names is not None else []
+        if replica_rack_indptr is None:
+            replica_rack_indptr, replica_racks = np.zeros(self.num_partitions + 1, _I64), np.zeros(0, _I32)
+        self.replica_rack_indptr = _as(replica_rack_indptr, _I64, "replica_rack_indptr")
+        self.replica_racks = _as(replica_racks, _I32, "replica_racks")
+        self._cache: Dict[str, object] = {}
+        if validate:
+            self._validate()
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_group_input(cls, group: GroupInput) -> "ArrayGroup":
+        if not isinstance(group, GroupInput):
+            raise AssignmentError(f"expected a GroupInput, got {type(group).__name__}")
+        ppt = group.partitions_per_topic or {}
+        names = set()
+        for t, n in ppt.items():
+            if not isinstance(t, str):
+                raise AssignmentError(f"topic names must be str, got {t!r}")
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0 or n > 0x7FFFFFFF:
+                raise AssignmentError(f"partition count of {t!r} must be a non-negative int32, got {n!r}")
+            names.add(t)
+        for m in group.members:
+            for t in m.topics:
+                if not isinstance(t, str):
+                    raise AssignmentError(f"member {m.member_id!r}: topic names must be str, got {t!r}")
+                names.add(t)
+            for tp in m.owned:
+                if not (isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str)):
+                    raise AssignmentError(f"member {m.member_id!r}: owned partitions must be (topic, partition)")
+                names.add(tp[0])
+        topics = _java_sorted(names)
+        index = {t: i for i, t in enumerate(topics)}
+        counts = np.array([ppt.get(t, 0) for t in topics], dtype=_I32)
+
+        M = len(group.members)
+        sub_indptr = np.zeros(M + 1, dtype=_I64)
+        owned_indptr = np.zeros(M + 1, dtype=_I64)
+        subs: List[int] = []
+        owned_t: List[int] = []
+        owned_p: List[int] = []
+        for i, m in enumerate(group.members):
+            subs.extend(index[t] for t in m.topics)
+            sub_indptr[i + 1] = len(subs)
+            for t, p in m.owned:
+                if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 0 <= p <= 0x7FFFFFFF:
+                    raise AssignmentError(f"member {m.member_id!r}: bad owned partition {t!r}-{p!r}")
+                owned_t.append(index[t])
+                owned_p.append(p)
+            owned_indptr[i + 1] = len(owned_t)
+
+        rack_names: List[str] = []
+        rack_index: Dict[str, int] = {}
+        rr_indptr = None
+        rr = None
+        if group.partition_racks:
+            total = int(counts.sum(dtype=_I64))
+            per_partition: List[Sequence] = [()] * total
+            offsets = np.concatenate(([0], np.cumsum(counts, dtype=_I64)))
+            for t, lists in group.partition_racks.items():
+                if t not in index:
+                    continue  # racks of a topic nobody mentions cannot matter
+                ti = index[t]
+                if len(lists) != counts[ti]:
+                    raise AssignmentError(
+                        f"partition_racks[{t!r}] has {len(lists)} entries but the topic has {counts[ti]} partitions"
+                    )
+                base = int(offsets[ti])
+                for p, replicas in enumerate(lists):
+                    if isinstance(replicas, (str, bytes)):
+                        raise AssignmentError(f"partition_racks[{t!r}][{p}] must be a list of racks, not a string")
+                    per_partition[base + p] = replicas
+            rr_indptr = np.zeros(total + 1, dtype=_I64)
+            flat: List[int] = []
+            for g, replicas in enumerate(per_partition):
+                for r in replicas:
+                    if r is None:
+                        continue  # a broker without broker.rack contributes nothing
+                    if not isinstance(r, str):
+                        raise AssignmentError(f"replica racks must be str or None, got {r!r}")
+                    k = rack_index.get(r)
+                    if k is None:
+                        k = rack_index[r] = len(rack_names)
+                        rack_names.append(r)
+                    flat.append(k)
+                rr_indptr[g + 1] = len(flat)
+            rr = np.array(flat, dtype=_I32)
+
+        return cls(
+            topics,
+            counts,
+            [m.member_id for m in group.members],
+            sub_indptr,
+            np.array(subs, dtype=_I32),
+            group_instance_ids=[m.group_instance_id for m in group.members],
+            racks=[m.rack for m in group.members],
+            owned_indptr=owned_indptr,
+            owned_topic=np.array(owned_t, dtype=_I32),
+            owned_partition=np.array(owned_p, dtype=_I32),
+            generation=np.array([m.generation for m in group.members], dtype=_I32),
+            subscription_generation=np.array([m.subscription_generation for m in group.members], dtype=_I32),
+            rack_names=rack_names,
+            replica_rack_indptr=rr_indptr,
+            replica_racks=rr,
+        )
+
+    def _validate(self):
+        T, M = len(self.topics), len(self.member_ids)
+        for t in self.topics:
+            if not isinstance(t, str):
+                raise AssignmentError(f"topic names must be str, got {t!r}")
+        if len(set(self.topics)) != T:
+            raise AssignmentError("topic names must be unique")
+        if self.topics != _java_sorted(self.topics):
+            raise AssignmentError("topics must be sorted in Java String order (UTF-16 code units)")
+        if len(self.partition_counts) != T:
+            raise AssignmentError(f"partition_counts has {len(self.partition_counts)} entries for {T} topics")
+        if T and self.partition_counts.min() < 0:
+            raise AssignmentError("partition counts must be >= 0")
+        for m in self.member_ids:
+            if not isinstance(m, str):
+                raise AssignmentError(f"member ids must be str, got {m!r}")
+        if len(set(self.member_ids)) != M:
+            seen, dup = set(), None
+            for m in self.member_ids:
+                if m in seen:
+                    dup = m
+                    break
+                seen.add(m)
+            raise AssignmentError(f"member id {dup!r} appears more than once")
+        for name, values in (("group_instance_ids", self.group_instance_ids), ("racks", self.racks)):
+            if len(values) != M:
+                raise AssignmentError(f"{name} has {len(values)} entries for {M} members")
+            for v in values:
+                if v is not None and not isinstance(v, str):
+                    raise AssignmentError(f"{name} entries must be str or None, got {v!r}")
+        _check_csr(self.sub_indptr, self.sub_topics, M, "sub_indptr")
+        if len(self.sub_topics) and (self.sub_topics.min() < 0 or self.sub_topics.max() >= T):
+            raise AssignmentError("sub_topics holds a topic index out of range")
+        _check_csr(self.owned_indptr, self.owned_topic, M, "owned_indptr")
+        if len(self.owned_partition) != len(self.owned_topic):
+            raise AssignmentError("owned_topic and owned_partition differ in length")
+        if len(self.owned_topic) and (self.owned_topic.min() < 0 or self.owned_topic.max() >= T):
+            raise AssignmentError("owned_topic holds a topic index out of range")
+        if len(self.owned_partition) and self.owned_partition.min() < 0:
+            raise AssignmentError("owned partitions must be >= 0")
+        for name in ("generation", "subscription_generation"):
+            if len(getattr(self, name)) != M:
+                raise AssignmentError(f"{name} must have one entry per member")
+        _check_csr(self.replica_rack_indptr, self.replica_racks, self.num_partitions, "replica_rack_indptr")
+        if len(self.replica_racks) and (self.replica_racks.min() < 0 or self.replica_racks.max() >= len(self.rack_names)):
+            raise AssignmentError("replica_racks holds a rack index out of range")
+
+    # -- derived facts shared by the assignors ------------------------------------------------
+
+    @property
+    def num_members(self) -> int:
+        return len(self.member_ids)
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.topic_offset[-1])
+
+    def _cached(self, key, compute):
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = compute()
+        return value
+
+    def topic_index(self) -> Dict[str, int]:
+        return self._cached("topic_index", lambda: {t: i for i, t in enumerate(self.topics)})
+
+    def topic_hashes(self) -> np.ndarray:
+        return self._cached("topic_hashes", lambda: java_string_hashes(self.topics))
+
+    def member_hashes(self) -> np.ndarray:
+        return self._cached("member_hashes", lambda: java_string_hashes(self.member_ids))
+
+    def member_hashmap_order(self) -> np.ndarray:
+        """Member indices in the leader's ``HashMap<String, Subscription>`` iteration order."""
+        return self._cached(
+            "member_hashmap_order",
+            lambda: hashmap_positions(self.member_hashes(), capacity_after(self.num_members)),
+        )
+
+    def member_sort_order(self) -> np.ndarray:
+        """Member indices in ``MemberInfo`` order: static members by instance id, then dynamic by member id."""
+        return self._cached("member_sort_order", self._member_sort_order)
+
+    def _member_sort_order(self):
+        gids = self.group_instance_ids
+        static = [i for i, g in enumerate(gids) if g is not None]
+        dynamic = [i for i, g in enumerate(gids) if g is None]
+        if len({gids[i] for i in static}) != len(static):
+            # Equal instance ids compare equal, and Java's stable sort then keeps
+            # the HashMap iteration order the members were collected in.
+            pos = np.empty(self.num_members, dtype=_I64)
+            pos[self.member_hashmap_order()] = np.arange(self.num_members)
+            static.sort(key=lambda i: pos[i])
+        ascii_ = all(gids[i].isascii() for i in static) and all(self.member_ids[i].isascii() for i in dynamic)
+        if ascii_:
+            static.sort(key=lambda i: gids[i])
+            dynamic.sort(key=lambda i: self.member_ids[i])
+        else:
+            static.sort(key=lambda i: utf16_key(gids[i]))
+            dynamic.sort(key=lambda i: utf16_key(self.member_ids[i]))
+        return np.array(static + dynamic, dtype=_I32)
+
+    def member_rack_index(self) -> np.ndarray:
+        """Each member's rack as an index into ``rack_names``; -1 for none.
+
+        A consumer rack no replica lives on gets an index past ``rack_names``
+        so it still counts as "has a rack" but never matches."""
+
+        def compute():
+            index = {r: i for i, r in enumerate(self.rack_names)}
+            extra: Dict[str, int] = {}
+            out = np.full(self.num_members, -1, dtype=_I32)
+            for i, r in enumerate(self.racks):
+                if r:  # Java treats an empty client.rack as no rack
+                    k = index.get(r)
+                    if k is None:
+                        k = extra.setdefault(r, len(self.rack_names) + len(extra))
+                    out[i] = k
+            return out
+
+        return self._cached("member_rack_index", compute)
+
+    def __repr__(self):
+        return (
+            f"ArrayGroup({self.num_members} members, {len(self.topics)} topics, "
+            f"{self.num_partitions} partitions)"
+        )
+
+
+class ArrayAssignment:
+    """Per-member partition lists as CSR arrays, each list in Java's order.
+
+    ``topic[indptr[m]:indptr[m+1]]`` and ``partition[...]`` are member ``m``'s
+    partitions (member index as in the :class:`ArrayGroup`)."""
+
+    __slots__ = ("indptr", "topic", "partition", "member_ids", "topics", "topic_offset")
+
+    def __init__(self, indptr, topic, partition, member_ids, topics, topic_offset):
+        self.indptr = indptr
+        self.topic = topic
+        self.partition = partition
+        self.member_ids = member_ids
+        self.topics = topics
+        self.topic_offset = topic_offset
+
+    @classmethod
+    def for_group(cls, group: ArrayGroup, indptr, topic, partition) -> "ArrayAssignment":
+        return cls(
+            np.asarray(indptr, dtype=_I64),
+            np.asarray(topic, dtype=_I32),
+            np.asarray(partition, dtype=_I32),
+            group.member_ids,
+            group.topics,
+            group.topic_offset,
+        )
+
+    def __len__(self):
+        return len(self.member_ids)
+
+    def member_slice(self, m: int) -> Tuple[np.ndarray, np.ndarray]:
+        a, b = self.indptr[m], self.indptr[m + 1]
+        return self.topic[a:b], self.partition[a:b]
+
+    def owner_of_each_partition(self) -> np.ndarray:
+        """Owning member index per global partition ``topic_offset[t] + p``; -1 when unassigned."""
+        owner = np.full(int(self.topic_offset[-1]), -1, dtype=_I32)
+        members = np.repeat(np.arange(len(self.member_ids), dtype=_I32), np.diff(self.indptr))
+        owner[self.topic_offset[self.topic] + self.partition] = members
+        return owner
+
+    def to_dict(self) -> Assignment:
+        """``{member_id: [(topic, partition), ...]}`` -- one Python tuple per partition, so not for hot paths."""
+        topics = self.topics
+        t_list = self.topic.tolist()
+        p_list = self.partition.tolist()
+        ptr = self.indptr.tolist()
+        return {
+            mid: [(topics[t], p) for t, p in zip(t_list[ptr[i] : ptr[i + 1]], p_list[ptr[i] : ptr[i + 1]])]
+            for i, mid in enumerate(self.member_ids)
+        }
+
+    def __eq__(self, other):
+        if not isinstance(other, ArrayAssignment):
+            return NotImplemented
+        return (
+            list(self.member_ids) == list(other.member_ids)
+            and list(self.topics) == list(other.topics)
+            and np.array_equal(self.indptr, other.indptr)
+            and np.array_equal(self.topic, other.topic)
+            and np.array_equal(self.partition, other.partition)
+        )
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"ArrayAssignment({len(self.member_ids)} members, {len(self.topic)} partitions)"

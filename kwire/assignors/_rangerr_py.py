@@ -1,0 +1,232 @@
+"""Pure-Python twin of ``_rangerr_c``: the array kernels of the range and
+round-robin assignors.
+
+Both twins take and return the same NumPy arrays and must agree bit for bit;
+the Cython one is the fast path, this one is the readable statement of the
+rules and the fallback under ``KWIRE_NO_EXTENSIONS=1``.  Everything that is
+per topic or per member (Java's sort and hash orders) is decided by the
+callers in ``kwire.assignors.range`` and ``.roundrobin``; the kernels only do the per-partition
+work.
+
+Shared vocabulary:
+
+* ``tp_indptr``/``tp_members``: each topic's subscribers, de-duplicated, in
+  ``MemberInfo`` order (static members first).  This is the per-topic
+  consumer list both Java assignors walk.
+* ``topic_order``: the topics to assign, in the order Java visits them.
+* result ``(indptr, topic, partition)``: CSR per member index.
+"""
+
+import numpy as np
+
+_I32 = np.int32
+_I64 = np.int64
+
+
+def subscribers_by_topic(num_topics, sub_indptr, sub_topics, member_order):
+    """Invert the member->topics CSR into topic->members, members in ``member_order``."""
+    num_members = len(sub_indptr) - 1
+    rank = np.empty(num_members, dtype=_I64)
+    rank[member_order] = np.arange(num_members, dtype=_I64)
+    members = np.repeat(np.arange(num_members, dtype=_I32), np.diff(sub_indptr))
+    order = np.lexsort((rank[members], sub_topics))
+    t = sub_topics[order]
+    m = members[order]
+    # A topic listed twice by one member must count that member once.
+    keep = np.ones(len(t), dtype=bool)
+    if len(t) > 1:
+        keep[1:] = (t[1:] != t[:-1]) | (m[1:] != m[:-1])
+    t, m = t[keep], m[keep]
+    tp_indptr = np.zeros(num_topics + 1, dtype=_I64)
+    np.cumsum(np.bincount(t, minlength=num_topics), out=tp_indptr[1:])
+    return tp_indptr, m.astype(_I32)
+
+
+def first_seen(num_topics, sub_indptr, sub_topics, member_visit_order):
+    """Rank of each topic's first insertion when members are visited in the
+    given order and each member's topics in list order; -1 if never seen."""
+    seen = np.full(num_topics, -1, dtype=_I64)
+    n = 0
+    for m in member_visit_order.tolist():
+        for t in sub_topics[sub_indptr[m] : sub_indptr[m + 1]].tolist():
+            if seen[t] < 0:
+                seen[t] = n
+                n += 1
+    return seen
+
+
+def _collect(num_members, owner, topic, partition):
+    """CSR by member, keeping the given sequence within each member."""
+    order = np.argsort(owner, kind="stable")
+    indptr = np.zeros(num_members + 1, dtype=_I64)
+    np.cumsum(np.bincount(owner, minlength=num_members), out=indptr[1:])
+    return indptr, topic[order].astype(_I32), partition[order].astype(_I32)
+
+
+def _expand(piece_member, piece_topic, piece_start, piece_len):
+    """Turn (member, topic, first partition, count) runs into one row per partition."""
+    total = int(piece_len.sum())
+    run_base = np.repeat(np.cumsum(piece_len) - piece_len, piece_len)
+    partition = np.repeat(piece_start, piece_len) + (np.arange(total, dtype=_I64) - run_base)
+    return np.repeat(piece_member, piece_len), np.repeat(piece_topic, piece_len), partition
+
+
+def range_plain(num_members, partition_counts, tp_indptr, tp_members, topic_order):
+    """Range without racks: per topic, contiguous runs of P//n, the first P%n
+    subscribers one more; a member's list follows ``topic_order``."""
+    pm, pt, ps, pl = [], [], [], []
+    for t in topic_order.tolist():
+        subs = tp_members[tp_indptr[t] : tp_indptr[t + 1]]
+        n = len(subs)
+        P = int(partition_counts[t])
+        if n == 0 or P == 0:
+            continue
+        q, r = divmod(P, n)
+        i = np.arange(n, dtype=_I64)
+        pm.append(subs)
+        pt.append(np.full(n, t, dtype=_I32))
+        ps.append(i * q + np.minimum(i, r))
+        pl.append(q + (i < r))
+    if not pm:
+        return np.zeros(num_members + 1, dtype=_I64), np.zeros(0, dtype=_I32), np.zeros(0, dtype=_I32)
+    owner, topic, partition = _expand(np.concatenate(pm), np.concatenate(pt), np.concatenate(ps), np.concatenate(pl))
+    return _collect(num_members, owner, topic, partition)
+
+
+def roundrobin(num_members, partition_counts, tp_indptr, tp_members, topic_order, member_rank):
+    """Round-robin: one cursor over the sorted members runs through all topics
+    in ``topic_order``, skipping members not subscribed to the current topic."""
+    owners, topics, partitions = [], [], []
+    cursor = 0
+    for t in topic_order.tolist():
+        subs = tp_members[tp_indptr[t] : tp_indptr[t + 1]]
+        n = len(subs)
+        P = int(partition_counts[t])
+        if n == 0 or P == 0:
+            continue
+        ranks = member_rank[subs]
+        # The next subscriber at or after the cursor, wrapping around the circle.
+        j = int(np.searchsorted(ranks, cursor)) % n
+        slots = (j + np.arange(P, dtype=_I64)) % n
+        owners.append(subs[slots])
+        topics.append(np.full(P, t, dtype=_I32))
+        partitions.append(np.arange(P, dtype=_I32))
+        cursor = int(ranks[(j + P - 1) % n]) + 1
+    if not owners:
+        return np.zeros(num_members + 1, dtype=_I64), np.zeros(0, dtype=_I32), np.zeros(0, dtype=_I32)
+    return _collect(num_members, np.concatenate(owners), np.concatenate(topics), np.concatenate(partitions))
+
+
+def _racks_of(rr_indptr, rr, g):
+    return set(rr[rr_indptr[g] : rr_indptr[g + 1]].tolist())
+
+
+def rack_needs(partition_counts, topic_offset, tp_indptr, tp_members, member_rack, rr_indptr, rr):
+    """Per topic, whether Java's rack-aware range logic applies: some
+    subscriber has a rack, it shares a rack with the replicas, and not every
+    partition has replicas on every one of the topic's replica racks."""
+    T = len(partition_counts)
+    needs = np.zeros(T, dtype=np.uint8)
+    for t in range(T):
+        consumer_racks = {int(r) for r in member_rack[tp_members[tp_indptr[t] : tp_indptr[t + 1]]] if r >= 0}
+        if not consumer_racks:
+            continue
+        base = int(topic_offset[t])
+        per_partition = [_racks_of(rr_indptr, rr, base + p) for p in range(int(partition_counts[t]))]
+        union = set().union(*per_partition)
+        if consumer_racks.isdisjoint(union):
+            continue
+        needs[t] = any(s != union for s in per_partition)
+    return needs
+
+
+def range_rack(
+    num_members,
+    partition_counts,
+    topic_offset,
+    tp_indptr,
+    tp_members,
+    topic_order,
+    needs,
+    co_indptr,
+    co_topics,
+    member_rack,
+    rr_indptr,
+    rr,
+):
+    """Range with KIP-881 rack matching.
+
+    Phase 1 places what can be rack-aligned: each co-partitioned group
+    (``co_indptr``/``co_topics``: topics with the same subscribers and
+    partition count) partition index by partition index, then each other
+    topic that ``needs`` it with a rack filter.  Phase 2 hands out the rest
+    with plain ranges under the same quotas.  Java sorts every member's list
+    by (topic, partition) afterwards, so the result is in global partition
+    order per member."""
+    owner = np.full(int(topic_offset[-1]), -1, dtype=_I64)
+    state = {}
+    for t in topic_order.tolist():
+        subs = tp_members[tp_indptr[t] : tp_indptr[t + 1]].tolist()
+        P = int(partition_counts[t])
+        n = len(subs)
+        state[t] = {
+            "subs": subs,
+            "q": P // n,
+            "extra": P % n,
+            "count": [0] * n,
+            "base": int(topic_offset[t]),
+            "P": P,
+        }
+
+    def max_assignable(s, slot):
+        return max(0, s["q"] + (1 if s["extra"] > 0 else 0) - s["count"][slot])
+
+    def assign(s, slot, partitions):
+        for p in partitions:
+            owner[s["base"] + p] = s["subs"][slot]
+        s["count"][slot] += len(partitions)
+        if s["count"][slot] > s["q"]:
+            s["extra"] -= 1
+
+    def racks_match(s, slot, p):
+        r = int(member_rack[s["subs"][slot]])
+        return r < 0 or r in _racks_of(rr_indptr, rr, s["base"] + p)
+
+    def assign_ranges(s, use_racks):
+        for slot in range(len(s["subs"])):
+            free = [p for p in range(s["P"]) if owner[s["base"] + p] < 0]
+            if not free:
+                break
+            limit = max_assignable(s, slot)
+            chosen = [p for p in free if not use_racks or racks_match(s, slot, p)][:limit]
+            if chosen:
+                assign(s, slot, chosen)
+
+    grouped = set(co_topics.tolist())
+    for g in range(len(co_indptr) - 1):
+        group = [state[t] for t in co_topics[co_indptr[g] : co_indptr[g + 1]].tolist()]
+        remaining = list(range(len(group[0]["subs"])))  # slots line up: same subscribers, same order
+        for p in range(group[0]["P"]):
+            match = None
+            for slot in remaining:
+                if all(racks_match(s, slot, p) and max_assignable(s, slot) > 0 for s in group):
+                    match = slot
+                    break
+            if match is None:
+                continue
+            for s in group:
+                assign(s, match, [p])
+            if all(max_assignable(s, match) == 0 for s in group):
+                remaining.remove(match)
+                if not remaining:
+                    break
+    for t in topic_order.tolist():
+        if needs[t] and t not in grouped:
+            assign_ranges(state[t], True)
+    for t in topic_order.tolist():
+        assign_ranges(state[t], False)
+
+    assigned = np.flatnonzero(owner >= 0)
+    topic = (np.searchsorted(topic_offset, assigned, side="right") - 1).astype(_I32)
+    partition = (assigned - topic_offset[topic]).astype(_I32)
+    return _collect(num_members, owner[assigned], topic, partition)

@@ -1,0 +1,32 @@
+"""Java's client ``RoundRobinAssignor`` over an :class:`ArrayGroup`.
+
+Members sort as ``MemberInfo`` (static first); partitions run through the
+topics in sorted order, which is plain topic-index order in an ArrayGroup.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..errors import AssignmentError
+from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
+
+NAME = "roundrobin"
+
+
+def assign_roundrobin(group: ArrayGroup, implementation: Optional[str] = None) -> ArrayAssignment:
+    k = load_kernels("rangerr", implementation)
+    T, M = len(group.topics), group.num_members
+    if M == 0:
+        # Java's CircularIterator refuses an empty member list.
+        raise AssignmentError("roundrobin needs at least one member")
+    order = group.member_sort_order()
+    rank = np.empty(M, dtype=np.int32)
+    rank[order] = np.arange(M, dtype=np.int32)
+    tp_indptr, tp_members = k.subscribers_by_topic(T, group.sub_indptr, group.sub_topics, order)
+    active = (np.diff(tp_indptr) > 0) & (group.partition_counts > 0)
+    topic_order = np.flatnonzero(active).astype(np.int32)
+    out = k.roundrobin(M, group.partition_counts, tp_indptr, tp_members, topic_order, rank)
+    return ArrayAssignment.for_group(group, *out)
