@@ -1,0 +1,767 @@
+"""Pure-Python sticky and cooperative-sticky assignors (the reference twin).
+
+This module is the behavioural reference: it reproduces the assignments of
+Apache Kafka's Java ``StickyAssignor`` / ``CooperativeStickyAssignor``
+(trunk 1eb7644349cb) exactly, list order included, for a fresh assignor
+object.  The compiled twin ``_sticky_c`` must give identical output.
+
+The algorithm is order sensitive in ways that are not obvious from its
+goals, so the steps below keep Java's observable order of operations:
+
+* members are visited in Java ``HashMap`` iteration order of their ids;
+* owner conflicts are settled pairwise, comparing the newcomer's memberData
+  generation with the *earlier* claimant's Subscription generation field;
+* when one partition swaps places with another one moving the opposite way,
+  the substitute is the first element of a Java ``HashSet<TopicPartition>``,
+  so that set's bucket layout is modelled too (:class:`JavaHashSetModel`).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from .._javaorder import (
+    capacity_after,
+    spread,
+    string_hashmap_order,
+    topic_partition_hash,
+    utf16_key,
+)
+from ..errors import KwireError
+from ._model import Assignment, GroupInput, MemberInput
+
+IMPLEMENTATION = "python"
+
+TP = Tuple[str, int]
+
+try:  # the shared error type may be added by another engineer at any time
+    from ..errors import AssignmentError
+except ImportError:  # pragma: no cover - only until errors.py has it
+    class AssignmentError(KwireError, ValueError):
+        """The assignor cannot produce an assignment for this input."""
+
+
+# --------------------------------------------------------------------------
+# Java HashSet<TopicPartition> iteration model
+# --------------------------------------------------------------------------
+
+_TREEIFY_LEN = 9        # a bin reaching this length asks for a tree ...
+_MIN_TREE_TABLE = 64    # ... which a smaller table answers by doubling
+
+
+class JavaHashSetModel:
+    """Iteration order of a ``new HashSet<TopicPartition>()``.
+
+    Only the first element is ever needed.  Entries iterate by bucket and,
+    inside a bucket, in insertion order; removals never shrink the table.
+    A bin that reaches 9 entries in a table smaller than 64 doubles the
+    table (Java's ``treeifyBin``), which is modelled; real tree bins (64+
+    slots) are not, as Kafka inputs do not produce 9 same-topic partitions
+    in one bucket of one movement set."""
+
+    __slots__ = ("cap", "seq", "_next", "_bins")
+
+    def __init__(self):
+        self.cap = 16
+        self.seq: Dict[TP, int] = {}
+        self._next = 0
+        self._bins: Dict[int, int] = {}
+
+    @staticmethod
+    def _hash(tp: TP) -> int:
+        return spread(topic_partition_hash(tp[0], tp[1]))
+
+    def _rebin(self):
+        mask = self.cap - 1
+        bins: Dict[int, int] = {}
+        for tp in self.seq:
+            b = self._hash(tp) & mask
+            bins[b] = bins.get(b, 0) + 1
+        self._bins = bins
+
+    def add(self, tp: TP) -> None:
+        if tp in self.seq:
+            return
+        self.seq[tp] = self._next
+        self._next += 1
+        b = self._hash(tp) & (self.cap - 1)
+        n = self._bins.get(b, 0) + 1
+        self._bins[b] = n
+        resized = False
+        if n >= _TREEIFY_LEN and self.cap < _MIN_TREE_TABLE:
+            self.cap *= 2
+            resized = True
+        while len(self.seq) > self.cap * 3 // 4:
+            self.cap *= 2
+            resized = True
+        if resized:
+            self._rebin()
+
+    def discard(self, tp: TP) -> None:
+        if tp in self.seq:
+            del self.seq[tp]
+            b = self._hash(tp) & (self.cap - 1)
+            self._bins[b] -= 1
+
+    def __len__(self):
+        return len(self.seq)
+
+    def first(self) -> TP:
+        mask = self.cap - 1
+        return min(self.seq, key=lambda tp: (self._hash(tp) & mask, self.seq[tp]))
+
+
+class _Movements:
+    """Which partitions moved between which members during balancing."""
+
+    def __init__(self):
+        self.by_topic: Dict[str, Dict[Tuple[str, str], JavaHashSetModel]] = {}
+        self.pair_of: Dict[TP, Tuple[str, str]] = {}
+
+    def _drop(self, tp: TP) -> Tuple[str, str]:
+        pair = self.pair_of.pop(tp)
+        sets = self.by_topic[tp[0]]
+        s = sets[pair]
+        s.discard(tp)
+        if not len(s):
+            del sets[pair]
+        if not sets:
+            del self.by_topic[tp[0]]
+        return pair
+
+    def _record(self, tp: TP, pair: Tuple[str, str]) -> None:
+        self.pair_of[tp] = pair
+        sets = self.by_topic.setdefault(tp[0], {})
+        s = sets.get(pair)
+        if s is None:
+            s = sets[pair] = JavaHashSetModel()
+        s.add(tp)
+
+    def move(self, tp: TP, src: str, dst: str) -> None:
+        if tp in self.pair_of:
+            origin = self._drop(tp)[0]
+            # a partition going back where it started leaves no trace
+            if origin != dst:
+                self._record(tp, (origin, dst))
+        else:
+            self._record(tp, (src, dst))
+
+    def substitute(self, tp: TP, src: str, dst: str) -> TP:
+        """The partition to move instead of ``tp``: one already travelling
+        the opposite way, so the pair of moves cancels out."""
+        sets = self.by_topic.get(tp[0])
+        if sets is None:
+            return tp
+        if tp in self.pair_of:
+            src = self.pair_of[tp][0]
+        back = sets.get((dst, src))
+        if back is None:
+            return tp
+        return back.first()
+
+
+# --------------------------------------------------------------------------
+# input normalisation and owner resolution
+# --------------------------------------------------------------------------
+
+class _Racks:
+    """Consumer and replica racks, when Java decides to use them.
+
+    ``active`` mirrors Java's rack-aware switch; ``crowd`` (number of
+    consumers on a partition's racks) is known whenever any consumer has a
+    rack, even when rack-aware assignment is off, because Java sorts the
+    constrained path's unassigned partitions by it in that case too."""
+
+    def __init__(self, members: List[MemberInput], order: List[str], counts: Dict[str, int],
+                 partition_racks):
+        self.member_rack: Dict[str, str] = {}
+        self.partition_racks: Dict[TP, Set[str]] = {}
+        self.crowd: Optional[Dict[TP, int]] = None
+        by_id = {m.member_id: m for m in members}
+        per_rack: Dict[str, int] = {}
+        racked: Dict[str, str] = {}
+        for mid in order:
+            r = by_id[mid].rack
+            if r:
+                racked[mid] = r
+                per_rack[r] = per_rack.get(r, 0) + 1
+        if not racked:
+            return
+        pracks: Dict[TP, Set[str]] = {}
+        seen: Set[str] = set()
+        for topic, n in counts.items():
+            layout = (partition_racks or {}).get(topic)
+            for p in range(n):
+                reps = layout[p] if layout is not None and p < len(layout) else ()
+                rs = {r for r in reps if r is not None}
+                pracks[(topic, p)] = rs
+                seen |= rs
+        self.crowd = {tp: sum(per_rack.get(r, 0) for r in rs) for tp, rs in pracks.items()}
+        consumer_racks = set(per_rack)
+        if consumer_racks.isdisjoint(seen):
+            return
+        if all(rs == seen for rs in pracks.values()):
+            return
+        self.member_rack = racked
+        self.partition_racks = pracks
+
+    @property
+    def active(self) -> bool:
+        return bool(self.member_rack)
+
+    def mismatch(self, member: str, tp: TP) -> bool:
+        r = self.member_rack.get(member)
+        if r is None:
+            return False
+        reps = self.partition_racks.get(tp)
+        return reps is None or r not in reps
+
+    def next_match(self, tp: TP, candidates: List[str], start: int) -> int:
+        reps = self.partition_racks.get(tp)
+        if not reps:
+            return -1
+        n = len(candidates)
+        for i in range(n):
+            k = (start + i) % n
+            r = self.member_rack.get(candidates[k])
+            if r is not None and r in reps:
+                return k
+        return -1
+
+
+def _validate(group: GroupInput) -> None:
+    ids = set()
+    for m in group.members:
+        if not isinstance(m.member_id, str):
+            raise AssignmentError(f"member id must be a string, got {type(m.member_id).__name__}")
+        if m.member_id in ids:
+            raise AssignmentError(f"member id {m.member_id!r} appears twice in the group")
+        ids.add(m.member_id)
+        for t in m.topics:
+            if not isinstance(t, str):
+                raise AssignmentError(f"member {m.member_id!r}: topic names must be strings")
+        for tp in m.owned:
+            if (not isinstance(tp, tuple) or len(tp) != 2 or not isinstance(tp[0], str)
+                    or not isinstance(tp[1], int) or isinstance(tp[1], bool)):
+                raise AssignmentError(f"member {m.member_id!r}: owned partition {tp!r} is not (topic, int)")
+        for g in (m.generation, m.subscription_generation):
+            if not isinstance(g, int) or isinstance(g, bool) or not -2**31 <= g < 2**31:
+                raise AssignmentError(f"member {m.member_id!r}: generation {g!r} is not an int32")
+    for t, n in group.partitions_per_topic.items():
+        if not isinstance(t, str):
+            raise AssignmentError("topic names must be strings")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n >= 2**31:
+            raise AssignmentError(f"topic {t!r}: partition count {n!r} is not a non-negative int32")
+
+
+def member_order(group: GroupInput) -> List[str]:
+    """Java's iteration order of the leader's ``HashMap<String, Subscription>``."""
+    ids = [m.member_id for m in group.members]
+    return string_hashmap_order(ids, capacity_after(len(ids)))
+
+
+def topic_counts(group: GroupInput) -> Dict[str, int]:
+    """Subscribed topics that exist in metadata with at least one partition."""
+    wanted = set()
+    for m in group.members:
+        wanted.update(m.topics)
+    return {t: n for t, n in group.partitions_per_topic.items() if t in wanted and n > 0}
+
+
+def resolve_owners(members_in_order: List[MemberInput], counts: Dict[str, int]):
+    """Settle who owns what before assigning; also decides which path runs.
+
+    Returns ``(all_equal, owned, contested, max_generation)``: ``owned`` maps
+    each member to the claims it keeps (claim order), ``contested`` holds the
+    partitions two members of one generation both claimed."""
+    all_equal = True
+    first_topics: Set[str] = set()
+    owned: Dict[str, List[TP]] = {}
+    claimant: Dict[TP, str] = {}
+    contested: Set[TP] = set()
+    proto_gen = {m.member_id: m.subscription_generation for m in members_in_order}
+    max_gen = -1
+    for m in members_in_order:
+        if not first_topics:
+            first_topics = set(m.topics)
+        elif all_equal and not (len(m.topics) == len(first_topics)
+                                and first_topics.issuperset(m.topics)):
+            all_equal = False
+        gen = m.generation
+        if gen > max_gen:
+            max_gen = gen
+        mine: List[TP] = []
+        owned[m.member_id] = mine
+        for tp in m.owned:
+            if tp[0] not in counts:
+                continue
+            other = claimant.get(tp)
+            if other is None:
+                mine.append(tp)
+                claimant[tp] = m.member_id
+                continue
+            other_gen = proto_gen[other]
+            if gen == other_gen:
+                contested.add(tp)
+                _remove_first(owned[other], tp)
+                claimant[tp] = m.member_id
+            elif gen > other_gen:
+                mine.append(tp)
+                _remove_first(owned[other], tp)
+                claimant[tp] = m.member_id
+    return all_equal, owned, contested, max_gen
+
+
+def _remove_first(lst: list, item) -> bool:
+    try:
+        lst.remove(item)
+        return True
+    except ValueError:
+        return False
+
+
+def _walk_unassigned(all_sorted: List[TP], assigned_sorted: List[TP]) -> List[TP]:
+    """Everything in ``all_sorted`` not matched by a merge walk over
+    ``assigned_sorted``.  Java walks both lists with one cursor each, and an
+    assigned entry that never appears in the full list (a partition number
+    beyond the topic's count) stalls the cursor; that is reproduced."""
+    if not assigned_sorted:
+        return list(all_sorted)
+    out = []
+    it = iter(assigned_sorted)
+    nxt = next(it)
+    drained = False
+    for tp in all_sorted:
+        if drained or tp != nxt:
+            out.append(tp)
+        else:
+            try:
+                nxt = next(it)
+            except StopIteration:
+                drained = True
+    return out
+
+
+# --------------------------------------------------------------------------
+# all subscriptions equal
+# --------------------------------------------------------------------------
+
+def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: Set[TP],
+                       counts: Dict[str, int], racks: _Racks):
+    """Quota-based assignment for groups whose members share one subscription.
+
+    Returns ``(assignment, transferring)`` where ``transferring`` maps each
+    partition handed to a member other than its previous holder, which the
+    cooperative protocol must withhold for one round."""
+    total = sum(counts.values())
+    n = len(order)
+    lo, hi, n_over = total // n, -(-total // n), total % n
+    over = 0
+    result: Dict[str, List[TP]] = {m: [] for m in order}
+    kept_all: List[TP] = []
+    revoked: Set[TP] = set()
+    under: List[str] = []
+    at_min: List[str] = []
+    for mid in order:
+        mine = sorted((tp for tp in owned[mid] if not racks.mismatch(mid, tp)),
+                      key=lambda tp: (tp[1], utf16_key(tp[0])))
+        if contested:
+            mine = [tp for tp in mine if tp not in contested]
+        if len(mine) < lo:
+            result[mid].extend(mine)
+            kept_all.extend(mine)
+            under.append(mid)
+        elif len(mine) >= hi and over < n_over:
+            over += 1
+            if over == n_over:
+                at_min.clear()
+            result[mid].extend(mine[:hi])
+            kept_all.extend(mine[:hi])
+            revoked.update(mine[hi:])
+        else:
+            result[mid].extend(mine[:lo])
+            kept_all.extend(mine[:lo])
+            revoked.update(mine[lo:])
+            if over < n_over:
+                at_min.append(mid)
+
+    topics = sorted(counts, key=utf16_key)
+    everything = [(t, p) for t in topics for p in range(counts[t])]
+    kept_sorted = sorted(kept_all, key=lambda tp: (utf16_key(tp[0]), tp[1]))
+    todo = _walk_unassigned(everything, kept_sorted)
+
+    under.sort(key=utf16_key)
+    at_min.sort(key=utf16_key)
+    if racks.crowd is not None:
+        crowd = racks.crowd
+        todo.sort(key=lambda tp: crowd.get(tp, 0))
+
+    transferring: Dict[TP, str] = {}
+
+    def give(tp: TP, mid: str) -> int:
+        lst = result[mid]
+        lst.append(tp)
+        if tp in revoked or tp in contested:
+            transferring[tp] = mid
+        return len(lst)
+
+    if racks.active:
+        cursor = 0
+        rest = []
+        for tp in todo:
+            chosen = None
+            k = racks.next_match(tp, under, cursor)
+            if k >= 0:
+                chosen = under[k]
+                size = len(result[chosen]) + 1
+                if size >= lo:
+                    under.remove(chosen)
+                    if size < hi:
+                        at_min.append(chosen)
+                else:
+                    k += 1
+                cursor = k % len(under) if under else 0
+            elif at_min:
+                k = racks.next_match(tp, at_min, 0)
+                if k >= 0:
+                    chosen = at_min[k]
+                    if len(result[chosen]) + 1 == hi:
+                        del at_min[k]
+            if chosen is not None:
+                give(tp, chosen)
+            else:
+                rest.append(tp)
+        todo = rest
+
+    # ``under`` is walked round-robin with a cursor that survives removals;
+    # once it is empty, members at exactly the minimum are topped up FIFO.
+    pos = 0
+    for tp in todo:
+        from_under = False
+        if pos < len(under):
+            mid = under[pos]
+            pos += 1
+            from_under = True
+        elif not under and not at_min:
+            raise AssignmentError("sticky assignor ran out of members with spare quota "
+                                  "(Java: IllegalStateException 'No more unfilled consumers')")
+        elif not under:
+            mid = at_min.pop(0)
+        else:
+            pos = 0
+            mid = under[pos]
+            pos += 1
+            from_under = True
+        size = give(tp, mid)
+        if size == lo:
+            if not from_under:
+                raise AssignmentError("sticky assignor reached an inconsistent state "
+                                      "(Java: IllegalStateException from Iterator.remove)")
+            pos -= 1
+            del under[pos]
+            at_min.append(mid)
+        elif size == hi:
+            over += 1
+
+    if under:
+        if over != n_over:
+            raise AssignmentError("sticky assignor could not reach the expected number of members "
+                                  "above the minimum quota (Java: IllegalStateException)")
+        for mid in under:
+            if len(result[mid]) != lo:
+                raise AssignmentError(f"member {mid!r} ends below the minimum quota "
+                                      "(Java: IllegalStateException)")
+    return result, transferring
+
+
+# --------------------------------------------------------------------------
+# subscriptions differ
+# --------------------------------------------------------------------------
+
+class _General:
+    """The balancing search used when members subscribe to different topics."""
+
+    def __init__(self, order, by_id, owned, counts, racks, max_gen):
+        self.order = order
+        self.by_id = by_id
+        self.counts = counts
+        self.racks = racks
+        self.max_gen = max_gen
+        self.total = sum(counts.values())
+        self.topic_members: Dict[str, List[str]] = {t: [] for t in counts}
+        self.member_topics: Dict[str, List[str]] = {}
+        for mid in order:
+            mine = []
+            self.member_topics[mid] = mine
+            for t in by_id[mid].topics:
+                if t in counts:
+                    mine.append(t)
+                    self.topic_members[t].append(mid)
+        self.current: Dict[str, List[TP]] = owned
+        self.holder: Dict[TP, str] = {}
+        for mid in order:
+            for tp in owned[mid]:
+                self.holder[tp] = mid
+        tm = self.topic_members
+        self.topic_key = lambda t: (len(tm[t]), utf16_key(t))
+        topics = sorted(counts, key=self.topic_key)
+        self.all_partitions: List[TP] = [(t, p) for t in topics for p in range(counts[t])]
+        self.active: Set[str] = set()
+        self.revocation_required = False
+        self.moves = _Movements()
+
+    # -- the ordered set of members keyed by (load, id) ------------------
+    def _key(self, mid):
+        return (len(self.current[mid]), utf16_key(mid))
+
+    def _first_taking(self, topic: str, tp: Optional[TP] = None) -> Optional[str]:
+        best = None
+        best_key = None
+        for mid in self.active:
+            if topic not in self.member_topics[mid]:
+                continue
+            if tp is not None and self.racks.mismatch(mid, tp):
+                continue
+            k = self._key(mid)
+            if best_key is None or k < best_key:
+                best, best_key = mid, k
+        return best
+
+    def _max_size(self, mid: str) -> int:
+        topics = self.member_topics[mid]
+        if len(topics) == len(self.counts):
+            return self.total
+        return sum(self.counts[t] for t in topics)
+
+    def build(self) -> Dict[str, List[TP]]:
+        prev = self._previous_owners()
+        assigned = self._keep_owned()
+        assigned.sort(key=lambda tp: (self.topic_key(tp[0]), tp[1]))
+        unassigned = _walk_unassigned(self.all_partitions, assigned)
+        self.active = set(self.current)
+        self._balance(prev, unassigned)
+        return self.current
+
+    def _previous_owners(self) -> Dict[TP, Tuple[str, int]]:
+        prev: Dict[TP, Tuple[str, int]] = {}
+        for mid in self.order:
+            m = self.by_id[mid]
+            gen = m.generation
+            if gen < self.max_gen:
+                for tp in m.owned:
+                    old = prev.get(tp)
+                    if old is None or gen > old[1]:
+                        prev[tp] = (mid, gen)
+        return prev
+
+    def _keep_owned(self) -> List[TP]:
+        kept: List[TP] = []
+        for mid in self.order:
+            subs = self.by_id[mid].topics
+            keep = []
+            for tp in self.current[mid]:
+                if tp[0] not in self.topic_members:
+                    self.holder.pop(tp, None)
+                elif tp[0] not in subs or self.racks.mismatch(mid, tp):
+                    self.revocation_required = True
+                else:
+                    keep.append(tp)
+                    kept.append(tp)
+            self.current[mid][:] = keep
+        return kept
+
+    def _assign_new(self, todo: List[TP], use_racks: bool) -> List[TP]:
+        left = []
+        for tp in todo:
+            if not self.topic_members[tp[0]]:
+                left.append(tp)
+                continue
+            mid = self._first_taking(tp[0], tp if use_racks else None)
+            if mid is None:
+                left.append(tp)
+                continue
+            self.current[mid].append(tp)
+            self.holder[tp] = mid
+        return left
+
+    def _balance(self, prev, unassigned: List[TP]) -> None:
+        initializing = not self.current[max(self.active, key=self._key)] if self.active else True
+        todo = unassigned
+        if self.racks.active:
+            todo = self._assign_new(todo, True)
+        self._assign_new(todo, False)
+
+        movable_topics = {t for t, ms in self.topic_members.items() if len(ms) >= 2}
+        reassignable = [tp for tp in self.all_partitions if tp[0] in movable_topics]
+        unassigned = [tp for tp in unassigned if tp[0] in movable_topics]
+
+        fixed: Dict[str, List[TP]] = {}
+        for mid in self.order:
+            if not self._can_move(mid, movable_topics):
+                self.active.discard(mid)
+                fixed[mid] = self.current.pop(mid)
+
+        saved = {mid: list(lst) for mid, lst in self.current.items()}
+        saved_holder = dict(self.holder)
+
+        if not self.revocation_required:
+            self._reassign(unassigned, prev)
+        changed = self._reassign(reassignable, prev)
+
+        if not initializing and changed and _score(self.current) >= _score(saved):
+            self.current.clear()
+            self.current.update(saved)
+            self.holder = saved_holder
+        self.current.update(fixed)
+
+    def _can_move(self, mid: str, movable_topics) -> bool:
+        mine = self.current[mid]
+        if len(mine) < self._max_size(mid):
+            return True
+        return any(tp[0] in movable_topics for tp in mine)
+
+    def _size(self, mid: str) -> int:
+        lst = self.current.get(mid)
+        if lst is None:
+            raise AssignmentError(f"member {mid!r} is referenced while balancing but holds a fixed "
+                                  "assignment (Java: NullPointerException)")
+        return len(lst)
+
+    def _balanced(self) -> bool:
+        sizes = [len(self.current[mid]) for mid in self.active]
+        if not sizes or min(sizes) >= max(sizes) - 1:
+            return True
+        holder_of: Dict[TP, str] = {}
+        for mid, lst in self.current.items():
+            for tp in lst:
+                holder_of[tp] = mid
+        for mid in self.active:
+            mine = self.current[mid]
+            n = len(mine)
+            if n == self._max_size(mid):
+                continue
+            have = set(mine)
+            for t in self.member_topics[mid]:
+                for p in range(self.counts[t]):
+                    tp = (t, p)
+                    if tp in have:
+                        continue
+                    other = holder_of.get(tp)
+                    if other is None:
+                        raise AssignmentError(f"partition {tp!r} has no holder while balancing "
+                                              "(Java: NullPointerException)")
+                    if n + 1 < len(self.current[other]):
+                        return False
+        return True
+
+    def _reassign(self, partitions: List[TP], prev) -> bool:
+        performed = False
+        while True:
+            modified = False
+            for tp in partitions:
+                if self._balanced():
+                    break
+                mid = self.holder.get(tp)
+                if mid is None:
+                    raise AssignmentError(f"partition {tp!r} has no holder while balancing "
+                                          "(Java: NullPointerException)")
+                load = self._size(mid)
+                old = prev.get(tp)
+                if old is not None and load > self._size(old[0]) + 1:
+                    self._move(tp, old[0])
+                    performed = modified = True
+                    continue
+                moved = False
+                my_rack = self.racks.member_rack.get(mid)
+                if my_rack is not None:
+                    reps = self.racks.partition_racks.get(tp)
+                    if reps and my_rack in reps:
+                        for other in self.topic_members[tp[0]]:
+                            r = self.racks.member_rack.get(other)
+                            if r is None or r not in reps:
+                                continue
+                            if load > self._size(other) + 1:
+                                self._move_to_best(tp)
+                                moved = True
+                                break
+                if not moved:
+                    for other in self.topic_members[tp[0]]:
+                        if load > self._size(other) + 1:
+                            self._move_to_best(tp)
+                            moved = True
+                            break
+                if moved:
+                    performed = modified = True
+            if not modified:
+                return performed
+
+    def _move_to_best(self, tp: TP) -> None:
+        dst = self._first_taking(tp[0])
+        if dst is None:
+            raise AssignmentError(f"no member can take {tp!r} (Java: assertion)")
+        self._move(tp, dst)
+
+    def _move(self, tp: TP, dst: str) -> None:
+        src = self.holder[tp]
+        actual = self.moves.substitute(tp, src, dst)
+        src = self.holder[actual]
+        self.moves.move(actual, src, dst)
+        _remove_first(self.current[src], actual)
+        self.current[dst].append(actual)
+        self.holder[actual] = dst
+
+
+def _score(assignment: Dict[str, List[TP]]) -> int:
+    sizes = sorted(len(v) for v in assignment.values())
+    # sum over pairs |a-b| for sorted sizes: each size contributes with sign
+    # by rank, which is the same total Java gets from its double loop
+    n = len(sizes)
+    return sum(s * (2 * i - n + 1) for i, s in enumerate(sizes))
+
+
+# --------------------------------------------------------------------------
+# entry point
+# --------------------------------------------------------------------------
+
+def _withhold(assignment: Dict[str, List[TP]], transferring: Dict[TP, str]) -> None:
+    for tp, mid in transferring.items():
+        _remove_first(assignment[mid], tp)
+
+
+def _computed_transfers(order: List[str], by_id, assignment: Dict[str, List[TP]]) -> Dict[TP, str]:
+    added: Dict[TP, str] = {}
+    revoked: Set[TP] = set()
+    for mid in order:
+        owned = by_id[mid].owned
+        mine = assignment[mid]
+        owned_set = set(owned)
+        for tp in mine:
+            if tp not in owned_set:
+                added[tp] = mid
+        mine_set = set(mine)
+        for tp in owned:
+            if tp not in mine_set:
+                revoked.add(tp)
+    return {tp: mid for tp, mid in added.items() if tp in revoked}
+
+
+def sticky_assign(group: GroupInput, cooperative: bool) -> Assignment:
+    """Assign partitions as Java's sticky (``cooperative=False``) or
+    cooperative-sticky (``cooperative=True``) assignor does."""
+    _validate(group)
+    if not group.members:
+        return {}
+    order = member_order(group)
+    by_id = {m.member_id: m for m in group.members}
+    counts = topic_counts(group)
+    racks = _Racks(group.members, order, counts, group.partition_racks)
+    all_equal, owned, contested, max_gen = resolve_owners([by_id[m] for m in order], counts)
+    if all_equal:
+        result, transferring = constrained_assign(order, owned, contested, counts, racks)
+        if cooperative:
+            _withhold(result, transferring)
+    else:
+        result = _General(order, by_id, owned, counts, racks, max_gen).build()
+        if cooperative:
+            _withhold(result, _computed_transfers(order, by_id, result))
+    return {m.member_id: result[m.member_id] for m in group.members}

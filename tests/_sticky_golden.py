@@ -1,0 +1,68 @@
+"""Golden-case loading shared by the sticky test modules."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kwire.assignors._model import GroupInput
+from kwire.assignors.userdata import cooperative_member_input, sticky_member_input
+
+STICKY_STRATEGIES = ("sticky", "cooperative-sticky")
+
+
+def golden_path() -> Path:
+    env = os.environ.get("KWIRE_GOLDEN_DIR")
+    base = Path(env) if env else Path("/work/shared/golden")
+    path = base / "java-assignors.jsonl"
+    if not path.exists():
+        if env:
+            pytest.fail(f"KWIRE_GOLDEN_DIR is set but {path} does not exist")
+        pytest.skip(f"golden vectors not found at {path}")
+    return path
+
+
+def load_cases(strategies=STICKY_STRATEGIES):
+    env = os.environ.get("KWIRE_GOLDEN_DIR")
+    base = Path(env) if env else Path("/work/shared/golden")
+    path = base / "java-assignors.jsonl"
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8") as fh:
+        cases = [json.loads(line) for line in fh if line.strip()]
+    return [c for c in cases if c["assignor"] in strategies]
+
+
+def member_from_golden(strategy, m, *, from_user_data=False):
+    """MemberInput as the Java leader saw it.
+
+    For eager sticky the golden file repeats what Java decoded from userData;
+    ``from_user_data=True`` decodes ``user_data_hex`` instead."""
+    ud = bytes.fromhex(m["user_data_hex"]) if m.get("user_data_hex") is not None else None
+    if strategy == "sticky":
+        if from_user_data:
+            return sticky_member_input(m["member_id"], m["topics"], ud, m.get("subscription_generation_id"),
+                                       m.get("group_instance_id"), m.get("rack"))
+        from kwire.assignors._model import MemberInput
+        sg = m.get("subscription_generation_id")
+        return MemberInput(
+            member_id=m["member_id"], group_instance_id=m.get("group_instance_id"), topics=tuple(m["topics"]),
+            owned=tuple((t, p) for t, p in m["owned_partitions"]),
+            generation=-1 if m["generation"] is None else m["generation"],
+            subscription_generation=-1 if sg is None or sg < 0 else sg, rack=m.get("rack"))
+    return cooperative_member_input(m["member_id"], m["topics"], [tuple(x) for x in m["owned_partitions"]],
+                                    m.get("generation"), ud, m.get("group_instance_id"), m.get("rack"))
+
+
+def group_from_golden(case, *, from_user_data=False):
+    strategy = case["assignor"]
+    return GroupInput(
+        members=[member_from_golden(strategy, m, from_user_data=from_user_data) for m in case["members"]],
+        partitions_per_topic=dict(case["partitions_per_topic"]),
+        partition_racks=case.get("partition_racks"),
+    )
+
+
+def expected_of(case):
+    return {k: [tuple(x) for x in v] for k, v in case["expected"].items()}

@@ -1,0 +1,158 @@
+"""Sticky / cooperative-sticky against Java's exact outputs, plus input handling."""
+
+import importlib
+
+import pytest
+
+from kwire.assignors import _sticky_py
+from kwire.assignors._model import GroupInput, MemberInput
+from kwire.assignors.userdata import (
+    cooperative_member_input,
+    decode_cooperative_userdata,
+    decode_sticky_userdata,
+    encode_sticky_userdata,
+    sticky_member_input,
+)
+from kwire.errors import AssignmentError, KwireError
+
+from _sticky_golden import expected_of, golden_path, group_from_golden, load_cases
+
+CASES = load_cases()
+
+
+def _implementations():
+    impls = [pytest.param(_sticky_py, id="python")]
+    try:
+        impls.append(pytest.param(importlib.import_module("kwire.assignors._sticky_c"), id="cython"))
+    except ImportError:
+        impls.append(pytest.param(None, id="cython", marks=pytest.mark.skip("_sticky_c not built")))
+    return impls
+
+
+IMPLS = _implementations()
+
+
+def test_golden_file_present():
+    golden_path()
+    assert len(CASES) >= 81
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_golden(case, impl):
+    group = group_from_golden(case)
+    got = impl.sticky_assign(group, case["assignor"] == "cooperative-sticky")
+    assert {k: list(v) for k, v in got.items()} == expected_of(case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["assignor"] == "sticky"],
+                         ids=[c["id"] for c in CASES if c["assignor"] == "sticky"])
+def test_sticky_userdata_decodes_like_java(case):
+    """Decoding user_data_hex gives exactly what Java decoded."""
+    assert group_from_golden(case, from_user_data=True).members == group_from_golden(case).members
+
+
+def test_multi_round_cases_are_independent_inputs():
+    """Every round of a sequence is a full input: solving the rounds in reverse
+    order, with nothing carried over, still gives Java's outputs."""
+    seq = [c for c in CASES if c.get("sequence")]
+    assert seq
+    for case in sorted(seq, key=lambda c: (c["sequence"], -c["round"])):
+        got = _sticky_py.sticky_assign(group_from_golden(case), case["assignor"] == "cooperative-sticky")
+        assert {k: list(v) for k, v in got.items()} == expected_of(case)
+
+
+# --- userData -------------------------------------------------------------
+
+def test_sticky_userdata_versions():
+    parts = [("t", 2), ("u", 0), ("t", 1)]
+    v1 = encode_sticky_userdata(parts, 7)
+    v0 = encode_sticky_userdata(parts)
+    assert decode_sticky_userdata(v1) == ([("t", 2), ("t", 1), ("u", 0)], 7)
+    assert decode_sticky_userdata(v0) == ([("t", 2), ("t", 1), ("u", 0)], None)
+    assert decode_sticky_userdata(None) == ([], None)
+    assert decode_sticky_userdata(b"") == ([], None)
+    # truncated / nonsense bytes: Java ignores the previous assignment
+    assert decode_sticky_userdata(v1[:7]) == ([], -1)
+    assert decode_sticky_userdata(b"\xff\xff\xff\xff") == ([], -1)
+    assert decode_sticky_userdata(b"\x00\x00\x00\x01\xff\xff") == ([], -1)
+
+
+def test_cooperative_generation_source():
+    assert decode_cooperative_userdata(None) is None
+    assert decode_cooperative_userdata(b"\x00\x00\x00\x05") == 5
+    assert decode_cooperative_userdata(b"\x00") == -1
+    m = cooperative_member_input("a", ["t"], [("t", 0)], 4, b"\x00\x00\x00\x09")
+    assert (m.generation, m.subscription_generation) == (4, 4)
+    m = cooperative_member_input("a", ["t"], [("t", 0)], None, b"\x00\x00\x00\x09")
+    assert (m.generation, m.subscription_generation) == (9, -1)
+    m = cooperative_member_input("a", ["t"], [("t", 0)], -1, None)
+    assert (m.generation, m.subscription_generation) == (-1, -1)
+    m = sticky_member_input("a", ["t"], encode_sticky_userdata([("t", 1)], 3), 8)
+    assert (m.owned, m.generation, m.subscription_generation) == ((("t", 1),), 3, 8)
+
+
+# --- documented Java behaviour (reference doc section 7) --------------------
+
+def _g(members, ppt, **kw):
+    return GroupInput(members=[MemberInput(**m) for m in members], partitions_per_topic=ppt, **kw)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_empty_first_member_quirk(impl):
+    g = _g([dict(member_id="A", topics=()), dict(member_id="B", topics=("t",)),
+            dict(member_id="C", topics=("t",))], {"t": 3})
+    assert impl.sticky_assign(g, True) == {"A": [("t", 0)], "B": [("t", 1)], "C": [("t", 2)]}
+    g = _g([dict(member_id="B", topics=("t",)), dict(member_id="C", topics=("t",)),
+            dict(member_id="Z", topics=())], {"t": 3})
+    assert impl.sticky_assign(g, True) == {"B": [("t", 0), ("t", 2)], "C": [("t", 1)], "Z": []}
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_multiclaim_order(impl):
+    def mk(order):
+        gens = {"A": 5, "B": 5, "C": 6} if order == "ABC" else {"A": 5, "B": 6, "C": 5}
+        owned = {"A": (("t", 0),), "B": (("t", 0),), "C": (("t", 0),)}
+        return _g([dict(member_id=x, topics=("t",), owned=owned[x], generation=gens[x],
+                        subscription_generation=gens[x]) for x in "ABC"], {"t": 3})
+    assert impl.sticky_assign(mk("ABC"), True) == {"A": [], "B": [("t", 1)], "C": [("t", 2)]}
+    assert impl.sticky_assign(mk("ACB"), True) == {"A": [("t", 1)], "B": [("t", 0)], "C": [("t", 2)]}
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_quota_follows_hashmap_order(impl):
+    g = _g([dict(member_id="a", topics=("t",), owned=tuple(("t", p) for p in (3, 4, 5)), generation=1,
+                 subscription_generation=1),
+            dict(member_id="zz", topics=("t",), owned=tuple(("t", p) for p in (0, 1, 2)), generation=1,
+                 subscription_generation=1),
+            dict(member_id="b", topics=("t",), owned=(("t", 6),), generation=1, subscription_generation=1)],
+           {"t": 7})
+    got = impl.sticky_assign(g, False)
+    assert got == {"zz": [("t", 0), ("t", 1), ("t", 2)], "a": [("t", 3), ("t", 4)], "b": [("t", 6), ("t", 5)]}
+
+
+# --- bad input -------------------------------------------------------------
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("bad", [
+    lambda: _g([dict(member_id="a", topics=("t",)), dict(member_id="a", topics=("t",))], {"t": 1}),
+    lambda: _g([dict(member_id="a", topics=("t",))], {"t": -1}),
+    lambda: _g([dict(member_id="a", topics=("t",))], {"t": "3"}),
+    lambda: _g([dict(member_id="a", topics=("t",), owned=(("t", "x"),))], {"t": 1}),
+    lambda: _g([dict(member_id="a", topics=("t",), generation=2**40)], {"t": 1}),
+])
+def test_bad_input_is_typed_error(impl, bad):
+    with pytest.raises(AssignmentError) as ei:
+        impl.sticky_assign(bad(), True)
+    assert isinstance(ei.value, KwireError) and isinstance(ei.value, ValueError)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_empty_group(impl):
+    assert impl.sticky_assign(GroupInput(members=[], partitions_per_topic={"t": 3}), False) == {}
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_unknown_topics_and_zero_partitions(impl):
+    g = _g([dict(member_id="a", topics=("nope",)), dict(member_id="b", topics=("z",))], {"z": 0})
+    assert impl.sticky_assign(g, False) == {"a": [], "b": []}
