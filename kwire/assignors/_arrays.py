@@ -463,3 +463,60 @@ class ArrayAssignment:
 
     def __repr__(self):
         return f"ArrayAssignment({len(self.member_ids)} members, {len(self.topic)} partitions)"
+
+
+def group_input_of(group: ArrayGroup) -> GroupInput:
+    """The :class:`GroupInput` an :class:`ArrayGroup` describes (for strategies that only have a reference form)."""
+    from ._model import MemberInput
+
+    topics = group.topics
+    members = []
+    for i, mid in enumerate(group.member_ids):
+        a, b = group.sub_indptr[i], group.sub_indptr[i + 1]
+        oa, ob = group.owned_indptr[i], group.owned_indptr[i + 1]
+        members.append(
+            MemberInput(
+                member_id=mid,
+                group_instance_id=group.group_instance_ids[i],
+                topics=tuple(topics[t] for t in group.sub_topics[a:b].tolist()),
+                owned=tuple(
+                    (topics[t], p)
+                    for t, p in zip(group.owned_topic[oa:ob].tolist(), group.owned_partition[oa:ob].tolist())
+                ),
+                generation=int(group.generation[i]),
+                subscription_generation=int(group.subscription_generation[i]),
+                rack=group.racks[i],
+            )
+        )
+    counts = group.partition_counts.tolist()
+    ppt = {t: n for t, n in zip(topics, counts) if n > 0}
+    racks = None
+    if len(group.replica_racks):
+        racks = {}
+        ptr = group.replica_rack_indptr.tolist()
+        flat = group.replica_racks.tolist()
+        for ti, t in enumerate(topics):
+            base = int(group.topic_offset[ti])
+            if counts[ti]:
+                racks[t] = [[group.rack_names[r] for r in flat[ptr[base + p] : ptr[base + p + 1]]] for p in range(counts[ti])]
+    return GroupInput(members=members, partitions_per_topic=ppt, partition_racks=racks)
+
+
+def array_assignment_of(group: ArrayGroup, assignment: Assignment) -> ArrayAssignment:
+    """Pack a ``{member_id: [(topic, partition), ...]}`` result into an :class:`ArrayAssignment`."""
+    index = group.topic_index()
+    indptr = np.zeros(group.num_members + 1, dtype=_I64)
+    topic: List[int] = []
+    partition: List[int] = []
+    for i, mid in enumerate(group.member_ids):
+        for t, p in assignment.get(mid, ()):
+            ti = index.get(t)
+            if ti is None:
+                raise AssignmentError(f"assignment names topic {t!r} that the group does not know")
+            topic.append(ti)
+            partition.append(p)
+        indptr[i + 1] = len(topic)
+    unknown = set(assignment) - set(group.member_ids)
+    if unknown:
+        raise AssignmentError(f"assignment names members outside the group: {sorted(unknown)!r}")
+    return ArrayAssignment.for_group(group, indptr, np.array(topic, dtype=_I32), np.array(partition, dtype=_I32))

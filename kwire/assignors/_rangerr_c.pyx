@@ -1,0 +1,446 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled twin of ``_rangerr_py``: the array kernels of the range and
+round-robin assignors.  See that module for the meaning of every argument;
+the two must return identical arrays.
+
+Every kernel counts first and fills second, so each output array is
+allocated once at its final size and no Python object is made per partition.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint8_t
+
+
+def subscribers_by_topic(Py_ssize_t num_topics, const int64_t[:] sub_indptr, const int32_t[:] sub_topics,
+                         const int32_t[:] member_order):
+    cdef Py_ssize_t M = sub_indptr.shape[0] - 1
+    cdef Py_ssize_t r, t
+    cdef int64_t e
+    cdef int32_t m
+    tp_indptr_a = np.zeros(num_topics + 1, dtype=np.int64)
+    last_a = np.full(num_topics, -1, dtype=np.int32)
+    cdef int64_t[:] tp_indptr = tp_indptr_a
+    cdef int32_t[:] last = last_a
+    # A member's topics are visited together, so remembering the last member
+    # added per topic is enough to drop a topic it lists twice.
+    for r in range(M):
+        m = member_order[r]
+        for e in range(sub_indptr[m], sub_indptr[m + 1]):
+            t = sub_topics[e]
+            if last[t] != m:
+                last[t] = m
+                tp_indptr[t + 1] += 1
+    for t in range(num_topics):
+        tp_indptr[t + 1] += tp_indptr[t]
+    tp_members_a = np.empty(tp_indptr[num_topics], dtype=np.int32)
+    cursor_a = np.array(tp_indptr_a[:num_topics])
+    cdef int32_t[:] tp_members = tp_members_a
+    cdef int64_t[:] cursor = cursor_a
+    last[:] = -1
+    for r in range(M):
+        m = member_order[r]
+        for e in range(sub_indptr[m], sub_indptr[m + 1]):
+            t = sub_topics[e]
+            if last[t] != m:
+                last[t] = m
+                tp_members[cursor[t]] = m
+                cursor[t] += 1
+    return tp_indptr_a, tp_members_a
+
+
+def first_seen(Py_ssize_t num_topics, const int64_t[:] sub_indptr, const int32_t[:] sub_topics,
+               const int32_t[:] member_visit_order):
+    seen_a = np.full(num_topics, -1, dtype=np.int64)
+    cdef int64_t[:] seen = seen_a
+    cdef int64_t n = 0
+    cdef int64_t e
+    cdef Py_ssize_t r
+    cdef int32_t m, t
+    for r in range(member_visit_order.shape[0]):
+        m = member_visit_order[r]
+        for e in range(sub_indptr[m], sub_indptr[m + 1]):
+            t = sub_topics[e]
+            if seen[t] < 0:
+                seen[t] = n
+                n += 1
+    return seen_a
+
+
+cdef _alloc_csr(Py_ssize_t num_members, int64_t[:] counts):
+    # counts has num_members + 1 slots, counts[m + 1] holding member m's total.
+    cdef Py_ssize_t m
+    for m in range(num_members):
+        counts[m + 1] += counts[m]
+    n = counts[num_members]
+    return np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+
+
+def range_plain(Py_ssize_t num_members, const int32_t[:] partition_counts, const int64_t[:] tp_indptr,
+                const int32_t[:] tp_members, const int32_t[:] topic_order):
+    cdef Py_ssize_t k, i, n
+    cdef int32_t t, m, P, q, r, start, length, p
+    cdef int64_t base, c
+    indptr_a = np.zeros(num_members + 1, dtype=np.int64)
+    cdef int64_t[:] indptr = indptr_a
+    for k in range(topic_order.shape[0]):
+        t = topic_order[k]
+        base = tp_indptr[t]
+        n = tp_indptr[t + 1] - base
+        P = partition_counts[t]
+        if n == 0 or P == 0:
+            continue
+        q = P // n
+        r = P % n
+        for i in range(n):
+            indptr[tp_members[base + i] + 1] += q + (1 if i < r else 0)
+    topic_a, partition_a = _alloc_csr(num_members, indptr)
+    cdef int32_t[:] topic = topic_a
+    cdef int32_t[:] partition = partition_a
+    cursor_a = np.array(indptr_a[:num_members])
+    cdef int64_t[:] cursor = cursor_a
+    for k in range(topic_order.shape[0]):
+        t = topic_order[k]
+        base = tp_indptr[t]
+        n = tp_indptr[t + 1] - base
+        P = partition_counts[t]
+        if n == 0 or P == 0:
+            continue
+        q = P // n
+        r = P % n
+        for i in range(n):
+            m = tp_members[base + i]
+            start = <int32_t>(i * q + (i if i < r else r))
+            length = q + (1 if i < r else 0)
+            c = cursor[m]
+            for p in range(start, start + length):
+                topic[c] = t
+                partition[c] = p
+                c += 1
+            cursor[m] = c
+    return indptr_a, topic_a, partition_a
+
+
+def roundrobin(Py_ssize_t num_members, const int32_t[:] partition_counts, const int64_t[:] tp_indptr,
+               const int32_t[:] tp_members, const int32_t[:] topic_order, const int32_t[:] member_rank):
+    cdef Py_ssize_t K = topic_order.shape[0]
+    cdef Py_ssize_t k, n, lo, hi, mid, j, slot
+    cdef int32_t t, P, q, r, p, m, cur_rank
+    cdef int64_t base, c
+    first_a = np.zeros(K, dtype=np.int64)
+    cdef int64_t[:] first = first_a
+    indptr_a = np.zeros(num_members + 1, dtype=np.int64)
+    cdef int64_t[:] indptr = indptr_a
+    # The cursor carries over from topic to topic; within a topic the
+    # subscribers (in rank order) simply take turns from the first one at or
+    # after the cursor, so only that starting slot needs a search.
+    cur_rank = 0
+    for k in range(K):
+        t = topic_order[k]
+        base = tp_indptr[t]
+        n = tp_indptr[t + 1] - base
+        P = partition_counts[t]
+        if n == 0 or P == 0:
+            continue
+        lo = 0
+        hi = n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if member_rank[tp_members[base + mid]] < cur_rank:
+                lo = mid + 1
+            else:
+                hi = mid
+        j = lo % n
+        first[k] = j
+        q = P // n
+        r = P % n
+        for slot in range(n):
+            indptr[tp_members[base + slot] + 1] += q + (1 if (slot - j + n) % n < r else 0)
+        cur_rank = member_rank[tp_members[base + (j + P - 1) % n]] + 1
+    topic_a, partition_a = _alloc_csr(num_members, indptr)
+    cdef int32_t[:] topic = topic_a
+    cdef int32_t[:] partition = partition_a
+    cursor_a = np.array(indptr_a[:num_members])
+    cdef int64_t[:] cursor = cursor_a
+    for k in range(K):
+        t = topic_order[k]
+        base = tp_indptr[t]
+        n = tp_indptr[t + 1] - base
+        P = partition_counts[t]
+        if n == 0 or P == 0:
+            continue
+        slot = first[k]
+        for p in range(P):
+            m = tp_members[base + slot]
+            c = cursor[m]
+            topic[c] = t
+            partition[c] = p
+            cursor[m] = c + 1
+            slot += 1
+            if slot == n:
+                slot = 0
+    return indptr_a, topic_a, partition_a
+
+
+cdef int32_t _num_racks(const int32_t[:] member_rack, const int32_t[:] rr):
+    cdef int32_t hi = -1
+    cdef Py_ssize_t i
+    for i in range(member_rack.shape[0]):
+        if member_rack[i] > hi:
+            hi = member_rack[i]
+    for i in range(rr.shape[0]):
+        if rr[i] > hi:
+            hi = rr[i]
+    return hi + 1
+
+
+def rack_needs(const int32_t[:] partition_counts, const int64_t[:] topic_offset, const int64_t[:] tp_indptr,
+               const int32_t[:] tp_members, const int32_t[:] member_rack, const int64_t[:] rr_indptr,
+               const int32_t[:] rr):
+    cdef Py_ssize_t T = partition_counts.shape[0]
+    cdef Py_ssize_t R = _num_racks(member_rack, rr)
+    needs_a = np.zeros(T, dtype=np.uint8)
+    cdef uint8_t[:] needs = needs_a
+    # Stamps instead of clearing: consumer racks of topic t are marked t+1,
+    # the topic's replica racks likewise, and each partition's racks get a
+    # fresh stamp so duplicates (two replicas on one rack) count once.
+    cons_a = np.zeros(R, dtype=np.int64)
+    union_a = np.zeros(R, dtype=np.int64)
+    part_a = np.zeros(R, dtype=np.int64)
+    cdef int64_t[:] cons = cons_a
+    cdef int64_t[:] uni = union_a
+    cdef int64_t[:] part = part_a
+    cdef int64_t stamp = 0
+    cdef Py_ssize_t t, i, union_size, distinct
+    cdef int64_t g, e, g0, g1
+    cdef int32_t rk
+    cdef bint any_consumer, overlap, uneven
+    for t in range(T):
+        any_consumer = False
+        for i in range(tp_indptr[t], tp_indptr[t + 1]):
+            rk = member_rack[tp_members[i]]
+            if rk >= 0:
+                cons[rk] = t + 1
+                any_consumer = True
+        if not any_consumer:
+            continue
+        g0 = topic_offset[t]
+        g1 = topic_offset[t + 1]
+        union_size = 0
+        overlap = False
+        for e in range(rr_indptr[g0], rr_indptr[g1]):
+            rk = rr[e]
+            if uni[rk] != t + 1:
+                uni[rk] = t + 1
+                union_size += 1
+                if cons[rk] == t + 1:
+                    overlap = True
+        if not overlap:
+            continue
+        uneven = False
+        for g in range(g0, g1):
+            stamp += 1
+            distinct = 0
+            for e in range(rr_indptr[g], rr_indptr[g + 1]):
+                rk = rr[e]
+                if part[rk] != stamp:
+                    part[rk] = stamp
+                    distinct += 1
+            if distinct != union_size:
+                uneven = True
+                break
+        needs[t] = uneven
+    return needs_a
+
+
+cdef class _RangeState:
+    """Quotas of every topic during a rack-aware range run (Java's TopicAssignmentState)."""
+    cdef const int32_t[:] partition_counts
+    cdef const int64_t[:] topic_offset
+    cdef const int64_t[:] tp_indptr
+    cdef const int32_t[:] tp_members
+    cdef const int32_t[:] member_rack
+    cdef const int64_t[:] rr_indptr
+    cdef const int32_t[:] rr
+    cdef int32_t[:] quota
+    cdef int32_t[:] extra
+    cdef int32_t[:] count      # parallel to tp_members: partitions of that topic given to that slot
+    cdef int32_t[:] owner      # per global partition, -1 while unassigned
+    cdef int32_t[:] free_buf   # scratch list of a topic's free partitions
+
+    cdef inline int32_t max_assignable(self, int32_t t, Py_ssize_t slot) noexcept nogil:
+        cdef int32_t v = self.quota[t] + (1 if self.extra[t] > 0 else 0) - self.count[self.tp_indptr[t] + slot]
+        return v if v > 0 else 0
+
+    cdef inline void give(self, int32_t t, Py_ssize_t slot, int32_t p) noexcept nogil:
+        self.owner[self.topic_offset[t] + p] = self.tp_members[self.tp_indptr[t] + slot]
+
+    cdef inline void on_assigned(self, int32_t t, Py_ssize_t slot, int32_t k) noexcept nogil:
+        cdef int64_t i = self.tp_indptr[t] + slot
+        self.count[i] += k
+        if self.count[i] > self.quota[t]:
+            self.extra[t] -= 1
+
+    cdef inline bint racks_match(self, int32_t t, Py_ssize_t slot, int32_t p) noexcept nogil:
+        cdef int32_t rk = self.member_rack[self.tp_members[self.tp_indptr[t] + slot]]
+        cdef int64_t g, e
+        if rk < 0:
+            return True
+        g = self.topic_offset[t] + p
+        for e in range(self.rr_indptr[g], self.rr_indptr[g + 1]):
+            if self.rr[e] == rk:
+                return True
+        return False
+
+    cdef void assign_ranges(self, int32_t t, bint use_racks) noexcept nogil:
+        cdef int32_t P = self.partition_counts[t]
+        cdef int64_t base = self.topic_offset[t]
+        cdef Py_ssize_t n = self.tp_indptr[t + 1] - self.tp_indptr[t]
+        cdef Py_ssize_t nfree = 0, head = 0, slot, i, w
+        cdef int32_t p, limit, taken
+        for p in range(P):
+            if self.owner[base + p] < 0:
+                self.free_buf[nfree] = p
+                nfree += 1
+        for slot in range(n):
+            if head >= nfree:
+                break
+            limit = self.max_assignable(t, slot)
+            if limit == 0:
+                continue
+            taken = 0
+            if not use_racks:
+                # Unfiltered, a consumer takes the lowest free partitions, so
+                # the free list is consumed from the front.
+                while taken < limit and head < nfree:
+                    self.give(t, slot, self.free_buf[head])
+                    head += 1
+                    taken += 1
+            else:
+                w = head
+                for i in range(head, nfree):
+                    p = self.free_buf[i]
+                    if taken < limit and self.racks_match(t, slot, p):
+                        self.give(t, slot, p)
+                        taken += 1
+                    else:
+                        self.free_buf[w] = p
+                        w += 1
+                nfree = w
+            if taken > 0:
+                self.on_assigned(t, slot, taken)
+
+
+def range_rack(Py_ssize_t num_members, const int32_t[:] partition_counts, const int64_t[:] topic_offset,
+               const int64_t[:] tp_indptr, const int32_t[:] tp_members, const int32_t[:] topic_order,
+               const uint8_t[:] needs, const int64_t[:] co_indptr, const int32_t[:] co_topics,
+               const int32_t[:] member_rack, const int64_t[:] rr_indptr, const int32_t[:] rr):
+    cdef Py_ssize_t T = partition_counts.shape[0]
+    cdef Py_ssize_t K = topic_order.shape[0]
+    cdef Py_ssize_t k, gi, a, b, n, slot, remaining, x
+    cdef int32_t t, P, p, max_p = 0
+    cdef int64_t g
+    cdef bint ok, spent
+    cdef _RangeState s = _RangeState()
+    s.partition_counts = partition_counts
+    s.topic_offset = topic_offset
+    s.tp_indptr = tp_indptr
+    s.tp_members = tp_members
+    s.member_rack = member_rack
+    s.rr_indptr = rr_indptr
+    s.rr = rr
+    quota_a = np.zeros(T, dtype=np.int32)
+    extra_a = np.zeros(T, dtype=np.int32)
+    s.quota = quota_a
+    s.extra = extra_a
+    s.count = np.zeros(tp_members.shape[0], dtype=np.int32)
+    s.owner = np.full(topic_offset[T], -1, dtype=np.int32)
+    grouped_a = np.zeros(T, dtype=np.uint8)
+    cdef uint8_t[:] grouped = grouped_a
+    for k in range(K):
+        t = topic_order[k]
+        n = tp_indptr[t + 1] - tp_indptr[t]
+        P = partition_counts[t]
+        s.quota[t] = P // n
+        s.extra[t] = P % n
+        if P > max_p:
+            max_p = P
+    s.free_buf = np.empty(max_p, dtype=np.int32)
+    removed_a = np.zeros(0, dtype=np.uint8)
+    cdef uint8_t[:] removed
+
+    # Co-partitioned groups: partition p of every topic goes to the first
+    # consumer that matches p's racks in all of them and has room in all.
+    for gi in range(co_indptr.shape[0] - 1):
+        a = co_indptr[gi]
+        b = co_indptr[gi + 1]
+        t = co_topics[a]
+        n = tp_indptr[t + 1] - tp_indptr[t]
+        P = partition_counts[t]
+        removed_a = np.zeros(n, dtype=np.uint8)
+        removed = removed_a
+        remaining = n
+        for x in range(a, b):
+            grouped[co_topics[x]] = 1
+        for p in range(P):
+            for slot in range(n):
+                if removed[slot]:
+                    continue
+                ok = True
+                for x in range(a, b):
+                    if not (s.racks_match(co_topics[x], slot, p) and s.max_assignable(co_topics[x], slot) > 0):
+                        ok = False
+                        break
+                if ok:
+                    break
+            else:
+                continue
+            spent = True
+            for x in range(a, b):
+                s.give(co_topics[x], slot, p)
+                s.on_assigned(co_topics[x], slot, 1)
+            for x in range(a, b):
+                if s.max_assignable(co_topics[x], slot) > 0:
+                    spent = False
+                    break
+            if spent:
+                removed[slot] = 1
+                remaining -= 1
+                if remaining == 0:
+                    break
+    for k in range(K):
+        t = topic_order[k]
+        if needs[t] and not grouped[t]:
+            s.assign_ranges(t, True)
+    for k in range(K):
+        s.assign_ranges(topic_order[k], False)
+
+    # Java sorts each member's list by (topic, partition) after a rack-aware
+    # run; walking global partitions in order produces exactly that.
+    active_a = np.zeros(T, dtype=np.uint8)
+    cdef uint8_t[:] active = active_a
+    for k in range(K):
+        active[topic_order[k]] = 1
+    indptr_a = np.zeros(num_members + 1, dtype=np.int64)
+    cdef int64_t[:] indptr = indptr_a
+    cdef int32_t m
+    for t in range(T):
+        if active[t]:
+            for g in range(topic_offset[t], topic_offset[t + 1]):
+                m = s.owner[g]
+                if m >= 0:
+                    indptr[m + 1] += 1
+    topic_a, partition_a = _alloc_csr(num_members, indptr)
+    cdef int32_t[:] topic = topic_a
+    cdef int32_t[:] partition = partition_a
+    cursor_a = np.array(indptr_a[:num_members])
+    cdef int64_t[:] cursor = cursor_a
+    for t in range(T):
+        if active[t]:
+            for g in range(topic_offset[t], topic_offset[t + 1]):
+                m = s.owner[g]
+                if m >= 0:
+                    topic[cursor[m]] = t
+                    partition[cursor[m]] = <int32_t>(g - topic_offset[t])
+                    cursor[m] += 1
+    return indptr_a, topic_a, partition_a

@@ -1,0 +1,295 @@
+"""Member-level entry points and the strategy registry.
+
+Every strategy has an array form (``ArrayGroup -> ArrayAssignment``, what the
+Spark pipeline and :func:`assign` run) and may have a reference form
+(``GroupInput -> Assignment``, a plain-Python statement used to cross-check
+it).  Where a strategy finds a member's owned partitions and generation --
+Subscription fields, userData, or nowhere -- is answered once, by
+:func:`member_input`, before any assignor sees the group.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import threading
+import types
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import AssignmentError
+from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, group_input_of
+from ._model import Assignment, GroupInput, MemberInput
+from .range import assign_range
+from .roundrobin import assign_roundrobin
+
+ArrayFn = Callable[..., ArrayAssignment]
+ReferenceFn = Callable[[GroupInput], Assignment]
+MemberInputFn = Callable[[str, Any], MemberInput]
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One JoinGroup member as the leader sees it.
+
+    ``subscription`` is a decoded ``kwire.Subscription`` or any object with
+    its attributes (``topics``, ``user_data``, ``owned_partitions``,
+    ``generation_id``, ``rack_id``)."""
+
+    member_id: str
+    group_instance_id: Optional[str]
+    subscription: Any
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    #: ``fn(group: ArrayGroup, implementation=None) -> ArrayAssignment``; None if only a reference exists.
+    arrays: Optional[ArrayFn] = None
+    #: ``fn(group: GroupInput) -> Assignment``, plain Python, for cross-checks.
+    reference: Optional[ReferenceFn] = None
+    #: ``fn(strategy_name, member) -> MemberInput``; None means "topics and rack only".
+    member_input: Optional[MemberInputFn] = None
+
+
+_REGISTRY: Dict[str, Strategy] = {}
+_LOCK = threading.Lock()
+
+#: Registered strategies by protocol name (a live, read-only view).
+STRATEGIES: Mapping[str, Strategy] = types.MappingProxyType(_REGISTRY)
+
+# Modules that register further strategies when imported; looked up lazily so
+# kwire works whether or not they exist yet.
+_PLUGIN_MODULES = ("kwire.assignors.sticky",)
+_plugins_loaded = False
+
+
+def register_strategy(
+    name: str,
+    fn: Optional[ArrayFn] = None,
+    *,
+    reference: Optional[ReferenceFn] = None,
+    member_input: Optional[MemberInputFn] = None,
+) -> Strategy:
+    """Register (or replace) a strategy under its protocol name.
+
+    ``fn`` is the array form: ``fn(group: ArrayGroup, implementation=None)``
+    returning an :class:`ArrayAssignment` (a function without an
+    ``implementation`` parameter is also accepted).  ``reference`` is an
+    optional ``GroupInput -> Assignment`` form; at least one is required.
+    ``member_input`` builds a :class:`MemberInput` from a :class:`GroupMember`
+    for strategies that read owned partitions or userData."""
+    if not isinstance(name, str) or not name:
+        raise AssignmentError("a strategy needs a non-empty str name")
+    if fn is None and reference is None:
+        raise AssignmentError(f"strategy {name!r}: give an array function, a reference function, or both")
+    for label, f in (("fn", fn), ("reference", reference), ("member_input", member_input)):
+        if f is not None and not callable(f):
+            raise AssignmentError(f"strategy {name!r}: {label} is not callable")
+    entry = Strategy(name, fn, reference, member_input)
+    with _LOCK:
+        _REGISTRY[name] = entry
+    return entry
+
+
+def _load_plugins():
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for mod in _PLUGIN_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ImportError as exc:
+            # Only a missing module is tolerated; a broken one must surface.
+            if getattr(exc, "name", None) != mod:
+                raise
+
+
+def get_strategy(name: str) -> Strategy:
+    entry = _REGISTRY.get(name)
+    if entry is None:
+        _load_plugins()
+        entry = _REGISTRY.get(name)
+    if entry is None:
+        raise AssignmentError(f"unknown assignment strategy {name!r}; registered: {sorted(_REGISTRY)}")
+    return entry
+
+
+def _takes_implementation(fn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "implementation" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+# -- member-level input -----------------------------------------------------------------------
+
+
+def _topics_and_rack(member) -> Tuple[str, Optional[str], Tuple[str, ...], Optional[str]]:
+    member_id = getattr(member, "member_id", None)
+    if not isinstance(member_id, str):
+        raise AssignmentError(f"member_id must be str, got {member_id!r}")
+    instance = getattr(member, "group_instance_id", None)
+    if instance is not None and not isinstance(instance, str):
+        raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None, got {instance!r}")
+    sub = getattr(member, "subscription", None)
+    if sub is None:
+        raise AssignmentError(f"member {member_id!r} has no subscription")
+    topics = getattr(sub, "topics", None)
+    if topics is None or isinstance(topics, (str, bytes)):
+        raise AssignmentError(f"member {member_id!r}: subscription.topics must be a list of str")
+    topics = tuple(topics)
+    for t in topics:
+        if not isinstance(t, str):
+            raise AssignmentError(f"member {member_id!r}: topic names must be str, got {t!r}")
+    rack = getattr(sub, "rack_id", None)
+    if rack is not None and not isinstance(rack, str):
+        raise AssignmentError(f"member {member_id!r}: rack_id must be str or None, got {rack!r}")
+    return member_id, instance, topics, rack
+
+
+def member_input(strategy: str, member) -> MemberInput:
+    """The facts ``strategy`` takes from one member: the single place that
+    decides where owned partitions and generations come from."""
+    entry = get_strategy(strategy)
+    if entry.member_input is not None:
+        return entry.member_input(strategy, member)
+    if strategy in ("sticky", "cooperative-sticky"):
+        # Until the sticky module registers its own hook, its userData rules
+        # live in kwire.assignors.userdata.
+        try:
+            from .userdata import member_input_for
+        except ImportError:
+            member_input_for = None
+        if member_input_for is not None:
+            return member_input_for(strategy, member)
+    # range and roundrobin read nothing but the topics and the rack.
+    member_id, instance, topics, rack = _topics_and_rack(member)
+    return MemberInput(member_id=member_id, group_instance_id=instance, topics=topics, rack=rack)
+
+
+def group_input(strategy: str, members: Iterable, partitions_per_topic, *, partition_racks=None) -> GroupInput:
+    if isinstance(partitions_per_topic, (str, bytes)) or not hasattr(partitions_per_topic, "items"):
+        raise AssignmentError("partitions_per_topic must be a mapping of topic -> partition count")
+    if partition_racks is not None and not hasattr(partition_racks, "items"):
+        raise AssignmentError("partition_racks must be a mapping of topic -> per-partition replica racks")
+    return GroupInput(
+        members=[member_input(strategy, m) for m in members],
+        partitions_per_topic=dict(partitions_per_topic),
+        partition_racks=dict(partition_racks) if partition_racks is not None else None,
+    )
+
+
+# -- running a strategy -----------------------------------------------------------------------
+
+
+def assign_arrays(strategy: str, group: ArrayGroup, *, implementation: Optional[str] = None) -> ArrayAssignment:
+    """Run ``strategy`` on an :class:`ArrayGroup`; the fast path."""
+    if not isinstance(group, ArrayGroup):
+        raise AssignmentError(f"assign_arrays needs an ArrayGroup, got {type(group).__name__}")
+    entry = get_strategy(strategy)
+    if entry.arrays is not None:
+        if _takes_implementation(entry.arrays):
+            return entry.arrays(group, implementation=implementation)
+        return entry.arrays(group)
+    return array_assignment_of(group, entry.reference(group_input_of(group)))
+
+
+def assign_group(strategy: str, group: GroupInput, *, implementation: Optional[str] = None) -> Assignment:
+    """Run ``strategy`` on a :class:`GroupInput`; every member appears in the result."""
+    entry = get_strategy(strategy)
+    if entry.arrays is None:
+        result = entry.reference(group)
+        return {m.member_id: list(result.get(m.member_id, ())) for m in group.members}
+    return assign_arrays(strategy, ArrayGroup.from_group_input(group), implementation=implementation).to_dict()
+
+
+def reference_assign(strategy: str, group: GroupInput) -> Assignment:
+    """The strategy's plain-Python reference result (tests cross-check the array form with it)."""
+    entry = get_strategy(strategy)
+    if entry.reference is None:
+        raise AssignmentError(f"strategy {strategy!r} has no reference implementation")
+    return entry.reference(group)
+
+
+def assign(
+    strategy: str,
+    members: Sequence,
+    partitions_per_topic: Mapping[str, int],
+    *,
+    partition_racks: Optional[Mapping[str, List[Sequence[Optional[str]]]]] = None,
+    implementation: Optional[str] = None,
+) -> Dict[str, List[Tuple[str, int]]]:
+    """Assign partitions the way Kafka's Java client leader would.
+
+    ``members`` are :class:`GroupMember` objects in JoinGroup-response order
+    (that order matters to Java's result).  ``partition_racks`` maps a topic
+    to one list of replica racks per partition, for rack-aware assignment.
+    Returns ``{member_id: [(topic, partition), ...]}`` with every member
+    present and each list in Java's order."""
+    group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
+    return assign_group(strategy, group, implementation=implementation)
+
+
+# -- the leader's SyncGroup payload -----------------------------------------------------------
+
+
+def _codec():
+    try:
+        import kwire
+    except ImportError as exc:  # pragma: no cover - only before the codec lands
+        raise AssignmentError("leader_assignments needs kwire's codec (kwire.Subscription etc.)") from exc
+    missing = [n for n in ("Subscription", "Assignment", "SyncGroupRequestAssignment") if not hasattr(kwire, n)]
+    if missing:
+        raise AssignmentError(f"leader_assignments needs kwire.{', kwire.'.join(missing)} from the codec")
+    return kwire
+
+
+def encode_member_assignment(partitions: Iterable[Tuple[str, int]], version: int = 3) -> bytes:
+    """``ConsumerProtocolAssignment`` bytes as Java's leader writes them: topics
+    in order of first appearance, partitions in list order."""
+    kw = _codec()
+    by_topic: Dict[str, List[int]] = {}
+    for t, p in partitions:
+        by_topic.setdefault(t, []).append(p)
+    tp_cls = getattr(kw, "AssignmentTopicPartition", None)
+    entries = [
+        tp_cls(topic=t, partitions=ps) if tp_cls is not None else types.SimpleNamespace(topic=t, partitions=ps)
+        for t, ps in by_topic.items()
+    ]
+    return kw.Assignment(assigned_partitions=entries, user_data=None).encode(version)
+
+
+def leader_assignments(
+    strategy: str,
+    join_group_response,
+    partitions_per_topic: Mapping[str, int],
+    *,
+    partition_racks=None,
+    version: int = 3,
+    implementation: Optional[str] = None,
+) -> list:
+    """Everything the group leader puts in its SyncGroupRequest.
+
+    Takes a decoded JoinGroupResponse (members with ``member_id``,
+    ``group_instance_id`` and ``metadata`` bytes), decodes each member's
+    Subscription, assigns, and returns one ``kwire.SyncGroupRequestAssignment``
+    per member, in response order."""
+    kw = _codec()
+    members = []
+    for m in getattr(join_group_response, "members", None) or ():
+        sub = kw.Subscription.decode(m.metadata)
+        members.append(GroupMember(m.member_id, getattr(m, "group_instance_id", None), sub))
+    result = assign(
+        strategy, members, partitions_per_topic, partition_racks=partition_racks, implementation=implementation
+    )
+    return [
+        kw.SyncGroupRequestAssignment(member_id=m.member_id, assignment=encode_member_assignment(result[m.member_id], version))
+        for m in members
+    ]
+
+
+register_strategy("range", assign_range)
+register_strategy("roundrobin", assign_roundrobin)
