@@ -92,12 +92,20 @@ def hashmap_positions(hashes: np.ndarray, capacity: int) -> np.ndarray:
 
 def _as(arr, dtype, name, ndim=1):
     try:
-        a = np.ascontiguousarray(arr, dtype=dtype)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise AssignmentError(f"{name}: not convertible to {np.dtype(dtype).name} ({exc})") from exc
+        a = np.asarray(arr)
+    except (TypeError, ValueError) as exc:
+        raise AssignmentError(f"{name}: not an array ({exc})") from exc
     if a.ndim != ndim:
         raise AssignmentError(f"{name}: expected a {ndim}-d array, got shape {a.shape}")
-    return a
+    if a.dtype != dtype:
+        if a.size and a.dtype.kind not in "iub":
+            raise AssignmentError(f"{name}: expected integers, got {a.dtype}")
+        b = a.astype(dtype)
+        # Refuse values the narrower type would silently wrap.
+        if a.size and not np.array_equal(b, a):
+            raise AssignmentError(f"{name}: values out of range for {np.dtype(dtype).name}")
+        a = b
+    return np.ascontiguousarray(a)
 
 
 def _check_csr(indptr, values, rows, name):
@@ -157,6 +165,8 @@ class ArrayGroup:
             _I32,
             "subscription_generation",
         )
+        if len(self.partition_counts) != T:
+            raise AssignmentError(f"partition_counts has {len(self.partition_counts)} entries for {T} topics")
         self.topic_offset = np.zeros(T + 1, dtype=_I64)
         if T:
             np.cumsum(self.partition_counts, out=self.topic_offset[1:])

@@ -1,0 +1,271 @@
+"""Range and roundrobin: classic examples, Java's ordering quirks, the array
+API and the member-level API, each over both implementations."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kwire import _impl
+from kwire.assignors import (
+    STRATEGIES,
+    ArrayAssignment,
+    ArrayGroup,
+    GroupMember,
+    assign,
+    assign_arrays,
+    member_input,
+    register_strategy,
+)
+from kwire.assignors._arrays import java_string_hashes, load_kernels
+from kwire.assignors._model import GroupInput, MemberInput
+from kwire._javaorder import string_hash
+from kwire.errors import AssignmentError, KwireError
+
+
+def _implementations():
+    if not _impl.NO_EXTENSIONS:
+        return ["python", "cython"]
+    try:
+        load_kernels("rangerr", "cython")
+    except ImportError:
+        return ["python"]
+    return ["python", "cython"]
+
+
+IMPLS = _implementations()
+
+
+def sub(*topics, rack=None):
+    return SimpleNamespace(topics=list(topics), user_data=None, owned_partitions=[], generation_id=-1, rack_id=rack)
+
+
+def member(mid, *topics, instance=None, rack=None):
+    return GroupMember(mid, instance, sub(*topics, rack=rack))
+
+
+@pytest.fixture(params=IMPLS)
+def impl(request):
+    return request.param
+
+
+def test_range_four_partitions_three_consumers(impl):
+    got = assign("range", [member(c, "t") for c in ("c0", "c1", "c2")], {"t": 4}, implementation=impl)
+    assert got == {"c0": [("t", 0), ("t", 1)], "c1": [("t", 2)], "c2": [("t", 3)]}
+
+
+def test_range_javadoc_two_topics(impl):
+    got = assign("range", [member("C0", "t0", "t1"), member("C1", "t0", "t1")], {"t0": 3, "t1": 3}, implementation=impl)
+    assert sorted(got["C0"]) == [("t0", 0), ("t0", 1), ("t1", 0), ("t1", 1)]
+    assert sorted(got["C1"]) == [("t0", 2), ("t1", 2)]
+
+
+def test_range_list_follows_java_hashmap_topic_order(impl):
+    # Verified against JDK 17: "zz" lands in bucket 0 and "a" in bucket 1, so
+    # range lists zz first while roundrobin keeps sorted order.
+    members = [member("m1", "a", "zz"), member("m2", "a", "zz")]
+    assert assign("range", members, {"a": 2, "zz": 2}, implementation=impl) == {
+        "m1": [("zz", 0), ("a", 0)],
+        "m2": [("zz", 1), ("a", 1)],
+    }
+    assert assign("roundrobin", members, {"a": 2, "zz": 2}, implementation=impl) == {
+        "m1": [("a", 0), ("zz", 0)],
+        "m2": [("a", 1), ("zz", 1)],
+    }
+
+
+def test_roundrobin_unequal_subscriptions(impl):
+    # kafka-python 3.0.12's RoundRobinPartitionAssignor raises KeyError on this input.
+    members = [member("C0", "t0"), member("C1", "t0", "t1"), member("C2", "t0", "t1", "t2")]
+    got = assign("roundrobin", members, {"t0": 1, "t1": 2, "t2": 3}, implementation=impl)
+    assert got == {
+        "C0": [("t0", 0)],
+        "C1": [("t1", 0)],
+        "C2": [("t1", 1), ("t2", 0), ("t2", 1), ("t2", 2)],
+    }
+
+
+def test_static_members_sort_first(impl):
+    members = [member("a-dyn", "t"), member("z-static", "t", instance="i1"), member("b-dyn", "t")]
+    got = assign("range", members, {"t": 3}, implementation=impl)
+    assert got == {"z-static": [("t", 0)], "a-dyn": [("t", 1)], "b-dyn": [("t", 2)]}
+
+
+def test_utf16_order_not_code_point_order(impl):
+    # U+FFEE sorts after U+1F600 in UTF-16 (0xD83D...) but before it by code point.
+    hi_bmp, astral = "\uffee", "\U0001f600"
+    members = [member(hi_bmp, "t"), member(astral, "t")]
+    got = assign("range", members, {"t": 2}, implementation=impl)
+    assert got == {astral: [("t", 0)], hi_bmp: [("t", 1)]}
+
+
+def test_unknown_empty_and_unsubscribed_topics(impl):
+    members = [member("a", "known", "unknown", "empty"), member("b")]
+    got = assign("range", members, {"known": 2, "empty": 0, "other": 5}, implementation=impl)
+    assert got == {"a": [("known", 0), ("known", 1)], "b": []}
+    got = assign("roundrobin", members, {"known": 2, "empty": 0, "other": 5}, implementation=impl)
+    assert got == {"a": [("known", 0), ("known", 1)], "b": []}
+
+
+def test_duplicate_topic_in_subscription_counts_once(impl):
+    got = assign("range", [member("a", "t", "t"), member("b", "t")], {"t": 4}, implementation=impl)
+    assert got == {"a": [("t", 0), ("t", 1)], "b": [("t", 2), ("t", 3)]}
+
+
+def test_rack_aware_range_prefers_local_partitions(impl):
+    # Each partition lives on one rack only, so rack matching applies.
+    racks = {"t": [["r0"], ["r1"], ["r0"], ["r1"]]}
+    members = [member("a", "t", rack="r1"), member("b", "t", rack="r0")]
+    got = assign("range", members, {"t": 4}, partition_racks=racks, implementation=impl)
+    assert got == {"a": [("t", 1), ("t", 3)], "b": [("t", 0), ("t", 2)]}
+    # Replicas everywhere: no rack logic, plain ranges.
+    everywhere = {"t": [["r0", "r1"]] * 4}
+    got = assign("range", members, {"t": 4}, partition_racks=everywhere, implementation=impl)
+    assert got == {"a": [("t", 0), ("t", 1)], "b": [("t", 2), ("t", 3)]}
+
+
+def test_roundrobin_no_members_is_an_error(impl):
+    with pytest.raises(AssignmentError):
+        assign("roundrobin", [], {"t": 1}, implementation=impl)
+    assert assign("range", [], {"t": 1}, implementation=impl) == {}
+
+
+# -- array level -------------------------------------------------------------------------------
+
+
+def test_array_group_layout_and_owner_array(impl):
+    group = GroupInput(
+        members=[MemberInput("m1", topics=("b", "a")), MemberInput("m0", topics=("b",))],
+        partitions_per_topic={"a": 2, "b": 3},
+    )
+    g = ArrayGroup.from_group_input(group)
+    assert g.topics == ["a", "b"]
+    assert g.partition_counts.dtype == np.int32 and g.partition_counts.tolist() == [2, 3]
+    assert g.sub_indptr.tolist() == [0, 2, 3] and g.sub_topics.tolist() == [1, 0, 1]
+    assert g.topic_offset.tolist() == [0, 2, 5]
+    res = assign_arrays("range", g, implementation=impl)
+    assert isinstance(res, ArrayAssignment)
+    assert res.indptr.dtype == np.int64 and res.topic.dtype == np.int32 and res.partition.dtype == np.int32
+    owner = res.owner_of_each_partition()
+    assert owner.dtype == np.int32 and len(owner) == g.num_partitions
+    d = res.to_dict()
+    for m, tps in d.items():
+        for t, p in tps:
+            assert owner[g.topic_offset[g.topics.index(t)] + p] == g.member_ids.index(m)
+    assert sorted(tp for tps in d.values() for tp in tps) == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+
+
+def test_array_group_direct_construction_matches_conversion(impl):
+    g = ArrayGroup(
+        ["x", "y"],
+        np.array([3, 2], dtype=np.int32),
+        ["c", "a"],
+        np.array([0, 2, 3], dtype=np.int64),
+        np.array([0, 1, 0], dtype=np.int32),
+    )
+    via = ArrayGroup.from_group_input(
+        GroupInput([MemberInput("c", topics=("x", "y")), MemberInput("a", topics=("x",))], {"x": 3, "y": 2})
+    )
+    assert assign_arrays("roundrobin", g, implementation=impl) == assign_arrays("roundrobin", via, implementation=impl)
+
+
+def test_owner_marks_unassigned_partitions():
+    g = ArrayGroup.from_group_input(GroupInput([MemberInput("m", topics=("a",))], {"a": 1, "b": 2}))
+    assert assign_arrays("range", g).owner_of_each_partition().tolist() == [0, -1, -1]
+
+
+def test_java_string_hashes_match_scalar_rule():
+    names = ["", "a", "zz", "topic-with-a-longer-name-0123456789", "é", "\U0001f600", "\uffee"]
+    assert java_string_hashes(names).tolist() == [string_hash(n) for n in names]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(topics=["b", "a"], partition_counts=[1, 1], member_ids=["m"], sub_indptr=[0, 1], sub_topics=[0]),
+        dict(topics=["a"], partition_counts=[-1], member_ids=["m"], sub_indptr=[0, 1], sub_topics=[0]),
+        dict(topics=["a"], partition_counts=[1], member_ids=["m", "m"], sub_indptr=[0, 1, 1], sub_topics=[0]),
+        dict(topics=["a"], partition_counts=[1], member_ids=["m"], sub_indptr=[0, 1], sub_topics=[5]),
+        dict(topics=["a"], partition_counts=[1], member_ids=["m"], sub_indptr=[0, 2], sub_topics=[0]),
+        dict(topics=["a"], partition_counts=[1, 2], member_ids=["m"], sub_indptr=[0, 1], sub_topics=[0]),
+    ],
+)
+def test_array_group_rejects_bad_input(kwargs):
+    with pytest.raises(AssignmentError):
+        ArrayGroup(**kwargs)
+
+
+def test_bad_member_level_input_gets_typed_errors():
+    with pytest.raises(AssignmentError):
+        assign("range", [member("a", "t"), member("a", "t")], {"t": 1})
+    with pytest.raises(AssignmentError):
+        assign("range", [GroupMember("a", None, sub(1, 2))], {"t": 1})
+    with pytest.raises(AssignmentError):
+        assign("range", [GroupMember(7, None, sub("t"))], {"t": 1})
+    with pytest.raises(AssignmentError):
+        assign("range", [member("a", "t")], {"t": -3})
+    with pytest.raises(AssignmentError):
+        assign("range", [member("a", "t")], {"t": 2}, partition_racks={"t": [["r"]]})
+    with pytest.raises(AssignmentError):
+        assign("no-such-strategy", [member("a", "t")], {"t": 1})
+    with pytest.raises(KwireError):
+        assign("range", [member("a", "t")], ["t"])
+
+
+def test_registry_accepts_array_and_reference_forms():
+    try:
+        register_strategy("test-everything-to-first", reference=lambda g: {g.members[0].member_id: [("t", 0)]})
+        got = assign("test-everything-to-first", [member("a", "t"), member("b", "t")], {"t": 1})
+        assert got == {"a": [("t", 0)], "b": []}
+        g = ArrayGroup.from_group_input(GroupInput([MemberInput("a", topics=("t",))], {"t": 1}))
+        assert assign_arrays("test-everything-to-first", g).to_dict() == {"a": [("t", 0)]}
+    finally:
+        from kwire.assignors.api import _REGISTRY
+
+        _REGISTRY.pop("test-everything-to-first", None)
+    assert "test-everything-to-first" not in STRATEGIES
+    with pytest.raises(AssignmentError):
+        register_strategy("nothing")
+
+
+def test_member_input_for_range_ignores_owned_and_userdata():
+    s = SimpleNamespace(
+        topics=["t"], user_data=b"\x00\x01", owned_partitions=[SimpleNamespace(topic="t", partitions=[0])],
+        generation_id=4, rack_id="r1",
+    )
+    mi = member_input("range", GroupMember("a", "inst", s))
+    assert mi == MemberInput(member_id="a", group_instance_id="inst", topics=("t",), rack="r1")
+
+
+# -- leader helper with the real codec -----------------------------------------------------------
+
+
+def _codec():
+    kwire = pytest.importorskip("kwire")
+    if not all(hasattr(kwire, n) for n in ("Subscription", "Assignment", "SyncGroupRequestAssignment", "JoinGroupResponse")):
+        pytest.skip("kwire's codec classes are not importable yet")
+    return kwire
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin"])
+def test_leader_assignments_round_trip(strategy, impl):
+    kwire = _codec()
+    from kwire.assignors import leader_assignments
+
+    subs = {
+        "m-b": kwire.Subscription(topics=["a", "zz"]),
+        "m-a": kwire.Subscription(topics=["a", "zz"], rack_id="r0"),
+    }
+    jgr = SimpleNamespace(
+        members=[
+            SimpleNamespace(member_id=mid, group_instance_id=None, metadata=s.encode(3)) for mid, s in subs.items()
+        ]
+    )
+    out = leader_assignments(strategy, jgr, {"a": 3, "zz": 2}, implementation=impl)
+    assert [x.member_id for x in out] == ["m-b", "m-a"]
+    expected = assign(strategy, [GroupMember(mid, None, s) for mid, s in subs.items()], {"a": 3, "zz": 2}, implementation=impl)
+    for x in out:
+        decoded = kwire.Assignment.decode(x.assignment)
+        flat = [(tp.topic, p) for tp in decoded.assigned_partitions for p in tp.partitions]
+        assert flat == expected[x.member_id]
+        assert x.assignment[:2] == b"\x00\x03"  # Java writes the assignment at version 3
