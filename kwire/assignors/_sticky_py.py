@@ -765,3 +765,47 @@ def sticky_assign(group: GroupInput, cooperative: bool) -> Assignment:
         if cooperative:
             _withhold(result, _computed_transfers(order, by_id, result))
     return {m.member_id: result[m.member_id] for m in group.members}
+
+
+def sticky_arrays(group, cooperative: bool):
+    """Array entry point shared with the compiled twin: assign an
+    :class:`~kwire.assignors._arrays.ArrayGroup` and return
+    ``(indptr, topic, partition)`` in member index order.
+
+    The pure twin converts to Python objects and runs the reference."""
+    import numpy as np
+
+    M = group.num_members
+    topics = group.topics
+    counts = group.partition_counts.tolist()
+    members = []
+    sp, st = group.sub_indptr.tolist(), group.sub_topics.tolist()
+    op, ot, opp = group.owned_indptr.tolist(), group.owned_topic.tolist(), group.owned_partition.tolist()
+    gens, sgens = group.generation.tolist(), group.subscription_generation.tolist()
+    for m in range(M):
+        members.append(MemberInput(
+            member_id=group.member_ids[m], group_instance_id=group.group_instance_ids[m],
+            topics=tuple(topics[t] for t in st[sp[m]:sp[m + 1]]),
+            owned=tuple((topics[t], p) for t, p in zip(ot[op[m]:op[m + 1]], opp[op[m]:op[m + 1]])),
+            generation=gens[m], subscription_generation=sgens[m], rack=group.racks[m]))
+    racks = None
+    if len(group.replica_racks):
+        rp, rr = group.replica_rack_indptr.tolist(), group.replica_racks.tolist()
+        offs = group.topic_offset.tolist()
+        racks = {}
+        for t, name in enumerate(topics):
+            if counts[t]:
+                racks[name] = [[group.rack_names[k] for k in rr[rp[g]:rp[g + 1]]]
+                               for g in range(offs[t], offs[t + 1])]
+    gi = GroupInput(members=members, partitions_per_topic={t: n for t, n in zip(topics, counts) if n > 0},
+                    partition_racks=racks)
+    result = sticky_assign(gi, cooperative)
+    index = {t: i for i, t in enumerate(topics)}
+    indptr = np.zeros(M + 1, dtype=np.int64)
+    ts, ps = [], []
+    for m in range(M):
+        for t, p in result.get(group.member_ids[m], ()):
+            ts.append(index[t])
+            ps.append(p)
+        indptr[m + 1] = len(ts)
+    return indptr, np.array(ts, dtype=np.int32), np.array(ps, dtype=np.int32)
