@@ -10,29 +10,66 @@ class KwireError(Exception):
     """Base class of every error kwire raises on purpose."""
 
 
-class DecodeError(KwireError, ValueError):
+def _format_path(segments):
+    out = []
+    for seg in segments:
+        if isinstance(seg, int):
+            out.append(f"[{seg}]")
+        else:
+            out.append(f".{seg}" if out else seg)
+    return "".join(out)
+
+
+class _PathError(KwireError, ValueError):
+    # The failing leaf knows only the byte offset; each enclosing struct and
+    # array prepends its field name or index while the error unwinds, which
+    # costs nothing on the success path.
+    def __init__(self, reason, offset=None, path=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.offset = offset
+        self._segments = list(path) if path else []
+
+    def _prepend(self, segment):
+        self._segments.insert(0, segment)
+        return self
+
+    @property
+    def path(self):
+        """The field path, for example ``members[3].member_id`` ("" at top level)."""
+        return _format_path(self._segments)
+
+    def __str__(self):
+        where = []
+        path = self.path
+        if path:
+            where.append(f"at {path}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        return f"{self.reason} ({', '.join(where)})" if where else self.reason
+
+    def __reduce__(self):
+        return (type(self), (self.reason, self.offset, self._segments))
+
+
+class DecodeError(_PathError):
     """Bytes that are not a valid encoding of the requested message.
 
     ``offset`` is the byte position where decoding failed and ``path`` the
     field being read (for example ``members[3].member_id``)."""
 
-    def __init__(self, message, offset=None, path=None):
-        self.offset = offset
-        self.path = path
-        where = []
-        if path:
-            where.append(f"at {path}")
-        if offset is not None:
-            where.append(f"offset {offset}")
-        super().__init__(f"{message} ({', '.join(where)})" if where else message)
 
-
-class EncodeError(KwireError, ValueError):
+class EncodeError(_PathError):
     """A value that cannot be written: wrong type, out of range, too long."""
 
 
 class UnsupportedVersionError(KwireError):
-    """An api version outside the valid range, or a field the version lacks."""
+    """An api version outside the valid range, or a non-default value in a
+    field that the chosen version lacks."""
+
+
+class FrameTooLargeError(DecodeError):
+    """A frame whose declared size exceeds the configured maximum."""
 
 
 class AssignmentError(KwireError, ValueError):

@@ -1,0 +1,67 @@
+"""kwire: the Kafka consumer-group protocol, fast and exact.
+
+A wire codec for JoinGroup, SyncGroup, FindCoordinator and Heartbeat (plus
+LeaveGroup and ApiVersions) at every version Kafka defines, the consumer
+embedded protocol, and partition assignors that give the same answer as
+Apache Kafka's Java client.
+
+``kwire.IMPLEMENTATION`` says which codec is loaded: ``"cython"`` (the
+default; a missing compiled module is an ImportError) or ``"python"`` when
+``KWIRE_NO_EXTENSIONS=1``.
+"""
+
+from kwire import _impl
+from kwire._impl import IMPLEMENTATION
+from kwire.errors import (
+    DecodeError,
+    EncodeError,
+    FrameTooLargeError,
+    KwireError,
+    UnsupportedVersionError,
+)
+
+_codec = _impl.load("codec")
+
+# Messages (body codecs) and their nested structs, from the selected implementation.
+RequestHeader = _codec.RequestHeader
+ResponseHeader = _codec.ResponseHeader
+FindCoordinatorRequest = _codec.FindCoordinatorRequest
+FindCoordinatorResponse = _codec.FindCoordinatorResponse
+Coordinator = _codec.Coordinator
+JoinGroupRequest = _codec.JoinGroupRequest
+JoinGroupRequestProtocol = _codec.JoinGroupRequestProtocol
+JoinGroupResponse = _codec.JoinGroupResponse
+JoinGroupResponseMember = _codec.JoinGroupResponseMember
+HeartbeatRequest = _codec.HeartbeatRequest
+HeartbeatResponse = _codec.HeartbeatResponse
+LeaveGroupRequest = _codec.LeaveGroupRequest
+MemberIdentity = _codec.MemberIdentity
+LeaveGroupResponse = _codec.LeaveGroupResponse
+MemberResponse = _codec.MemberResponse
+SyncGroupRequest = _codec.SyncGroupRequest
+SyncGroupRequestAssignment = _codec.SyncGroupRequestAssignment
+SyncGroupResponse = _codec.SyncGroupResponse
+ApiVersionsRequest = _codec.ApiVersionsRequest
+ApiVersionsResponse = _codec.ApiVersionsResponse
+ApiVersion = _codec.ApiVersion
+SupportedFeatureKey = _codec.SupportedFeatureKey
+FinalizedFeatureKey = _codec.FinalizedFeatureKey
+# The consumer embedded protocol and the assignors' userData formats.
+Subscription = _codec.Subscription
+SubscriptionTopicPartition = _codec.SubscriptionTopicPartition
+Assignment = _codec.Assignment
+AssignmentTopicPartition = _codec.AssignmentTopicPartition
+StickyAssignorUserData = _codec.StickyAssignorUserData
+StickyTopicAssignment = _codec.StickyTopicAssignment
+CooperativeStickyUserData = _codec.CooperativeStickyUserData
+
+from kwire.framing import (  # noqa: E402  (needs the classes above)
+    FrameSplitter,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    message_class,
+)
+
+__version__ = "0.1.0"

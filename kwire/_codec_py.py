@@ -1,0 +1,588 @@
+"""The pure-Python codec: a reference interpreter of kwire's schema tables.
+
+It walks ``kwire/_schema.py`` at run time.  The compiled codec is generated
+from the same tables, so the two agree by construction; keeping this one a
+plain interpreter (instead of a second generated file) also gives the
+differential tests two genuinely different code paths to compare.
+
+Selected by ``KWIRE_NO_EXTENSIONS=1``; the public names match ``_codec_c``.
+"""
+
+import struct as _struct
+from operator import index as _index
+
+from kwire import _schema
+from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
+
+__all__ = []  # filled in below with every generated class name
+
+_MAX_STRING = 0x7FFF
+_UINT32_MAX = 0xFFFFFFFF
+
+_INT_RANGES = {
+    "int8": (-(1 << 7), (1 << 7) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "uint16": (0, (1 << 16) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+}
+_FIXED = {
+    "int8": _struct.Struct(">b"),
+    "int16": _struct.Struct(">h"),
+    "uint16": _struct.Struct(">H"),
+    "int32": _struct.Struct(">i"),
+    "int64": _struct.Struct(">q"),
+    "float64": _struct.Struct(">d"),
+}
+
+
+# ---------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------
+
+class _Reader:
+    __slots__ = ("buf", "pos", "end")
+
+    def __init__(self, data):
+        if isinstance(data, bytes):
+            self.buf = data
+        else:
+            try:
+                self.buf = memoryview(data).cast("B").tobytes()
+            except TypeError:
+                raise TypeError(f"expected a bytes-like object, not {type(data).__name__}") from None
+        self.pos = 0
+        self.end = len(self.buf)
+
+    def need(self, n):
+        if n > self.end - self.pos:
+            raise DecodeError(f"truncated: needs {n} more bytes, {self.end - self.pos} left", self.pos)
+
+    def fixed(self, kind):
+        s = _FIXED[kind]
+        self.need(s.size)
+        (v,) = s.unpack_from(self.buf, self.pos)
+        self.pos += s.size
+        return v
+
+    def bool(self):
+        self.need(1)
+        v = self.buf[self.pos]
+        self.pos += 1
+        return v != 0
+
+    def uvarint(self):
+        start = self.pos
+        value = 0
+        shift = 0
+        while True:
+            if self.pos >= self.end:
+                raise DecodeError("truncated varint", start)
+            b = self.buf[self.pos]
+            self.pos += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+            if shift >= 35:
+                raise DecodeError("varint longer than 5 bytes", start)
+        if value > _UINT32_MAX:
+            raise DecodeError("varint exceeds 32 bits", start)
+        return value
+
+    def raw(self, n):
+        self.need(n)
+        v = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return v
+
+    def length(self, compact, wide, nullable):
+        """A string/bytes/array length; None for null.
+
+        Classic lengths are int16 (strings) or int32 (bytes, arrays) with -1
+        for null; compact ones are uvarint N+1 with 0 for null."""
+        start = self.pos
+        if compact:
+            n = self.uvarint() - 1
+        else:
+            n = self.fixed("int32" if wide else "int16")
+        if n == -1:
+            if not nullable:
+                raise DecodeError("null in a non-nullable field", start)
+            return None
+        if n < 0:
+            raise DecodeError(f"negative length {n}", start)
+        return n
+
+    def string(self, compact, nullable):
+        start = self.pos
+        n = self.length(compact, False, nullable)
+        if n is None:
+            return None
+        # Kafka caps strings at 32767 UTF-8 bytes in both encodings.
+        if n > _MAX_STRING:
+            raise DecodeError(f"string length {n} exceeds {_MAX_STRING}", start)
+        self.need(n)
+        try:
+            v = self.buf[self.pos:self.pos + n].decode("utf-8")
+        except UnicodeDecodeError:
+            raise DecodeError("invalid UTF-8", self.pos) from None
+        self.pos += n
+        return v
+
+    def bytes(self, compact, nullable):
+        n = self.length(compact, True, nullable)
+        if n is None:
+            return None
+        return bytes(self.raw(n))
+
+    def count(self, compact, nullable, min_size):
+        start = self.pos
+        n = self.length(compact, True, nullable)
+        if n is not None and n > 0 and n > (self.end - self.pos) // min_size:
+            raise DecodeError(f"array of {n} elements cannot fit in {self.end - self.pos} bytes", start)
+        return n
+
+
+# ---------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------
+
+def _w_uvarint(out, v):
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _check_int(v, kind):
+    if isinstance(v, float) or not hasattr(type(v), "__index__"):
+        raise EncodeError(f"expected an integer for {kind}, got {type(v).__name__}")
+    v = _index(v)
+    lo, hi = _INT_RANGES[kind]
+    if not lo <= v <= hi:
+        raise EncodeError(f"{v} is out of range for {kind}")
+    return v
+
+
+def _utf8(v):
+    if not isinstance(v, str):
+        raise EncodeError(f"expected str, got {type(v).__name__}")
+    try:
+        b = v.encode("utf-8")
+    except UnicodeEncodeError:
+        raise EncodeError("string is not encodable as UTF-8") from None
+    if len(b) > _MAX_STRING:
+        raise EncodeError(f"string of {len(b)} UTF-8 bytes exceeds {_MAX_STRING}")
+    return b
+
+
+def _w_length(out, n, compact, wide):
+    if compact:
+        _w_uvarint(out, n + 1)
+    elif wide:
+        out += _FIXED["int32"].pack(n)
+    else:
+        out += _FIXED["int16"].pack(n)
+
+
+def _as_bytes(v):
+    if isinstance(v, bytes):
+        return v
+    try:
+        return memoryview(v).cast("B").tobytes()
+    except TypeError:
+        raise EncodeError(f"expected a bytes-like object, got {type(v).__name__}") from None
+
+
+# ---------------------------------------------------------------------------
+# Plans: one per (struct, version), built from the tables on first use
+# ---------------------------------------------------------------------------
+
+class _FieldPlan:
+    __slots__ = ("field", "attr", "present", "nullable", "compact", "tagged", "min_size", "sub")
+
+    def __init__(self, field, version, flexible):
+        self.field = field
+        self.attr = field.attr
+        self.present = version in field.versions
+        self.nullable = version in field.nullable
+        self.compact = _schema.is_compact(field, version, flexible)
+        self.tagged = flexible and version in field.tagged
+        self.min_size = _schema.element_min_size(field, version, flexible) if self.present else 0
+        self.sub = _StructPlan(field.fields, version, flexible) if field.is_struct and self.present else None
+
+
+class _StructPlan:
+    __slots__ = ("fields", "flexible", "tagged", "untagged")
+
+    def __init__(self, fields, version, flexible):
+        self.fields = [_FieldPlan(f, version, flexible) for f in fields]
+        self.flexible = flexible
+        self.untagged = [p for p in self.fields if p.present and not p.tagged]
+        self.tagged = sorted((p for p in self.fields if p.present and p.tagged), key=lambda p: p.field.tag)
+
+
+def _read_scalar(r, plan, t):
+    if t == "string":
+        return r.string(plan.compact, plan.nullable)
+    if t == "bytes":
+        return r.bytes(plan.compact, plan.nullable)
+    if t == "bool":
+        return r.bool()
+    if t == "uuid":
+        return r.raw(16)
+    return r.fixed(t)
+
+
+def _read_value(r, plan):
+    f = plan.field
+    if f.is_array:
+        n = r.count(plan.compact, plan.nullable, plan.min_size)
+        if n is None:
+            return None
+        out = []
+        for i in range(n):
+            try:
+                out.append(_read_struct(r, plan.sub) if f.is_struct else _read_scalar(r, plan, f.element_type))
+            except DecodeError as e:
+                raise e._prepend(i)
+        return out
+    if f.is_struct:
+        return _read_struct(r, plan.sub)
+    return _read_scalar(r, plan, f.type)
+
+
+def _read_struct(r, splan):
+    obj = _CLASSES[id(splan.fields[0].field)].__new__(_CLASSES[id(splan.fields[0].field)])
+    values = {}
+    for p in splan.untagged:
+        try:
+            values[p.attr] = _read_value(r, p)
+        except DecodeError as e:
+            raise e._prepend(p.attr)
+    unknown = None
+    if splan.flexible:
+        unknown = _read_tagged(r, splan, values)
+    for p in splan.fields:
+        setattr(obj, p.attr, values[p.attr] if p.attr in values else p.field.default)
+    obj.unknown_tagged_fields = unknown
+    return obj
+
+
+def _read_tagged(r, splan, values):
+    start = r.pos
+    count = r.uvarint()
+    if count * 2 > r.end - r.pos:
+        raise DecodeError(f"{count} tagged fields cannot fit in {r.end - r.pos} bytes", start)
+    known = {p.field.tag: p for p in splan.tagged}
+    unknown = None
+    last = -1
+    for _ in range(count):
+        at = r.pos
+        tag = r.uvarint()
+        if tag <= last:
+            raise DecodeError(f"tagged field {tag} out of order or repeated", at)
+        last = tag
+        size = r.uvarint()
+        r.need(size)
+        p = known.get(tag)
+        if p is None:
+            if unknown is None:
+                unknown = {}
+            unknown[tag] = bytes(r.raw(size))
+            continue
+        end = r.pos + size
+        sub = _Reader(b"")
+        sub.buf, sub.pos, sub.end = r.buf, r.pos, end
+        try:
+            values[p.attr] = _read_value(sub, p)
+        except DecodeError as e:
+            raise e._prepend(p.attr)
+        if sub.pos != end:
+            raise DecodeError(f"tagged field {tag} has {end - sub.pos} bytes left over", sub.pos, [p.attr])
+        r.pos = end
+    return unknown
+
+
+def _write_scalar(out, v, plan, t):
+    if t == "string":
+        if v is None:
+            if not plan.nullable:
+                raise EncodeError("null in a non-nullable field")
+            _w_length(out, -1, plan.compact, False)
+            return
+        b = _utf8(v)
+        _w_length(out, len(b), plan.compact, False)
+        out += b
+    elif t == "bytes":
+        if v is None:
+            if not plan.nullable:
+                raise EncodeError("null in a non-nullable field")
+            _w_length(out, -1, plan.compact, True)
+            return
+        b = _as_bytes(v)
+        if len(b) > 0x7FFFFFFF:
+            raise EncodeError("bytes longer than 2^31-1")
+        _w_length(out, len(b), plan.compact, True)
+        out += b
+    elif t == "bool":
+        if isinstance(v, float) or not hasattr(type(v), "__index__") or _index(v) not in (0, 1):
+            raise EncodeError(f"expected a bool, got {v!r}")
+        out.append(1 if v else 0)
+    elif t == "uuid":
+        b = _as_bytes(v)
+        if len(b) != 16:
+            raise EncodeError("a uuid is 16 bytes")
+        out += b
+    elif t == "float64":
+        if not isinstance(v, (int, float)):
+            raise EncodeError(f"expected a float, got {type(v).__name__}")
+        out += _FIXED[t].pack(v)
+    else:
+        out += _FIXED[t].pack(_check_int(v, t))
+
+
+def _write_value(out, v, plan):
+    f = plan.field
+    if f.is_array:
+        if v is None:
+            if not plan.nullable:
+                raise EncodeError("null in a non-nullable field")
+            _w_length(out, -1, plan.compact, True)
+            return
+        if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__"):
+            raise EncodeError(f"expected a list, got {type(v).__name__}")
+        items = list(v)
+        _w_length(out, len(items), plan.compact, True)
+        for i, item in enumerate(items):
+            try:
+                if f.is_struct:
+                    _write_struct(out, item, plan.sub, f)
+                else:
+                    _write_scalar(out, item, plan, f.element_type)
+            except EncodeError as e:
+                raise e._prepend(i)
+        return
+    if f.is_struct:
+        _write_struct(out, v, plan.sub, f)
+        return
+    _write_scalar(out, v, plan, f.type)
+
+
+def _is_default(field, v):
+    d = field.default
+    if isinstance(d, list):
+        return v is not None and not isinstance(v, (str, bytes)) and hasattr(v, "__len__") and len(v) == 0
+    if d is None:
+        return v is None
+    return v is not None and v == d
+
+
+def _write_struct(out, obj, splan, field=None):
+    cls = _CLASSES[id(splan.fields[0].field)]
+    if not isinstance(obj, cls):
+        raise EncodeError(f"expected {cls.__name__}, got {type(obj).__name__}")
+    for p in splan.fields:
+        if not p.present:
+            v = getattr(obj, p.attr)
+            if not p.field.ignorable and not _is_default(p.field, v):
+                raise UnsupportedVersionError(
+                    f"{cls.__name__}.{p.attr} = {v!r} cannot be written at this version "
+                    f"(the field exists in versions {p.field.versions!r})")
+    for p in splan.untagged:
+        try:
+            _write_value(out, getattr(obj, p.attr), p)
+        except EncodeError as e:
+            raise e._prepend(p.attr)
+    if splan.flexible:
+        _write_tagged(out, obj, splan)
+
+
+def _write_tagged(out, obj, splan):
+    fields = {}
+    for p in splan.tagged:
+        v = getattr(obj, p.attr)
+        if _is_default(p.field, v):
+            continue
+        buf = bytearray()
+        try:
+            _write_value(buf, v, p)
+        except EncodeError as e:
+            raise e._prepend(p.attr)
+        fields[p.field.tag] = bytes(buf)
+    unknown = obj.unknown_tagged_fields
+    if unknown:
+        for tag, raw in unknown.items():
+            tag = _check_int(tag, "int32")
+            if tag < 0:
+                raise EncodeError(f"negative tag {tag}")
+            if tag in fields:
+                raise EncodeError(f"unknown tagged field {tag} collides with a known field")
+            fields[tag] = _as_bytes(raw)
+    _w_uvarint(out, len(fields))
+    for tag in sorted(fields):
+        _w_uvarint(out, tag)
+        _w_uvarint(out, len(fields[tag]))
+        out += fields[tag]
+
+
+# ---------------------------------------------------------------------------
+# Classes
+# ---------------------------------------------------------------------------
+
+_MISSING = object()
+_CLASSES = {}   # id(first Field of a struct) -> class
+
+
+class _Struct:
+    """Behaviour shared by every message and nested struct class."""
+
+    __slots__ = ()
+    _attrs = ()
+
+    def __init__(self, **kwargs):
+        for attr, field in zip(self._attrs, self._field_objs):
+            v = kwargs.pop(attr, _MISSING)
+            setattr(self, attr, field.default if v is _MISSING else v)
+        self.unknown_tagged_fields = kwargs.pop("unknown_tagged_fields", None)
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        for attr in self._attrs:
+            if getattr(self, attr) != getattr(other, attr):
+                return False
+        return (self.unknown_tagged_fields or None) == (other.unknown_tagged_fields or None)
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None
+
+    def __repr__(self):
+        parts = [f"{a}={getattr(self, a)!r}" for a in self._attrs]
+        if self.unknown_tagged_fields:
+            parts.append(f"unknown_tagged_fields={self.unknown_tagged_fields!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __reduce__(self):
+        state = {a: getattr(self, a) for a in self._attrs}
+        state["unknown_tagged_fields"] = self.unknown_tagged_fields
+        return (_rebuild, (type(self), state))
+
+
+def _rebuild(cls, state):
+    return cls(**state)
+
+
+class _Message(_Struct):
+    __slots__ = ()
+
+    @classmethod
+    def _plan(cls, version):
+        if not isinstance(version, int) or isinstance(version, bool) or version not in cls._schema.valid:
+            raise UnsupportedVersionError(
+                f"{cls.__name__} version {version!r} is not supported (valid: {cls._schema.valid!r})")
+        plan = cls._plans.get(version)
+        if plan is None:
+            plan = cls._plans[version] = _StructPlan(cls._schema.fields, version, version in cls._schema.flexible)
+        return plan
+
+    def _encode_body(self, version):
+        plan = self._plan(version)
+        out = bytearray()
+        _write_struct(out, self, plan)
+        return bytes(out)
+
+    @classmethod
+    def _decode_body(cls, r, version, allow_trailing=False):
+        obj = _read_struct(r, cls._plan(version))
+        if r.pos != r.end and not allow_trailing:
+            raise DecodeError(f"{r.end - r.pos} trailing bytes after the body", r.pos)
+        return obj
+
+    def encode(self, version):
+        """The message body at ``version`` (no size prefix, no header)."""
+        return self._encode_body(version)
+
+    @classmethod
+    def decode(cls, data, version):
+        """Decode a body written at ``version`` from any bytes-like object."""
+        return cls._decode_body(_Reader(data), version)
+
+    @classmethod
+    def _decode_prefix(cls, data, version):
+        """``(message, end)``: decode from the start of ``data``, which may go on."""
+        r = _Reader(data)
+        obj = cls._decode_body(r, version, allow_trailing=True)
+        return obj, r.pos
+
+
+class _PrefixedMessage(_Message):
+    """Consumer-protocol data: an int16 version, then the body."""
+
+    __slots__ = ()
+
+    def encode(self, version=None):
+        if version is None:
+            version = self._schema.valid.hi
+        body = self._encode_body(version)
+        return _FIXED["int16"].pack(version) + body
+
+    @classmethod
+    def decode(cls, data):
+        r = _Reader(data)
+        version = r.fixed("int16")
+        if version < 0:
+            raise DecodeError(f"negative version {version}", 0)
+        # A newer writer may add fields at the end; like Java, read the
+        # newest layout we know and ignore what follows it.
+        newer = version > cls._schema.valid.hi
+        return cls._decode_body(r, cls._schema.valid.hi if newer else version, allow_trailing=newer)
+
+
+def _make_class(name, fields, base, schema=None):
+    attrs = tuple(f.attr for f in fields)
+    ns = {
+        "__slots__": attrs + ("unknown_tagged_fields",),
+        "_attrs": attrs,
+        "_field_objs": tuple(fields),
+        "__module__": "kwire",
+        "__qualname__": name,
+    }
+    if schema is not None:
+        ns["_schema"] = schema
+        ns["_plans"] = {}
+        ns["kafka_name"] = schema.name
+        ns["kind"] = schema.kind
+        ns["api_key"] = schema.api_key
+        ns["min_version"] = schema.valid.lo
+        ns["max_version"] = schema.valid.hi
+        ns["flexible_from"] = schema.flexible.lo if not schema.flexible.empty else None
+    cls = type(name, (base,), ns)
+    _CLASSES[id(fields[0])] = cls
+    return cls
+
+
+def _build_all():
+    classes = {}
+    for msg in _schema.ALL_MESSAGES:
+        nested = {}
+        for cname, kname, fields, _rng in msg.structs():
+            nested[kname] = classes[cname] = _make_class(cname, fields, _Struct)
+        base = _PrefixedMessage if msg.version_prefixed else _Message
+        cls = classes[msg.class_name] = _make_class(msg.class_name, msg.fields, base, msg)
+        for kname, ncls in nested.items():
+            setattr(cls, kname, ncls)
+            if ncls.__name__ != kname:
+                setattr(cls, ncls.__name__, ncls)
+    return classes
+
+
+_ALL = _build_all()
+globals().update(_ALL)
+__all__ = sorted(_ALL)

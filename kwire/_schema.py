@@ -1,0 +1,457 @@
+"""kwire's schema tables: the one source both codecs are built from.
+
+Each message is described once, here, in kwire's own tables: field names,
+types, the versions a field exists in, the versions it may be null in, the
+flexible (compact + tagged-field) versions, tags and defaults.  The Cython
+codec is *generated* from these tables (``kwire/_codegen.py``, run by
+``setup.py``) and the pure-Python codec (``kwire/_codec_py.py``) is *driven*
+by them at run time, so the two cannot drift.  ``tests/test_schema_spec.py``
+checks every table against Apache Kafka's JSON message specs.
+
+This module must stay importable on its own (``setup.py`` loads it by path
+before kwire is built), so it imports nothing from kwire.
+"""
+
+import re
+
+#: Upper bound used for open-ended version ranges ("3+").
+MAX_VERSION = 0x7FFF
+
+PRIMITIVES = ("bool", "int8", "int16", "int32", "int64", "uint16", "float64", "string", "bytes", "uuid")
+
+
+class VersionRange:
+    """An inclusive version range parsed from Kafka's notation ("0+", "1-3", "2", "none")."""
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self, spec):
+        spec = spec.strip()
+        if spec == "none":
+            self.lo, self.hi = 1, 0  # empty
+        elif spec.endswith("+"):
+            self.lo, self.hi = int(spec[:-1]), MAX_VERSION
+        elif "-" in spec:
+            lo, hi = spec.split("-")
+            self.lo, self.hi = int(lo), int(hi)
+        else:
+            self.lo = self.hi = int(spec)
+
+    @property
+    def empty(self):
+        return self.lo > self.hi
+
+    def __contains__(self, version):
+        return self.lo <= version <= self.hi
+
+    def intersect(self, other):
+        r = VersionRange("none")
+        r.lo, r.hi = max(self.lo, other.lo), min(self.hi, other.hi)
+        return r
+
+    def __eq__(self, other):
+        if not isinstance(other, VersionRange):
+            return NotImplemented
+        return (self.empty and other.empty) or (self.lo, self.hi) == (other.lo, other.hi)
+
+    def __repr__(self):
+        if self.empty:
+            return "none"
+        if self.hi == MAX_VERSION:
+            return f"{self.lo}+"
+        if self.lo == self.hi:
+            return str(self.lo)
+        return f"{self.lo}-{self.hi}"
+
+
+def snake_case(name):
+    """Kafka's CamelCase field name as a Python attribute: "GroupInstanceId" -> "group_instance_id"."""
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
+    return s.lower()
+
+
+_NO_DEFAULT = object()
+
+
+class Field:
+    """One field of a struct.
+
+    ``type`` is Kafka's spelling: a primitive, ``[]primitive`` or
+    ``[]StructName``.  ``fields`` holds the nested struct's fields.
+    ``default`` is the Python value used when the field is absent; left
+    out, it is the type's zero value (0, "", b"", [], False).
+    """
+
+    def __init__(self, name, type, versions, *, nullable="none", default=_NO_DEFAULT, ignorable=False,
+                 tag=None, tagged="none", flexible=None, map_key=False, fields=None):
+        self.name = name
+        self.attr = snake_case(name)
+        self.type = type
+        self.versions = VersionRange(versions)
+        self.nullable = VersionRange(nullable)
+        self.ignorable = ignorable
+        self.tag = tag
+        self.tagged = VersionRange(tagged)
+        # Only RequestHeader.ClientId overrides this ("none"): it stays a
+        # classic int16-length string even in flexible header v2.
+        self.flexible_override = None if flexible is None else VersionRange(flexible)
+        self.map_key = map_key
+        self.fields = list(fields or [])
+        self.is_array = type.startswith("[]")
+        self.element_type = type[2:] if self.is_array else type
+        self.is_struct = self.element_type not in PRIMITIVES
+        if self.is_struct and not self.fields:
+            raise ValueError(f"struct field {name} has no fields")
+        self.struct_name = self.element_type if self.is_struct else None
+        self._default = default
+
+    @property
+    def has_explicit_default(self):
+        return self._default is not _NO_DEFAULT
+
+    @property
+    def default(self):
+        """The value an absent field decodes to (a fresh list for arrays)."""
+        if self._default is not _NO_DEFAULT:
+            return list(self._default) if isinstance(self._default, list) else self._default
+        if self.is_array:
+            return []
+        if self.is_struct:
+            return None
+        return {"bool": False, "string": "", "bytes": b"", "float64": 0.0,
+                "uuid": b"\x00" * 16}.get(self.type, 0)
+
+    def __repr__(self):
+        return f"Field({self.name!r}, {self.type!r}, {self.versions!r})"
+
+
+class Message:
+    """A top-level schema: a request, response, header or embedded data format."""
+
+    def __init__(self, name, kind, valid, flexible, fields, *, api_key=None, class_name=None,
+                 struct_class_names=None, version_prefixed=False):
+        self.name = name                       # Kafka's name, e.g. "JoinGroupRequest"
+        self.class_name = class_name or name   # kwire's class, e.g. "Subscription"
+        self.kind = kind                       # request | response | header | data
+        self.api_key = api_key
+        self.valid = VersionRange(valid)
+        self.flexible = VersionRange(flexible)
+        self.fields = fields
+        # Nested struct names that would clash across messages get kwire names.
+        self.struct_class_names = dict(struct_class_names or {})
+        # Consumer-protocol data carries an int16 version before the body.
+        self.version_prefixed = version_prefixed
+
+    def structs(self):
+        """Every nested struct as (class name, Kafka name, fields, version range), depth first."""
+        out = []
+
+        def walk(fields, outer):
+            for f in fields:
+                if f.is_struct:
+                    rng = f.versions.intersect(outer)
+                    walk(f.fields, rng)
+                    out.append((self.struct_class_names.get(f.struct_name, f.struct_name), f.struct_name, f.fields, rng))
+
+        walk(self.fields, self.valid)
+        return out
+
+
+F = Field
+
+# --------------------------------------------------------------------------
+# Headers
+# --------------------------------------------------------------------------
+
+REQUEST_HEADER = Message("RequestHeader", "header", "0-2", "2+", [
+    F("RequestApiKey", "int16", "0+"),
+    F("RequestApiVersion", "int16", "0+"),
+    F("CorrelationId", "int32", "0+"),
+    F("ClientId", "string", "1+", nullable="1+", ignorable=True, flexible="none", default=None),
+])
+
+RESPONSE_HEADER = Message("ResponseHeader", "header", "0-1", "1+", [
+    F("CorrelationId", "int32", "0+"),
+])
+
+# --------------------------------------------------------------------------
+# FindCoordinator (10)
+# --------------------------------------------------------------------------
+
+FIND_COORDINATOR_REQUEST = Message("FindCoordinatorRequest", "request", "0-6", "3+", api_key=10, fields=[
+    F("Key", "string", "0-3"),
+    F("KeyType", "int8", "1+", default=0),
+    F("CoordinatorKeys", "[]string", "4+"),
+])
+
+FIND_COORDINATOR_RESPONSE = Message("FindCoordinatorResponse", "response", "0-6", "3+", api_key=10, fields=[
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("ErrorCode", "int16", "0-3"),
+    F("ErrorMessage", "string", "1-3", nullable="1-3", ignorable=True),
+    F("NodeId", "int32", "0-3"),
+    F("Host", "string", "0-3"),
+    F("Port", "int32", "0-3"),
+    F("Coordinators", "[]Coordinator", "4+", fields=[
+        F("Key", "string", "4+"),
+        F("NodeId", "int32", "4+"),
+        F("Host", "string", "4+"),
+        F("Port", "int32", "4+"),
+        F("ErrorCode", "int16", "4+"),
+        F("ErrorMessage", "string", "4+", nullable="4+", ignorable=True),
+    ]),
+])
+
+# --------------------------------------------------------------------------
+# JoinGroup (11)
+# --------------------------------------------------------------------------
+
+JOIN_GROUP_REQUEST = Message("JoinGroupRequest", "request", "0-9", "6+", api_key=11, fields=[
+    F("GroupId", "string", "0+"),
+    F("SessionTimeoutMs", "int32", "0+"),
+    F("RebalanceTimeoutMs", "int32", "1+", default=-1, ignorable=True),
+    F("MemberId", "string", "0+"),
+    F("GroupInstanceId", "string", "5+", nullable="5+", default=None),
+    F("ProtocolType", "string", "0+"),
+    F("Protocols", "[]JoinGroupRequestProtocol", "0+", fields=[
+        F("Name", "string", "0+", map_key=True),
+        F("Metadata", "bytes", "0+"),
+    ]),
+    F("Reason", "string", "8+", nullable="8+", default=None, ignorable=True),
+])
+
+JOIN_GROUP_RESPONSE = Message("JoinGroupResponse", "response", "0-9", "6+", api_key=11, fields=[
+    F("ThrottleTimeMs", "int32", "2+", ignorable=True),
+    F("ErrorCode", "int16", "0+"),
+    F("GenerationId", "int32", "0+", default=-1),
+    F("ProtocolType", "string", "7+", nullable="7+", default=None, ignorable=True),
+    F("ProtocolName", "string", "0+", nullable="7+"),
+    F("Leader", "string", "0+"),
+    F("SkipAssignment", "bool", "9+", default=False),
+    F("MemberId", "string", "0+"),
+    F("Members", "[]JoinGroupResponseMember", "0+", fields=[
+        F("MemberId", "string", "0+"),
+        F("GroupInstanceId", "string", "5+", nullable="5+", default=None, ignorable=True),
+        F("Metadata", "bytes", "0+"),
+    ]),
+])
+
+# --------------------------------------------------------------------------
+# Heartbeat (12)
+# --------------------------------------------------------------------------
+
+HEARTBEAT_REQUEST = Message("HeartbeatRequest", "request", "0-4", "4+", api_key=12, fields=[
+    F("GroupId", "string", "0+"),
+    F("GenerationId", "int32", "0+"),
+    F("MemberId", "string", "0+"),
+    F("GroupInstanceId", "string", "3+", nullable="3+", default=None),
+])
+
+HEARTBEAT_RESPONSE = Message("HeartbeatResponse", "response", "0-4", "4+", api_key=12, fields=[
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("ErrorCode", "int16", "0+"),
+])
+
+# --------------------------------------------------------------------------
+# LeaveGroup (13): not in the core four, but every rebalance story needs it
+# --------------------------------------------------------------------------
+
+LEAVE_GROUP_REQUEST = Message("LeaveGroupRequest", "request", "0-5", "4+", api_key=13, fields=[
+    F("GroupId", "string", "0+"),
+    F("MemberId", "string", "0-2"),
+    F("Members", "[]MemberIdentity", "3+", fields=[
+        F("MemberId", "string", "3+"),
+        F("GroupInstanceId", "string", "3+", nullable="3+", default=None),
+        F("Reason", "string", "5+", nullable="5+", default=None, ignorable=True),
+    ]),
+])
+
+LEAVE_GROUP_RESPONSE = Message("LeaveGroupResponse", "response", "0-5", "4+", api_key=13, fields=[
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("ErrorCode", "int16", "0+"),
+    F("Members", "[]MemberResponse", "3+", fields=[
+        F("MemberId", "string", "3+"),
+        F("GroupInstanceId", "string", "3+", nullable="3+"),
+        F("ErrorCode", "int16", "3+"),
+    ]),
+])
+
+# --------------------------------------------------------------------------
+# SyncGroup (14)
+# --------------------------------------------------------------------------
+
+SYNC_GROUP_REQUEST = Message("SyncGroupRequest", "request", "0-5", "4+", api_key=14, fields=[
+    F("GroupId", "string", "0+"),
+    F("GenerationId", "int32", "0+"),
+    F("MemberId", "string", "0+"),
+    F("GroupInstanceId", "string", "3+", nullable="3+", default=None),
+    F("ProtocolType", "string", "5+", nullable="5+", default=None, ignorable=True),
+    F("ProtocolName", "string", "5+", nullable="5+", default=None, ignorable=True),
+    F("Assignments", "[]SyncGroupRequestAssignment", "0+", fields=[
+        F("MemberId", "string", "0+"),
+        F("Assignment", "bytes", "0+"),
+    ]),
+])
+
+SYNC_GROUP_RESPONSE = Message("SyncGroupResponse", "response", "0-5", "4+", api_key=14, fields=[
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("ErrorCode", "int16", "0+"),
+    F("ProtocolType", "string", "5+", nullable="5+", default=None, ignorable=True),
+    F("ProtocolName", "string", "5+", nullable="5+", default=None, ignorable=True),
+    F("Assignment", "bytes", "0+"),
+])
+
+# --------------------------------------------------------------------------
+# ApiVersions (18): the first exchange on every connection; its response is
+# also the one message here with known tagged fields.
+# --------------------------------------------------------------------------
+
+API_VERSIONS_REQUEST = Message("ApiVersionsRequest", "request", "0-4", "3+", api_key=18, fields=[
+    F("ClientSoftwareName", "string", "3+", ignorable=True),
+    F("ClientSoftwareVersion", "string", "3+", ignorable=True),
+])
+
+API_VERSIONS_RESPONSE = Message("ApiVersionsResponse", "response", "0-4", "3+", api_key=18, fields=[
+    F("ErrorCode", "int16", "0+"),
+    F("ApiKeys", "[]ApiVersion", "0+", fields=[
+        F("ApiKey", "int16", "0+", map_key=True),
+        F("MinVersion", "int16", "0+"),
+        F("MaxVersion", "int16", "0+"),
+    ]),
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("SupportedFeatures", "[]SupportedFeatureKey", "3+", ignorable=True, tag=0, tagged="3+", fields=[
+        F("Name", "string", "3+", map_key=True),
+        F("MinVersion", "int16", "3+"),
+        F("MaxVersion", "int16", "3+"),
+    ]),
+    F("FinalizedFeaturesEpoch", "int64", "3+", tag=1, tagged="3+", default=-1, ignorable=True),
+    F("FinalizedFeatures", "[]FinalizedFeatureKey", "3+", ignorable=True, tag=2, tagged="3+", fields=[
+        F("Name", "string", "3+", map_key=True),
+        F("MaxVersionLevel", "int16", "3+"),
+        F("MinVersionLevel", "int16", "3+"),
+    ]),
+    F("ZkMigrationReady", "bool", "3+", tag=3, tagged="3+", default=False, ignorable=True),
+])
+
+# --------------------------------------------------------------------------
+# The consumer embedded protocol (JoinGroup metadata / SyncGroup assignment)
+# --------------------------------------------------------------------------
+
+CONSUMER_PROTOCOL_SUBSCRIPTION = Message(
+    "ConsumerProtocolSubscription", "data", "0-3", "none", class_name="Subscription", version_prefixed=True,
+    struct_class_names={"TopicPartition": "SubscriptionTopicPartition"}, fields=[
+        F("Topics", "[]string", "0+"),
+        F("UserData", "bytes", "0+", nullable="0+", default=None),
+        F("OwnedPartitions", "[]TopicPartition", "1+", ignorable=True, fields=[
+            F("Topic", "string", "1+", map_key=True),
+            F("Partitions", "[]int32", "1+"),
+        ]),
+        F("GenerationId", "int32", "2+", default=-1, ignorable=True),
+        F("RackId", "string", "3+", nullable="3+", default=None, ignorable=True),
+    ])
+
+CONSUMER_PROTOCOL_ASSIGNMENT = Message(
+    "ConsumerProtocolAssignment", "data", "0-3", "none", class_name="Assignment", version_prefixed=True,
+    struct_class_names={"TopicPartition": "AssignmentTopicPartition"}, fields=[
+        F("AssignedPartitions", "[]TopicPartition", "0+", fields=[
+            F("Topic", "string", "0+", map_key=True),
+            F("Partitions", "[]int32", "0+"),
+        ]),
+        F("UserData", "bytes", "0+", nullable="0+", default=None),
+    ])
+
+# The assignors' userData formats.  Java defines these with its older Struct
+# API rather than JSON, so they have no spec file; the layouts are those of
+# StickyAssignor (V0: previous assignment; V1: + generation) and
+# CooperativeStickyAssignor ({generation}).  Neither is version-prefixed:
+# the reader has to try V1 and fall back to V0.
+STICKY_ASSIGNOR_USER_DATA = Message(
+    "StickyAssignorUserData", "data", "0-1", "none",
+    struct_class_names={"TopicAssignment": "StickyTopicAssignment"}, fields=[
+        F("PreviousAssignment", "[]TopicAssignment", "0+", fields=[
+            F("Topic", "string", "0+"),
+            F("Partitions", "[]int32", "0+"),
+        ]),
+        F("Generation", "int32", "1+", default=-1),
+    ])
+
+COOPERATIVE_STICKY_USER_DATA = Message("CooperativeStickyUserData", "data", "0", "none", fields=[
+    F("Generation", "int32", "0+", default=-1),
+])
+
+def is_compact(field, version, flexible):
+    """Whether ``field`` uses compact (uvarint) lengths at this version."""
+    if field.flexible_override is not None and version not in field.flexible_override:
+        return False
+    return flexible
+
+
+_FIXED_SIZES = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "int64": 8, "float64": 8, "uuid": 16}
+
+
+def element_min_size(field, version, flexible):
+    """Fewest bytes one element of ``field`` can take on the wire.
+
+    Decoders refuse an array count unless count * this fits in the bytes
+    left, so a hostile count fails before anything is allocated."""
+    t = field.element_type
+    if field.is_struct:
+        size = 1 if flexible else 0  # the tagged-field count
+        for sub in field.fields:
+            if version in sub.versions and not (flexible and version in sub.tagged):
+                size += sub_min_size(sub, version, flexible)
+        return max(size, 1)
+    if t in ("string", "bytes"):
+        if is_compact(field, version, flexible):
+            return 1
+        return 2 if t == "string" else 4
+    return _FIXED_SIZES[t]
+
+
+def sub_min_size(field, version, flexible):
+    """Fewest bytes the whole value of ``field`` can take."""
+    if field.is_array:
+        return 1 if is_compact(field, version, flexible) else 4
+    return element_min_size(field, version, flexible)
+
+
+HEADERS = [REQUEST_HEADER, RESPONSE_HEADER]
+
+API_MESSAGES = [
+    FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE,
+    JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE,
+    HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE,
+    LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE,
+    SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE,
+    API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE,
+]
+
+DATA_MESSAGES = [
+    CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT,
+    STICKY_ASSIGNOR_USER_DATA, COOPERATIVE_STICKY_USER_DATA,
+]
+
+ALL_MESSAGES = HEADERS + API_MESSAGES + DATA_MESSAGES
+
+#: Messages whose tables mirror a JSON spec file of the same Kafka name.
+SPEC_CHECKED = HEADERS + API_MESSAGES + [CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT]
+
+
+def request_header_version(api_key, api_version):
+    """Header version Kafka uses for a request of this api version."""
+    msg = _BY_KEY[(api_key, "request")]
+    return 2 if api_version in msg.flexible else 1
+
+
+def response_header_version(api_key, api_version):
+    """Header version Kafka uses for a response of this api version.
+
+    ApiVersionsResponse always uses header v0: a client that does not yet
+    know the broker's versions must still be able to read it."""
+    if api_key == 18:
+        return 0
+    msg = _BY_KEY[(api_key, "response")]
+    return 1 if api_version in msg.flexible else 0
+
+
+_BY_KEY = {(m.api_key, m.kind): m for m in API_MESSAGES}

@@ -1,0 +1,561 @@
+# Hand-written runtime of the compiled codec: bounds-checked readers and a
+# growable writer over raw memory.  Included by the generated _codec_c.pyx,
+# whose per-message code is nothing but calls into these primitives.
+#
+# Every read checks the bytes remaining *before* it allocates anything, so a
+# hostile length or count fails at once instead of reserving memory.  Error
+# texts match kwire/_codec_py.py word for word: the differential tests and
+# fuzzers compare the two implementations on exactly these.
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize, PyBytes_CheckExact
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from cpython.list cimport PyList_CheckExact, PyList_GET_SIZE
+from cpython.long cimport PyLong_Check
+from cpython.unicode cimport PyUnicode_Check
+from libc.string cimport memcpy
+from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+    object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
+    bint PyIndex_Check(object)
+    object PyNumber_Index(object)
+
+from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
+
+cdef object _MISSING = object()
+cdef enum:
+    MAX_STRING = 0x7FFF
+
+
+# ---------------------------------------------------------------------------
+# Reader
+# ---------------------------------------------------------------------------
+
+ctypedef struct Reader:
+    const uint8_t* p
+    Py_ssize_t pos
+    Py_ssize_t end
+
+
+cdef int _raise_truncated(Reader* r, Py_ssize_t n) except -1:
+    raise DecodeError(f"truncated: needs {n} more bytes, {r.end - r.pos} left", r.pos)
+
+
+cdef inline int r_need(Reader* r, Py_ssize_t n) except -1:
+    if n > r.end - r.pos:
+        return _raise_truncated(r, n)
+    return 0
+
+
+cdef inline int8_t r_int8(Reader* r) except? -1:
+    r_need(r, 1)
+    cdef int8_t v = <int8_t>r.p[r.pos]
+    r.pos += 1
+    return v
+
+
+cdef inline bint r_bool(Reader* r) except? -1:
+    r_need(r, 1)
+    cdef uint8_t v = r.p[r.pos]
+    r.pos += 1
+    return v != 0
+
+
+cdef inline int16_t r_int16(Reader* r) except? -1:
+    r_need(r, 2)
+    cdef const uint8_t* p = r.p + r.pos
+    r.pos += 2
+    return <int16_t>((<uint16_t>p[0] << 8) | p[1])
+
+
+cdef inline uint16_t r_uint16(Reader* r) except? 0xFFFF:
+    r_need(r, 2)
+    cdef const uint8_t* p = r.p + r.pos
+    r.pos += 2
+    return <uint16_t>((<uint16_t>p[0] << 8) | p[1])
+
+
+cdef inline int32_t r_int32(Reader* r) except? -1:
+    r_need(r, 4)
+    cdef const uint8_t* p = r.p + r.pos
+    r.pos += 4
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+
+
+cdef inline int64_t r_int64(Reader* r) except? -1:
+    r_need(r, 8)
+    cdef const uint8_t* p = r.p + r.pos
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | p[i]
+    r.pos += 8
+    return <int64_t>v
+
+
+cdef inline double r_float64(Reader* r) except? -1:
+    cdef int64_t bits = r_int64(r)
+    cdef double d
+    memcpy(&d, &bits, 8)
+    return d
+
+
+cdef int r_uvarint(Reader* r, uint32_t* out) except -1:
+    cdef Py_ssize_t start = r.pos
+    cdef uint64_t value = 0
+    cdef int shift = 0
+    cdef uint8_t b
+    while True:
+        if r.pos >= r.end:
+            raise DecodeError("truncated varint", start)
+        b = r.p[r.pos]
+        r.pos += 1
+        value |= (<uint64_t>(b & 0x7F)) << shift
+        if not (b & 0x80):
+            break
+        shift += 7
+        if shift >= 35:
+            raise DecodeError("varint longer than 5 bytes", start)
+    if value > 0xFFFFFFFF:
+        raise DecodeError("varint exceeds 32 bits", start)
+    out[0] = <uint32_t>value
+    return 0
+
+
+cdef inline int r_uvarint_fast(Reader* r, uint32_t* out) except -1:
+    # Nearly every length and count is below 128: one byte, no loop.
+    if r.pos < r.end and r.p[r.pos] < 0x80:
+        out[0] = r.p[r.pos]
+        r.pos += 1
+        return 0
+    return r_uvarint(r, out)
+
+
+cdef Py_ssize_t r_length(Reader* r, bint compact, bint wide, bint nullable) except -2:
+    """A length or count; -1 for null."""
+    cdef Py_ssize_t start = r.pos
+    cdef uint32_t u
+    cdef int64_t n
+    if compact:
+        r_uvarint_fast(r, &u)
+        n = <int64_t>u - 1
+    elif wide:
+        n = r_int32(r)
+    else:
+        n = r_int16(r)
+    if n == -1:
+        if not nullable:
+            raise DecodeError("null in a non-nullable field", start)
+        return -1
+    if n < 0:
+        raise DecodeError(f"negative length {n}", start)
+    return <Py_ssize_t>n
+
+
+cdef object r_string(Reader* r, bint compact, bint nullable):
+    cdef Py_ssize_t start = r.pos
+    cdef Py_ssize_t n = r_length(r, compact, 0, nullable)
+    if n == -1:
+        return None
+    if n > MAX_STRING:
+        raise DecodeError(f"string length {n} exceeds {MAX_STRING}", start)
+    r_need(r, n)
+    try:
+        s = PyUnicode_DecodeUTF8(<const char*>(r.p + r.pos), n, NULL)
+    except UnicodeDecodeError:
+        raise DecodeError("invalid UTF-8", r.pos) from None
+    r.pos += n
+    return s
+
+
+cdef object r_bytes(Reader* r, bint compact, bint nullable):
+    cdef Py_ssize_t n = r_length(r, compact, 1, nullable)
+    if n == -1:
+        return None
+    r_need(r, n)
+    b = PyBytes_FromStringAndSize(<const char*>(r.p + r.pos), n)
+    r.pos += n
+    return b
+
+
+cdef object r_uuid(Reader* r):
+    r_need(r, 16)
+    b = PyBytes_FromStringAndSize(<const char*>(r.p + r.pos), 16)
+    r.pos += 16
+    return b
+
+
+cdef Py_ssize_t r_count(Reader* r, bint compact, bint nullable, Py_ssize_t min_size) except -2:
+    """An array count, refused unless that many elements could fit in what is left."""
+    cdef Py_ssize_t start = r.pos
+    cdef Py_ssize_t n = r_length(r, compact, 1, nullable)
+    if n > 0 and n > (r.end - r.pos) // min_size:
+        raise DecodeError(f"array of {n} elements cannot fit in {r.end - r.pos} bytes", start)
+    return n
+
+
+cdef Py_ssize_t r_tag_count(Reader* r) except -1:
+    cdef Py_ssize_t start = r.pos
+    cdef uint32_t count
+    r_uvarint_fast(r, &count)
+    if <Py_ssize_t>count * 2 > r.end - r.pos:
+        raise DecodeError(f"{count} tagged fields cannot fit in {r.end - r.pos} bytes", start)
+    return count
+
+
+cdef int r_tag_header(Reader* r, int64_t* last, uint32_t* tag, uint32_t* size) except -1:
+    cdef Py_ssize_t at = r.pos
+    r_uvarint(r, tag)
+    if <int64_t>tag[0] <= last[0]:
+        raise DecodeError(f"tagged field {tag[0]} out of order or repeated", at)
+    last[0] = tag[0]
+    r_uvarint(r, size)
+    r_need(r, size[0])
+    return 0
+
+
+cdef object r_unknown_tags(Reader* r):
+    """The tagged-field section of a struct with no known tags: all preserved raw."""
+    cdef Py_ssize_t count = r_tag_count(r)
+    if count == 0:
+        return None
+    cdef int64_t last = -1
+    cdef uint32_t tag, size
+    cdef dict unknown = {}
+    cdef Py_ssize_t i
+    for i in range(count):
+        r_tag_header(r, &last, &tag, &size)
+        unknown[tag] = PyBytes_FromStringAndSize(<const char*>(r.p + r.pos), size)
+        r.pos += size
+    return unknown
+
+
+cdef int r_check_tag_consumed(Reader* r, Py_ssize_t end, uint32_t tag, str attr) except -1:
+    if r.pos != end:
+        raise DecodeError(f"tagged field {tag} has {end - r.pos} bytes left over", r.pos, [attr])
+    return 0
+
+
+cdef int r_finish(Reader* r) except -1:
+    if r.pos != r.end:
+        raise DecodeError(f"{r.end - r.pos} trailing bytes after the body", r.pos)
+    return 0
+
+
+cdef class _Input:
+    """Read-only view of any bytes-like object for the lifetime of a decode."""
+    cdef Py_buffer view
+    cdef bint held
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.view)
+
+
+cdef object r_open(Reader* r, object data):
+    """Point ``r`` at ``data``; returns whatever must stay alive while reading."""
+    # bytes is by far the common input: take its storage directly.
+    if PyBytes_CheckExact(data):
+        r.p = <const uint8_t*>PyBytes_AS_STRING(data)
+        r.pos = 0
+        r.end = PyBytes_GET_SIZE(data)
+        return None
+    cdef _Input inp = _Input.__new__(_Input)
+    try:
+        PyObject_GetBuffer(data, &inp.view, PyBUF_SIMPLE)
+    except (TypeError, BufferError):
+        raise TypeError(f"expected a bytes-like object, not {type(data).__name__}") from None
+    inp.held = True
+    r.p = <const uint8_t*>inp.view.buf
+    r.pos = 0
+    r.end = inp.view.len
+    return inp
+
+
+# ---------------------------------------------------------------------------
+# Writer
+# ---------------------------------------------------------------------------
+
+ctypedef struct Writer:
+    uint8_t* buf
+    Py_ssize_t len
+    Py_ssize_t cap
+
+
+cdef int w_init(Writer* w, Py_ssize_t cap) except -1:
+    w.buf = <uint8_t*>PyMem_Malloc(cap)
+    if w.buf == NULL:
+        raise MemoryError()
+    w.len = 0
+    w.cap = cap
+    return 0
+
+
+cdef void w_free(Writer* w) noexcept:
+    PyMem_Free(w.buf)
+    w.buf = NULL
+
+
+cdef int _w_grow(Writer* w, Py_ssize_t n) except -1:
+    cdef Py_ssize_t cap = w.cap * 2
+    while cap < w.len + n:
+        cap *= 2
+    cdef uint8_t* nb = <uint8_t*>PyMem_Realloc(w.buf, cap)
+    if nb == NULL:
+        raise MemoryError()
+    w.buf = nb
+    w.cap = cap
+    return 0
+
+
+cdef inline int w_reserve(Writer* w, Py_ssize_t n) except -1:
+    if w.len + n > w.cap:
+        return _w_grow(w, n)
+    return 0
+
+
+cdef inline object w_bytes(Writer* w):
+    return PyBytes_FromStringAndSize(<const char*>w.buf, w.len)
+
+
+cdef inline int w_u8(Writer* w, uint8_t v) except -1:
+    w_reserve(w, 1)
+    w.buf[w.len] = v
+    w.len += 1
+    return 0
+
+
+cdef inline int w_be16(Writer* w, uint16_t v) except -1:
+    w_reserve(w, 2)
+    w.buf[w.len] = <uint8_t>(v >> 8)
+    w.buf[w.len + 1] = <uint8_t>v
+    w.len += 2
+    return 0
+
+
+cdef inline int w_be32(Writer* w, uint32_t v) except -1:
+    w_reserve(w, 4)
+    cdef uint8_t* p = w.buf + w.len
+    p[0] = <uint8_t>(v >> 24)
+    p[1] = <uint8_t>(v >> 16)
+    p[2] = <uint8_t>(v >> 8)
+    p[3] = <uint8_t>v
+    w.len += 4
+    return 0
+
+
+cdef inline int w_be64(Writer* w, uint64_t v) except -1:
+    w_reserve(w, 8)
+    cdef int i
+    for i in range(8):
+        w.buf[w.len + i] = <uint8_t>(v >> (56 - 8 * i))
+    w.len += 8
+    return 0
+
+
+cdef inline int w_uvarint(Writer* w, uint32_t v) except -1:
+    w_reserve(w, 5)
+    while v >= 0x80:
+        w.buf[w.len] = <uint8_t>((v & 0x7F) | 0x80)
+        w.len += 1
+        v >>= 7
+    w.buf[w.len] = <uint8_t>v
+    w.len += 1
+    return 0
+
+
+cdef inline int w_raw(Writer* w, const void* p, Py_ssize_t n) except -1:
+    w_reserve(w, n)
+    memcpy(w.buf + w.len, p, n)
+    w.len += n
+    return 0
+
+
+cdef inline int w_length(Writer* w, Py_ssize_t n, bint compact, bint wide) except -1:
+    if compact:
+        return w_uvarint(w, <uint32_t>(n + 1))
+    if wide:
+        return w_be32(w, <uint32_t><int32_t>n)
+    return w_be16(w, <uint16_t><int16_t>n)
+
+
+cdef int64_t _int_slow(object v, int64_t lo, int64_t hi, str kind) except? -1:
+    if isinstance(v, float) or not PyIndex_Check(v):
+        raise EncodeError(f"expected an integer for {kind}, got {type(v).__name__}")
+    v = PyNumber_Index(v)
+    cdef int overflow = 0
+    cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow or x < lo or x > hi:
+        raise EncodeError(f"{v} is out of range for {kind}")
+    return x
+
+
+cdef inline int64_t as_int(object v, int64_t lo, int64_t hi, str kind) except? -1:
+    cdef int overflow = 0
+    cdef long long x
+    if PyLong_Check(v):
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if not overflow and lo <= x <= hi:
+            return x
+    return _int_slow(v, lo, hi, kind)
+
+
+cdef inline int w_int8(Writer* w, object v) except -1:
+    return w_u8(w, <uint8_t><int8_t>as_int(v, -0x80, 0x7F, "int8"))
+
+
+cdef inline int w_int16(Writer* w, object v) except -1:
+    return w_be16(w, <uint16_t><int16_t>as_int(v, -0x8000, 0x7FFF, "int16"))
+
+
+cdef inline int w_uint16(Writer* w, object v) except -1:
+    return w_be16(w, <uint16_t>as_int(v, 0, 0xFFFF, "uint16"))
+
+
+cdef inline int w_int32(Writer* w, object v) except -1:
+    return w_be32(w, <uint32_t><int32_t>as_int(v, -0x80000000, 0x7FFFFFFF, "int32"))
+
+
+cdef inline int w_int64(Writer* w, object v) except -1:
+    return w_be64(w, <uint64_t>as_int(v, INT64_MIN, INT64_MAX, "int64"))
+
+
+cdef int w_bool(Writer* w, object v) except -1:
+    if v is True:
+        return w_u8(w, 1)
+    if v is False:
+        return w_u8(w, 0)
+    if isinstance(v, float) or not PyIndex_Check(v) or PyNumber_Index(v) not in (0, 1):
+        raise EncodeError(f"expected a bool, got {v!r}")
+    return w_u8(w, 1 if v else 0)
+
+
+cdef int w_float64(Writer* w, object v) except -1:
+    if not isinstance(v, (int, float)):
+        raise EncodeError(f"expected a float, got {type(v).__name__}")
+    cdef double d = v
+    cdef uint64_t bits
+    memcpy(&bits, &d, 8)
+    return w_be64(w, bits)
+
+
+cdef int w_null(Writer* w, bint nullable, bint compact, bint wide) except -1:
+    if not nullable:
+        raise EncodeError("null in a non-nullable field")
+    return w_length(w, -1, compact, wide)
+
+
+cdef int w_string(Writer* w, object v, bint compact, bint nullable) except -1:
+    if v is None:
+        return w_null(w, nullable, compact, 0)
+    if not PyUnicode_Check(v):
+        raise EncodeError(f"expected str, got {type(v).__name__}")
+    cdef Py_ssize_t n
+    cdef const char* p
+    try:
+        p = PyUnicode_AsUTF8AndSize(v, &n)
+    except UnicodeEncodeError:
+        raise EncodeError("string is not encodable as UTF-8") from None
+    if n > MAX_STRING:
+        raise EncodeError(f"string of {n} UTF-8 bytes exceeds {MAX_STRING}")
+    w_length(w, n, compact, 0)
+    return w_raw(w, p, n)
+
+
+cdef int w_bytes_value(Writer* w, object v, bint compact, bint nullable) except -1:
+    if v is None:
+        return w_null(w, nullable, compact, 1)
+    cdef Py_buffer view
+    if PyBytes_CheckExact(v):
+        w_length(w, PyBytes_GET_SIZE(v), compact, 1)
+        return w_raw(w, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+    try:
+        PyObject_GetBuffer(v, &view, PyBUF_SIMPLE)
+    except (TypeError, BufferError):
+        raise EncodeError(f"expected a bytes-like object, got {type(v).__name__}") from None
+    try:
+        if view.len > 0x7FFFFFFF:
+            raise EncodeError("bytes longer than 2^31-1")
+        w_length(w, view.len, compact, 1)
+        w_raw(w, view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return 0
+
+
+cdef int w_uuid(Writer* w, object v) except -1:
+    cdef Py_buffer view
+    try:
+        PyObject_GetBuffer(v, &view, PyBUF_SIMPLE)
+    except (TypeError, BufferError):
+        raise EncodeError(f"expected a bytes-like object, got {type(v).__name__}") from None
+    try:
+        if view.len != 16:
+            raise EncodeError("a uuid is 16 bytes")
+        w_raw(w, view.buf, 16)
+    finally:
+        PyBuffer_Release(&view)
+    return 0
+
+
+cdef list as_list(object v):
+    """The elements of an array field (None is handled by the caller)."""
+    if PyList_CheckExact(v):
+        return <list>v
+    if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__"):
+        raise EncodeError(f"expected a list, got {type(v).__name__}")
+    return list(v)
+
+
+cdef bint is_empty_list(object v):
+    if v is None or isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
+        return False
+    return len(v) == 0
+
+
+cdef int w_tags(Writer* w, object unknown, dict known) except -1:
+    """The tagged-field section: known non-default fields plus preserved unknown ones, by tag."""
+    cdef dict fields = known if known is not None else {}
+    if unknown:
+        for tag, raw in unknown.items():
+            tag = as_int(tag, -0x80000000, 0x7FFFFFFF, "int32")
+            if tag < 0:
+                raise EncodeError(f"negative tag {tag}")
+            if tag in fields:
+                raise EncodeError(f"unknown tagged field {tag} collides with a known field")
+            if not PyBytes_CheckExact(raw):
+                try:
+                    raw = memoryview(raw).cast("B").tobytes()
+                except TypeError:
+                    raise EncodeError(f"expected a bytes-like object, got {type(raw).__name__}") from None
+            fields[tag] = raw
+    w_uvarint(w, <uint32_t>len(fields))
+    cdef bytes b
+    for tag in sorted(fields):
+        b = fields[tag]
+        w_uvarint(w, <uint32_t>tag)
+        w_uvarint(w, <uint32_t>PyBytes_GET_SIZE(b))
+        w_raw(w, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+    return 0
+
+
+cdef inline int w_no_tags(Writer* w, object unknown) except -1:
+    if unknown is None:
+        return w_u8(w, 0)
+    return w_tags(w, unknown, None)
+
+
+cdef int check_version(object version, int lo, int hi, str name, str valid) except -1:
+    if type(version) is int:
+        if lo <= version <= hi:
+            return 0
+    elif isinstance(version, int) and not isinstance(version, bool) and lo <= version <= hi:
+        return 0
+    raise UnsupportedVersionError(f"{name} version {version!r} is not supported (valid: {valid})")
+
+
+def _rebuild(cls, state):
+    return cls(**state)
