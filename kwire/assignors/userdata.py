@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 from typing import List, Optional, Sequence, Tuple
 
+from ..errors import AssignmentError
 from ._model import DEFAULT_GENERATION, MemberInput
 
 TopicPartition = Tuple[str, int]
@@ -181,31 +182,49 @@ def member_input_for(strategy: str, member) -> MemberInput:
     or a mapping with the same field names) for ``sticky`` or
     ``cooperative-sticky``."""
     sub = _field(member, "subscription", default=member)
+    if sub is None:
+        raise AssignmentError(f"member {_field(member, 'member_id')!r} has no subscription")
     member_id = _field(member, "member_id")
+    if not isinstance(member_id, str):
+        raise AssignmentError(f"member_id must be str, got {member_id!r}")
     instance = _field(member, "group_instance_id")
-    topics = tuple(_field(sub, "topics", default=()) or ())
+    if instance is not None and not isinstance(instance, str):
+        raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None")
+    topics = _field(sub, "topics", default=()) or ()
+    if isinstance(topics, (str, bytes)) or not all(isinstance(t, str) for t in topics):
+        raise AssignmentError(f"member {member_id!r}: subscription topics must be a list of str")
+    topics = tuple(topics)
     user_data = _field(sub, "user_data", "userdata")
-    rack = _field(sub, "rack_id", "rack", default=None) or _field(member, "rack_id", "rack", default=None)
+    if user_data is not None and not isinstance(user_data, (bytes, bytearray, memoryview)):
+        raise AssignmentError(f"member {member_id!r}: user_data must be bytes or None")
+    rack = _field(sub, "rack_id", "rack", default=None)
+    if rack is not None and not isinstance(rack, str):
+        raise AssignmentError(f"member {member_id!r}: rack_id must be str or None")
     gen_field = _field(sub, "generation_id", "generation", default=None)
-    if gen_field is not None and not isinstance(gen_field, int):
-        gen_field = int(gen_field)
+    if gen_field is not None and (isinstance(gen_field, bool) or not isinstance(gen_field, int)
+                                  or not -2**31 <= gen_field < 2**31):
+        raise AssignmentError(f"member {member_id!r}: generation_id must be an int32")
     if strategy == "sticky":
         return sticky_member_input(member_id, topics, user_data, gen_field, instance, rack)
     if strategy == "cooperative-sticky":
         owned_raw = _field(sub, "owned_partitions", default=()) or ()
         owned = _flatten_owned(owned_raw)
         return cooperative_member_input(member_id, topics, owned, gen_field, user_data, instance, rack)
-    raise ValueError(f"not a sticky strategy: {strategy!r}")
+    raise AssignmentError(f"not a sticky strategy: {strategy!r}")
 
 
 def _flatten_owned(owned) -> List[TopicPartition]:
     """Accept ``[(topic, p), ...]`` or the protocol's ``[{topic, partitions}]`` shape."""
     out: List[TopicPartition] = []
     for entry in owned:
-        if isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[1], int):
-            out.append((entry[0], int(entry[1])))
-            continue
-        topic = _field(entry, "topic")
-        for p in _field(entry, "partitions", default=()) or ():
-            out.append((topic, int(p)))
+        if isinstance(entry, (tuple, list)) and len(entry) == 2 and not isinstance(entry[1], (list, tuple)):
+            topic, parts = entry[0], (entry[1],)
+        else:
+            topic, parts = _field(entry, "topic"), _field(entry, "partitions", default=()) or ()
+        if not isinstance(topic, str):
+            raise AssignmentError(f"owned partitions: topic must be str, got {topic!r}")
+        for p in parts:
+            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < 2**31:
+                raise AssignmentError(f"owned partitions: bad partition {topic!r}-{p!r}")
+            out.append((topic, p))
     return out

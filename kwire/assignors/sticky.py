@@ -1,0 +1,54 @@
+"""Java's client ``StickyAssignor`` (eager) and ``CooperativeStickyAssignor``.
+
+Importing this module registers both protocol names with
+:mod:`kwire.assignors.api`.  The work happens in the ``_sticky`` kernels:
+``_sticky_c`` (compiled, array based) or its pure twin ``_sticky_py``, which
+is also the plain-Python reference the tests cross-check against.  Where a
+member's previous assignment comes from (userData vs. Subscription fields)
+is decided in :mod:`kwire.assignors.userdata`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
+from ._model import Assignment, GroupInput
+from . import _sticky_py
+from .api import register_strategy
+from .userdata import member_input_for
+
+NAMES = ("sticky", "cooperative-sticky")
+
+
+def _run(group: ArrayGroup, cooperative: bool, implementation: Optional[str]) -> ArrayAssignment:
+    kernels = load_kernels("sticky", implementation)
+    return ArrayAssignment.for_group(group, *kernels.sticky_arrays(group, cooperative))
+
+
+def assign_sticky(group: ArrayGroup, implementation: Optional[str] = None) -> ArrayAssignment:
+    """Eager ``sticky``: every subscribed partition is assigned this round."""
+    return _run(group, False, implementation)
+
+
+def assign_cooperative_sticky(group: ArrayGroup, implementation: Optional[str] = None) -> ArrayAssignment:
+    """``cooperative-sticky``: partitions changing hands are withheld until
+    their previous owner has revoked them (the next rebalance)."""
+    return _run(group, True, implementation)
+
+
+def reference_sticky(group: GroupInput) -> Assignment:
+    return _sticky_py.sticky_assign(group, False)
+
+
+def reference_cooperative_sticky(group: GroupInput) -> Assignment:
+    return _sticky_py.sticky_assign(group, True)
+
+
+register_strategy("sticky", assign_sticky, reference=reference_sticky, member_input=member_input_for)
+register_strategy(
+    "cooperative-sticky",
+    assign_cooperative_sticky,
+    reference=reference_cooperative_sticky,
+    member_input=member_input_for,
+)
