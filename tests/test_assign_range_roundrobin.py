@@ -174,9 +174,11 @@ def test_owner_marks_unassigned_partitions():
     assert assign_arrays("range", g).owner_of_each_partition().tolist() == [0, -1, -1]
 
 
-def test_java_string_hashes_match_scalar_rule():
-    names = ["", "a", "zz", "topic-with-a-longer-name-0123456789", "é", "\U0001f600", "\uffee"]
-    assert java_string_hashes(names).tolist() == [string_hash(n) for n in names]
+def test_java_string_hashes_match_scalar_rule(impl):
+    names = ["", "a", "zz", "topic-with-a-longer-name-0123456789", "é", "\U0001f600", "\uffee", "x" * 300]
+    expected = [string_hash(n) for n in names]
+    assert java_string_hashes(names).tolist() == expected
+    assert load_kernels("rangerr", impl).string_hashes(names).tolist() == expected
 
 
 @pytest.mark.parametrize(

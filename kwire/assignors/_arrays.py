@@ -83,6 +83,12 @@ def java_string_hashes(names: Sequence[str]) -> np.ndarray:
     return out
 
 
+def _fast_string_hashes(names: List[str]) -> np.ndarray:
+    # Hashes are facts about strings, not a choice of implementation: use the
+    # compiled loop whenever the compiled kernels are in use.
+    return load_kernels("rangerr").string_hashes(names)
+
+
 def hashmap_positions(hashes: np.ndarray, capacity: int) -> np.ndarray:
     """Order in which a Java HashMap iterates keys inserted in index order."""
     h = hashes.view(np.uint32)
@@ -344,10 +350,10 @@ class ArrayGroup:
         return self._cached("topic_index", lambda: {t: i for i, t in enumerate(self.topics)})
 
     def topic_hashes(self) -> np.ndarray:
-        return self._cached("topic_hashes", lambda: java_string_hashes(self.topics))
+        return self._cached("topic_hashes", lambda: _fast_string_hashes(self.topics))
 
     def member_hashes(self) -> np.ndarray:
-        return self._cached("member_hashes", lambda: java_string_hashes(self.member_ids))
+        return self._cached("member_hashes", lambda: _fast_string_hashes(self.member_ids))
 
     def member_hashmap_order(self) -> np.ndarray:
         """Member indices in the leader's ``HashMap<String, Subscription>`` iteration order."""
@@ -372,8 +378,8 @@ class ArrayGroup:
             static.sort(key=lambda i: pos[i])
         ascii_ = all(gids[i].isascii() for i in static) and all(self.member_ids[i].isascii() for i in dynamic)
         if ascii_:
-            static.sort(key=lambda i: gids[i])
-            dynamic.sort(key=lambda i: self.member_ids[i])
+            static.sort(key=gids.__getitem__)
+            dynamic.sort(key=self.member_ids.__getitem__)
         else:
             static.sort(key=lambda i: utf16_key(gids[i]))
             dynamic.sort(key=lambda i: utf16_key(self.member_ids[i]))

@@ -9,7 +9,7 @@ allocated once at its final size and no Python object is made per partition.
 
 import numpy as np
 
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 
 def subscribers_by_topic(Py_ssize_t num_topics, const int64_t[:] sub_indptr, const int32_t[:] sub_topics,
@@ -444,3 +444,28 @@ def range_rack(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
                     partition[cursor[m]] = <int32_t>(g - topic_offset[t])
                     cursor[m] += 1
     return indptr_a, topic_a, partition_a
+
+
+def string_hashes(list names):
+    """Java ``String.hashCode`` of each name (int32), over UTF-16 code units."""
+    cdef Py_ssize_t i, n = len(names)
+    out_a = np.empty(n, dtype=np.int32)
+    cdef int32_t[:] out = out_a
+    cdef uint32_t h
+    cdef Py_UCS4 ch
+    cdef uint32_t cp
+    cdef str s
+    for i in range(n):
+        s = names[i]
+        h = 0
+        for ch in s:
+            cp = <uint32_t>ch
+            if cp > 0xFFFF:
+                # Java sees a supplementary character as its surrogate pair.
+                cp -= 0x10000
+                h = h * 31 + (0xD800 + (cp >> 10))
+                h = h * 31 + (0xDC00 + (cp & 0x3FF))
+            else:
+                h = h * 31 + cp
+        out[i] = <int32_t>h
+    return out_a

@@ -230,3 +230,10 @@ def range_rack(
     topic = (np.searchsorted(topic_offset, assigned, side="right") - 1).astype(_I32)
     partition = (assigned - topic_offset[topic]).astype(_I32)
     return _collect(num_members, owner[assigned], topic, partition)
+
+
+def string_hashes(names):
+    """Java ``String.hashCode`` of each name (int32)."""
+    from ._arrays import java_string_hashes
+
+    return java_string_hashes(names)

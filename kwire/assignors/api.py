@@ -50,6 +50,8 @@ class Strategy:
     reference: Optional[ReferenceFn] = None
     #: ``fn(strategy_name, member) -> MemberInput``; None means "topics and rack only".
     member_input: Optional[MemberInputFn] = None
+    #: Whether ``arrays`` accepts ``implementation=`` (decided once, at registration).
+    arrays_takes_implementation: bool = False
 
 
 _REGISTRY: Dict[str, Strategy] = {}
@@ -86,7 +88,7 @@ def register_strategy(
     for label, f in (("fn", fn), ("reference", reference), ("member_input", member_input)):
         if f is not None and not callable(f):
             raise AssignmentError(f"strategy {name!r}: {label} is not callable")
-    entry = Strategy(name, fn, reference, member_input)
+    entry = Strategy(name, fn, reference, member_input, fn is not None and _takes_implementation(fn))
     with _LOCK:
         _REGISTRY[name] = entry
     return entry
@@ -191,7 +193,7 @@ def assign_arrays(strategy: str, group: ArrayGroup, *, implementation: Optional[
         raise AssignmentError(f"assign_arrays needs an ArrayGroup, got {type(group).__name__}")
     entry = get_strategy(strategy)
     if entry.arrays is not None:
-        if _takes_implementation(entry.arrays):
+        if entry.arrays_takes_implementation:
             return entry.arrays(group, implementation=implementation)
         return entry.arrays(group)
     return array_assignment_of(group, entry.reference(group_input_of(group)))
