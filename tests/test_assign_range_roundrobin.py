@@ -271,3 +271,13 @@ def test_leader_assignments_round_trip(strategy, impl):
         flat = [(tp.topic, p) for tp in decoded.assigned_partitions for p in tp.partitions]
         assert flat == expected[x.member_id]
         assert x.assignment[:2] == b"\x00\x03"  # Java writes the assignment at version 3
+
+
+def test_topic_groups_follow_first_appearance():
+    g = ArrayGroup.from_group_input(
+        GroupInput([MemberInput("m0", topics=("a", "b")), MemberInput("m1", topics=("a",))], {"a": 3, "b": 2})
+    )
+    # An interleaved list (as a sticky assignor may produce) still groups by first appearance.
+    res = ArrayAssignment.for_group(g, [0, 4, 5], [1, 0, 1, 0, 0], [1, 2, 0, 0, 1])
+    assert res.topic_groups() == {"m0": [("b", [1, 0]), ("a", [2, 0])], "m1": [("a", [1])]}
+    assert res.to_dict() == {"m0": [("b", 1), ("a", 2), ("b", 0), ("a", 0)], "m1": [("a", 1)]}

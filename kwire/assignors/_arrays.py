@@ -200,14 +200,18 @@ class ArrayGroup:
                 raise AssignmentError(f"partition count of {t!r} must be a non-negative int32, got {n!r}")
             names.add(t)
         for m in group.members:
-            for t in m.topics:
-                if not isinstance(t, str):
-                    raise AssignmentError(f"member {m.member_id!r}: topic names must be str, got {t!r}")
-                names.add(t)
+            try:
+                names.update(m.topics)
+            except TypeError as exc:
+                raise AssignmentError(f"member {m.member_id!r}: topics must be str, got {m.topics!r}") from exc
             for tp in m.owned:
                 if not (isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str)):
                     raise AssignmentError(f"member {m.member_id!r}: owned partitions must be (topic, partition)")
                 names.add(tp[0])
+        # Checking distinct names is enough: every subscription entry is one of them.
+        for t in names:
+            if not isinstance(t, str):
+                raise AssignmentError(f"topic names must be str, got {t!r}")
         topics = _java_sorted(names)
         index = {t: i for i, t in enumerate(topics)}
         counts = np.array([ppt.get(t, 0) for t in topics], dtype=_I32)
@@ -219,7 +223,7 @@ class ArrayGroup:
         owned_t: List[int] = []
         owned_p: List[int] = []
         for i, m in enumerate(group.members):
-            subs.extend(index[t] for t in m.topics)
+            subs.extend(map(index.__getitem__, m.topics))
             sub_indptr[i + 1] = len(subs)
             for t, p in m.owned:
                 if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 0 <= p <= 0x7FFFFFFF:
@@ -452,6 +456,46 @@ class ArrayAssignment:
         members = np.repeat(np.arange(len(self.member_ids), dtype=_I32), np.diff(self.indptr))
         owner[self.topic_offset[self.topic] + self.partition] = members
         return owner
+
+    def topic_groups(self) -> Dict[str, List[Tuple[str, List[int]]]]:
+        """``{member_id: [(topic, [partition, ...]), ...]}``, topics in order of
+        first appearance in the member's list (how the assignment is serialized)."""
+        n = len(self.topic)
+        ptr = self.indptr
+        change = np.zeros(n, dtype=bool)
+        if n:
+            change[0] = True
+            change[1:] = self.topic[1:] != self.topic[:-1]
+            starts_of_members = ptr[:-1][ptr[:-1] < n]
+            change[starts_of_members] = True
+        run_start = np.flatnonzero(change)
+        run_end = np.append(run_start[1:], n)
+        run_topic_a = self.topic[run_start]
+        first_run_a = np.searchsorted(run_start, ptr)
+        topics = self.topics
+        parts = self.partition.tolist()
+        runs = list(
+            zip(
+                map(topics.__getitem__, run_topic_a.tolist()),
+                map(parts.__getitem__, map(slice, run_start.tolist(), run_end.tolist())),
+            )
+        )
+        first_run = first_run_a.tolist()
+        run_member = np.repeat(np.arange(len(self.member_ids), dtype=_I64), np.diff(first_run_a))
+        key = run_member * max(len(topics), 1) + run_topic_a
+        if len(np.unique(key)) == len(key):
+            # The usual case: each topic forms one run in a member's list.
+            return {mid: runs[first_run[i] : first_run[i + 1]] for i, mid in enumerate(self.member_ids)}
+        out = {}
+        for i, mid in enumerate(self.member_ids):
+            groups: Dict[str, List[int]] = {}
+            for t, seg in runs[first_run[i] : first_run[i + 1]]:
+                if t in groups:
+                    groups[t] = groups[t] + seg  # a topic may come back later in the list
+                else:
+                    groups[t] = seg
+            out[mid] = list(groups.items())
+        return out
 
     def to_dict(self) -> Assignment:
         """``{member_id: [(topic, partition), ...]}`` -- one Python tuple per partition, so not for hot paths."""

@@ -142,10 +142,8 @@ def _topics_and_rack(member) -> Tuple[str, Optional[str], Tuple[str, ...], Optio
     topics = getattr(sub, "topics", None)
     if topics is None or isinstance(topics, (str, bytes)):
         raise AssignmentError(f"member {member_id!r}: subscription.topics must be a list of str")
+    # Element types are checked once per distinct name when the group is built.
     topics = tuple(topics)
-    for t in topics:
-        if not isinstance(t, str):
-            raise AssignmentError(f"member {member_id!r}: topic names must be str, got {t!r}")
     rack = getattr(sub, "rack_id", None)
     if rack is not None and not isinstance(rack, str):
         raise AssignmentError(f"member {member_id!r}: rack_id must be str or None, got {rack!r}")
@@ -208,6 +206,14 @@ def assign_group(strategy: str, group: GroupInput, *, implementation: Optional[s
     return assign_arrays(strategy, ArrayGroup.from_group_input(group), implementation=implementation).to_dict()
 
 
+def assign_members_arrays(
+    strategy: str, members: Sequence, partitions_per_topic, *, partition_racks=None, implementation=None
+) -> ArrayAssignment:
+    """Like :func:`assign` but returns the :class:`ArrayAssignment` (no tuple per partition)."""
+    group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
+    return assign_arrays(strategy, ArrayGroup.from_group_input(group), implementation=implementation)
+
+
 def reference_assign(strategy: str, group: GroupInput) -> Assignment:
     """The strategy's plain-Python reference result (tests cross-check the array form with it)."""
     entry = get_strategy(strategy)
@@ -243,24 +249,19 @@ def _codec():
         import kwire
     except ImportError as exc:  # pragma: no cover - only before the codec lands
         raise AssignmentError("leader_assignments needs kwire's codec (kwire.Subscription etc.)") from exc
-    missing = [n for n in ("Subscription", "Assignment", "SyncGroupRequestAssignment") if not hasattr(kwire, n)]
+    needed = ("Subscription", "Assignment", "AssignmentTopicPartition", "SyncGroupRequestAssignment")
+    missing = [n for n in needed if not hasattr(kwire, n)]
     if missing:
         raise AssignmentError(f"leader_assignments needs kwire.{', kwire.'.join(missing)} from the codec")
     return kwire
 
 
-def encode_member_assignment(partitions: Iterable[Tuple[str, int]], version: int = 3) -> bytes:
-    """``ConsumerProtocolAssignment`` bytes as Java's leader writes them: topics
-    in order of first appearance, partitions in list order."""
+def encode_member_assignment(groups: Iterable[Tuple[str, List[int]]], version: int = 3) -> bytes:
+    """``ConsumerProtocolAssignment`` bytes as Java's leader writes them from
+    ``[(topic, [partition, ...]), ...]`` (topics in order of first appearance)."""
     kw = _codec()
-    by_topic: Dict[str, List[int]] = {}
-    for t, p in partitions:
-        by_topic.setdefault(t, []).append(p)
-    tp_cls = getattr(kw, "AssignmentTopicPartition", None)
-    entries = [
-        tp_cls(topic=t, partitions=ps) if tp_cls is not None else types.SimpleNamespace(topic=t, partitions=ps)
-        for t, ps in by_topic.items()
-    ]
+    tp_cls = kw.AssignmentTopicPartition
+    entries = [tp_cls(topic=t, partitions=list(ps)) for t, ps in groups]
     return kw.Assignment(assigned_partitions=entries, user_data=None).encode(version)
 
 
@@ -284,9 +285,9 @@ def leader_assignments(
     for m in getattr(join_group_response, "members", None) or ():
         sub = kw.Subscription.decode(m.metadata)
         members.append(GroupMember(m.member_id, getattr(m, "group_instance_id", None), sub))
-    result = assign(
+    result = assign_members_arrays(
         strategy, members, partitions_per_topic, partition_racks=partition_racks, implementation=implementation
-    )
+    ).topic_groups()
     return [
         kw.SyncGroupRequestAssignment(member_id=m.member_id, assignment=encode_member_assignment(result[m.member_id], version))
         for m in members

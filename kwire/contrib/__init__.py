@@ -8,7 +8,7 @@ Each module imports its client library, so import only the one you use.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Optional
 
 from ..errors import AssignmentError
 
@@ -29,15 +29,6 @@ def partition_counts(cluster, topics: Iterable[str]) -> Dict[str, int]:
             raise AssignmentError(f"topic {topic!r}: partition ids {sorted(parts)} are not 0..{n - 1}")
         counts[topic] = n
     return counts
-
-
-def grouped_by_topic(partitions: List[Tuple[str, int]]) -> List[Tuple[str, List[int]]]:
-    """``[(topic, [partition, ...]), ...]`` with topics in order of first
-    appearance, as Java's leader serializes an assignment."""
-    out: Dict[str, List[int]] = {}
-    for t, p in partitions:
-        out.setdefault(t, []).append(p)
-    return list(out.items())
 
 
 def _optional(value) -> Optional[str]:

@@ -19,8 +19,8 @@ from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 
 from .._javaorder import utf16_key
-from ..assignors.api import GroupMember, assign
-from . import grouped_by_topic, partition_counts
+from ..assignors.api import GroupMember, assign_members_arrays
+from . import partition_counts
 
 
 class _Subscription:
@@ -46,8 +46,8 @@ class _KwireAssignor(AbstractPartitionAssignor):
         # aiokafka's dict keeps JoinGroup-response order, which Java's result depends on.
         group = [GroupMember(mid, None, _Subscription(meta)) for mid, meta in members.items()]
         counts = partition_counts(cluster, {t for m in group for t in m.subscription.topics})
-        result = assign(cls.strategy, group, counts)
-        return {mid: ConsumerProtocolMemberAssignment(cls.version, grouped_by_topic(tps), b"") for mid, tps in result.items()}
+        result = assign_members_arrays(cls.strategy, group, counts).topic_groups()
+        return {mid: ConsumerProtocolMemberAssignment(cls.version, groups, b"") for mid, groups in result.items()}
 
     @classmethod
     def metadata(cls, topics) -> ConsumerProtocolMemberMetadata:

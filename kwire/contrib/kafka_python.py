@@ -19,8 +19,8 @@ from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from .._javaorder import utf16_key
-from ..assignors.api import GroupMember, assign
-from . import _optional, grouped_by_topic, partition_counts
+from ..assignors.api import GroupMember, assign_members_arrays
+from . import _optional, partition_counts
 
 
 def _replica_racks(cluster, topic: str, n: int) -> Optional[List[List[Optional[str]]]]:
@@ -56,8 +56,10 @@ class _KwireAssignor(AbstractPartitionAssignor):
         racks = None
         if any(getattr(m.subscription, "rack_id", None) for m in group):
             racks = {t: r for t, n in counts.items() if (r := _replica_racks(cluster, t, n)) is not None} or None
-        result = assign(self.strategy, group, counts, partition_racks=racks, implementation=self.implementation)
-        return {mid: ConsumerProtocolAssignment(0, grouped_by_topic(tps), b"") for mid, tps in result.items()}
+        result = assign_members_arrays(
+            self.strategy, group, counts, partition_racks=racks, implementation=self.implementation
+        ).topic_groups()
+        return {mid: ConsumerProtocolAssignment(0, groups, b"") for mid, groups in result.items()}
 
     def metadata(self, topics) -> ConsumerProtocolSubscription:
         # Java sends the topics sorted; v3 only when there is a rack to carry.
