@@ -1,0 +1,120 @@
+"""Sticky / cooperative-sticky benchmarks (pytest-benchmark).
+
+Run: ``python -m pytest benches/bench_sticky.py --benchmark-only``.
+Anchors (reference/assignor-perf-anchors.md, Java 17 on a 2-vCPU VM):
+
+* cooperative-sticky 1M partitions (500x2000) x 2000 members, equal:
+  fresh 0.22-1.13 s, rebalance after one member leaves 3.4-6.1 s (kwire target <= 150 ms)
+* same size, last member on one topic (general path): 9.1-10.1 s (target <= 1 s)
+* 20k partitions (100x200) x 500 members, i%4 split halves: 4.3-6.5 s (target <= 50 ms)
+* sticky 10x100 x 100 members: kafka-python measured in this run (target <= 1 ms)
+* sticky 100x100 x 1000 members fresh, then 10% leave: kafka-python ~30 s / 27 s (target <= 20 ms)
+
+Each case builds the group once, outside the timed region; the timed call
+is the whole assignment from an ArrayGroup to an ArrayAssignment.
+"""
+
+import os
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from _sticky_groups import after_leave, group  # noqa: E402
+
+from kwire.assignors.sticky import assign_cooperative_sticky, assign_sticky  # noqa: E402
+
+IMPL = "python" if os.environ.get("KWIRE_NO_EXTENSIONS") else None
+
+_cache = {}
+
+
+def _case(key, build):
+    if key not in _cache:
+        _cache[key] = build()
+    return _cache[key]
+
+
+def _uniform_1m():
+    g = group(500, 2000, 2000)
+    return g, after_leave(g, assign_cooperative_sticky(g), [0])
+
+
+def _unequal_1m():
+    g = group(500, 2000, 2000, subs_of=lambda i: [0] if i == 1999 else range(500))
+    return g, after_leave(g, assign_cooperative_sticky(g), [0])
+
+
+def _halves_20k():
+    g = group(100, 200, 500, subs_of=lambda i: range(0, 50) if i % 4 == 0 else range(50, 100))
+    return g, after_leave(g, assign_cooperative_sticky(g), [0])
+
+
+def _sticky_small():
+    return group(10, 100, 100)
+
+
+def _sticky_1000():
+    g = group(100, 100, 1000)
+    return g, after_leave(g, assign_sticky(g), list(range(0, 1000, 10)))
+
+
+@pytest.mark.benchmark(group="coop-1M-equal")
+@pytest.mark.parametrize("phase", ["fresh", "after-leave"])
+def test_coop_uniform_1m(benchmark, phase):
+    g = _case("u1m", _uniform_1m)[0 if phase == "fresh" else 1]
+    benchmark.pedantic(assign_cooperative_sticky, args=(g,), kwargs={"implementation": IMPL},
+                       rounds=5, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.benchmark(group="coop-1M-unequal")
+@pytest.mark.parametrize("phase", ["fresh", "after-leave"])
+def test_coop_unequal_1m(benchmark, phase):
+    g = _case("n1m", _unequal_1m)[0 if phase == "fresh" else 1]
+    benchmark.pedantic(assign_cooperative_sticky, args=(g,), kwargs={"implementation": IMPL},
+                       rounds=5, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.benchmark(group="coop-20k-halves")
+@pytest.mark.parametrize("phase", ["fresh", "after-leave"])
+def test_coop_halves_20k(benchmark, phase):
+    g = _case("h20k", _halves_20k)[0 if phase == "fresh" else 1]
+    benchmark(assign_cooperative_sticky, g, implementation=IMPL)
+
+
+@pytest.mark.benchmark(group="sticky-10x100x100")
+def test_sticky_10x100x100(benchmark):
+    benchmark(assign_sticky, _case("s100", _sticky_small), implementation=IMPL)
+
+
+@pytest.mark.benchmark(group="sticky-100x100x1000")
+@pytest.mark.parametrize("phase", ["fresh", "10pct-leave"])
+def test_sticky_100x100x1000(benchmark, phase):
+    g = _case("s1000", _sticky_1000)[0 if phase == "fresh" else 1]
+    benchmark(assign_sticky, g, implementation=IMPL)
+
+
+# -- kafka-python's StickyPartitionAssignor on the same 10x100x100 group ----------------
+
+class _Cluster:
+    def __init__(self, counts):
+        self._parts = {t: set(range(n)) for t, n in counts.items()}
+
+    def topics(self):
+        return set(self._parts)
+
+    def partitions_for_topic(self, topic):
+        return self._parts.get(topic)
+
+
+@pytest.mark.benchmark(group="sticky-10x100x100")
+def test_kafka_python_sticky_10x100x100(benchmark):
+    kp = pytest.importorskip("kafka.coordinator.assignors.sticky.sticky_assignor")
+    g = _case("s100", _sticky_small)
+    cluster = _Cluster(dict(zip(g.topics, g.partition_counts.tolist())))
+    members = [SimpleNamespace(member_id=m, metadata=SimpleNamespace(topics=list(g.topics), user_data=b""))
+               for m in g.member_ids]
+    assignor = kp.StickyPartitionAssignor()
+    benchmark.pedantic(assignor.assign, args=(cluster, members), rounds=5, iterations=1, warmup_rounds=1)
