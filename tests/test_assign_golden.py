@@ -22,7 +22,7 @@ from kwire import _impl
 from kwire.assignors import STRATEGIES, ArrayGroup, GroupMember, assign, assign_arrays
 from kwire.assignors._model import GroupInput, MemberInput
 from kwire.assignors._arrays import load_kernels
-from kwire.assignors.api import _load_plugins
+from kwire.assignors.api import _load_plugins, reference_assign
 
 
 def _implementations():
@@ -127,10 +127,8 @@ def test_member_level_matches_java(case, implementation):
 RANGE_RR = [c for c in CASES if c["assignor"] in ("range", "roundrobin")]
 
 
-@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
-@pytest.mark.parametrize("case", RANGE_RR, ids=_ids(RANGE_RR))
-def test_array_level_matches_java(case, implementation):
-    group = GroupInput(
+def _group_input(case):
+    return GroupInput(
         members=[
             MemberInput(
                 member_id=m["member_id"],
@@ -143,7 +141,19 @@ def test_array_level_matches_java(case, implementation):
         partitions_per_topic=case["partitions_per_topic"],
         partition_racks=case.get("partition_racks"),
     )
-    arrays = ArrayGroup.from_group_input(group)
+
+
+@pytest.mark.parametrize("case", RANGE_RR, ids=_ids(RANGE_RR))
+def test_reference_form_matches_java(case):
+    # The object-level reference is a second, independent statement of the rules.
+    got = reference_assign(case["assignor"], _group_input(case))
+    assert got == _expected(case)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("case", RANGE_RR, ids=_ids(RANGE_RR))
+def test_array_level_matches_java(case, implementation):
+    arrays = ArrayGroup.from_group_input(_group_input(case))
     result = assign_arrays(case["assignor"], arrays, implementation=implementation)
     assert result.to_dict() == _expected(case)
     owner = result.owner_of_each_partition()

@@ -20,6 +20,8 @@ from kwire._javaorder import capacity_after, hashmap_order, string_hash, utf16_k
 from kwire.assignors import ArrayGroup, assign_arrays
 from kwire.assignors._arrays import load_kernels
 from kwire.assignors._model import GroupInput, MemberInput
+from kwire.assignors.range import reference_range
+from kwire.assignors.roundrobin import reference_roundrobin
 
 
 def _compiled_available():
@@ -202,11 +204,19 @@ def test_roundrobin_balanced_when_subscriptions_equal(n_members, counts):
 
 @SETTINGS
 @given(groups(with_racks=True))
-def test_rack_aware_range_sorted_lists(group):
+def test_rack_aware_range_equals_reference(group):
     arrays = ArrayGroup.from_group_input(group)
     result = assign_arrays("range", arrays, implementation="python").to_dict()
     _check_valid(group, result)
     _per_topic_balanced(group, result)
+    assert result == reference_range(group)
+
+
+@SETTINGS
+@given(groups(with_racks=False))
+def test_references_equal_java_emulation(group):
+    assert reference_range(group) == java_range_no_racks(group)
+    assert reference_roundrobin(group) == java_roundrobin(group)
 
 
 @needs_compiled
@@ -244,3 +254,41 @@ def test_compiled_equals_pure_larger(n_members, counts, seed):
         compiled = assign_arrays(strategy, ArrayGroup.from_group_input(group), implementation="cython")
         assert compiled == pure
         _check_valid(group, compiled.to_dict())
+
+
+@st.composite
+def co_partitioned_groups(draw):
+    # Topics with one partition count and identical subscribers: the KIP-881
+    # co-partitioned path, where partition p of every topic goes to one member.
+    n_topics = draw(st.integers(2, 4))
+    P = draw(st.integers(1, 12))
+    topics = [f"cp{i}" for i in range(n_topics)]
+    extra = draw(st.booleans())
+    members = []
+    for i in range(draw(st.integers(1, 7))):
+        rack = draw(st.sampled_from([None] + RACKS))
+        subs = tuple(topics) + (("solo",) if extra and draw(st.booleans()) else ())
+        members.append(MemberInput(member_id=f"m{i}", topics=subs, rack=rack))
+    counts = dict.fromkeys(topics, P)
+    counts["solo"] = draw(st.integers(0, 9))
+    racks = {
+        t: [draw(st.lists(st.sampled_from(RACKS + [None]), max_size=2)) for _ in range(n)] for t, n in counts.items()
+    }
+    return GroupInput(members=members, partitions_per_topic=counts, partition_racks=racks)
+
+
+@SETTINGS
+@given(co_partitioned_groups())
+def test_co_partitioned_rack_range(group):
+    pure = assign_arrays("range", ArrayGroup.from_group_input(group), implementation="python")
+    result = pure.to_dict()
+    _check_valid(group, result)
+    _per_topic_balanced(group, result)
+    assert result == reference_range(group)
+    # Co-partitioning holds whether or not racks were used.
+    owner = {tp: mid for mid, tps in result.items() for tp in tps}
+    cp = [t for t in group.partitions_per_topic if t.startswith("cp")]
+    for p in range(group.partitions_per_topic[cp[0]]):
+        assert len({owner[(t, p)] for t in cp}) == 1
+    if _compiled_available():
+        assert assign_arrays("range", ArrayGroup.from_group_input(group), implementation="cython") == pure

@@ -20,8 +20,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, group_input_of
 from ._model import Assignment, GroupInput, MemberInput
-from .range import assign_range
-from .roundrobin import assign_roundrobin
+from .range import assign_range, reference_range
+from .roundrobin import assign_roundrobin, reference_roundrobin
 
 ArrayFn = Callable[..., ArrayAssignment]
 ReferenceFn = Callable[[GroupInput], Assignment]
@@ -294,5 +294,5 @@ def leader_assignments(
     ]
 
 
-register_strategy("range", assign_range)
-register_strategy("roundrobin", assign_roundrobin)
+register_strategy("range", assign_range, reference=reference_range)
+register_strategy("roundrobin", assign_roundrobin, reference=reference_roundrobin)

@@ -9,12 +9,14 @@ per-partition work happens in the ``_rangerr`` kernels.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
-from .._javaorder import capacity_after
+from .._javaorder import capacity_after, dedupe, string_hashmap_order, utf16_key
+from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
+from ._model import Assignment, GroupInput, MemberInput
 
 NAME = "range"
 
@@ -96,3 +98,115 @@ def assign_range(group: ArrayGroup, implementation: Optional[str] = None) -> Arr
             return ArrayAssignment.for_group(group, *out)
     out = k.range_plain(M, group.partition_counts, tp_indptr, tp_members, topic_order)
     return ArrayAssignment.for_group(group, *out)
+
+
+# -- object-level reference -------------------------------------------------------------------
+#
+# A direct statement of Java's RangeAssignor over dicts and lists, independent
+# of the array kernels above; tests hold the two against each other.
+
+
+def _members_in_map_order(group: GroupInput) -> List[MemberInput]:
+    ids = [m.member_id for m in group.members]
+    if len(set(ids)) != len(ids):
+        raise AssignmentError("member ids must be unique")
+    by_id = {m.member_id: m for m in group.members}
+    return [by_id[i] for i in string_hashmap_order(ids, capacity_after(len(ids)))]
+
+
+def member_info_sorted(members: List[MemberInput]) -> List[MemberInput]:
+    """``MemberInfo`` order (stable, like ``Collections.sort``)."""
+    static = sorted((m for m in members if m.group_instance_id is not None), key=lambda m: utf16_key(m.group_instance_id))
+    dynamic = sorted((m for m in members if m.group_instance_id is None), key=lambda m: utf16_key(m.member_id))
+    return static + dynamic
+
+
+class _TopicState:
+    def __init__(self, topic, P, consumers, consumer_rack, replica_racks):
+        self.topic = topic
+        self.P = P
+        self.consumers = consumers  # member ids, MemberInfo order, de-duplicated
+        self.rack = {c: consumer_rack.get(c) for c in consumers}
+        self.free = list(range(P))
+        self.count = {c: 0 for c in consumers}
+        self.quota, self.extra = divmod(P, len(consumers))
+        subscriber_racks = {r for r in self.rack.values() if r}
+        self.partition_racks = None
+        self.needs_racks = False
+        if subscriber_racks:
+            self.partition_racks = [{r for r in replica_racks[p] if r is not None} for p in range(P)]
+            union = set().union(*self.partition_racks)
+            if not subscriber_racks.isdisjoint(union):
+                self.needs_racks = any(s != union for s in self.partition_racks)
+
+    def group_key(self):
+        return frozenset(self.rack.items()), (self.P if self.partition_racks is not None else 0)
+
+    def room(self, c):
+        return max(0, self.quota + (1 if self.extra > 0 else 0) - self.count[c])
+
+    def matches(self, c, p):
+        r = self.rack[c]
+        return not r or (self.partition_racks is not None and r in self.partition_racks[p])
+
+    def give(self, c, ps, out):
+        out[c].extend((self.topic, p) for p in ps)
+        self.count[c] += len(ps)
+        if self.count[c] > self.quota:
+            self.extra -= 1
+        taken = set(ps)
+        self.free = [p for p in self.free if p not in taken]
+
+    def ranges(self, out, rack_filter):
+        for c in self.consumers:
+            if not self.free:
+                break
+            ps = [p for p in self.free if not rack_filter or self.matches(c, p)][: self.room(c)]
+            if ps:
+                self.give(c, ps, out)
+
+
+def reference_range(group: GroupInput) -> Assignment:
+    members = _members_in_map_order(group)
+    counts = group.partitions_per_topic
+    inserted = dedupe(t for m in members for t in m.topics)
+    topic_set = string_hashmap_order(inserted, capacity_after(len(inserted)))
+    with_partitions = [t for t in topic_set if counts.get(t, 0) > 0]
+    topic_order = string_hashmap_order(with_partitions, capacity_after(len(with_partitions)))
+
+    consumer_rack = {m.member_id: m.rack for m in members if m.rack}
+    racks_in = group.partition_racks or {}
+    out: Assignment = {m.member_id: [] for m in group.members}
+    states = []
+    for t in topic_order:
+        subscribers = member_info_sorted([m for m in members for tt in m.topics if tt == t])
+        consumers = dedupe(m.member_id for m in subscribers)
+        P = counts[t]
+        states.append(_TopicState(t, P, consumers, consumer_rack, racks_in.get(t) or [[]] * P))
+
+    rack_aware = any(s.needs_racks for s in states)
+    if rack_aware:
+        groups: Dict[tuple, List[_TopicState]] = {}
+        for s in states:
+            groups.setdefault(s.group_key(), []).append(s)
+        for (_, P), same in groups.items():
+            if len(same) > 1:
+                remaining = list(same[0].consumers)
+                for p in range(P):
+                    c = next((c for c in remaining if all(s.matches(c, p) and s.room(c) > 0 for s in same)), None)
+                    if c is None:
+                        continue
+                    for s in same:
+                        s.give(c, [p], out)
+                    if all(s.room(c) == 0 for s in same):
+                        remaining.remove(c)
+                        if not remaining:
+                            break
+            elif same[0].needs_racks:
+                same[0].ranges(out, rack_filter=True)
+    for s in states:
+        s.ranges(out, rack_filter=False)
+    if rack_aware:
+        for tps in out.values():
+            tps.sort(key=lambda tp: (utf16_key(tp[0]), tp[1]))
+    return out

@@ -10,8 +10,11 @@ from typing import Optional
 
 import numpy as np
 
+from .._javaorder import utf16_key
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
+from ._model import Assignment, GroupInput
+from .range import _members_in_map_order, member_info_sorted
 
 NAME = "roundrobin"
 
@@ -30,3 +33,20 @@ def assign_roundrobin(group: ArrayGroup, implementation: Optional[str] = None) -
     topic_order = np.flatnonzero(active).astype(np.int32)
     out = k.roundrobin(M, group.partition_counts, tp_indptr, tp_members, topic_order, rank)
     return ArrayAssignment.for_group(group, *out)
+
+
+def reference_roundrobin(group: GroupInput) -> Assignment:
+    """Java's RoundRobinAssignor over dicts and lists, independent of the kernels."""
+    if not group.members:
+        raise AssignmentError("roundrobin needs at least one member")
+    members = member_info_sorted(_members_in_map_order(group))
+    topics = sorted({t for m in group.members for t in m.topics}, key=utf16_key)
+    out: Assignment = {m.member_id: [] for m in group.members}
+    cursor = 0
+    for t in topics:
+        for p in range(group.partitions_per_topic.get(t, 0)):
+            while t not in members[cursor].topics:
+                cursor = (cursor + 1) % len(members)
+            out[members[cursor].member_id].append((t, p))
+            cursor = (cursor + 1) % len(members)
+    return out
