@@ -65,3 +65,24 @@ from kwire.framing import (  # noqa: E402  (needs the classes above)
 )
 
 __version__ = "0.1.0"
+
+# The assignors pull in NumPy; a proxy or client that only needs the codec
+# should not pay for that at import time, so they load on first use.
+_ASSIGNOR_NAMES = (
+    "ArrayAssignment", "ArrayGroup", "GroupMember", "STRATEGIES", "assign", "assign_arrays",
+    "leader_assignments", "register_strategy",
+)
+
+
+def __getattr__(name):
+    if name in _ASSIGNOR_NAMES:
+        from kwire import assignors
+
+        value = getattr(assignors, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kwire' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ASSIGNOR_NAMES))

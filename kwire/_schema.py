@@ -168,7 +168,7 @@ REQUEST_HEADER = Message("RequestHeader", "header", "0-2", "2+", [
     F("RequestApiKey", "int16", "0+"),
     F("RequestApiVersion", "int16", "0+"),
     F("CorrelationId", "int32", "0+"),
-    F("ClientId", "string", "1+", nullable="1+", ignorable=True, flexible="none", default=None),
+    F("ClientId", "string", "1+", nullable="1+", ignorable=True, flexible="none"),
 ])
 
 RESPONSE_HEADER = Message("ResponseHeader", "header", "0-1", "1+", [

@@ -1,0 +1,49 @@
+"""Shared fixtures: every codec test runs against both implementations.
+
+The compiled codec is mandatory unless ``KWIRE_NO_EXTENSIONS=1``: if it
+failed to build, the ``cython`` parametrization errors instead of skipping,
+so a broken wheel cannot pass the suite.
+"""
+
+import importlib
+import os
+
+import pytest
+
+from kwire import _impl
+
+IMPLEMENTATIONS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(REPO), "shared")
+
+
+def codec_module(impl):
+    return importlib.import_module("kwire._codec_c" if impl == "cython" else "kwire._codec_py")
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def codec(request):
+    """The codec module of one implementation (same class names in both)."""
+    return codec_module(request.param)
+
+
+@pytest.fixture(scope="session")
+def both_codecs():
+    """All available implementations, for tests that compare them."""
+    return [codec_module(i) for i in IMPLEMENTATIONS]
+
+
+def shared_dir(env_var, sub):
+    """A folder of ../shared: from ``env_var`` when set (CI), else beside the repo.
+
+    When the variable is set the folder must exist: CI must not skip silently."""
+    path = os.environ.get(env_var)
+    if path:
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"{env_var}={path} does not exist")
+        return path
+    path = os.path.join(SHARED, sub)
+    if not os.path.isdir(path):
+        pytest.skip(f"{sub} not found; set {env_var}")
+    return path

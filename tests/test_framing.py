@@ -1,0 +1,120 @@
+"""Size-prefixed frames, headers, and the stream splitter."""
+
+import struct
+import tracemalloc
+
+import pytest
+
+import kwire
+from kwire.framing import FrameSplitter, decode_request_header, split_frames
+
+
+def _frames():
+    return [
+        kwire.encode_request(kwire.FindCoordinatorRequest(key="g"), 0, 1, "c"),
+        kwire.encode_request(kwire.JoinGroupRequest(group_id="g", protocols=[
+            kwire.JoinGroupRequestProtocol(name="range", metadata=b"x" * 300)]), 9, 2, None),
+        kwire.encode_request(kwire.HeartbeatRequest(group_id="g", member_id="m"), 4, 3, "c"),
+    ]
+
+
+@pytest.mark.parametrize("api,kind_versions", [
+    (kwire.JoinGroupRequest, range(0, 10)), (kwire.SyncGroupRequest, range(0, 6)),
+    (kwire.FindCoordinatorRequest, range(0, 7)), (kwire.HeartbeatRequest, range(0, 5)),
+])
+def test_request_frames_round_trip_at_every_version(api, kind_versions):
+    for version in kind_versions:
+        frame = kwire.encode_request(api(), version, 77, "client-é")
+        header, msg = kwire.decode_request(frame)
+        assert (header.request_api_key, header.request_api_version, header.correlation_id) == (
+            api.api_key, version, 77)
+        assert header.client_id == "client-é"
+        assert msg == api()
+        assert struct.unpack(">i", frame[:4])[0] == len(frame) - 4
+
+
+@pytest.mark.parametrize("api,versions", [
+    (kwire.JoinGroupResponse, range(0, 10)), (kwire.SyncGroupResponse, range(0, 6)),
+    (kwire.FindCoordinatorResponse, range(0, 7)), (kwire.HeartbeatResponse, range(0, 5)),
+])
+def test_response_frames_round_trip_at_every_version(api, versions):
+    for version in versions:
+        frame = kwire.encode_response(api(), version, 5)
+        header, msg = kwire.decode_response(frame, api.api_key, version)
+        assert header.correlation_id == 5 and msg == api()
+
+
+def test_null_client_id():
+    frame = kwire.encode_request(kwire.HeartbeatRequest(), 4, 1)
+    assert kwire.decode_request(frame)[0].client_id is None
+
+
+def test_wrong_kind_of_message_is_refused():
+    with pytest.raises(kwire.EncodeError):
+        kwire.encode_request(kwire.HeartbeatResponse(), 0, 1)
+    with pytest.raises(kwire.EncodeError):
+        kwire.encode_response(kwire.HeartbeatRequest(), 0, 1)
+    with pytest.raises(kwire.EncodeError):
+        kwire.encode_request(object(), 0, 1)
+
+
+def test_bad_frames():
+    frame = _frames()[0]
+    with pytest.raises(kwire.DecodeError, match="size prefix"):
+        kwire.decode_request(frame + b"\x00")
+    with pytest.raises(kwire.DecodeError):
+        kwire.decode_request(frame[:3])
+    # An api key kwire has no codec for: the header still reads.
+    other = struct.pack(">hhih", 3, 12, 9, 1) + b"c" + b"\x00\x00"
+    header, body = decode_request_header(struct.pack(">i", len(other)) + other)
+    assert (header.request_api_key, header.correlation_id, bytes(body)) == (3, 9, b"\x00\x00")
+    with pytest.raises(kwire.UnsupportedVersionError):
+        kwire.decode_request(struct.pack(">i", len(other)) + other)
+    # A corrupt body reports its offset within the whole frame.
+    bad = bytearray(kwire.encode_request(kwire.HeartbeatRequest(group_id="gg"), 0, 1, "c"))
+    at = bad.index(b"gg")
+    bad[at] = 0xFF
+    with pytest.raises(kwire.DecodeError, match="UTF-8") as info:
+        kwire.decode_request(bytes(bad))
+    assert info.value.offset == at and info.value.path == "group_id"
+
+
+def test_splitter_handles_any_chunking():
+    frames = _frames()
+    stream = b"".join(frames)
+    for chunk in (1, 2, 3, 7, 64, len(stream)):
+        splitter = FrameSplitter()
+        out = []
+        for i in range(0, len(stream), chunk):
+            out += splitter.feed(stream[i:i + chunk])
+        assert out == frames and splitter.pending == 0
+    got, rest = split_frames(stream + frames[0][:5])
+    assert got == frames and rest == frames[0][:5]
+
+
+def test_splitter_refuses_oversized_frames_before_buffering():
+    splitter = FrameSplitter(max_frame_size=1000)
+    good = _frames()[0]
+    tracemalloc.start()
+    try:
+        with pytest.raises(kwire.FrameTooLargeError) as info:
+            splitter.feed(good + struct.pack(">i", 0x7FFFFFFF) + b"abc")
+        _cur, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024
+    assert info.value.frames == [good]          # what came before is not lost
+    with pytest.raises(kwire.FrameTooLargeError):
+        splitter.feed(b"more")                  # the stream cannot resync
+    with pytest.raises(kwire.DecodeError, match="negative"):
+        FrameSplitter().feed(struct.pack(">i", -1))
+
+
+def test_default_max_frame_size_is_kafkas():
+    assert FrameSplitter().max_frame_size == 100 * 1024 * 1024
+
+
+def test_many_small_frames_stay_linear():
+    frame = _frames()[2]
+    splitter = FrameSplitter()
+    assert len(splitter.feed(frame * 20000)) == 20000

@@ -1,0 +1,137 @@
+"""kwire's schema tables against Apache Kafka's own JSON message specs.
+
+The tables in kwire/_schema.py are written by hand; this test is what makes
+them trustworthy: every message, every field, every version.  The specs come
+from ``KWIRE_KAFKA_SPEC_DIR`` (CI sets it) or ../shared/kafka-spec/message.
+"""
+
+import json
+import os
+import re
+
+import pytest
+
+from kwire import _schema
+from tests.conftest import shared_dir
+
+
+def _spec_dir():
+    return shared_dir("KWIRE_KAFKA_SPEC_DIR", os.path.join("kafka-spec", "message"))
+
+
+def _load(name):
+    path = os.path.join(_spec_dir(), name + ".json")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    # Kafka's spec files carry // licence and commentary lines.
+    return json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
+
+
+def _json_default(field_json):
+    t = field_json["type"]
+    raw = field_json.get("default")
+    if t.startswith("[]"):
+        return None if raw == "null" else []
+    if raw is None:
+        return {"bool": False, "string": "", "bytes": b"", "float64": 0.0}.get(t, 0 if t in (
+            "int8", "int16", "int32", "int64", "uint16") else None)
+    if raw == "null":
+        return None
+    if t == "bool":
+        return raw == "true"
+    if t in ("int8", "int16", "int32", "int64", "uint16"):
+        return int(raw, 0)
+    return raw
+
+
+def _compare_fields(json_fields, fields, path):
+    assert [f["name"] for f in json_fields] == [f.name for f in fields], f"field list of {path}"
+    for fj, f in zip(json_fields, fields):
+        where = f"{path}.{f.name}"
+        assert f.type == fj["type"], where
+        assert f.versions == _schema.VersionRange(fj["versions"]), where
+        assert f.nullable == _schema.VersionRange(fj.get("nullableVersions", "none")), where
+        assert f.ignorable == bool(fj.get("ignorable", False)), where
+        assert f.tag == fj.get("tag"), where
+        assert f.tagged == _schema.VersionRange(fj.get("taggedVersions", "none")), where
+        assert f.map_key == bool(fj.get("mapKey", False)), where
+        override = fj.get("flexibleVersions")
+        if override is None:
+            assert f.flexible_override is None, where
+        else:
+            assert f.flexible_override == _schema.VersionRange(override), where
+        if f.is_struct:
+            assert f.default == (None if not f.is_array else [])
+        else:
+            assert f.default == _json_default(fj), where
+        if "fields" in fj or f.is_struct:
+            _compare_fields(fj.get("fields", []), f.fields, where)
+
+
+def _layout(fields, version, flexible):
+    """The wire layout of one version as a comparable tuple, from either source."""
+    out = []
+    for f in fields:
+        name, type_, versions = f["name"], f["type"], _schema.VersionRange(f["versions"])
+        if version not in versions:
+            continue
+        nullable = version in _schema.VersionRange(f.get("nullableVersions", "none"))
+        tagged = flexible and version in _schema.VersionRange(f.get("taggedVersions", "none"))
+        override = f.get("flexibleVersions")
+        compact = flexible and (override is None or version in _schema.VersionRange(override))
+        sub = _layout(f["fields"], version, flexible) if "fields" in f else None
+        out.append((name, type_, nullable, tagged, f.get("tag") if tagged else None, compact, sub))
+    return tuple(out)
+
+
+def _as_json(fields):
+    out = []
+    for f in fields:
+        d = {"name": f.name, "type": f.type, "versions": repr(f.versions)}
+        if not f.nullable.empty:
+            d["nullableVersions"] = repr(f.nullable)
+        if f.tag is not None:
+            d["tag"] = f.tag
+            d["taggedVersions"] = repr(f.tagged)
+        if f.flexible_override is not None:
+            d["flexibleVersions"] = repr(f.flexible_override)
+        if f.fields:
+            d["fields"] = _as_json(f.fields)
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("msg", _schema.SPEC_CHECKED, ids=lambda m: m.name)
+def test_message_matches_kafka_spec(msg):
+    spec = _load(msg.name)
+    assert spec["name"] == msg.name
+    assert spec["type"] == msg.kind
+    assert spec.get("apiKey") == msg.api_key
+    assert msg.valid == _schema.VersionRange(spec["validVersions"])
+    assert msg.flexible == _schema.VersionRange(spec["flexibleVersions"])
+    _compare_fields(spec["fields"], msg.fields, msg.name)
+
+
+@pytest.mark.parametrize("msg", _schema.SPEC_CHECKED, ids=lambda m: m.name)
+def test_every_version_has_the_spec_layout(msg):
+    spec = _load(msg.name)
+    valid = _schema.VersionRange(spec["validVersions"])
+    flexible = _schema.VersionRange(spec["flexibleVersions"])
+    mine = _as_json(msg.fields)
+    for version in range(valid.lo, valid.hi + 1):
+        fl = version in flexible
+        assert _layout(mine, version, fl) == _layout(spec["fields"], version, fl), f"{msg.name} v{version}"
+
+
+def test_required_apis_and_versions():
+    """The versions kwire promises: JoinGroup 0-9, SyncGroup 0-5, FindCoordinator 0-6, Heartbeat 0-4."""
+    want = {11: (0, 9, 6), 14: (0, 5, 4), 10: (0, 6, 3), 12: (0, 4, 4)}
+    for msg in _schema.API_MESSAGES:
+        if msg.api_key in want:
+            lo, hi, flex = want[msg.api_key]
+            assert (msg.valid.lo, msg.valid.hi, msg.flexible.lo) == (lo, hi, flex), msg.name
+
+
+def test_spec_files_cover_every_checked_message():
+    names = {f[:-5] for f in os.listdir(_spec_dir()) if f.endswith(".json")}
+    assert {m.name for m in _schema.SPEC_CHECKED} <= names
