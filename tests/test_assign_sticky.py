@@ -15,7 +15,7 @@ from kwire.assignors.userdata import (
 )
 from kwire.errors import AssignmentError, KwireError
 
-from _sticky_golden import expected_of, golden_path, group_from_golden, load_cases
+from ._sticky_golden import expected_of, golden_path, group_from_golden, load_cases
 
 CASES = load_cases()
 
@@ -156,3 +156,87 @@ def test_empty_group(impl):
 def test_unknown_topics_and_zero_partitions(impl):
     g = _g([dict(member_id="a", topics=("nope",)), dict(member_id="b", topics=("z",))], {"z": 0})
     assert impl.sticky_assign(g, False) == {"a": [], "b": []}
+
+
+# --- rack-aware vectors from Kafka's AbstractStickyAssignorTest ---------------
+# (testRackAwareAssignmentWithUniformSubscription / ...WithNonEqualSubscription;
+# the cases that need Java's test-only preferRackAwareLogic flag are left out)
+
+_RACK_TOPICS = {"t1": 6, "t2": 7, "t3": 2}
+_ALL = ("t1", "t2", "t3")
+
+
+def _replica_layout(rf, broker_racks):
+    # replica j of partition i sits on broker (i + j + first partition index of the topic) % brokers
+    out, base = {}, 0
+    for t, n in _RACK_TOPICS.items():
+        out[t] = [[broker_racks[(i + j + base) % len(broker_racks)] for j in range(rf)] for i in range(n)]
+        base += n
+    return out
+
+
+def _parse(s):
+    return [(x.rsplit("-", 1)[0], int(x.rsplit("-", 1)[1])) for x in s.split(", ")] if s else []
+
+
+def _rack_run(impl, cooperative, rf, brokers, consumer_racks, topics, owned=None):
+    members = [MemberInput(member_id=f"consumer{i}", topics=topics[i], rack=consumer_racks[i],
+                           owned=tuple(_parse(owned[i])) if owned and cooperative else ())
+               for i in range(3)]
+    got = impl.sticky_assign(GroupInput(members, dict(_RACK_TOPICS), _replica_layout(rf, brokers)), cooperative)
+    return [", ".join(sorted(f"{t}-{p}" for t, p in got[f"consumer{i}"])) for i in range(3)]
+
+
+_ABC = ["a", "b", "c"]
+_NONE3 = [None, None, None]
+_UNIFORM = ["t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1"]
+_NONEQ = ["t1-5, t2-0, t2-2, t2-4, t2-6", "t1-3, t2-1, t2-3, t2-5, t3-0", "t1-0, t1-1, t1-2, t1-4, t3-1"]
+_NONEQ_RF1 = ["t1-3, t2-0, t2-2, t2-3, t2-6", "t1-4, t2-1, t2-4, t2-5, t3-0", "t1-0, t1-1, t1-2, t1-5, t3-1"]
+_NONEQ_RF2 = ["t1-3, t2-0, t2-2, t2-5, t2-6", "t1-0, t2-1, t2-3, t2-4, t3-0", "t1-1, t1-2, t1-4, t1-5, t3-1"]
+_MISALIGNED = ["t1-0, t1-1, t1-2, t1-3, t1-4", "t1-5, t2-0, t2-1, t2-2, t2-3", "t2-4, t2-5, t2-6, t3-0, t3-1"]
+
+_RACK_CASES = [
+    # (topics per consumer, rf, broker racks, consumer racks, expected)
+    ((_ALL,) * 3, 3, _NONE3, _ABC, _UNIFORM),
+    ((_ALL,) * 3, 3, _ABC, _NONE3, _UNIFORM),
+    ((_ALL,) * 3, 3, _ABC, _ABC, _UNIFORM),
+    ((_ALL,) * 3, 3, _ABC, ["d", "e", "f"], _UNIFORM),
+    ((_ALL,) * 3, 3, _ABC, [None, "e", "f"], _UNIFORM),
+    ((_ALL,) * 3, 1, _ABC, _ABC, _UNIFORM),
+    ((_ALL,) * 3, 2, _ABC, _ABC, _UNIFORM),
+    ((_ALL,) * 3, 3, ["a", "b"], _ABC, _UNIFORM),
+    ((_ALL, _ALL, ("t1", "t3")), 3, _NONE3, _ABC, _NONEQ),
+    ((_ALL, _ALL, ("t1", "t3")), 3, _ABC, _NONE3, _NONEQ),
+    ((_ALL, _ALL, ("t1", "t3")), 3, _ABC, _ABC, _NONEQ),
+    ((_ALL, _ALL, ("t1", "t3")), 3, _ABC, ["d", "e", "f"], _NONEQ),
+    ((_ALL, _ALL, ("t1", "t3")), 3, _ABC, [None, "e", "f"], _NONEQ),
+    ((_ALL, _ALL, ("t1", "t3")), 1, _ABC, _ABC, _NONEQ_RF1),
+    ((_ALL, _ALL, ("t1", "t3")), 2, _ABC, _ABC, _NONEQ_RF2),
+    ((_ALL, _ALL, ("t1", "t3")), 3, ["a", "b"], _ABC, _NONEQ),
+]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
+@pytest.mark.parametrize("case", range(len(_RACK_CASES)))
+def test_rack_vectors_from_kafka(impl, cooperative, case):
+    topics, rf, brokers, racks, expected = _RACK_CASES[case]
+    assert _rack_run(impl, cooperative, rf, brokers, racks, topics) == expected
+    # the same again when every member already owns its expected share
+    assert _rack_run(impl, cooperative, rf, brokers, racks, topics, owned=expected) == expected
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_rack_vectors_misaligned_owners(impl):
+    uniform = ((_ALL,) * 3)
+    assert _rack_run(impl, True, 1, _ABC, _ABC, uniform, owned=_MISALIGNED) == _UNIFORM
+    noneq = (_ALL, _ALL, ("t1", "t3"))
+    # eager sticky reads owned partitions from userData, which these tests leave empty
+    assert _rack_run(impl, False, 1, _ABC, _ABC, noneq, owned=_MISALIGNED) == _NONEQ_RF1
+    intermediate = ["t1-3", "t2-1", "t3-1"]
+    assert _rack_run(impl, True, 1, _ABC, _ABC, noneq, owned=_MISALIGNED) == intermediate
+    assert _rack_run(impl, True, 1, _ABC, _ABC, noneq, owned=intermediate) == _NONEQ_RF1
+    intermediate = ["t1-2, t1-3, t1-4", "t2-0, t2-1, t2-2, t2-3", "t3-0, t3-1"]
+    final = ["t1-2, t1-3, t1-4, t2-4, t2-5", "t2-0, t2-1, t2-2, t2-3, t2-6", "t1-0, t1-1, t1-5, t3-0, t3-1"]
+    assert _rack_run(impl, True, 3, _ABC, _ABC, noneq, owned=_MISALIGNED) == intermediate
+    assert _rack_run(impl, True, 3, _ABC, _ABC, noneq, owned=intermediate) == final
