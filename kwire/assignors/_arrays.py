@@ -177,10 +177,16 @@ class ArrayGroup:
         if T:
             np.cumsum(self.partition_counts, out=self.topic_offset[1:])
         self.rack_names: List[str] = list(rack_names) if rack_names is not None else []
+        # Without replica racks the indptr would be a zero array over every
+        # partition; it is only materialized if someone asks for it.
         if replica_rack_indptr is None:
-            replica_rack_indptr, replica_racks = np.zeros(self.num_partitions + 1, _I64), np.zeros(0, _I32)
-        self.replica_rack_indptr = _as(replica_rack_indptr, _I64, "replica_rack_indptr")
-        self.replica_racks = _as(replica_racks, _I32, "replica_racks")
+            if replica_racks is not None and len(replica_racks):
+                raise AssignmentError("replica_racks given without replica_rack_indptr")
+            self._replica_rack_indptr = None
+            self.replica_racks = np.zeros(0, dtype=_I32)
+        else:
+            self._replica_rack_indptr = _as(replica_rack_indptr, _I64, "replica_rack_indptr")
+            self.replica_racks = _as(np.zeros(0) if replica_racks is None else replica_racks, _I32, "replica_racks")
         self._cache: Dict[str, object] = {}
         if validate:
             self._validate()
@@ -330,11 +336,18 @@ class ArrayGroup:
         for name in ("generation", "subscription_generation"):
             if len(getattr(self, name)) != M:
                 raise AssignmentError(f"{name} must have one entry per member")
-        _check_csr(self.replica_rack_indptr, self.replica_racks, self.num_partitions, "replica_rack_indptr")
+        if self._replica_rack_indptr is not None:
+            _check_csr(self._replica_rack_indptr, self.replica_racks, self.num_partitions, "replica_rack_indptr")
         if len(self.replica_racks) and (self.replica_racks.min() < 0 or self.replica_racks.max() >= len(self.rack_names)):
             raise AssignmentError("replica_racks holds a rack index out of range")
 
     # -- derived facts shared by the assignors ------------------------------------------------
+
+    @property
+    def replica_rack_indptr(self) -> np.ndarray:
+        if self._replica_rack_indptr is None:
+            self._replica_rack_indptr = np.zeros(self.num_partitions + 1, dtype=_I64)
+        return self._replica_rack_indptr
 
     @property
     def num_members(self) -> int:

@@ -50,7 +50,7 @@ def subscribers_by_topic(Py_ssize_t num_topics, const int64_t[:] sub_indptr, con
 
 
 def first_seen(Py_ssize_t num_topics, const int64_t[:] sub_indptr, const int32_t[:] sub_topics,
-               const int32_t[:] member_visit_order):
+               const int32_t[:] member_visit_order, int64_t num_distinct):
     seen_a = np.full(num_topics, -1, dtype=np.int64)
     cdef int64_t[:] seen = seen_a
     cdef int64_t n = 0
@@ -58,6 +58,8 @@ def first_seen(Py_ssize_t num_topics, const int64_t[:] sub_indptr, const int32_t
     cdef Py_ssize_t r
     cdef int32_t m, t
     for r in range(member_visit_order.shape[0]):
+        if n == num_distinct:
+            break
         m = member_visit_order[r]
         for e in range(sub_indptr[m], sub_indptr[m + 1]):
             t = sub_topics[e]

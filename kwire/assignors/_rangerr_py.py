@@ -42,12 +42,15 @@ def subscribers_by_topic(num_topics, sub_indptr, sub_topics, member_order):
     return tp_indptr, m.astype(_I32)
 
 
-def first_seen(num_topics, sub_indptr, sub_topics, member_visit_order):
+def first_seen(num_topics, sub_indptr, sub_topics, member_visit_order, num_distinct):
     """Rank of each topic's first insertion when members are visited in the
-    given order and each member's topics in list order; -1 if never seen."""
+    given order and each member's topics in list order; -1 if never seen.
+    ``num_distinct`` (how many topics are subscribed at all) allows stopping early."""
     seen = np.full(num_topics, -1, dtype=_I64)
     n = 0
     for m in member_visit_order.tolist():
+        if n == num_distinct:
+            break
         for t in sub_topics[sub_indptr[m] : sub_indptr[m + 1]].tolist():
             if seen[t] < 0:
                 seen[t] = n

@@ -36,7 +36,9 @@ def java_topic_order(group: ArrayGroup, kernels, subscribed: np.ndarray, active:
     set_bucket = spread & np.uint32(capacity_after(int(subscribed.sum())) - 1)
     map_bucket = spread & np.uint32(capacity_after(len(idx)) - 1)
     if len(np.unique(set_bucket)) < len(idx):
-        first = kernels.first_seen(len(group.topics), group.sub_indptr, group.sub_topics, group.member_hashmap_order())
+        first = kernels.first_seen(
+            len(group.topics), group.sub_indptr, group.sub_topics, group.member_hashmap_order(), int(subscribed.sum())
+        )
         first = first[idx]
     else:
         first = np.zeros(len(idx), dtype=np.int64)
