@@ -22,6 +22,11 @@ from .api import (
     member_input,
     register_strategy,
 )
+from .api import _load_plugins
+
+# Strategies living in their own modules (sticky, cooperative-sticky) register
+# themselves on import; doing it here makes STRATEGIES complete from the start.
+_load_plugins()
 
 __all__ = [
     "ArrayAssignment",
