@@ -1,0 +1,130 @@
+"""Codec speed ratios, kwire against kafka-python, kio and aiokafka, in one run.
+
+    python benches/codec_ratios.py [--repeat 7] [--target-time 0.05]
+
+Runs the cases of ``benches/bench_codec.py`` with ``timeit`` and prints two
+Markdown tables: time per call (min over repeats, median in brackets) and
+ratios (peer time / kwire time, from the mins; above 1 means kwire is
+faster).  Repeats are interleaved across libraries (repeat 1 of every
+library, then repeat 2, ...) so that a burst of machine noise lands on all
+of them rather than on one, which keeps the ratios comparable within a run
+even when absolute times drift between runs.
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import timeit
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benches.bench_codec import CASES, LIBRARIES, TARGETS_US, available, label, prepare  # noqa: E402
+
+
+def _number_for(fn, target_time):
+    """Calls per repeat so that one repeat takes about ``target_time`` seconds."""
+    n = 1
+    while True:
+        t = timeit.timeit(fn, number=n)
+        if t >= target_time / 5 or n >= 1 << 24:
+            return max(1, int(n * target_time / max(t, 1e-9)))
+        n *= 4
+
+
+def measure(repeat, target_time, libs):
+    """{(case id, op): {lib: (label, [seconds per call, one per repeat])}}."""
+    results = {}
+    for case in CASES:
+        for op in ("encode", "decode"):
+            fns = {}
+            for lib in libs:
+                version_used, encode, decode = prepare(lib, case)
+                fn = encode if op == "encode" else decode
+                fn()  # first call outside the timing: lazy codegen, plan caches
+                fns[lib] = (label(lib, case, version_used), fn, _number_for(fn, target_time))
+            samples = {lib: [] for lib in fns}
+            for _ in range(repeat):
+                for lib, (_, fn, number) in fns.items():
+                    samples[lib].append(timeit.timeit(fn, number=number) / number)
+            results[(case.id, op)] = {lib: (fns[lib][0], samples[lib]) for lib in fns}
+    return results
+
+
+def _fmt_us(seconds):
+    us = seconds * 1e6
+    if us < 10:
+        return f"{us:.3f}"
+    if us < 1000:
+        return f"{us:.1f}"
+    return f"{us:,.0f}"
+
+
+def _cell(lbl, lib, samples):
+    text = f"{_fmt_us(min(samples))} ({_fmt_us(statistics.median(samples))})"
+    return text if lbl == lib else f"{text} [{lbl.split('@')[1]}]"
+
+
+def render(results, libs):
+    lines = ["Time per call in µs: min over repeats (median). [vN]: the library's highest version, used instead.", ""]
+    lines.append("| case | op | " + " | ".join(libs) + " | kwire-c target | met |")
+    lines.append("|" + "---|" * (len(libs) + 4))
+    for (cid, op), by_lib in results.items():
+        row = [cid, op]
+        for lib in libs:
+            lbl, samples = by_lib[lib]
+            row.append(_cell(lbl, lib, samples))
+        target = TARGETS_US.get((cid, op))
+        if target is None or "kwire-c" not in by_lib:
+            row += ["", ""]
+        else:
+            best = min(by_lib["kwire-c"][1]) * 1e6
+            row += [f"≤ {target:g}", "yes" if best <= target else f"no ({best / target:.2f}x)"]
+        lines.append("| " + " | ".join(row) + " |")
+
+    peers = [p for p in ("kafka-python", "kio", "aiokafka") if p in libs]
+    ours = [k for k in ("kwire-c", "kwire-py") if k in libs]
+    pairs = [(p, k) for k in ours for p in peers]
+    lines += ["", "Ratios (peer min / kwire min; > 1: kwire faster). *: the peer ran an older, smaller version.", ""]
+    lines.append("| case | op | " + " | ".join(f"{p} / {k}" for p, k in pairs) + " |")
+    lines.append("|" + "---|" * (len(pairs) + 2))
+    for (cid, op), by_lib in results.items():
+        row = [cid, op]
+        for p, k in pairs:
+            plbl, ps = by_lib[p]
+            _, ks = by_lib[k]
+            row.append(f"{min(ps) / min(ks):.2f}" + ("*" if plbl != p else ""))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7, help="timed repeats per library and case (default 7)")
+    ap.add_argument("--target-time", type=float, default=0.05, help="seconds per repeat (default 0.05)")
+    args = ap.parse_args(argv)
+
+    libs = [lib for lib in LIBRARIES if available(lib)]
+    missing = [lib for lib in LIBRARIES if lib not in libs]
+    results = measure(args.repeat, args.target_time, libs)
+
+    import kafka
+    import aiokafka
+    versions = {"kafka-python": kafka.__version__, "aiokafka": aiokafka.__version__}
+    try:
+        from importlib.metadata import version
+        versions["kio"] = version("kio")
+    except Exception:  # noqa: BLE001 - only for the header line
+        pass
+    print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
+          + ", ".join(f"{k} {v}" for k, v in versions.items())
+          + f"; {args.repeat} repeats of ~{args.target_time * 1000:g} ms each")
+    if missing:
+        print(f"Not available: {', '.join(missing)}")
+    print()
+    print(render(results, libs))
+
+
+if __name__ == "__main__":
+    main()
