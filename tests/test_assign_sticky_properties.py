@@ -224,3 +224,33 @@ def test_cooperative_second_round_completes(group):
     second_group = GroupInput(members=members, partitions_per_topic=group.partitions_per_topic)
     second = _sticky_py.sticky_assign(second_group, True)
     _check_valid(second_group, second, False)
+
+
+# -- userData decoding never fails on hostile bytes ------------------------------
+
+from kwire.assignors.userdata import (  # noqa: E402
+    decode_cooperative_userdata,
+    decode_sticky_userdata,
+    encode_sticky_userdata,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.binary(max_size=64))
+def test_userdata_decoding_is_total(data):
+    parts, gen = decode_sticky_userdata(data)
+    assert gen is None or isinstance(gen, int)
+    assert all(isinstance(t, str) and isinstance(p, int) for t, p in parts)
+    g = decode_cooperative_userdata(data)
+    assert g is None or isinstance(g, int)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.tuples(topic_names, st.integers(0, 2**31 - 1)), max_size=8),
+       gen=st.one_of(st.none(), st.integers(-2**31, 2**31 - 1)))
+def test_userdata_roundtrip(parts, gen):
+    grouped = {}
+    for t, p in parts:
+        grouped.setdefault(t, []).append(p)
+    flat = [(t, p) for t, ps in grouped.items() for p in ps]
+    assert decode_sticky_userdata(encode_sticky_userdata(parts, gen)) == (flat, gen)

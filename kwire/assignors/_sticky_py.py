@@ -244,6 +244,8 @@ def _validate(group: GroupInput) -> None:
             if (not isinstance(tp, tuple) or len(tp) != 2 or not isinstance(tp[0], str)
                     or not isinstance(tp[1], int) or isinstance(tp[1], bool)):
                 raise AssignmentError(f"member {m.member_id!r}: owned partition {tp!r} is not (topic, int)")
+            if not 0 <= tp[1] < 2**31:
+                raise AssignmentError(f"member {m.member_id!r}: owned partition {tp!r} is out of range")
         for g in (m.generation, m.subscription_generation):
             if not isinstance(g, int) or isinstance(g, bool) or not -2**31 <= g < 2**31:
                 raise AssignmentError(f"member {m.member_id!r}: generation {g!r} is not an int32")
