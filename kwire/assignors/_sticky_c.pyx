@@ -607,6 +607,7 @@ cdef class _General:
     cdef int32_t[::1] top1, top1_m, top2
     cdef bint snap_taken
     cdef object snap
+    cdef long long moves_made, move_budget
 
     def __init__(self, _Run r, classes, tc_ptr, tc):
         self.r = r
@@ -631,6 +632,9 @@ cdef class _General:
         hp.tc = tc
         self.hp = hp
         self.snap_taken = False
+        self.moves_made = 0
+        valid = np.asarray(r.valid).astype(bool)
+        self.move_budget = _ref.move_budget(int(np.asarray(r.counts)[valid].sum()), r.M)
 
     cdef void activate_all(self) except *:
         cdef int m, c, i
@@ -714,6 +718,10 @@ cdef class _General:
         cdef long actual
         if not self.snap_taken:
             self.take_snapshot()
+        self.moves_made += 1
+        if self.moves_made > self.move_budget:
+            raise AssignmentError("sticky balancing does not converge for this input "
+                                  "(Java would loop forever)")
         actual = self.moves.substitute(g, t, src, dst)
         src = r.holder[actual]
         t = self.topic_of[actual]

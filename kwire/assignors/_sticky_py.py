@@ -511,6 +511,10 @@ class _General:
         self.active: Set[str] = set()
         self.revocation_required = False
         self.moves = _Movements()
+        self.moves_made = 0
+        # Every real balancing move shrinks the load spread, so Java's loop
+        # ends long before this; only a substitution cycle could reach it.
+        self.move_budget = move_budget(self.total, len(order))
 
     # -- the ordered set of members keyed by (load, id) ------------------
     def _key(self, mid):
@@ -704,6 +708,10 @@ class _General:
         self._move(tp, dst)
 
     def _move(self, tp: TP, dst: str) -> None:
+        self.moves_made += 1
+        if self.moves_made > self.move_budget:
+            raise AssignmentError("sticky balancing does not converge for this input "
+                                  "(Java would loop forever)")
         src = self.holder[tp]
         actual = self.moves.substitute(tp, src, dst)
         src = self.holder[actual]
@@ -711,6 +719,10 @@ class _General:
         _remove_first(self.current[src], actual)
         self.current[dst].append(actual)
         self.holder[actual] = dst
+
+
+def move_budget(partitions: int, members: int) -> int:
+    return 50 * (partitions + members) + 10000
 
 
 def _score(assignment: Dict[str, List[TP]]) -> int:
