@@ -5,6 +5,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kwire import _impl
 from kwire.assignors import (
@@ -281,3 +283,64 @@ def test_topic_groups_follow_first_appearance():
     res = ArrayAssignment.for_group(g, [0, 4, 5], [1, 0, 1, 0, 0], [1, 2, 0, 0, 1])
     assert res.topic_groups() == {"m0": [("b", [1, 0]), ("a", [2, 0])], "m1": [("a", [1])]}
     assert res.to_dict() == {"m0": [("b", 1), ("a", 2), ("b", 0), ("a", 0)], "m1": [("a", 1)]}
+
+
+_junk = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=3), st.binary(max_size=3),
+    st.lists(st.one_of(st.none(), st.integers(-2, 3), st.text(max_size=2)), max_size=3),
+    st.dictionaries(st.text(max_size=2), st.integers(-2, 3), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    strategy=st.sampled_from(["range", "roundrobin"]),
+    topics=st.one_of(st.lists(st.one_of(st.text(max_size=2), _junk), max_size=3), _junk),
+    counts=st.one_of(
+        st.dictionaries(st.one_of(st.text(max_size=2), st.none(), st.integers(), st.binary(max_size=2)), _junk, max_size=3),
+        _junk,
+    ),
+    racks=st.one_of(st.none(), st.dictionaries(st.text(max_size=2), st.one_of(_junk, st.lists(_junk, max_size=3)), max_size=2), _junk),
+    rack=_junk,
+    instance=_junk,
+)
+def test_junk_input_gives_typed_errors_only(strategy, topics, counts, racks, rack, instance):
+    s = SimpleNamespace(topics=topics, user_data=None, owned_partitions=[], generation_id=-1, rack_id=rack)
+    try:
+        out = assign(strategy, [GroupMember("m", instance, s)], counts, partition_racks=racks)
+    except KwireError:
+        return
+    assert set(out) == {"m"}
+
+
+_small_ints = st.lists(st.integers(-2, 6), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n_topics=st.integers(0, 3),
+    counts=_small_ints,
+    n_members=st.integers(0, 3),
+    sub_indptr=_small_ints,
+    sub_topics=_small_ints,
+    rr_indptr=st.one_of(st.none(), _small_ints),
+    rr=_small_ints,
+    racks=st.lists(st.sampled_from([None, "", "r0", "r1"]), max_size=4),
+)
+def test_array_group_junk_is_rejected_or_consistent(n_topics, counts, n_members, sub_indptr, sub_topics, rr_indptr, rr, racks):
+    # Whatever the constructor accepts must be safe for the compiled kernels
+    # (they do not bounds-check), and both twins must agree on it.
+    try:
+        g = ArrayGroup(
+            [f"t{i}" for i in range(n_topics)], counts, [f"m{i}" for i in range(n_members)], sub_indptr, sub_topics,
+            racks=racks, rack_names=["r0", "r1"], replica_rack_indptr=rr_indptr, replica_racks=rr,
+        )
+    except AssignmentError:
+        return
+    for strategy in ("range", "roundrobin"):
+        try:
+            results = [assign_arrays(strategy, g, implementation=i) for i in IMPLS]
+        except AssignmentError:
+            assert strategy == "roundrobin" and n_members == 0
+            continue
+        assert all(r == results[0] for r in results)

@@ -250,14 +250,18 @@ class ArrayGroup:
                 if t not in index:
                     continue  # racks of a topic nobody mentions cannot matter
                 ti = index[t]
+                if isinstance(lists, (str, bytes)) or not hasattr(lists, "__len__"):
+                    raise AssignmentError(f"partition_racks[{t!r}] must be a list with one entry per partition")
                 if len(lists) != counts[ti]:
                     raise AssignmentError(
                         f"partition_racks[{t!r}] has {len(lists)} entries but the topic has {counts[ti]} partitions"
                     )
                 base = int(offsets[ti])
                 for p, replicas in enumerate(lists):
-                    if isinstance(replicas, (str, bytes)):
-                        raise AssignmentError(f"partition_racks[{t!r}][{p}] must be a list of racks, not a string")
+                    if replicas is None:
+                        replicas = ()
+                    if isinstance(replicas, (str, bytes)) or not hasattr(replicas, "__iter__"):
+                        raise AssignmentError(f"partition_racks[{t!r}][{p}] must be a list of racks")
                     per_partition[base + p] = replicas
             rr_indptr = np.zeros(total + 1, dtype=_I64)
             flat: List[int] = []
@@ -323,6 +327,9 @@ class ArrayGroup:
             for v in values:
                 if v is not None and not isinstance(v, str):
                     raise AssignmentError(f"{name} entries must be str or None, got {v!r}")
+        for r in self.rack_names:
+            if not isinstance(r, str):
+                raise AssignmentError(f"rack_names entries must be str, got {r!r}")
         _check_csr(self.sub_indptr, self.sub_topics, M, "sub_indptr")
         if len(self.sub_topics) and (self.sub_topics.min() < 0 or self.sub_topics.max() >= T):
             raise AssignmentError("sub_topics holds a topic index out of range")

@@ -143,7 +143,10 @@ def _topics_and_rack(member) -> Tuple[str, Optional[str], Tuple[str, ...], Optio
     if topics is None or isinstance(topics, (str, bytes)):
         raise AssignmentError(f"member {member_id!r}: subscription.topics must be a list of str")
     # Element types are checked once per distinct name when the group is built.
-    topics = tuple(topics)
+    try:
+        topics = tuple(topics)
+    except TypeError as exc:
+        raise AssignmentError(f"member {member_id!r}: subscription.topics must be a list of str") from exc
     rack = getattr(sub, "rack_id", None)
     if rack is not None and not isinstance(rack, str):
         raise AssignmentError(f"member {member_id!r}: rack_id must be str or None, got {rack!r}")
