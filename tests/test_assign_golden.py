@@ -67,29 +67,33 @@ def test_golden_file_present():
     assert {c["assignor"] for c in CASES} <= set(ALL_STRATEGIES)
 
 
+try:
+    from kwire import Subscription, SubscriptionTopicPartition
+except ImportError:  # only until the codec is importable
+    Subscription = SubscriptionTopicPartition = None
+
+
 def _subscription(case, m):
-    """The Subscription the Java leader decoded for this member."""
+    """The Subscription the Java leader decoded for this member, sent through
+    kwire's codec (wire version 3) exactly as a leader would receive it."""
     strategy = case["assignor"]
     user_data = bytes.fromhex(m["user_data_hex"]) if m.get("user_data_hex") else None
-    owned = []
+    owned = {}
     generation_id = -1
     if strategy == "cooperative-sticky":
-        by_topic = {}
         for t, p in m.get("owned_partitions") or []:
-            by_topic.setdefault(t, []).append(p)
-        owned = [SimpleNamespace(topic=t, partitions=ps) for t, ps in by_topic.items()]
+            owned.setdefault(t, []).append(p)
         if m.get("generation") is not None:
             generation_id = m["generation"]
     elif strategy == "sticky":
         if m.get("subscription_generation_id") is not None:
             generation_id = m["subscription_generation_id"]
-    return SimpleNamespace(
-        topics=list(m["topics"]),
-        user_data=user_data,
-        owned_partitions=owned,
-        generation_id=generation_id,
-        rack_id=m.get("rack"),
-    )
+    fields = dict(topics=list(m["topics"]), user_data=user_data, generation_id=generation_id, rack_id=m.get("rack"))
+    if Subscription is None:
+        owned_list = [SimpleNamespace(topic=t, partitions=ps) for t, ps in owned.items()]
+        return SimpleNamespace(owned_partitions=owned_list, **fields)
+    owned_list = [SubscriptionTopicPartition(topic=t, partitions=ps) for t, ps in owned.items()]
+    return Subscription.decode(Subscription(owned_partitions=owned_list, **fields).encode(3))
 
 
 def _expected(case):

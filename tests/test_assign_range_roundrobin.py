@@ -38,8 +38,16 @@ def _implementations():
 IMPLS = _implementations()
 
 
+try:
+    from kwire import Subscription
+except ImportError:  # only until the codec is importable
+    Subscription = None
+
+
 def sub(*topics, rack=None):
-    return SimpleNamespace(topics=list(topics), user_data=None, owned_partitions=[], generation_id=-1, rack_id=rack)
+    if Subscription is None or not all(isinstance(t, str) for t in topics):
+        return SimpleNamespace(topics=list(topics), user_data=None, owned_partitions=[], generation_id=-1, rack_id=rack)
+    return Subscription(topics=list(topics), rack_id=rack)
 
 
 def member(mid, *topics, instance=None, rack=None):
