@@ -1,6 +1,6 @@
 """Codec speed ratios, kwire against kafka-python, kio and aiokafka, in one run.
 
-    python benches/codec_ratios.py [--repeat 7] [--target-time 0.05]
+    python benches/codec_ratios.py [--repeat 7] [--target-time 0.05] [--gc]
 
 Runs the cases of ``benches/bench_codec.py`` with ``timeit`` and prints two
 Markdown tables: time per call (min over repeats, median in brackets) and
@@ -9,6 +9,12 @@ faster).  Repeats are interleaved across libraries (repeat 1 of every
 library, then repeat 2, ...) so that a burst of machine noise lands on all
 of them rather than on one, which keeps the ratios comparable within a run
 even when absolute times drift between runs.
+
+timeit switches the cyclic garbage collector off while it times, and so
+does this script unless ``--gc`` is given.  Decoders that allocate a
+thousand objects per call trigger several generation-0 collections per call
+with it on, which is what a running client pays; ``--gc`` shows that cost
+(pytest-benchmark, in bench_codec.py, leaves the collector on).
 """
 
 import argparse
@@ -23,18 +29,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benches.bench_codec import CASES, LIBRARIES, TARGETS_US, available, label, prepare  # noqa: E402
 
 
-def _number_for(fn, target_time):
+def _number_for(fn, target_time, setup):
     """Calls per repeat so that one repeat takes about ``target_time`` seconds."""
     n = 1
     while True:
-        t = timeit.timeit(fn, number=n)
+        t = timeit.timeit(fn, setup=setup, number=n)
         if t >= target_time / 5 or n >= 1 << 24:
             return max(1, int(n * target_time / max(t, 1e-9)))
         n *= 4
 
 
-def measure(repeat, target_time, libs):
+def measure(repeat, target_time, libs, gc_on=False):
     """{(case id, op): {lib: (label, [seconds per call, one per repeat])}}."""
+    setup = "import gc; gc.enable()" if gc_on else "pass"
     results = {}
     for case in CASES:
         for op in ("encode", "decode"):
@@ -43,11 +50,11 @@ def measure(repeat, target_time, libs):
                 version_used, encode, decode = prepare(lib, case)
                 fn = encode if op == "encode" else decode
                 fn()  # first call outside the timing: lazy codegen, plan caches
-                fns[lib] = (label(lib, case, version_used), fn, _number_for(fn, target_time))
+                fns[lib] = (label(lib, case, version_used), fn, _number_for(fn, target_time, setup))
             samples = {lib: [] for lib in fns}
             for _ in range(repeat):
                 for lib, (_, fn, number) in fns.items():
-                    samples[lib].append(timeit.timeit(fn, number=number) / number)
+                    samples[lib].append(timeit.timeit(fn, setup=setup, number=number) / number)
             results[(case.id, op)] = {lib: (fns[lib][0], samples[lib]) for lib in fns}
     return results
 
@@ -103,11 +110,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7, help="timed repeats per library and case (default 7)")
     ap.add_argument("--target-time", type=float, default=0.05, help="seconds per repeat (default 0.05)")
+    ap.add_argument("--gc", action="store_true", help="keep the garbage collector on while timing")
     args = ap.parse_args(argv)
 
     libs = [lib for lib in LIBRARIES if available(lib)]
     missing = [lib for lib in LIBRARIES if lib not in libs]
-    results = measure(args.repeat, args.target_time, libs)
+    load_before = os.getloadavg()
+    results = measure(args.repeat, args.target_time, libs, gc_on=args.gc)
 
     import kafka
     import aiokafka
@@ -119,7 +128,9 @@ def main(argv=None):
         pass
     print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
           + ", ".join(f"{k} {v}" for k, v in versions.items())
-          + f"; {args.repeat} repeats of ~{args.target_time * 1000:g} ms each")
+          + f"; {args.repeat} repeats of ~{args.target_time * 1000:g} ms each"
+          + f"; garbage collector {'on' if args.gc else 'off (timeit default)'}"
+          + f"; load average {' '.join(f'{x:.2f}' for x in load_before)} before the run")
     if missing:
         print(f"Not available: {', '.join(missing)}")
     print()
