@@ -9,10 +9,13 @@ Selected by ``KWIRE_NO_EXTENSIONS=1``; the public names match ``_codec_c``.
 """
 
 import struct as _struct
+import sys as _sys
 from operator import index as _index
 
 from kwire import _schema
 from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
+# Underscored: tests copy every public class name of a codec onto kwire.
+from kwire.errors import LimitExceededError as _LimitExceededError
 
 __all__ = []  # filled in below with every generated class name
 
@@ -41,7 +44,8 @@ _FIXED = {
 # ---------------------------------------------------------------------------
 
 class _Reader:
-    __slots__ = ("buf", "pos", "end")
+    # budget: array elements and tagged-field entries still allowed (max_elements).
+    __slots__ = ("buf", "pos", "end", "budget")
 
     def __init__(self, data):
         if isinstance(data, bytes):
@@ -53,6 +57,21 @@ class _Reader:
                 raise TypeError(f"expected a bytes-like object, not {type(data).__name__}") from None
         self.pos = 0
         self.end = len(self.buf)
+        self.budget = _sys.maxsize
+
+    def set_limit(self, max_elements):
+        if max_elements is None:
+            return
+        if isinstance(max_elements, bool) or not isinstance(max_elements, int):
+            raise TypeError(f"max_elements must be an int or None, not {type(max_elements).__name__}")
+        if max_elements < 0:
+            raise ValueError(f"max_elements must be >= 0, got {max_elements}")
+        self.budget = min(max_elements, _sys.maxsize)
+
+    def spend(self, n, what, start):
+        if n > self.budget:
+            raise _LimitExceededError(f"{n} {what} exceed the max_elements limit ({self.budget} left)", start)
+        self.budget -= n
 
     def need(self, n):
         if n > self.end - self.pos:
@@ -139,8 +158,10 @@ class _Reader:
     def count(self, compact, nullable, min_size):
         start = self.pos
         n = self.length(compact, True, nullable)
-        if n is not None and n > 0 and n > (self.end - self.pos) // min_size:
-            raise DecodeError(f"array of {n} elements cannot fit in {self.end - self.pos} bytes", start)
+        if n is not None and n > 0:
+            if n > (self.end - self.pos) // min_size:
+                raise DecodeError(f"array of {n} elements cannot fit in {self.end - self.pos} bytes", start)
+            self.spend(n, "array elements", start)
         return n
 
 
@@ -275,6 +296,8 @@ def _read_tagged(r, splan, values):
     count = r.uvarint()
     if count * 2 > r.end - r.pos:
         raise DecodeError(f"{count} tagged fields cannot fit in {r.end - r.pos} bytes", start)
+    if count:
+        r.spend(count, "tagged fields", start)
     known = {p.field.tag: p for p in splan.tagged}
     unknown = None
     last = -1
@@ -294,11 +317,12 @@ def _read_tagged(r, splan, values):
             continue
         end = r.pos + size
         sub = _Reader(b"")
-        sub.buf, sub.pos, sub.end = r.buf, r.pos, end
+        sub.buf, sub.pos, sub.end, sub.budget = r.buf, r.pos, end, r.budget
         try:
             values[p.attr] = _read_value(sub, p)
         except DecodeError as e:
             raise e._prepend(p.attr)
+        r.budget = sub.budget
         if sub.pos != end:
             raise DecodeError(f"tagged field {tag} has {end - sub.pos} bytes left over", sub.pos, [p.attr])
         r.pos = end
@@ -510,14 +534,22 @@ class _Message(_Struct):
         return self._encode_body(version)
 
     @classmethod
-    def decode(cls, data, version):
-        """Decode a body written at ``version`` from any bytes-like object."""
-        return cls._decode_body(_Reader(data), version)
+    def decode(cls, data, version, *, max_elements=None):
+        """Decode a body written at ``version`` from any bytes-like object.
+
+        ``max_elements`` caps the array elements and tagged fields built in total
+        (LimitExceededError past it); None means no cap."""
+        cls._plan(version)
+        r = _Reader(data)
+        r.set_limit(max_elements)
+        return cls._decode_body(r, version)
 
     @classmethod
-    def _decode_prefix(cls, data, version):
+    def _decode_prefix(cls, data, version, *, max_elements=None):
         """``(message, end)``: decode from the start of ``data``, which may go on."""
+        cls._plan(version)
         r = _Reader(data)
+        r.set_limit(max_elements)
         obj = cls._decode_body(r, version, allow_trailing=True)
         return obj, r.pos
 
@@ -534,8 +566,9 @@ class _PrefixedMessage(_Message):
         return _FIXED["int16"].pack(version) + body
 
     @classmethod
-    def decode(cls, data):
+    def decode(cls, data, *, max_elements=None):
         r = _Reader(data)
+        r.set_limit(max_elements)
         version = r.fixed("int16")
         if version < 0:
             raise DecodeError(f"negative version {version}", 0)

@@ -22,8 +22,11 @@ cdef extern from "Python.h":
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
     bint PyIndex_Check(object)
     object PyNumber_Index(object)
+    const Py_ssize_t PY_SSIZE_T_MAX
 
 from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
+# Underscored: tests copy every public class name of a codec onto kwire.
+from kwire.errors import LimitExceededError as _LimitExceededError
 
 cdef object _MISSING = object()
 cdef enum:
@@ -38,6 +41,9 @@ ctypedef struct Reader:
     const uint8_t* p
     Py_ssize_t pos
     Py_ssize_t end
+    # Array elements and tagged-field entries still allowed (max_elements);
+    # PY_SSIZE_T_MAX when the caller set no limit, so the check never fires.
+    Py_ssize_t budget
 
 
 cdef int _raise_truncated(Reader* r, Py_ssize_t n) except -1:
@@ -188,12 +194,20 @@ cdef object r_uuid(Reader* r):
     return b
 
 
+cdef int _raise_limit(Reader* r, Py_ssize_t n, str what, Py_ssize_t start) except -1:
+    raise _LimitExceededError(f"{n} {what} exceed the max_elements limit ({r.budget} left)", start)
+
+
 cdef Py_ssize_t r_count(Reader* r, bint compact, bint nullable, Py_ssize_t min_size) except -2:
     """An array count, refused unless that many elements could fit in what is left."""
     cdef Py_ssize_t start = r.pos
     cdef Py_ssize_t n = r_length(r, compact, 1, nullable)
-    if n > 0 and n > (r.end - r.pos) // min_size:
-        raise DecodeError(f"array of {n} elements cannot fit in {r.end - r.pos} bytes", start)
+    if n > 0:
+        if n > (r.end - r.pos) // min_size:
+            raise DecodeError(f"array of {n} elements cannot fit in {r.end - r.pos} bytes", start)
+        if n > r.budget:
+            return _raise_limit(r, n, "array elements", start)
+        r.budget -= n
     return n
 
 
@@ -201,8 +215,12 @@ cdef Py_ssize_t r_tag_count(Reader* r) except -1:
     cdef Py_ssize_t start = r.pos
     cdef uint32_t count
     r_uvarint_fast(r, &count)
-    if <Py_ssize_t>count * 2 > r.end - r.pos:
-        raise DecodeError(f"{count} tagged fields cannot fit in {r.end - r.pos} bytes", start)
+    if count:
+        if <Py_ssize_t>count * 2 > r.end - r.pos:
+            raise DecodeError(f"{count} tagged fields cannot fit in {r.end - r.pos} bytes", start)
+        if <Py_ssize_t>count > r.budget:
+            return _raise_limit(r, count, "tagged fields", start)
+        r.budget -= count
     return count
 
 
@@ -255,8 +273,21 @@ cdef class _Input:
             PyBuffer_Release(&self.view)
 
 
+cdef int r_set_limit(Reader* r, object max_elements) except -1:
+    """Apply a caller's ``max_elements`` (None: no limit)."""
+    if max_elements is None:
+        return 0
+    if isinstance(max_elements, bool) or not isinstance(max_elements, int):
+        raise TypeError(f"max_elements must be an int or None, not {type(max_elements).__name__}")
+    if max_elements < 0:
+        raise ValueError(f"max_elements must be >= 0, got {max_elements}")
+    r.budget = <Py_ssize_t>max_elements if max_elements < PY_SSIZE_T_MAX else PY_SSIZE_T_MAX
+    return 0
+
+
 cdef object r_open(Reader* r, object data):
     """Point ``r`` at ``data``; returns whatever must stay alive while reading."""
+    r.budget = PY_SSIZE_T_MAX
     # bytes is by far the common input: take its storage directly.
     if PyBytes_CheckExact(data):
         r.p = <const uint8_t*>PyBytes_AS_STRING(data)

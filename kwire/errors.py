@@ -76,3 +76,9 @@ class AssignmentError(KwireError, ValueError):
     """Assignor input that cannot describe a real group: duplicate member ids,
     negative partition counts, rack lists that do not match the topic, an
     unknown strategy."""
+
+
+class LimitExceededError(DecodeError):
+    """Valid bytes whose decoded form would exceed a limit the caller set
+    (``max_elements``): the peer may be honest, but the caller refused to
+    build that much from one input."""
