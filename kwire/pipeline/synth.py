@@ -207,6 +207,9 @@ class GroupSim:
         p = self.profile
         user_data = None
         owned = []
+        if self.strategy == "cooperative-sticky":
+            # Java always sends this; it is the only generation a v1 Subscription has.
+            user_data = kwire.CooperativeStickyUserData(generation=m.generation).encode(0)
         if self.strategy == "sticky":
             user_data = kwire.StickyAssignorUserData(
                 previous_assignment=_topic_groups(kwire.StickyTopicAssignment, m.owned),
@@ -380,7 +383,8 @@ def simulate_group(out: Frames, index: int, seed: int, t0: int, duration_s: floa
                    heartbeat_interval_ms=3000, corrupt_rate=0.0):
     rng = random.Random(seed * 1_000_003 + index)
     strategy = rng.choice(STRATEGY_NAMES)
-    profile = rng.choice(["java3", "java3", "rdkafka", "legacy"])
+    # Cooperative rebalancing needs owned partitions in the Subscription (v1+).
+    profile = rng.choice(["java3", "java3", "rdkafka"] + ([] if strategy == "cooperative-sticky" else ["legacy"]))
     names = sorted(topic_pool)
     sim = GroupSim(out, f"group-{index:05d}", strategy, topic_pool, profile=profile, rng=rng,
                    session_timeout_ms=rng.choice([10000, 30000, 45000]), heartbeat_interval_ms=heartbeat_interval_ms,

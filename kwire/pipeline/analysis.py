@@ -1,0 +1,374 @@
+"""Per-group analysis: rebalances, partition ownership, what-if assignors.
+
+Pure Python over one group's decoded events, so it is tested without
+Spark; the Spark stages call it once per hash bucket of group ids
+(``applyInPandas``), never once per group.
+
+Events are rows of the decoded frames table (see ``kwire._batch_py``),
+reduced by the Spark stage: heartbeat requests are dropped and successful
+heartbeat responses are folded into one row per (group, member,
+generation) carrying the last such heartbeat's request time in ``ts``.
+Timestamps are integer microseconds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import pandas as pd
+import pyarrow as pa
+
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
+REQUEST, RESPONSE = 0, 1
+
+#: Kafka's default session.timeout.ms, for members whose JoinGroup was not captured.
+DEFAULT_SESSION_TIMEOUT_MS = 45000
+
+STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+ERROR_NAMES = {
+    0: "NONE", 15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR", 14: "COORDINATOR_LOAD_IN_PROGRESS",
+    22: "ILLEGAL_GENERATION", 23: "INCONSISTENT_GROUP_PROTOCOL", 24: "INVALID_GROUP_ID", 25: "UNKNOWN_MEMBER_ID",
+    26: "INVALID_SESSION_TIMEOUT", 27: "REBALANCE_IN_PROGRESS", 30: "GROUP_AUTHORIZATION_FAILED",
+    79: "MEMBER_ID_REQUIRED", 81: "GROUP_MAX_SIZE_REACHED", 82: "FENCED_INSTANCE_ID",
+}
+
+# Columns the Spark stage passes in (and tests build by hand).
+EVENT_COLUMNS = ["group_id", "seq", "ts", "request_ts", "direction", "api_key", "member_id", "group_instance_id",
+                 "generation_id", "error_code", "protocol_name", "leader", "session_timeout_ms", "topics",
+                 "members", "assignments", "leaving"]
+
+REBALANCE_SCHEMA = pa.schema([
+    ("group_id", pa.string()), ("generation_id", pa.int32()), ("protocol_name", pa.string()),
+    ("leader", pa.string()), ("start_ts", pa.int64()), ("end_ts", pa.int64()), ("stall_ms", pa.float64()),
+    ("member_count", pa.int32()), ("members", pa.list_(pa.string())), ("joined", pa.list_(pa.string())),
+    ("left", pa.list_(pa.string())), ("trigger", pa.string()), ("triggers", pa.list_(pa.string())),
+    ("error_codes", pa.list_(pa.int16())), ("error_count", pa.int64()), ("partitions", pa.int32()),
+    ("moved_partitions", pa.int32()),
+])
+
+ASSIGNMENT_SCHEMA = pa.schema([
+    ("group_id", pa.string()), ("generation_id", pa.int32()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("member_id", pa.string()), ("prev_member_id", pa.string()), ("moved", pa.bool_()),
+])
+
+WHATIF_SCHEMA = pa.schema([
+    ("group_id", pa.string()), ("generation_id", pa.int32()), ("strategy", pa.string()),
+    ("observed", pa.bool_()), ("member_count", pa.int32()), ("partitions", pa.int32()), ("assigned", pa.int32()),
+    ("moved", pa.int32()), ("max_load", pa.int32()), ("min_load", pa.int32()), ("imbalance", pa.int32()),
+    ("reproduces_observed", pa.bool_()),
+])
+
+
+@dataclass
+class Generation:
+    generation_id: int
+    protocol_name: Optional[str] = None
+    leader: Optional[str] = None
+    start: Optional[int] = None
+    end: Optional[int] = None
+    #: (member_id, group_instance_id, topics) in JoinGroup-response order.
+    members: List[Tuple[str, Optional[str], Tuple[str, ...]]] = field(default_factory=list)
+    #: member_id -> [(topic, partition), ...] in the order the member received them.
+    assignment: Dict[str, List[Tuple[str, int]]] = field(default_factory=dict)
+    leader_assignment: Dict[str, List[Tuple[str, int]]] = field(default_factory=dict)
+    joined_ids: List[str] = field(default_factory=list)
+
+    def member_ids(self):
+        if self.members:
+            return [m[0] for m in self.members]
+        return list(self.joined_ids)
+
+    def ownership(self) -> Dict[Tuple[str, int], str]:
+        source = self.assignment or self.leader_assignment
+        return {tp: m for m, tps in source.items() for tp in tps}
+
+
+def _none(v):
+    if v is None:
+        return None
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return v
+
+
+def _assign_rows(rows, member_id, out):
+    for r in rows if rows is not None else ():
+        mid = r["member_id"] if r["member_id"] is not None else member_id
+        out.setdefault(mid, []).extend((r["topic"], int(p)) for p in r["partitions"])
+
+
+@dataclass
+class Timeline:
+    group_id: str
+    generations: Dict[int, Generation]
+    errors: List[Tuple[int, int]]  # (ts, error_code) of failed responses
+    leaves: List[Tuple[int, str]]  # (ts, member_id)
+    last_heartbeat: Dict[Tuple[str, int], int]  # (member, generation) -> ts
+    session_timeout: Dict[str, int]
+    partition_counts: Dict[str, int]
+
+
+def build_timeline(group_id, events) -> Timeline:
+    """``events``: dicts with :data:`EVENT_COLUMNS`, any order."""
+    events = sorted(events, key=lambda e: e["seq"])
+    gens: Dict[int, Generation] = {}
+    errors, leaves = [], []
+    last_hb: Dict[Tuple[str, int], int] = {}
+    session: Dict[str, int] = {}
+    counts: Dict[str, int] = defaultdict(int)
+
+    def gen(g):
+        if g not in gens:
+            gens[g] = Generation(g)
+        return gens[g]
+
+    for e in events:
+        key, direction = e["api_key"], e["direction"]
+        err = _none(e["error_code"])
+        g = _none(e["generation_id"])
+        ts = int(e["ts"])
+        member = _none(e["member_id"])
+        if direction == RESPONSE and err:
+            errors.append((ts, int(err)))
+        if key == JOIN_GROUP and direction == REQUEST:
+            st = _none(e["session_timeout_ms"])
+            if member and st is not None:
+                session[member] = int(st)
+        elif key == JOIN_GROUP and direction == RESPONSE and not err and g is not None:
+            gg = gen(int(g))
+            rts = _none(e["request_ts"])
+            start = int(rts) if rts is not None else ts
+            gg.start = start if gg.start is None else min(gg.start, start)
+            gg.protocol_name = _none(e["protocol_name"]) or gg.protocol_name
+            gg.leader = _none(e["leader"]) or gg.leader
+            if member and member not in gg.joined_ids:
+                gg.joined_ids.append(member)
+            ms = e["members"]
+            if ms is not None and len(ms):
+                gg.members = [(m["member_id"], _none(m["group_instance_id"]),
+                               tuple(m["topics"]) if m["topics"] is not None else ()) for m in ms]
+        elif key == SYNC_GROUP and g is not None:
+            gg = gen(int(g))
+            if direction == RESPONSE and not err:
+                gg.end = ts if gg.end is None else max(gg.end, ts)
+                _assign_rows(e["assignments"], member, gg.assignment)
+            elif direction == REQUEST and e["assignments"] is not None and len(e["assignments"]):
+                gg.leader_assignment = {}
+                _assign_rows(e["assignments"], member, gg.leader_assignment)
+        elif key == LEAVE_GROUP and direction == REQUEST:
+            for m in (e["leaving"] if e["leaving"] is not None else ()):
+                leaves.append((ts, m))
+        elif key == HEARTBEAT and direction == RESPONSE and not err and member and g is not None:
+            k = (member, int(g))
+            last_hb[k] = max(last_hb.get(k, 0), ts)
+        if key == SYNC_GROUP and e["assignments"] is not None:
+            for r in e["assignments"]:
+                for p in r["partitions"]:
+                    counts[r["topic"]] = max(counts[r["topic"]], int(p) + 1)
+    return Timeline(group_id, gens, errors, leaves, last_hb, session, dict(counts))
+
+
+def completed_generations(tl: Timeline) -> List[Generation]:
+    """Generations that formed (a successful JoinGroup response), in order."""
+    return [tl.generations[g] for g in sorted(tl.generations) if tl.generations[g].start is not None]
+
+
+def rebalance_rows(tl: Timeline) -> List[dict]:
+    rows = []
+    prev: Optional[Generation] = None
+    prev_end = None
+    for gg in completed_generations(tl):
+        members = gg.member_ids()
+        topics_now = {m[0]: m[2] for m in gg.members}
+        triggers = []
+        joined, left = [], []
+        if prev is None:
+            triggers.append("initial")
+        else:
+            before = prev.member_ids()
+            joined = [m for m in members if m not in set(before)]
+            left = [m for m in before if m not in set(members)]
+            leave_window_start = prev.start
+            for m in left:
+                if any(m == who and leave_window_start <= t <= gg.start for t, who in tl.leaves):
+                    triggers.append("member_left")
+                    continue
+                hb = tl.last_heartbeat.get((m, prev.generation_id), prev.end or prev.start)
+                timeout = tl.session_timeout.get(m, DEFAULT_SESSION_TIMEOUT_MS) * 1000
+                triggers.append("session_timeout" if hb + timeout <= gg.start else "member_missing")
+            if joined:
+                triggers.append("member_joined")
+            topics_before = {m[0]: m[2] for m in prev.members}
+            if any(m in topics_before and set(topics_before[m]) != set(t) for m, t in topics_now.items()):
+                triggers.append("subscription_change")
+            if not triggers:
+                expected = sum(tl.partition_counts.get(t, 0) for t in set().union(*topics_before.values())) \
+                    if topics_before else 0
+                assigned = len(prev.ownership())
+                triggers.append("revocation_followup" if assigned < expected else "unknown")
+        triggers = sorted(set(triggers), key=_TRIGGER_ORDER.index)
+        lo = prev_end if prev_end is not None else -1
+        hi = gg.end if gg.end is not None else gg.start
+        errs = [code for t, code in tl.errors if lo < t <= hi]
+        own = gg.ownership()
+        moved = None
+        if prev is not None and (prev.assignment or prev.leader_assignment) and own:
+            moved = sum(1 for tp, owner in prev.ownership().items() if own.get(tp) != owner)
+        rows.append({
+            "group_id": tl.group_id, "generation_id": gg.generation_id, "protocol_name": gg.protocol_name,
+            "leader": gg.leader, "start_ts": gg.start, "end_ts": gg.end,
+            "stall_ms": (gg.end - gg.start) / 1000.0 if gg.end is not None else None,
+            "member_count": len(members), "members": members, "joined": joined, "left": left,
+            "trigger": triggers[0], "triggers": triggers, "error_codes": sorted(set(errs)),
+            "error_count": len(errs), "partitions": len(own), "moved_partitions": moved,
+        })
+        prev = gg
+        prev_end = gg.end if gg.end is not None else prev_end
+    return rows
+
+
+_TRIGGER_ORDER = ["session_timeout", "member_left", "member_missing", "member_joined", "subscription_change",
+                  "revocation_followup", "initial", "unknown"]
+
+
+def assignment_rows(tl: Timeline) -> List[dict]:
+    rows = []
+    prev_own = None
+    for gg in completed_generations(tl):
+        own = gg.ownership()
+        if not own:
+            continue
+        for (topic, p), m in sorted(own.items()):
+            before = prev_own.get((topic, p)) if prev_own is not None else None
+            rows.append({"group_id": tl.group_id, "generation_id": gg.generation_id, "topic": topic,
+                         "partition": p, "member_id": m, "prev_member_id": before,
+                         "moved": prev_own is not None and before is not None and before != m})
+        prev_own = own
+    return rows
+
+
+def whatif_group_input(strategy, gg: Generation, prev: Optional[Generation], partition_counts):
+    """The GroupInput a leader running ``strategy`` would have seen at ``gg``,
+    given the ownership observed at ``prev``."""
+    from kwire.assignors import GroupInput, MemberInput
+
+    owned: Dict[str, List[Tuple[str, int]]] = defaultdict(list)
+    prev_gen = -1
+    if prev is not None and strategy in ("sticky", "cooperative-sticky"):
+        prev_gen = prev.generation_id
+        # Each member claims its list in the order it received it, which
+        # Java's sticky iteration order depends on.
+        for m, tps in (prev.assignment or prev.leader_assignment).items():
+            owned[m].extend(tps)
+    members = []
+    for mid, instance, topics in gg.members:
+        mine = tuple(owned.get(mid, ()))
+        gen = prev_gen if mine else -1
+        members.append(MemberInput(member_id=mid, group_instance_id=instance, topics=tuple(topics), owned=mine,
+                                   generation=gen, subscription_generation=gen))
+    subscribed = {t for _, _, ts in gg.members for t in ts}
+    return GroupInput(members=members, partitions_per_topic={t: partition_counts.get(t, 0) for t in subscribed})
+
+
+def whatif_rows(tl: Timeline, strategies=STRATEGIES, implementation=None) -> List[dict]:
+    from kwire.assignors import assign_group
+
+    rows = []
+    prev = None
+    for gg in completed_generations(tl):
+        observed = gg.ownership()
+        if not gg.members or not observed:
+            prev = gg if observed else prev
+            continue
+        prev_own = prev.ownership() if prev is not None else {}
+        member_ids = [m[0] for m in gg.members]
+        total = sum(tl.partition_counts.get(t, 0) for t in {t for _, _, ts in gg.members for t in ts})
+
+        def summary(name, is_observed, own, reproduces):
+            loads = Counter(own.values())
+            per_member = [loads.get(m, 0) for m in member_ids]
+            moved = sum(1 for tp, owner in prev_own.items() if own.get(tp) != owner) if prev is not None else None
+            return {"group_id": tl.group_id, "generation_id": gg.generation_id, "strategy": name,
+                    "observed": is_observed, "member_count": len(member_ids), "partitions": total,
+                    "assigned": len(own), "moved": moved, "max_load": max(per_member),
+                    "min_load": min(per_member), "imbalance": max(per_member) - min(per_member),
+                    "reproduces_observed": reproduces}
+
+        rows.append(summary(gg.protocol_name, True, observed, None))
+        observed_lists = gg.assignment or gg.leader_assignment
+        for strategy in strategies:
+            result = assign_group(strategy, whatif_group_input(strategy, gg, prev, tl.partition_counts),
+                                  implementation=implementation)
+            own = {tp: m for m, tps in result.items() for tp in tps}
+            reproduces = all(serialized_order(result.get(m, ())) == list(observed_lists.get(m, ()))
+                             for m in member_ids)
+            rows.append(summary(strategy, False, own, reproduces))
+        prev = gg
+    return rows
+
+
+def serialized_order(tps):
+    """A member's list as it reads back from the Assignment bytes: topics
+    grouped in order of first appearance, as the Java leader writes them."""
+    groups: Dict[str, List[int]] = {}
+    for t, p in tps:
+        groups.setdefault(t, []).append(p)
+    return [(t, p) for t, ps in groups.items() for p in ps]
+
+
+def events_from_frames(frames: pa.Table) -> pd.DataFrame:
+    """The reduction the Spark stage does, in pandas: group frames only,
+    heartbeat requests dropped, successful heartbeats folded into the last
+    one per (group, member, generation)."""
+    for name in ("ts", "request_ts"):
+        i = frames.schema.get_field_index(name)
+        frames = frames.set_column(i, name, frames.column(name).cast(pa.int64()))
+    frames = frames.to_pandas()
+    f = frames[frames["group_id"].notna() & frames["api_key"].isin([JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP])]
+    f = f[f["decode_error"].isna()]
+    hb_ok = (f["api_key"] == HEARTBEAT) & (f["direction"] == RESPONSE) & (f["error_code"] == 0)
+    keep = f[~hb_ok & ~((f["api_key"] == HEARTBEAT) & (f["direction"] == REQUEST))]
+    hb = f[hb_ok].groupby(["group_id", "member_id", "generation_id"], as_index=False).agg(
+        ts=("request_ts", "max"), seq=("seq", "max"))
+    hb["api_key"] = HEARTBEAT
+    hb["direction"] = RESPONSE
+    hb["error_code"] = 0
+    out = pd.concat([keep, hb], ignore_index=True)
+    for c in EVENT_COLUMNS:
+        if c not in out:
+            out[c] = None
+    return out[EVENT_COLUMNS]
+
+
+def _frame(rows, schema):
+    table = pa.Table.from_pylist(rows, schema=schema)
+    return table.to_pandas()
+
+
+def _groups(pdf):
+    if pdf.empty:
+        return
+    records = pdf.to_dict("records")
+    by_group = defaultdict(list)
+    for r in records:
+        by_group[r["group_id"]].append(r)
+    for gid in sorted(by_group):
+        yield build_timeline(gid, by_group[gid])
+
+
+def rebalances_of(pdf: pd.DataFrame) -> pd.DataFrame:
+    return _frame([r for tl in _groups(pdf) for r in rebalance_rows(tl)], REBALANCE_SCHEMA)
+
+
+def assignments_of(pdf: pd.DataFrame) -> pd.DataFrame:
+    return _frame([r for tl in _groups(pdf) for r in assignment_rows(tl)], ASSIGNMENT_SCHEMA)
+
+
+def whatif_of(pdf: pd.DataFrame) -> pd.DataFrame:
+    return _frame([r for tl in _groups(pdf) for r in whatif_rows(tl)], WHATIF_SCHEMA)
