@@ -1,0 +1,25 @@
+# Written by hand from _batch_c.pyx; tests/test_stubs.py checks its names and parameters against the module.
+from typing import Any
+
+import numpy.typing as npt
+from typing_extensions import Buffer
+
+from kwire._codec_c import _AnyRequest
+
+#: The group apis whose frames get columns of their own (imported from kwire._batch_py).
+GROUP_APIS: tuple[int, ...]
+#: The pyarrow.Schema of decode_batch's result (pyarrow ships no type information, hence Any).
+FRAMES_SCHEMA: Any
+REQUEST_CLASS: dict[int, type[_AnyRequest]]
+
+class Pairing:
+    """Requests waiting for their response, keyed by ``conn << 32 | corr``."""
+
+    pending: dict[Any, tuple[Any, ...]]
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+
+# Returns a pyarrow.RecordBatch of FRAMES_SCHEMA.
+def decode_batch(seq: npt.ArrayLike, ts: npt.ArrayLike, conn: npt.ArrayLike, direction: npt.ArrayLike,
+                 truncated: npt.ArrayLike, offsets: npt.ArrayLike, values: Buffer, pairing: Pairing) -> Any:
+    """See ``kwire._batch_py.decode_batch``."""

@@ -1,0 +1,18 @@
+# Written by hand from _sticky_c.pyx; tests/test_stubs.py checks its names and parameters against the module.
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from kwire.assignors._arrays import ArrayGroup
+from kwire.assignors._model import Assignment, GroupInput
+
+IMPLEMENTATION: Literal["cython"]
+
+def sticky_arrays(group: ArrayGroup, cooperative: bool) -> tuple[
+        npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+    """Assign an :class:`ArrayGroup`; returns ``(indptr, topic, partition)``
+    with each member's partitions in Java's list order."""
+
+def sticky_assign(group: GroupInput, cooperative: bool) -> Assignment:
+    """Same contract as ``_sticky_py.sticky_assign``."""
