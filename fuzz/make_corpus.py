@@ -1,0 +1,154 @@
+"""Writes the seed corpus: real frames for every target of every family.
+
+    python fuzz/make_corpus.py [OUT_DIR]      (default: fuzz/corpus)
+
+Seeds are kwire encodings of messages with every field of the version set
+to a non-default value, the all-defaults message, the all-null one, the
+hand-checked golden frames of tests/test_codec_golden.py, and a few
+hand-made inputs for the paths encoders never produce (non-canonical
+varints, bool bytes of 2, newer consumer-protocol versions).  Each file is
+one selector byte and the decoder's input, as ``differential.check`` reads it.
+"""
+
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import kwire._codec_py as P  # noqa: E402
+from kwire import _schema  # noqa: E402
+from kwire.assignors import userdata  # noqa: E402
+
+import differential as D  # noqa: E402
+
+
+def _elem(f, t, version, variant):
+    if f.is_struct:
+        return _build(f.fields, version, variant)
+    if variant == "null" and version in f.nullable and not f.is_array:
+        return None
+    return {"string": "s-\u00e9", "bytes": b"\x00\x03ab", "bool": True, "uuid": bytes(range(16)),
+            "float64": 1.5, "uint16": 9}.get(t, 7)
+
+
+def _value(f, version, variant):
+    if variant == "null" and version in f.nullable:
+        return None
+    if f.is_array:
+        return [_elem(f, f.element_type, version, variant) for _ in range(2)]
+    return _elem(f, f.type, version, variant)
+
+
+def _build(fields, version, variant):
+    cls = P._CLASSES[id(fields[0])]
+    kw = {f.attr: _value(f, version, variant) for f in fields if version in f.versions}
+    return cls(**kw)
+
+
+def messages(msg, version):
+    """(variant, message object) of the pure codec at ``version``."""
+    cls = getattr(P, msg.class_name)
+    out = [("defaults", cls()), ("full", _build(msg.fields, version, "full"))]
+    if any(version in f.nullable for f in msg.fields):
+        out.append(("null", _build(msg.fields, version, "null")))
+    if version in msg.flexible:
+        full = _build(msg.fields, version, "full")
+        full.unknown_tagged_fields = {90: b"\x01", 91: b""}
+        out.append(("unknown-tags", full))
+    return out
+
+
+def seeds():
+    """(family, name, bytes) of every seed."""
+    out = []
+    for family in ("api", "headers"):
+        for i, (msg, version) in enumerate(D.TARGETS[family]):
+            for variant, m in messages(msg, version):
+                out.append((family, f"{D.target_name(family, i)}-{variant}", bytes([i]) + m.encode(version)))
+    for i, (msg, version) in enumerate(D.TARGETS["consumer"]):
+        name = D.target_name("consumer", i)
+        if isinstance(msg, str):
+            continue
+        if version is None:
+            for v in range(msg.valid.lo, msg.valid.hi + 1):
+                for variant, m in messages(msg, v):
+                    out.append(("consumer", f"{name}-v{v}-{variant}", bytes([i]) + m.encode(v)))
+            # A newer writer's bytes: the newest layout we know, then more.
+            newest = _build(msg.fields, msg.valid.hi, "full").encode(msg.valid.hi)
+            out.append(("consumer", f"{name}-newer", bytes([i]) + struct.pack(">h", msg.valid.hi + 1)
+                        + newest[2:] + b"\x00\x00\x00\x05extra"))
+        else:
+            for variant, m in messages(msg, version):
+                out.append(("consumer", f"{name}-{variant}", bytes([i]) + m.encode(version)))
+    s = D.selector("consumer", "userdata-sticky")
+    c = D.selector("consumer", "userdata-cooperative")
+    out += [
+        ("consumer", "userdata-sticky-v1", bytes([s]) + userdata.encode_sticky_userdata([("t", 0), ("t", 1), ("u", 3)], 4)),
+        ("consumer", "userdata-sticky-v0", bytes([s]) + userdata.encode_sticky_userdata([("t", 2)])),
+        ("consumer", "userdata-cooperative", bytes([c]) + userdata.encode_cooperative_userdata(9)),
+    ]
+    # Frames: every request at every version, every response target, streams.
+    req = D.selector("frames", "request")
+    for msg in _schema.API_MESSAGES:
+        for v in range(msg.valid.lo, msg.valid.hi + 1):
+            m = _build(msg.fields, v, "full")
+            if msg.kind == "request":
+                frame = _request_frame(m, msg, v)
+                out.append(("frames", f"request-{msg.class_name}-v{v}", bytes([req]) + frame))
+            else:
+                sel = D.selector("frames", f"response-k{msg.api_key}-v{v}")
+                out.append(("frames", f"response-k{msg.api_key}-v{v}", bytes([sel]) + _response_frame(m, msg, v)))
+    import tests.test_codec_golden as golden  # the hand-laid frames
+    for name in dir(golden):
+        if name.endswith("_FRAME") and name.startswith(("FIND", "JOIN", "SYNC", "HEART", "LEAVE", "API")):
+            out.append(("frames", f"golden-{name.lower()}", bytes([req]) + getattr(golden, name)))
+    two = out[-1][2][1:] + out[-2][2][1:]
+    for kind in ("split", "splitter"):
+        sel = D.selector("frames", kind)
+        out.append(("frames", f"{kind}-two-and-a-half", bytes([sel, 0xFF]) + two + two[:7]))
+        out.append(("frames", f"{kind}-oversized", bytes([sel, 4]) + two))
+        out.append(("frames", f"{kind}-negative", bytes([sel, 0xFF]) + two + b"\xff\xff\xff\xfe"))
+    # Encodings no writer produces, so the explanations are seeded too.
+    hb = D.selector("api", "HeartbeatRequest-v4")
+    body = P.HeartbeatRequest(group_id="g", member_id="m").encode(4)
+    out.append(("api", "HeartbeatRequest-v4-long-varint", bytes([hb]) + b"\x82\x00" + body[1:]))
+    lg = D.selector("api", "LeaveGroupResponse-v5")
+    lgr = P.LeaveGroupResponse(members=[P.MemberResponse(member_id="m")]).encode(5)
+    out.append(("api", "LeaveGroupResponse-v5-long-count", bytes([lg]) + lgr[:6] + b"\x82\x80\x00" + lgr[7:]))
+    av = D.selector("api", "ApiVersionsResponse-v3")
+    avr = P.ApiVersionsResponse(zk_migration_ready=True).encode(3)
+    out.append(("api", "ApiVersionsResponse-v3-bool-2", bytes([av]) + avr[:-1] + b"\x02"))
+    out.append(("api", "ApiVersionsResponse-v3-default-tag", bytes([av]) + avr[:-4] + b"\x01\x03\x01\x00"))
+    return out
+
+
+def _request_frame(m, msg, v):
+    k = P
+    header = k.RequestHeader(request_api_key=msg.api_key, request_api_version=v, correlation_id=5,
+                             client_id="cli").encode(_schema.request_header_version(msg.api_key, v))
+    body = m.encode(v)
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _response_frame(m, msg, v):
+    header = P.ResponseHeader(correlation_id=5).encode(_schema.response_header_version(msg.api_key, v))
+    body = m.encode(v)
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def main(out_dir):
+    written = 0
+    for family, name, data in seeds():
+        d = os.path.join(out_dir, family)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, name), "wb") as fh:
+            fh.write(data)
+        written += 1
+    print(f"{written} seeds in {out_dir}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "corpus"))
