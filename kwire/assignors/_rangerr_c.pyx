@@ -24,28 +24,30 @@ def subscribers_by_topic(Py_ssize_t num_topics, const int64_t[:] sub_indptr, con
     cdef int32_t[:] last = last_a
     # A member's topics are visited together, so remembering the last member
     # added per topic is enough to drop a topic it lists twice.
-    for r in range(M):
-        m = member_order[r]
-        for e in range(sub_indptr[m], sub_indptr[m + 1]):
-            t = sub_topics[e]
-            if last[t] != m:
-                last[t] = m
-                tp_indptr[t + 1] += 1
-    for t in range(num_topics):
-        tp_indptr[t + 1] += tp_indptr[t]
+    with nogil:
+        for r in range(M):
+            m = member_order[r]
+            for e in range(sub_indptr[m], sub_indptr[m + 1]):
+                t = sub_topics[e]
+                if last[t] != m:
+                    last[t] = m
+                    tp_indptr[t + 1] += 1
+        for t in range(num_topics):
+            tp_indptr[t + 1] += tp_indptr[t]
     tp_members_a = np.empty(tp_indptr[num_topics], dtype=np.int32)
     cursor_a = np.array(tp_indptr_a[:num_topics])
     cdef int32_t[:] tp_members = tp_members_a
     cdef int64_t[:] cursor = cursor_a
-    last[:] = -1
-    for r in range(M):
-        m = member_order[r]
-        for e in range(sub_indptr[m], sub_indptr[m + 1]):
-            t = sub_topics[e]
-            if last[t] != m:
-                last[t] = m
-                tp_members[cursor[t]] = m
-                cursor[t] += 1
+    with nogil:
+        last[:] = -1
+        for r in range(M):
+            m = member_order[r]
+            for e in range(sub_indptr[m], sub_indptr[m + 1]):
+                t = sub_topics[e]
+                if last[t] != m:
+                    last[t] = m
+                    tp_members[cursor[t]] = m
+                    cursor[t] += 1
     return tp_indptr_a, tp_members_a
 
 
@@ -85,41 +87,43 @@ def range_plain(Py_ssize_t num_members, const int32_t[:] partition_counts, const
     cdef int64_t base, c
     indptr_a = np.zeros(num_members + 1, dtype=np.int64)
     cdef int64_t[:] indptr = indptr_a
-    for k in range(topic_order.shape[0]):
-        t = topic_order[k]
-        base = tp_indptr[t]
-        n = tp_indptr[t + 1] - base
-        P = partition_counts[t]
-        if n == 0 or P == 0:
-            continue
-        q = P // n
-        r = P % n
-        for i in range(n):
-            indptr[tp_members[base + i] + 1] += q + (1 if i < r else 0)
+    with nogil:
+        for k in range(topic_order.shape[0]):
+            t = topic_order[k]
+            base = tp_indptr[t]
+            n = tp_indptr[t + 1] - base
+            P = partition_counts[t]
+            if n == 0 or P == 0:
+                continue
+            q = P // n
+            r = P % n
+            for i in range(n):
+                indptr[tp_members[base + i] + 1] += q + (1 if i < r else 0)
     topic_a, partition_a = _alloc_csr(num_members, indptr)
     cdef int32_t[:] topic = topic_a
     cdef int32_t[:] partition = partition_a
     cursor_a = np.array(indptr_a[:num_members])
     cdef int64_t[:] cursor = cursor_a
-    for k in range(topic_order.shape[0]):
-        t = topic_order[k]
-        base = tp_indptr[t]
-        n = tp_indptr[t + 1] - base
-        P = partition_counts[t]
-        if n == 0 or P == 0:
-            continue
-        q = P // n
-        r = P % n
-        for i in range(n):
-            m = tp_members[base + i]
-            start = <int32_t>(i * q + (i if i < r else r))
-            length = q + (1 if i < r else 0)
-            c = cursor[m]
-            for p in range(start, start + length):
-                topic[c] = t
-                partition[c] = p
-                c += 1
-            cursor[m] = c
+    with nogil:
+        for k in range(topic_order.shape[0]):
+            t = topic_order[k]
+            base = tp_indptr[t]
+            n = tp_indptr[t + 1] - base
+            P = partition_counts[t]
+            if n == 0 or P == 0:
+                continue
+            q = P // n
+            r = P % n
+            for i in range(n):
+                m = tp_members[base + i]
+                start = <int32_t>(i * q + (i if i < r else r))
+                length = q + (1 if i < r else 0)
+                c = cursor[m]
+                for p in range(start, start + length):
+                    topic[c] = t
+                    partition[c] = p
+                    c += 1
+                cursor[m] = c
     return indptr_a, topic_a, partition_a
 
 
@@ -136,51 +140,53 @@ def roundrobin(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
     # The cursor carries over from topic to topic; within a topic the
     # subscribers (in rank order) simply take turns from the first one at or
     # after the cursor, so only that starting slot needs a search.
-    cur_rank = 0
-    for k in range(K):
-        t = topic_order[k]
-        base = tp_indptr[t]
-        n = tp_indptr[t + 1] - base
-        P = partition_counts[t]
-        if n == 0 or P == 0:
-            continue
-        lo = 0
-        hi = n
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if member_rank[tp_members[base + mid]] < cur_rank:
-                lo = mid + 1
-            else:
-                hi = mid
-        j = lo % n
-        first[k] = j
-        q = P // n
-        r = P % n
-        for slot in range(n):
-            indptr[tp_members[base + slot] + 1] += q + (1 if (slot - j + n) % n < r else 0)
-        cur_rank = member_rank[tp_members[base + (j + P - 1) % n]] + 1
+    with nogil:
+        cur_rank = 0
+        for k in range(K):
+            t = topic_order[k]
+            base = tp_indptr[t]
+            n = tp_indptr[t + 1] - base
+            P = partition_counts[t]
+            if n == 0 or P == 0:
+                continue
+            lo = 0
+            hi = n
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if member_rank[tp_members[base + mid]] < cur_rank:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            j = lo % n
+            first[k] = j
+            q = P // n
+            r = P % n
+            for slot in range(n):
+                indptr[tp_members[base + slot] + 1] += q + (1 if (slot - j + n) % n < r else 0)
+            cur_rank = member_rank[tp_members[base + (j + P - 1) % n]] + 1
     topic_a, partition_a = _alloc_csr(num_members, indptr)
     cdef int32_t[:] topic = topic_a
     cdef int32_t[:] partition = partition_a
     cursor_a = np.array(indptr_a[:num_members])
     cdef int64_t[:] cursor = cursor_a
-    for k in range(K):
-        t = topic_order[k]
-        base = tp_indptr[t]
-        n = tp_indptr[t + 1] - base
-        P = partition_counts[t]
-        if n == 0 or P == 0:
-            continue
-        slot = first[k]
-        for p in range(P):
-            m = tp_members[base + slot]
-            c = cursor[m]
-            topic[c] = t
-            partition[c] = p
-            cursor[m] = c + 1
-            slot += 1
-            if slot == n:
-                slot = 0
+    with nogil:
+        for k in range(K):
+            t = topic_order[k]
+            base = tp_indptr[t]
+            n = tp_indptr[t + 1] - base
+            P = partition_counts[t]
+            if n == 0 or P == 0:
+                continue
+            slot = first[k]
+            for p in range(P):
+                m = tp_members[base + slot]
+                c = cursor[m]
+                topic[c] = t
+                partition[c] = p
+                cursor[m] = c + 1
+                slot += 1
+                if slot == n:
+                    slot = 0
     return indptr_a, topic_a, partition_a
 
 
