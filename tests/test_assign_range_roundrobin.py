@@ -352,3 +352,19 @@ def test_array_group_junk_is_rejected_or_consistent(n_topics, counts, n_members,
             assert strategy == "roundrobin" and n_members == 0
             continue
         assert all(r == results[0] for r in results)
+
+
+def test_bare_array_assignment():
+    bare = ArrayAssignment(np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([0, 0, 1]))
+    assert len(bare) == 2 and bare.topic.dtype == np.int32 and bare.indptr.dtype == np.int64
+    with pytest.raises(AssignmentError):
+        bare.to_dict()
+    with pytest.raises(AssignmentError):
+        bare.owner_of_each_partition()
+    with pytest.raises(AssignmentError):
+        ArrayAssignment([0, 5], [0], [0])
+    with pytest.raises(AssignmentError):
+        ArrayAssignment([], [], [])
+    named = ArrayAssignment([0, 2, 3], [0, 1, 1], [0, 0, 1], ["a", "b"], ["x", "y"], [0, 1, 3])
+    assert named.to_dict() == {"a": [("x", 0), ("y", 0)], "b": [("y", 1)]}
+    assert named.owner_of_each_partition().tolist() == [0, 0, 1]

@@ -444,27 +444,37 @@ class ArrayAssignment:
 
     __slots__ = ("indptr", "topic", "partition", "member_ids", "topics", "topic_offset")
 
-    def __init__(self, indptr, topic, partition, member_ids, topics, topic_offset):
-        self.indptr = indptr
-        self.topic = topic
-        self.partition = partition
-        self.member_ids = member_ids
-        self.topics = topics
-        self.topic_offset = topic_offset
+    def __init__(self, indptr, topic, partition, member_ids=None, topics=None, topic_offset=None):
+        self.indptr = _as(indptr, _I64, "indptr")
+        self.topic = _as(topic, _I32, "topic")
+        self.partition = _as(partition, _I32, "partition")
+        if len(self.indptr) == 0:
+            raise AssignmentError("indptr needs at least one entry")
+        if len(self.topic) != len(self.partition):
+            raise AssignmentError("topic and partition differ in length")
+        _check_csr(self.indptr, self.topic, len(self.indptr) - 1, "indptr")
+        # Names are optional so pipelines can hold bare arrays; to_dict() and
+        # owner_of_each_partition() need them.
+        self.member_ids = list(member_ids) if member_ids is not None else None
+        self.topics = list(topics) if topics is not None else None
+        self.topic_offset = _as(topic_offset, _I64, "topic_offset") if topic_offset is not None else None
+
+    def _need(self, what, *names):
+        missing = [n for n in names if getattr(self, n) is None]
+        if missing:
+            raise AssignmentError(f"{what} needs {', '.join(missing)}; build the assignment with for_group()")
 
     @classmethod
     def for_group(cls, group: ArrayGroup, indptr, topic, partition) -> "ArrayAssignment":
-        return cls(
-            np.asarray(indptr, dtype=_I64),
-            np.asarray(topic, dtype=_I32),
-            np.asarray(partition, dtype=_I32),
-            group.member_ids,
-            group.topics,
-            group.topic_offset,
-        )
+        out = cls(indptr, topic, partition)
+        if len(out.indptr) != group.num_members + 1:
+            raise AssignmentError(f"indptr has {len(out.indptr)} entries for {group.num_members} members")
+        # Shared with the group, not copied: the names are per member/topic only.
+        out.member_ids, out.topics, out.topic_offset = group.member_ids, group.topics, group.topic_offset
+        return out
 
     def __len__(self):
-        return len(self.member_ids)
+        return len(self.indptr) - 1
 
     def member_slice(self, m: int) -> Tuple[np.ndarray, np.ndarray]:
         a, b = self.indptr[m], self.indptr[m + 1]
@@ -472,14 +482,16 @@ class ArrayAssignment:
 
     def owner_of_each_partition(self) -> np.ndarray:
         """Owning member index per global partition ``topic_offset[t] + p``; -1 when unassigned."""
+        self._need("owner_of_each_partition()", "topic_offset")
         owner = np.full(int(self.topic_offset[-1]), -1, dtype=_I32)
-        members = np.repeat(np.arange(len(self.member_ids), dtype=_I32), np.diff(self.indptr))
+        members = np.repeat(np.arange(len(self), dtype=_I32), np.diff(self.indptr))
         owner[self.topic_offset[self.topic] + self.partition] = members
         return owner
 
     def topic_groups(self) -> Dict[str, List[Tuple[str, List[int]]]]:
         """``{member_id: [(topic, [partition, ...]), ...]}``, topics in order of
         first appearance in the member's list (how the assignment is serialized)."""
+        self._need("topic_groups()", "member_ids", "topics")
         n = len(self.topic)
         ptr = self.indptr
         change = np.zeros(n, dtype=bool)
@@ -519,6 +531,7 @@ class ArrayAssignment:
 
     def to_dict(self) -> Assignment:
         """``{member_id: [(topic, partition), ...]}`` -- one Python tuple per partition, so not for hot paths."""
+        self._need("to_dict()", "member_ids", "topics")
         topics = self.topics
         t_list = self.topic.tolist()
         p_list = self.partition.tolist()
@@ -532,8 +545,8 @@ class ArrayAssignment:
         if not isinstance(other, ArrayAssignment):
             return NotImplemented
         return (
-            list(self.member_ids) == list(other.member_ids)
-            and list(self.topics) == list(other.topics)
+            self.member_ids == other.member_ids
+            and self.topics == other.topics
             and np.array_equal(self.indptr, other.indptr)
             and np.array_equal(self.topic, other.topic)
             and np.array_equal(self.partition, other.partition)
@@ -542,7 +555,7 @@ class ArrayAssignment:
     __hash__ = None
 
     def __repr__(self):
-        return f"ArrayAssignment({len(self.member_ids)} members, {len(self.topic)} partitions)"
+        return f"ArrayAssignment({len(self)} members, {len(self.topic)} partitions)"
 
 
 def group_input_of(group: ArrayGroup) -> GroupInput:
