@@ -943,9 +943,7 @@ cdef void _withhold_computed(_Run r) except *:
 
 def _valid_topics(group):
     T = len(group.topics)
-    subscribed = np.zeros(T, dtype=bool)
-    if len(group.sub_topics):
-        subscribed[np.unique(group.sub_topics)] = True
+    subscribed = np.bincount(group.sub_topics, minlength=T)[:T] > 0
     return (subscribed & (group.partition_counts > 0)).astype(np.uint8)
 
 
