@@ -1,9 +1,13 @@
-"""``python -m kwire demo``: one consumer-group round trip, end to end.
+"""``python -m kwire``: the kwire command line.
 
-Three consumers join a group; the leader decodes everyone's Subscription
-from the JoinGroup response, runs an assignor and builds the SyncGroup
-request; each member decodes its Assignment.  Every frame goes through
-kwire's codec, so this doubles as a smoke test of an installation.
+``demo``: one consumer-group round trip, end to end.  Three consumers join a
+group; the leader decodes everyone's Subscription from the JoinGroup
+response, runs an assignor and builds the SyncGroup request; each member
+decodes its Assignment.  Every frame goes through kwire's codec, so this
+doubles as a smoke test of an installation.
+
+``synth``, ``pipeline``, ``record``, ``import-pcap``: the rebalance analysis
+pipeline (docs/PIPELINE.md); they need the ``pipeline`` extra.
 """
 
 import argparse
@@ -47,15 +51,106 @@ def demo(strategy="range"):
     return 0
 
 
+def _pipeline_import(what):
+    try:
+        return __import__(f"kwire.pipeline.{what}", fromlist=[what])
+    except ImportError as exc:
+        raise SystemExit(f"kwire {what}: {exc}. Install the pipeline extra: pip install 'kwire[pipeline]'") from None
+
+
+def cmd_synth(args):
+    import time
+
+    synth = _pipeline_import("synth")
+    t = time.perf_counter()
+    n = synth.synth(args.out, groups=args.groups, seed=args.seed, duration_s=args.duration,
+                    heartbeat_interval_ms=args.heartbeat_ms, corrupt_rate=args.corrupt_rate)
+    print(f"{args.out}: {n:,} frames from {args.groups:,} groups in {time.perf_counter() - t:.1f}s")
+    return 0
+
+
+def cmd_pipeline(args):
+    stages = _pipeline_import("spark_stages")
+    spark = stages.spark_session(args.master, shuffle_partitions=args.shuffle_partitions,
+                                 driver_memory=args.driver_memory)
+    try:
+        if not args.verbose:
+            spark.sparkContext.setLogLevel("ERROR")
+        summary = stages.run_pipeline(args.capture, args.out, spark=spark, buckets=args.buckets,
+                                      partitions=args.partitions, implementation=args.decoder)
+    finally:
+        spark.stop()
+    print(f"{summary['frames']:,} frames, {summary['groups']:,} groups, {summary['rebalances']:,} generations "
+          f"in {summary['wall_s']:.1f}s; report: {args.out}/report.md")
+    return 0
+
+
+def cmd_record(args):
+    import asyncio
+
+    record = _pipeline_import("record")
+    host, _, port = args.upstream.rpartition(":")
+    try:
+        asyncio.run(record.serve(args.out, host or "127.0.0.1", int(port), listen_port=args.listen_port,
+                                 listen_host=args.listen_host, duration=args.duration))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_import_pcap(args):
+    pcap = _pipeline_import("pcap")
+    stats = pcap.import_pcap(args.pcap, args.out, ports=args.port)
+    print(f"{args.out}: {stats['frames']:,} frames ({stats['truncated']:,} truncated) from "
+          f"{stats['connections']:,} connections, {stats['packets']:,} packets")
+    return 0
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="kwire", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="kwire", description="kwire: the Kafka consumer-group protocol")
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="run one consumer-group round trip through the codec and an assignor")
     d.add_argument("--strategy", default="range", choices=["range", "roundrobin", "sticky", "cooperative-sticky"])
+
+    s = sub.add_parser("synth", help="write a deterministic synthetic capture of many consumer groups")
+    s.add_argument("out", help="Parquet file to write")
+    s.add_argument("--groups", type=int, default=1000)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--duration", type=float, default=600.0, help="seconds of traffic per group (default 600)")
+    s.add_argument("--heartbeat-ms", type=int, default=3000, help="heartbeat.interval.ms (default 3000)")
+    s.add_argument("--corrupt-rate", type=float, default=0.0,
+                   help="fraction of frames to damage (cut short or bit-flipped), to exercise error handling")
+
+    p = sub.add_parser("pipeline", help="analyse a capture on Spark: rebalances, ownership, what-if assignors")
+    p.add_argument("capture", help="capture Parquet file or directory")
+    p.add_argument("--out", required=True, help="directory for the Parquet tables and report.md")
+    p.add_argument("--master", default=None, help="Spark master URL (default: embedded local[*])")
+    p.add_argument("--buckets", type=int, default=None, help="hash buckets of group ids (default 4 per core)")
+    p.add_argument("--partitions", type=int, default=None, help="decode partitions (default: Spark parallelism)")
+    p.add_argument("--shuffle-partitions", type=int, default=None)
+    p.add_argument("--driver-memory", default="2g")
+    p.add_argument("--decoder", choices=["cython", "python"], default=None,
+                   help="batch decoder implementation (default: as KWIRE_NO_EXTENSIONS says)")
+    p.add_argument("--verbose", action="store_true", help="keep Spark's log output")
+
+    r = sub.add_parser("record", help="recording proxy: forward to a broker and capture every frame")
+    r.add_argument("out", help="capture Parquet file to write")
+    r.add_argument("--upstream", required=True, help="broker HOST:PORT to forward to")
+    r.add_argument("--listen-port", type=int, default=19092)
+    r.add_argument("--listen-host", default="127.0.0.1")
+    r.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+
+    i = sub.add_parser("import-pcap", help="convert a pcap of Kafka traffic into a capture")
+    i.add_argument("pcap")
+    i.add_argument("--out", required=True, help="capture Parquet file to write")
+    i.add_argument("--port", type=int, action="append", default=None,
+                   help="broker port (repeatable; default 9092)")
+
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.strategy)
-    return 2
+    return {"synth": cmd_synth, "pipeline": cmd_pipeline, "record": cmd_record,
+            "import-pcap": cmd_import_pcap}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -167,6 +167,8 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                     gen_v[i] = msg.generation_id; gen_ok[i] = 1
                     pending[pair_key(conn_v[i], corr)] = (key, version, seq_v[i], ts_v[i], group_col[i],
                                                           member_col[i], gen_v[i], instance_col[i])
+                    if trunc_v[i]:
+                        error_col[i] = "truncated frame"
                     continue
                 row = {"client_id": header.client_id}
                 try:
@@ -176,6 +178,8 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 pending[pair_key(conn_v[i], corr)] = (key, version, seq_v[i], ts_v[i], row.get("group_id"),
                                                       row.get("member_id"), row.get("generation_id"),
                                                       row.get("group_instance_id"))
+                if trunc_v[i] and row.get("decode_error") is None:
+                    row["decode_error"] = "truncated frame"
                 cols.set_row(i, row)
                 continue
             row = {}

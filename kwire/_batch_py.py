@@ -81,6 +81,9 @@ def _consumer_topics(metadata):
 
 
 def _assignment_rows(member_id, data, out):
+    if not len(data):
+        # Empty bytes: no assignment for this member (not an error).
+        return
     for tp in kwire.Assignment.decode(data).assigned_partitions:
         out.append({"member_id": member_id, "topic": tp.topic, "partitions": list(tp.partitions)})
 
@@ -152,8 +155,7 @@ def extract_response(api_key, msg, row):
         row["protocol_type"] = msg.protocol_type or row.get("protocol_type")
         row["protocol_name"] = msg.protocol_name or row.get("protocol_name")
         out = []
-        if len(msg.assignment):
-            _assignment_rows(row.get("member_id"), msg.assignment, out)
+        _assignment_rows(row.get("member_id"), msg.assignment, out)
         row["assignments"] = out
     elif api_key == FIND_COORDINATOR:
         if msg.coordinators:

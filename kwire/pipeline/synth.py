@@ -139,6 +139,8 @@ class GroupSim:
         self.leader: Optional[str] = None
         self._client_seq = 0
         self.last_heartbeat: Dict[str, int] = {}
+        #: Ground truth, one dict per generation: what the analysis should find.
+        self.history: List[dict] = []
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -329,6 +331,9 @@ class GroupSim:
             a = kwire.Assignment.decode(by_member[m.member_id])
             m.owned = [(tp.topic, q) for tp in a.assigned_partitions for q in tp.partitions]
             m.generation = g
+        self.history.append({"generation": g, "start": min(join_at[m.member_id] for m in live), "end": last,
+                             "members": [m.member_id for m in live], "leader": self.leader,
+                             "assignment": {m.member_id: list(m.owned) for m in live}})
         return last
 
     def needs_followup(self):

@@ -1,0 +1,172 @@
+"""The batch decoder: request/response pairing, malformed frames, both twins, zero-copy views."""
+
+import struct
+
+import numpy as np
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+
+import kwire  # noqa: E402
+from kwire import _impl  # noqa: E402
+from kwire.pipeline.capture import CaptureWriter, read_capture  # noqa: E402
+from kwire.pipeline.decode import batch_module, binary_views, decode_capture, decode_table  # noqa: E402
+from kwire.pipeline.synth import synth  # noqa: E402
+
+IMPLS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
+
+
+def _write(path, rows):
+    """rows: (conn, direction, frame[, truncated]) in capture order; ts = 1000 * index."""
+    with CaptureWriter(path) as w:
+        for i, r in enumerate(rows):
+            conn, direction, frame = r[:3]
+            w.append(1000 * i, conn, direction, frame, truncated=r[3] if len(r) > 3 else False)
+    return path
+
+
+def _hb_req(corr, member="m-1", gen=3, version=4):
+    return kwire.encode_request(kwire.HeartbeatRequest(group_id="g", generation_id=gen, member_id=member),
+                                version, correlation_id=corr, client_id="c")
+
+
+def _hb_resp(corr, err=0, version=4):
+    return kwire.encode_response(kwire.HeartbeatResponse(error_code=err), version, correlation_id=corr)
+
+
+def _join_req(corr, member=""):
+    sub = kwire.Subscription(topics=["b", "a"]).encode(3)
+    return kwire.encode_request(kwire.JoinGroupRequest(
+        group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=60000, member_id=member,
+        protocol_type="consumer", protocols=[kwire.JoinGroupRequestProtocol(name="range", metadata=sub)]),
+        9, correlation_id=corr, client_id="c")
+
+
+def _join_resp(corr, member):
+    sub = kwire.Subscription(topics=["b", "a"]).encode(3)
+    return kwire.encode_response(kwire.JoinGroupResponse(
+        generation_id=4, protocol_type="consumer", protocol_name="range", leader=member, member_id=member,
+        members=[kwire.JoinGroupResponseMember(member_id=member, metadata=sub)]), 9, correlation_id=corr)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_responses_pair_with_their_request_per_connection(tmp_path, impl):
+    # The same correlation id on two connections, answered out of order.
+    path = _write(tmp_path / "c.parquet", [
+        (1, 0, _join_req(5)),
+        (2, 0, _hb_req(5, member="m-2", gen=7)),
+        (2, 1, _hb_resp(5, err=27)),
+        (1, 1, _join_resp(5, "m-1")),
+        (1, 0, _hb_req(6, gen=4)),
+        (1, 1, _hb_resp(6)),
+    ])
+    rows = decode_capture(path, impl).to_pylist()
+    assert [r["api_key"] for r in rows] == [11, 12, 12, 11, 12, 12]
+    hb = rows[2]
+    assert (hb["error_code"], hb["member_id"], hb["generation_id"], hb["request_seq"]) == (27, "m-2", 7, 1)
+    assert hb["request_ts"] == rows[1]["ts"]
+    join = rows[3]
+    assert join["members"] == [{"member_id": "m-1", "group_instance_id": None, "topics": ["b", "a"]}]
+    assert (join["generation_id"], join["leader"], join["protocol_name"], join["group_id"]) == (4, "m-1", "range", "g")
+    assert rows[0]["topics"] == ["b", "a"] and rows[0]["protocols"] == ["range"]
+    assert rows[0]["session_timeout_ms"] == 10000 and rows[0]["client_id"] == "c"
+    assert all(r["decode_error"] is None for r in rows)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_sync_assignments_are_decoded_and_responses_inherit_the_member(tmp_path, impl):
+    a = kwire.Assignment(assigned_partitions=[kwire.AssignmentTopicPartition(topic="t", partitions=[2, 0])]).encode(3)
+    req = kwire.encode_request(kwire.SyncGroupRequest(
+        group_id="g", generation_id=4, member_id="m-1", protocol_type="consumer", protocol_name="range",
+        assignments=[kwire.SyncGroupRequestAssignment(member_id="m-1", assignment=a),
+                     kwire.SyncGroupRequestAssignment(member_id="m-2", assignment=b"")]), 5, correlation_id=9)
+    resp = kwire.encode_response(kwire.SyncGroupResponse(protocol_type="consumer", protocol_name="range",
+                                                         assignment=a), 5, correlation_id=9)
+    rows = decode_capture(_write(tmp_path / "c.parquet", [(1, 0, req), (1, 1, resp)]), impl).to_pylist()
+    assert rows[0]["assignments"] == [{"member_id": "m-1", "topic": "t", "partitions": [2, 0]}]
+    assert rows[1]["assignments"] == [{"member_id": "m-1", "topic": "t", "partitions": [2, 0]}]
+    assert (rows[1]["generation_id"], rows[1]["error_code"]) == (4, 0)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_malformed_frames_become_rows_with_an_error(tmp_path, impl):
+    good = _hb_req(1)
+    bad_utf8 = bytearray(_hb_req(2, member="m-X"))
+    bad_utf8[bad_utf8.index(b"m-X") + 2] = 0xFF
+    metadata_req = struct.pack(">ihhih", 10, 3, 12, 3, -1)  # Metadata v12 header, no body kwire reads
+    rows = decode_capture(_write(tmp_path / "c.parquet", [
+        (1, 0, good[:-3], True),           # capture stopped mid-frame
+        (1, 1, _hb_resp(1)),                # its response still pairs
+        (1, 0, bytes(bad_utf8)),
+        (1, 1, b"\x00\x00"),                # shorter than a response header
+        (1, 1, _hb_resp(99)),               # nobody asked
+        (1, 0, b"\xff\xff\xff\xff" + good[4:]),  # negative size prefix
+        (1, 0, metadata_req),               # an api the pipeline ignores
+        (1, 1, struct.pack(">ii", 4, 3)),
+        (1, 0, good[:4] + b"\x00\x0c\x00\x63" + good[8:]),  # Heartbeat v99
+    ]), impl).to_pylist()
+    errors = [r["decode_error"] for r in rows]
+    assert errors[0].startswith("DecodeError: size prefix says") and rows[0]["truncated"]
+    assert errors[1] is None and rows[1]["api_key"] == 12
+    assert "invalid UTF-8" in errors[2]
+    assert "shorter than a header" in errors[3]
+    assert errors[4].startswith("unpaired response")
+    assert errors[5].startswith("DecodeError")
+    assert errors[6] is None and rows[6]["api_key"] == 3 and rows[6]["group_id"] is None
+    assert errors[7] is None and rows[7]["api_key"] == 3
+    assert errors[8].startswith("UnsupportedVersionError")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_truncated_flag_is_reported_even_when_bytes_parse(tmp_path, impl):
+    rows = decode_capture(_write(tmp_path / "c.parquet", [(1, 0, _hb_req(1), True), (1, 1, _hb_resp(1), True),
+                                                         (1, 0, _join_req(2), True)]), impl).to_pylist()
+    assert [r["decode_error"] for r in rows] == ["truncated frame"] * 3
+    assert [r["api_key"] for r in rows] == [12, 12, 11]
+
+
+@pytest.mark.skipif(_impl.NO_EXTENSIONS, reason="compiled decoder not built")
+def test_heartbeat_fast_path_falls_back_on_tagged_fields(tmp_path):
+    resp = kwire.HeartbeatResponse(error_code=27)
+    resp.unknown_tagged_fields = {5: b"xy"}
+    frame = kwire.encode_response(resp, 4, correlation_id=1)
+    capture = _write(tmp_path / "c.parquet", [(1, 0, _hb_req(1)), (1, 1, frame), (1, 0, _hb_req(2, version=0)),
+                                             (1, 1, _hb_resp(2, err=25, version=0))])
+    compiled, pure = decode_capture(capture, "cython"), decode_capture(capture, "python")
+    assert compiled.equals(pure)
+    assert compiled.column("error_code").to_pylist() == [None, 27, None, 25]
+
+
+@pytest.mark.skipif(_impl.NO_EXTENSIONS, reason="compiled decoder not built")
+def test_twins_agree_on_damaged_synthetic_traffic(tmp_path):
+    path = tmp_path / "s.parquet"
+    synth(path, groups=8, seed=3, duration_s=120, corrupt_rate=0.02)
+    table = read_capture(path)
+    compiled = decode_table(table, "cython")
+    assert compiled.equals(decode_table(table, "python"))
+    errors = compiled.column("decode_error").drop_null()
+    assert 0 < len(errors) < compiled.num_rows // 10
+
+
+def test_batch_boundaries_do_not_break_pairing(tmp_path):
+    path = tmp_path / "s.parquet"
+    synth(path, groups=3, seed=2, duration_s=60)
+    table = read_capture(path)
+    whole = decode_table(table)
+    assert decode_table(table, batch_rows=7).equals(whole)
+    assert whole.column("decode_error").null_count == whole.num_rows
+
+
+def test_binary_views_share_the_arrow_buffers():
+    arr = pa.array([b"abc", b"", b"defg", b"h"], pa.binary()).slice(1, 3)
+    offsets, values = binary_views(arr)
+    assert list(offsets) == [3, 3, 7, 8]
+    assert bytes(values[offsets[1]:offsets[2]]) == b"defg"
+    assert values.ctypes.data == arr.buffers()[2].address
+    assert offsets.ctypes.data == arr.buffers()[1].address + 4 * arr.offset
+
+
+def test_decoder_module_follows_the_switch():
+    mod = batch_module()
+    assert mod.__name__ == ("kwire._batch_py" if _impl.NO_EXTENSIONS else "kwire._batch_c")
+    assert batch_module("python").FRAMES_SCHEMA.equals(mod.FRAMES_SCHEMA)
