@@ -242,3 +242,38 @@ def test_rack_vectors_misaligned_owners(impl):
     final = ["t1-2, t1-3, t1-4, t2-4, t2-5", "t2-0, t2-1, t2-2, t2-3, t2-6", "t1-0, t1-1, t1-5, t3-0, t3-1"]
     assert _rack_run(impl, True, 3, _ABC, _ABC, noneq, owned=_MISALIGNED) == intermediate
     assert _rack_run(impl, True, 3, _ABC, _ABC, noneq, owned=intermediate) == final
+
+
+# --- agreement with kwire's codec and the member-level API -----------------------
+
+def test_userdata_layout_matches_codec():
+    kwire = pytest.importorskip("kwire")
+    if not hasattr(kwire, "StickyAssignorUserData"):
+        pytest.skip("codec classes not available")
+    parts = [("b", 3), ("a", 0), ("b", 1)]
+    for version, gen in ((1, 9), (0, None)):
+        data = kwire.StickyAssignorUserData(
+            previous_assignment=[kwire.StickyTopicAssignment(topic="b", partitions=[3, 1]),
+                                 kwire.StickyTopicAssignment(topic="a", partitions=[0])],
+            generation=gen if gen is not None else -1).encode(version)
+        assert data == encode_sticky_userdata(parts, gen)
+        assert decode_sticky_userdata(data) == ([("b", 3), ("b", 1), ("a", 0)], gen)
+    assert decode_cooperative_userdata(kwire.CooperativeStickyUserData(generation=7).encode(0)) == 7
+
+
+def test_member_level_with_codec_subscriptions():
+    kwire = pytest.importorskip("kwire")
+    if not hasattr(kwire, "Subscription"):
+        pytest.skip("codec classes not available")
+    from kwire.assignors import GroupMember, assign
+
+    def coop(mid, owned, gen):
+        return GroupMember(mid, None, kwire.Subscription(
+            topics=["t"], user_data=None, generation_id=gen,
+            owned_partitions=[kwire.SubscriptionTopicPartition(topic="t", partitions=owned)] if owned else []))
+
+    # A and B both claim t-0 in generation 5: nobody gets it this round
+    members = [coop("A", [0, 1], 5), coop("B", [0, 2], 5), coop("C", [], -1)]
+    assert assign("cooperative-sticky", members, {"t": 3}) == {"A": [("t", 1)], "B": [("t", 2)], "C": []}
+    assert assign("sticky", [GroupMember("A", None, kwire.Subscription(
+        topics=["t"], user_data=encode_sticky_userdata([("t", 1)], 2)))], {"t": 2}) == {"A": [("t", 1), ("t", 0)]}
