@@ -12,6 +12,7 @@ import os
 import sys
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -73,4 +74,23 @@ def extensions():
     )
 
 
-setup(ext_modules=extensions())
+class BuildExt(build_ext):
+    """``build_ext --inplace`` that replaces a module's file instead of rewriting it.
+
+    Overwriting a loaded extension in place changes the pages a running
+    interpreter has mapped, which kills it with SIGBUS; unlinking first lets
+    running processes keep the old file while new ones load the new one."""
+
+    def copy_extensions_to_source(self):
+        for ext in self.extensions:
+            fullname = self.get_ext_fullname(ext.name)
+            filename = self.get_ext_filename(fullname)
+            modpath = fullname.split(".")
+            package_dir = self.get_finalized_command("build_py").get_package_dir(".".join(modpath[:-1]))
+            target = os.path.join(package_dir, os.path.basename(filename))
+            if os.path.exists(target):
+                os.unlink(target)
+        super().copy_extensions_to_source()
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})
