@@ -16,15 +16,16 @@ from kwire.pipeline.synth import MS, SECOND, Frames, GroupSim, synth  # noqa: E4
 T0 = 1_767_225_600 * SECOND
 
 
-def scripted_capture(path):
+def scripted_capture(path, extra=None):
     """One range group whose history is known generation by generation:
 
     1. A, B, C join (initial)         4. C crashes (session timeout)
     2. D joins                        5. A adds topic "u" (subscription change)
     3. B leaves (LeaveGroup)
 
-    Plus a cooperative-sticky group with a revocation follow-up.  Returns
-    the simulators (their ``history`` is the ground truth)."""
+    Plus a cooperative-sticky group with a revocation follow-up; ``extra``
+    may add frames to the same :class:`Frames`.  Returns the simulators
+    (their ``history`` is the ground truth)."""
     out = Frames()
     sim = GroupSim(out, "orders-app", "range", {"t": 6, "u": 2}, profile="java3", rng=random.Random(7),
                    session_timeout_ms=10000, heartbeat_interval_ms=3000)
@@ -63,6 +64,8 @@ def scripted_capture(path):
     t = coop.rebalance(t + 2 * MS, early=list(coop.members.values()))
     assert not coop.needs_followup()
     coop.heartbeats(t, t + 10 * SECOND)
+    if extra is not None:
+        extra(out)
     out.write(path)
     return sim, coop, (a, b, c, d)
 

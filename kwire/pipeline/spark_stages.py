@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 
 import pyarrow as pa
 
@@ -77,6 +78,8 @@ def spark_session(master=None, shuffle_partitions=None, driver_memory="2g", app_
     b = SparkSession.builder.appName(app_name).master(master or "local[*]")
     b = b.config("spark.sql.session.timeZone", "UTC").config("spark.sql.execution.arrow.pyspark.enabled", "true")
     b = b.config("spark.ui.enabled", "false").config("spark.driver.memory", driver_memory)
+    # INT96 (Spark's default) reads back without a time zone elsewhere.
+    b = b.config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     if local:
         b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     if shuffle_partitions:
@@ -206,40 +209,52 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
 
 
 def summarize(frames, tables, F):
+    """Report figures.  The per-generation tables are small next to the
+    capture (one row per group and generation), so they are aggregated in
+    pandas after one collect each rather than in a dozen Spark jobs."""
     s = {}
     row = frames.agg(F.count(F.lit(1)).alias("frames"), F.sum(F.col("decode_error").isNotNull().cast("long"))
                      .alias("errors"), F.countDistinct("conn").alias("conns")).first()
     s["frames"], s["decode_errors"], s["connections"] = row["frames"], row["errors"] or 0, row["conns"]
-    s["error_kinds"] = [(r["kind"], r["n"]) for r in frames.where(F.col("decode_error").isNotNull())
-                        .groupBy(F.regexp_replace(F.substring_index("decode_error", ":", 1), r"\s+$", "").alias("kind"))
-                        .agg(F.count(F.lit(1)).alias("n")).orderBy(F.desc("n")).limit(8).collect()]
-    reb = tables["rebalances"]
-    agg = reb.agg(F.countDistinct("group_id").alias("groups"), F.count(F.lit(1)).alias("n"),
-                  F.percentile_approx("stall_ms", 0.5).alias("p50"), F.percentile_approx("stall_ms", 0.95).alias("p95"),
-                  F.max("stall_ms").alias("max"), F.sum("stall_ms").alias("total")).first()
-    s["groups"], s["rebalances"] = agg["groups"], agg["n"]
-    s["stall"] = {k: agg[k] for k in ("p50", "p95", "max", "total")}
-    s["triggers"] = [(r["trigger"], r["n"]) for r in reb.groupBy("trigger").agg(F.count(F.lit(1)).alias("n"))
-                     .orderBy(F.desc("n"), "trigger").collect()]
-    s["errors"] = [(r["code"], r["n"]) for r in reb.select(F.explode("error_codes").alias("code"))
-                   .groupBy("code").agg(F.count(F.lit(1)).alias("n")).orderBy(F.desc("n"), "code").collect()]
-    s["top_groups"] = [r.asDict() for r in reb.groupBy("group_id").agg(
-        F.count(F.lit(1)).alias("rebalances"), F.sum("stall_ms").alias("stall_ms"),
-        F.first("protocol_name").alias("protocol"),
-        F.concat_ws(", ", F.array_distinct(F.collect_list("trigger"))).alias("triggers"))
-        .orderBy(F.desc("rebalances"), F.desc("stall_ms"), "group_id").limit(10).collect()]
-    wi = tables["whatif"].where(F.col("moved").isNotNull())
-    s["whatif"] = [r.asDict() for r in wi.groupBy(F.when(F.col("observed"), F.lit("observed"))
-                                                  .otherwise(F.col("strategy")).alias("strategy")).agg(
-        F.count(F.lit(1)).alias("generations"), F.sum("moved").alias("moved"),
-        F.avg("imbalance").alias("mean_imbalance"), F.max("imbalance").alias("max_imbalance"),
-        F.avg(F.col("reproduces_observed").cast("double")).alias("reproduces")).orderBy("strategy").collect()]
-    same = tables["whatif"].alias("w").join(
-        tables["whatif"].where("observed").select("group_id", "generation_id", F.col("strategy").alias("proto")),
-        ["group_id", "generation_id"]).where("not observed and strategy = proto")
-    r = same.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("reproduces_observed").cast("long")).alias("ok")).first()
-    s["reproduced"] = (r["ok"] or 0, r["n"])
+    kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
+        F.substring_index("decode_error", ":", 1).alias("kind")).agg(F.count(F.lit(1)).alias("n")).collect()
+    s["error_kinds"] = sorted(((r["kind"], r["n"]) for r in kinds), key=lambda kv: (-kv[1], kv[0]))[:8]
+    reb = tables["rebalances"].select("group_id", "generation_id", "protocol_name", "stall_ms", "trigger",
+                                      "error_codes").toPandas()
+    wi = tables["whatif"].toPandas()
+    return summarize_tables(s, reb, wi)
+
+
+def summarize_tables(s, reb, wi):
+    s["groups"], s["rebalances"] = int(reb.group_id.nunique()), len(reb)
+    stall = reb.stall_ms.dropna()
+    s["stall"] = {"p50": _q(stall, 0.5), "p95": _q(stall, 0.95), "max": _q(stall, 1.0),
+                  "total": float(stall.sum()) if len(stall) else None}
+    counts = reb.trigger.value_counts()
+    s["triggers"] = sorted(((t, int(n)) for t, n in counts.items()), key=lambda kv: (-kv[1], kv[0]))
+    codes = Counter(int(c) for codes in reb.error_codes if codes is not None for c in codes)
+    s["errors"] = sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = []
+    for gid, g in reb.sort_values("generation_id").groupby("group_id"):
+        top.append({"group_id": gid, "rebalances": len(g), "stall_ms": float(g.stall_ms.sum()),
+                    "protocol": g.protocol_name.iloc[-1],
+                    "triggers": ", ".join(dict.fromkeys(g.trigger))})
+    s["top_groups"] = sorted(top, key=lambda r: (-r["rebalances"], -r["stall_ms"], r["group_id"]))[:10]
+    moved = wi[wi.moved.notna()].copy()
+    moved["label"] = moved.strategy.where(~moved.observed.astype(bool), "observed")
+    s["whatif"] = []
+    for label, g in sorted(moved.groupby("label"), key=lambda kv: kv[0]):
+        s["whatif"].append({"strategy": label, "generations": len(g), "moved": int(g.moved.sum()),
+                            "mean_imbalance": float(g.imbalance.mean()), "max_imbalance": int(g.imbalance.max())})
+    proto = wi[wi.observed.astype(bool)].set_index(["group_id", "generation_id"]).strategy
+    runs = wi[~wi.observed.astype(bool)]
+    same = runs[[proto.get((g, n)) == st for g, n, st in zip(runs.group_id, runs.generation_id, runs.strategy)]]
+    s["reproduced"] = (int(same.reproduces_observed.astype(bool).sum()), len(same))
     return s
+
+
+def _q(series, q):
+    return float(series.quantile(q)) if len(series) else None
 
 
 def _fmt(v, unit=""):
