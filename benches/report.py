@@ -1,0 +1,490 @@
+"""The published benchmark: kwire's codec and assignors against kafka-python, aiokafka and kio, in one run.
+
+    python -m benches.report            # full run: benches/results/REPORT.md + REPORT.png (about 10-15 min)
+    python -m benches.report --quick    # smoke run: REPORT-quick.md + REPORT-quick.png, about a minute
+
+Everything in the tables is measured in this one process, interleaved where possible, and every ratio is
+between two medians of this run; the only figures not measured here are Java's, quoted as reference from
+``shared/reference/assignor-perf-anchors.md`` (JDK 17, another machine) and marked as such.
+
+The cases are the other benchmark files' own: the codec cases and library adapters of ``bench_codec.py``
+(timed by ``codec_ratios.measure``), the shapes and kafka-python inputs of ``bench_assignors.py``, the
+sticky groups of ``bench_sticky.py``.  Run it on a quiet machine: the full run times 1M-partition groups and
+kafka-python's pure-Python assignors, and both cores' load shows up in the numbers (the load average before
+and after is printed in the report).
+
+``KWIRE_NO_EXTENSIONS=1`` benchmarks the pure-Python twins as "kwire" instead (the report says which).
+The chart needs matplotlib (``pip install matplotlib``); ``--no-chart`` skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Optional, Tuple
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from benches import bench_assignors as BA  # noqa: E402
+from benches import bench_sticky as BS  # noqa: E402
+from benches import codec_ratios  # noqa: E402
+from benches.bench_codec import LIBRARIES, available  # noqa: E402
+
+PEERS = ("kafka-python", "aiokafka", "kio")
+DEFAULT_ANCHORS = os.path.join(os.path.dirname(REPO), "shared", "reference", "assignor-perf-anchors.md")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Java's figures (reference only)
+# --------------------------------------------------------------------------------------------------------
+
+def _seconds(text):
+    """'3.9-6.6 s' -> (3.9, 6.6); '75 ms' -> (0.075, 0.075); anything else -> None."""
+    m = re.fullmatch(r"\s*([\d.]+)(?:\s*-\s*([\d.]+))?\s*(ms|s)\s*", text)
+    if not m:
+        return None
+    scale = 1e-3 if m.group(3) == "ms" else 1.0
+    lo = float(m.group(1)) * scale
+    return lo, (float(m.group(2)) * scale if m.group(2) else lo)
+
+
+def java_anchors(path):
+    """Section D of the anchors file: ({(assignor, size prefix, phase): (lo s, hi s)}, the table's lines)."""
+    if not os.path.isfile(path):
+        return {}, []
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    start = text.find("## D.")
+    if start < 0:
+        return {}, []
+    lines = [ln for ln in text[start:].splitlines() if ln.startswith("|")]
+    out = {}
+    for ln in lines[2:]:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        if len(cells) < 6:
+            continue
+        names = [n.strip() for n in cells[0].split("/")]
+        size = cells[1].split(" ")[0]
+        fresh = [f.strip() for f in cells[4].split(" / ")] if len(names) > 1 else [cells[4]]
+        for name, value in zip(names, fresh):
+            if _seconds(value):
+                out[(name, size, "fresh")] = _seconds(value)
+        reb = cells[5]
+        if len(names) > 1:
+            # "coop 56 ms": the rebalance figure of the one assignor named first.
+            word, _, rest = reb.partition(" ")
+            for name in names:
+                if name.lower().startswith(word.lower()) and _seconds(rest):
+                    out[(name, size, "rebalance")] = _seconds(rest)
+        elif _seconds(reb):
+            out[(names[0], size, "rebalance")] = _seconds(reb)
+    return out, lines
+
+
+# --------------------------------------------------------------------------------------------------------
+# Assignor cases
+# --------------------------------------------------------------------------------------------------------
+
+@dataclass
+class AssignorCase:
+    id: str
+    what: str
+    #: () -> {library: zero-argument callable}; built just before the case runs, dropped after.
+    build: Callable[[], Dict[str, Callable[[], object]]]
+    java: Optional[Tuple[str, str, str]] = None
+    quick: bool = True
+    #: Rounds for kwire and for the (much slower) pure-Python peers.
+    rounds: Tuple[int, int] = (30, 5)
+    results: Dict[str, float] = field(default_factory=dict)
+
+
+def _impl():
+    return "python" if os.environ.get("KWIRE_NO_EXTENSIONS", "") not in ("", "0") else None
+
+
+_shared_inputs = {}
+
+
+def _once(key, make):
+    if key not in _shared_inputs:
+        _shared_inputs[key] = make()
+    return _shared_inputs[key]
+
+
+def _peer_members_aiokafka(topics, member_ids):
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
+
+    return {m: ConsumerProtocolMemberMetadata(0, list(topics), b"") for m in member_ids}
+
+
+def _shape_a(strategy):
+    def build():
+        from kwire.assignors import ArrayGroup, assign_arrays
+
+        T, P, M = BA.SHAPES["A"]
+        raw = BA.raw_arrays(T, P, M)
+        impl = _impl()
+        fns = {"kwire": lambda: assign_arrays(strategy, ArrayGroup(**raw), implementation=impl)}
+        try:
+            cluster, members = _once("kp-A", lambda: BA.kafka_python_inputs(T, P, M))
+        except ImportError:
+            pass
+        else:
+            fns["kwire via kafka-python adapter"] = lambda: BA.kwire_adapter(strategy).assign(cluster, members)
+            fns["kafka-python"] = lambda: BA.kafka_python_assignor(strategy).assign(cluster, members)
+        try:
+            from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+            from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+            from kwire.contrib.aiokafka import KwireRangeAssignor, KwireRoundRobinAssignor
+        except ImportError:
+            pass
+        else:
+            acluster = BS._Cluster({t: P for t in raw["topics"]})
+            amembers = _once("aio-A", lambda: _peer_members_aiokafka(raw["topics"], raw["member_ids"]))
+            ours = KwireRangeAssignor if strategy == "range" else KwireRoundRobinAssignor
+            theirs = RangePartitionAssignor if strategy == "range" else RoundRobinPartitionAssignor
+            fns["kwire via aiokafka adapter"] = lambda: ours.assign(acluster, amembers)
+            fns["aiokafka"] = lambda: theirs.assign(acluster, amembers)
+        return fns
+    return build
+
+
+def _arrays_only(strategy, T, P, M):
+    def build():
+        from kwire.assignors import ArrayGroup, assign_arrays
+
+        raw = BA.raw_arrays(T, P, M)
+        impl = _impl()
+        return {"kwire": lambda: assign_arrays(strategy, ArrayGroup(**raw), implementation=impl)}
+    return build
+
+
+def _coop(make_groups, phase):
+    def build():
+        from kwire.assignors.sticky import assign_cooperative_sticky
+
+        fresh, after = make_groups()
+        g = fresh if phase == "fresh" else after
+        impl = _impl()
+        return {"kwire": lambda: assign_cooperative_sticky(g, implementation=impl)}
+    return build
+
+
+def _coop_10k():
+    from benches._sticky_groups import after_leave, group
+    from kwire.assignors.sticky import assign_cooperative_sticky
+
+    g = group(10, 1000, 1000)
+    return g, after_leave(g, assign_cooperative_sticky(g), [0])
+
+
+def _sticky_small():
+    from types import SimpleNamespace
+
+    from kwire.assignors.sticky import assign_sticky
+
+    g = BS._sticky_small()
+    impl = _impl()
+    fns = {"kwire": lambda: assign_sticky(g, implementation=impl)}
+    counts = dict(zip(g.topics, g.partition_counts.tolist()))
+    try:
+        from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor as KP
+    except ImportError:
+        pass
+    else:
+        cluster = BS._Cluster(counts)
+        members = [SimpleNamespace(member_id=m, metadata=SimpleNamespace(topics=list(g.topics), user_data=b""))
+                   for m in g.member_ids]
+        fns["kafka-python"] = lambda: KP().assign(cluster, members)
+    try:
+        from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor as AIO
+    except ImportError:
+        pass
+    else:
+        acluster = BS._Cluster(counts)
+        amembers = _peer_members_aiokafka(g.topics, g.member_ids)
+        fns["aiokafka"] = lambda: AIO.assign(acluster, amembers)
+    return fns
+
+
+def assignor_cases():
+    big = BA.SHAPES["B"]
+    return [
+        AssignorCase("A-range", "range, 100x100 partitions, 1000 members", _shape_a("range")),
+        AssignorCase("A-roundrobin", "roundrobin, 100x100 partitions, 1000 members", _shape_a("roundrobin")),
+        AssignorCase("sticky-10x100x100", "sticky, 10x100 partitions, 100 members", _sticky_small),
+        AssignorCase("10k-range", "range, 10x1000 partitions, 1000 members", _arrays_only("range", 10, 1000, 1000),
+                     java=("Range", "10×1000", "fresh")),
+        AssignorCase("10k-roundrobin", "roundrobin, 10x1000 partitions, 1000 members",
+                     _arrays_only("roundrobin", 10, 1000, 1000), java=("RoundRobin", "10×1000", "fresh")),
+        AssignorCase("10k-coop-fresh", "cooperative-sticky, 10x1000, 1000 members, fresh", _coop(_coop_10k, "fresh"),
+                     java=("Coop", "10×1000", "fresh")),
+        AssignorCase("10k-coop-rebalance", "cooperative-sticky, 10x1000, 1000 members, one leaves",
+                     _coop(_coop_10k, "after"), java=("Coop", "10×1000", "rebalance")),
+        AssignorCase("20k-halves-fresh", "cooperative-sticky, 100x200, 500 members in two halves, fresh",
+                     _coop(BS._halves_20k, "fresh"), java=("CooperativeSticky (general)", "100×200", "fresh")),
+        AssignorCase("20k-halves-rebalance", "cooperative-sticky, 100x200, 500 members in two halves, one leaves",
+                     _coop(BS._halves_20k, "after"), java=("CooperativeSticky (general)", "100×200", "rebalance")),
+        AssignorCase("1M-range", "range, 500x2000 partitions, 2000 members", _arrays_only("range", *big),
+                     java=("Range", "500×2000", "fresh"), quick=False, rounds=(7, 1)),
+        AssignorCase("1M-roundrobin", "roundrobin, 500x2000 partitions, 2000 members",
+                     _arrays_only("roundrobin", *big), java=("RoundRobin", "500×2000", "fresh"), quick=False,
+                     rounds=(7, 1)),
+        AssignorCase("1M-coop-equal-fresh", "cooperative-sticky, 1M partitions, 2000 members, fresh",
+                     _coop(BS._uniform_1m, "fresh"), java=("CooperativeSticky (constrained)", "500×2000", "fresh"),
+                     quick=False, rounds=(5, 1)),
+        AssignorCase("1M-coop-equal-rebalance", "cooperative-sticky, 1M partitions, 2000 members, one leaves",
+                     _coop(BS._uniform_1m, "after"),
+                     java=("CooperativeSticky (constrained)", "500×2000", "rebalance"), quick=False, rounds=(5, 1)),
+        AssignorCase("1M-coop-unequal-fresh", "cooperative-sticky, 1M, last member on one topic, fresh",
+                     _coop(BS._unequal_1m, "fresh"), java=("CooperativeSticky (general)", "500×2000", "fresh"),
+                     quick=False, rounds=(5, 1)),
+        AssignorCase("1M-coop-unequal-rebalance", "cooperative-sticky, 1M, last member on one topic, one leaves",
+                     _coop(BS._unequal_1m, "after"), java=("CooperativeSticky (general)", "500×2000", "rebalance"),
+                     quick=False, rounds=(5, 1)),
+    ]
+
+
+def run_assignors(cases, quick, log):
+    for case in cases:
+        fns = case.build()
+        for lib, fn in fns.items():
+            rounds = case.rounds[0] if lib.startswith("kwire") else case.rounds[1]
+            if quick:
+                rounds = max(1, rounds // 5)
+            t0 = time.perf_counter()
+            case.results[lib] = BA.median_s(fn, rounds)
+            log(f"  {case.id:28s} {lib:32s} {case.results[lib] * 1e3:12.3f} ms "
+                f"(median of {rounds}, {time.perf_counter() - t0:.1f} s)")
+        del fns
+        if case.id == "A-roundrobin":
+            _shared_inputs.clear()  # the shape-A client inputs are not used again
+
+
+# --------------------------------------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------------------------------------
+
+def _fmt_s(seconds):
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s"
+
+
+def _ratio(x):
+    return f"{x:.1f}×" if x < 100 else f"{x:,.0f}×"
+
+
+def render_codec(results, libs):
+    ours = "kwire-c" if "kwire-c" in libs else "kwire-py"
+    lines = ["Median time per call in µs (one run; repeats interleaved across libraries). "
+             "`[vN]`: aiokafka implements only older versions of these APIs, so it ran its highest, smaller "
+             "layout instead.", ""]
+    lines.append("| case | op | " + " | ".join(libs) + " |")
+    lines.append("|---|---|" + "---:|" * len(libs))
+    for (cid, op), by_lib in results.items():
+        row = [cid, op]
+        for lib in libs:
+            lbl, samples = by_lib[lib]
+            text = codec_ratios._fmt_us(statistics.median(samples))
+            row.append(text if lbl == lib else f"{text} [{lbl.split('@')[1]}]")
+        lines.append("| " + " | ".join(row) + " |")
+    peers = [p for p in PEERS if p in libs]
+    lines += ["", f"Speed-up of {ours} (peer median / {ours} median; above 1: kwire is faster). "
+              "`*`: the peer ran an older, smaller version.", ""]
+    lines.append("| case | op | " + " | ".join(peers) + " |")
+    lines.append("|---|---|" + "---:|" * len(peers))
+    for (cid, op), by_lib in results.items():
+        k = statistics.median(by_lib[ours][1])
+        row = [cid, op]
+        for p in peers:
+            plbl, ps = by_lib[p]
+            row.append(_ratio(statistics.median(ps) / k) + ("*" if plbl != p else ""))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def render_assignors(cases, anchors):
+    cols = ["kwire via kafka-python adapter", "kafka-python", "kwire via aiokafka adapter", "aiokafka"]
+    lines = ["Median wall time per assignment. Ratios are peer / kwire from this run; Java's figures are not "
+             "from this run (see below), so its column is a rough scale only.", ""]
+    lines.append("| case | what | kwire | " + " | ".join(cols) + " | peer / kwire | Java (reference) | Java / kwire |")
+    lines.append("|---|---|---:|" + "---:|" * len(cols) + "---|---:|---:|")
+    for c in cases:
+        if "kwire" not in c.results:
+            continue
+        k = c.results["kwire"]
+        cells = [_fmt_s(c.results[x]) if x in c.results else "" for x in cols]
+        ratios = []
+        for p in ("kafka-python", "aiokafka"):
+            if p in c.results:
+                adapter = c.results.get(f"kwire via {p} adapter")
+                via = f" (its kwire adapter: {_ratio(c.results[p] / adapter)})" if adapter else ""
+                ratios.append(f"{p}: {_ratio(c.results[p] / k)}{via}")
+        java = anchors.get(c.java) if c.java else None
+        jtext = ""
+        jratio = ""
+        if java:
+            lo, hi = java
+            jtext = _fmt_s(lo) if lo == hi else f"{_fmt_s(lo)} – {_fmt_s(hi)}"
+            jratio = _ratio(lo / k) if lo == hi else f"{_ratio(lo / k)} – {_ratio(hi / k)}"
+        lines.append(f"| {c.id} | {c.what} | {_fmt_s(k)} | " + " | ".join(cells)
+                     + f" | {'; '.join(ratios)} | {jtext} | {jratio} |")
+    return "\n".join(lines)
+
+
+def chart(path, codec_results, libs, cases, anchors):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ours = "kwire-c" if "kwire-c" in libs else "kwire-py"
+    peers = [p for p in PEERS if p in libs]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 8), gridspec_kw={"width_ratios": [1, 1.2]})
+
+    keys = list(codec_results)
+    h = 0.8 / max(1, len(peers))
+    for i, p in enumerate(peers):
+        vals = [statistics.median(codec_results[k][p][1]) / statistics.median(codec_results[k][ours][1])
+                for k in keys]
+        label = f"{p} (older, smaller versions)" if p == "aiokafka" else p
+        ax1.barh([j + i * h for j in range(len(keys))], vals, height=h, label=label)
+    ax1.set_yticks([j + 0.4 - h / 2 for j in range(len(keys))])
+    ax1.set_yticklabels([f"{cid} {op}" for cid, op in keys], fontsize=8)
+    ax1.invert_yaxis()
+    ax1.set_xscale("log")
+    ax1.axvline(1, color="black", linewidth=0.8)
+    ax1.set_xlabel(f"peer time / {ours} time (log; right of 1: kwire faster)")
+    ax1.set_title("Codec: how many times faster kwire is")
+    ax1.legend(fontsize=8)
+
+    shown = [c for c in cases if "kwire" in c.results]
+    series = ["kwire", "kafka-python", "aiokafka", "Java (reference)"]
+    h = 0.8 / len(series)
+    for i, s in enumerate(series):
+        ys, xs, errs = [], [], []
+        for j, c in enumerate(shown):
+            if s == "Java (reference)":
+                java = anchors.get(c.java) if c.java else None
+                if java:
+                    ys.append(j + i * h)
+                    xs.append((java[0] + java[1]) / 2 * 1e3)
+                    errs.append((java[1] - java[0]) / 2 * 1e3)
+            elif s in c.results:
+                ys.append(j + i * h)
+                xs.append(c.results[s] * 1e3)
+                errs.append(0)
+        if ys:
+            ax2.barh(ys, xs, height=h, xerr=errs, label=s, hatch="//" if s.startswith("Java") else None)
+    ax2.set_yticks([j + 0.4 - h / 2 for j in range(len(shown))])
+    ax2.set_yticklabels([c.id for c in shown], fontsize=8)
+    ax2.invert_yaxis()
+    ax2.set_xscale("log")
+    ax2.set_xlabel("ms per assignment (log; Java: figures from another machine, range shown as error bar)")
+    ax2.set_title("Assignors: time per assignment")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _versions():
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("kwire", "numpy", "kafka-python", "aiokafka", "kio"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="few repeats, no 1M-partition cases (a smoke run)")
+    ap.add_argument("--out", default=os.path.join(REPO, "benches", "results"), help="output directory")
+    ap.add_argument("--anchors", default=os.environ.get("KWIRE_PERF_ANCHORS", DEFAULT_ANCHORS),
+                    help="Java's figures (assignor-perf-anchors.md)")
+    ap.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib needed)")
+    args = ap.parse_args(argv)
+
+    if not args.no_chart:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            ap.error("the chart needs matplotlib (pip install matplotlib), or pass --no-chart")
+
+    import kwire
+
+    stem = "REPORT-quick" if args.quick else "REPORT"
+    os.makedirs(args.out, exist_ok=True)
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+
+    libs = [lib for lib in LIBRARIES if available(lib)]
+    missing = [lib for lib in LIBRARIES if lib not in libs]
+    repeat, target = (3, 0.005) if args.quick else (7, 0.05)
+    log(f"codec: {len(libs)} libraries, {repeat} repeats of ~{target * 1e3:g} ms")
+    codec_results = codec_ratios.measure(repeat, target, libs)
+
+    anchors, anchor_lines = java_anchors(args.anchors)
+    cases = [c for c in assignor_cases() if c.quick or not args.quick]
+    log(f"assignors: {len(cases)} cases")
+    run_assignors(cases, args.quick, log)
+    load_after = os.getloadavg()
+
+    v = _versions()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    md = [
+        f"# kwire benchmark report{' (quick smoke run: few repeats, not for publication)' if args.quick else ''}",
+        "",
+        f"Made by `python -m benches.report{' --quick' if args.quick else ''}` on {now} in "
+        f"{time.perf_counter() - started:.0f} s: Python {platform.python_version()} on {platform.machine()} "
+        f"({platform.system()}), {os.cpu_count()} CPUs; load average {' '.join(f'{x:.2f}' for x in load_before)}"
+        f" before, {' '.join(f'{x:.2f}' for x in load_after)} after. kwire {v.get('kwire', '(source tree)')} "
+        f"({kwire.IMPLEMENTATION}), " + ", ".join(f"{k} {val}" for k, val in v.items() if k != "kwire") + ".",
+        "",
+    ]
+    if missing:
+        md += [f"Not installed, so not measured: {', '.join(missing)}.", ""]
+    md += ["## Wire codec", "", "Every library encodes the same values and decodes its own bytes of them "
+           "(cases: `benches/bench_codec.py`).", "", render_codec(codec_results, libs), ""]
+    md += ["## Partition assignors", "", "kwire at the array level from raw arrays (a fresh `ArrayGroup` per "
+           "call), its kafka-python and aiokafka adapters on those clients' own inputs, and the clients' "
+           "built-in assignors on the same groups (cases: `benches/bench_assignors.py`, "
+           "`benches/bench_sticky.py`).", "", render_assignors(cases, anchors), ""]
+    md += ["## Java's figures (reference, not measured in this run)", ""]
+    if anchor_lines:
+        md += [f"Quoted from `{os.path.relpath(args.anchors, REPO)}`, section D: single-shot wall times of the "
+               "Java client's assignors (JDK 17.0.15, 2-vCPU AMD EPYC VM), three repetitions each, JIT warm-up "
+               "included.", ""] + anchor_lines + [""]
+    else:
+        md += [f"`{args.anchors}` not found: no Java figures.", ""]
+    if not args.no_chart:
+        png = os.path.join(args.out, f"{stem}.png")
+        chart(png, codec_results, libs, cases, anchors)
+        md += ["## Chart", "", f"![kwire against its peers]({stem}.png)", ""]
+    path = os.path.join(args.out, f"{stem}.md")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(md))
+    log(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
