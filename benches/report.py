@@ -1,6 +1,6 @@
 """The published benchmark: kwire's codec and assignors against kafka-python, aiokafka and kio, in one run.
 
-    python -m benches.report            # full run: benches/results/REPORT.md + REPORT.png (about 10-15 min)
+    python -m benches.report            # full run: benches/results/REPORT.md + REPORT.png (a few minutes)
     python -m benches.report --quick    # smoke run: REPORT-quick.md + REPORT-quick.png, about a minute
 
 Everything in the tables is measured in this one process, interleaved where possible, and every ratio is
