@@ -975,6 +975,67 @@ def _classes(group, valid):
     return classes, tc_ptr, tc
 
 
+cdef int _racks_need_reference(const int32_t[::1] counts, const int64_t[::1] off, const uint8_t[::1] valid,
+                                const int64_t[::1] rr_ptr, const int32_t[::1] rr,
+                                const int64_t[::1] consumers_on_rack, int n_racks) except -1:
+    """0 when consumer racks cannot change Java's result, 1 otherwise.
+
+    Java turns rack-aware assignment on when a consumer rack is among the
+    replica racks and some partition is not on every replica rack.  Even
+    when it stays off, the constrained path stable-sorts its unassigned
+    partitions by "consumers on this partition's racks"; that is a no-op
+    only when the count is the same for every partition."""
+    cdef int32_t[::1] seen = np.zeros(max(n_racks, 1), dtype=np.int32)
+    cdef uint8_t[::1] in_union = np.zeros(max(n_racks, 1), dtype=np.uint8)
+    cdef int t, k, n_distinct, union_size = 0, first_size = -1
+    cdef int64_t g, e, crowd, first_crowd = -1
+    cdef int32_t stamp = 0
+    cdef bint sizes_differ = False, shared_rack = False
+    for t in range(counts.shape[0]):
+        if not valid[t]:
+            continue
+        for g in range(off[t], off[t + 1]):
+            stamp += 1
+            n_distinct = 0
+            crowd = 0
+            if g + 1 < rr_ptr.shape[0]:
+                for e in range(rr_ptr[g], rr_ptr[g + 1]):
+                    k = rr[e]
+                    if seen[k] == stamp:
+                        continue
+                    seen[k] = stamp
+                    n_distinct += 1
+                    crowd += consumers_on_rack[k]
+                    if not in_union[k]:
+                        in_union[k] = 1
+                        union_size += 1
+                        if consumers_on_rack[k] > 0:
+                            shared_rack = True
+            if first_crowd < 0:
+                first_crowd = crowd
+                first_size = n_distinct
+            elif crowd != first_crowd:
+                return 1
+            if n_distinct != first_size:
+                sizes_differ = True
+    # every partition's rack set is a subset of the union, so "all equal to
+    # the union" means every set has the union's size
+    if shared_rack and (sizes_differ or (first_size >= 0 and first_size != union_size)):
+        return 1
+    return 0
+
+
+def _racks_matter(group, valid):
+    member_rack = group.member_rack_index()
+    n_racks = max(len(group.rack_names), int(member_rack.max()) + 1 if len(member_rack) else 0)
+    consumers_on_rack = np.bincount(member_rack[member_rack >= 0], minlength=n_racks).astype(np.int64)
+    rr_ptr = group.replica_rack_indptr
+    if len(rr_ptr) == 0:
+        rr_ptr = np.zeros(1, dtype=np.int64)
+    return bool(_racks_need_reference(group.partition_counts, group.topic_offset, valid, rr_ptr,
+                                      group.replica_racks, consumers_on_rack, n_racks))
+
+
 def _python_arrays(group, bint cooperative):
     out = _ref.sticky_arrays(group, cooperative)
     return out
@@ -986,9 +1047,9 @@ def sticky_arrays(group, bint cooperative):
     cdef int M = group.num_members
     if M == 0:
         return np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
-    if any(group.racks):
-        return _python_arrays(group, cooperative)
     valid = _valid_topics(group)
+    if any(group.racks) and _racks_matter(group, valid):
+        return _python_arrays(group, cooperative)
     cdef _Run r = _Run(group, valid)
     if r.needs_reference():
         return _python_arrays(group, cooperative)
