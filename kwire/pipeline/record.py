@@ -142,10 +142,12 @@ class RecordingProxy:
             try:
                 await asyncio.gather(*pumps)
             except asyncio.CancelledError:
+                # stop() ends connections by cancelling their handler; the
+                # pumps record partial frames as they unwind.  The handler
+                # itself ends normally: it is the top of its task.
                 for p in pumps:
                     p.cancel()
                 await asyncio.gather(*pumps, return_exceptions=True)
-                raise
         finally:
             for w in (client_writer, up_writer):
                 if w is not None:
