@@ -1,0 +1,32 @@
+"""``python -m kwire synth`` and ``import-pcap`` through the command line's own entry point."""
+
+import pytest
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("dpkt")
+
+from kwire.__main__ import main  # noqa: E402
+from kwire.pipeline.capture import read_capture  # noqa: E402
+
+from .test_pcap import Flow, Pcap, _hb, _hb_resp  # noqa: E402
+
+
+def test_synth_command(tmp_path, capsys):
+    out = tmp_path / "s.parquet"
+    assert main(["synth", str(out), "--groups", "3", "--seed", "4", "--duration", "60", "--corrupt-rate", "0.01"]) == 0
+    table = read_capture(out)
+    assert f"{table.num_rows:,} frames from 3 groups" in capsys.readouterr().out
+    assert table.num_rows > 100 and any(table.column("truncated").to_pylist())
+
+
+def test_import_pcap_command(tmp_path, capsys):
+    path = tmp_path / "k.pcap"
+    p = Pcap(path)
+    a = Flow(p, 40001, bport=19092)
+    for s in a.segments(0, _hb(1), [3]) + a.segments(1, _hb_resp(1), []):
+        a.write(s)
+    p.close()
+    out = tmp_path / "c.parquet"
+    assert main(["import-pcap", str(path), "--out", str(out), "--port", "19092"]) == 0
+    assert "2 frames (0 truncated) from 1 connections" in capsys.readouterr().out
+    assert [r["frame"] for r in read_capture(out).to_pylist()] == [_hb(1), _hb_resp(1)]
