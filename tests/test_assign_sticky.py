@@ -277,3 +277,12 @@ def test_member_level_with_codec_subscriptions():
     assert assign("cooperative-sticky", members, {"t": 3}) == {"A": [("t", 1)], "B": [("t", 2)], "C": []}
     assert assign("sticky", [GroupMember("A", None, kwire.Subscription(
         topics=["t"], user_data=encode_sticky_userdata([("t", 1)], 2)))], {"t": 2}) == {"A": [("t", 1), ("t", 0)]}
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_rack_layout_must_match_partition_count(impl):
+    members = [MemberInput(member_id="a", topics=("t",), rack="r1")]
+    with pytest.raises(AssignmentError):
+        impl.sticky_assign(GroupInput(members, {"t": 2}, {"t": [["r1"]]}), False)
+    with pytest.raises(AssignmentError):
+        impl.sticky_assign(GroupInput(members, {"t": 1}, {"t": ["r1"]}), False)

@@ -254,6 +254,20 @@ def _validate(group: GroupInput) -> None:
             raise AssignmentError("topic names must be strings")
         if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n >= 2**31:
             raise AssignmentError(f"topic {t!r}: partition count {n!r} is not a non-negative int32")
+    if group.partition_racks:
+        mentioned = set(group.partitions_per_topic)
+        for m in group.members:
+            mentioned.update(m.topics)
+            mentioned.update(t for t, _ in m.owned)
+        for t, layout in group.partition_racks.items():
+            if t not in mentioned:
+                continue
+            if len(layout) != group.partitions_per_topic.get(t, 0):
+                raise AssignmentError(f"partition_racks[{t!r}] has {len(layout)} entries but the topic has "
+                                      f"{group.partitions_per_topic.get(t, 0)} partitions")
+            for reps in layout:
+                if isinstance(reps, (str, bytes)) or any(r is not None and not isinstance(r, str) for r in reps):
+                    raise AssignmentError(f"partition_racks[{t!r}]: each entry must be a list of rack names")
 
 
 def member_order(group: GroupInput) -> List[str]:
