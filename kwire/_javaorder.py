@@ -96,3 +96,39 @@ def dedupe(items: Iterable[Hashable]) -> list:
             seen.add(it)
             out.append(it)
     return out
+
+
+def hashmap_capacity(hashes: Sequence[int], initial_capacity: int = 16) -> int:
+    """Table capacity of a Java HashMap after inserting keys with ``hashes`` in order.
+
+    Like :func:`capacity_after`, plus one more way the table grows: a bucket
+    that reaches 9 entries while the table is smaller than 64 makes Java
+    double the table instead of building a tree bin (``treeifyBin``).
+    Colliding keys (``"Aa"`` and ``"BB"`` share a hash) can trigger it in
+    small groups.  Tree bins themselves (64+ slots) are not modelled."""
+    cap = initial_capacity
+    counts: dict = {}
+    placed: List[int] = []
+    # only tables below 64 slots can be resized by a crowded bucket, and the
+    # size rule alone takes a table past 64 after 48 entries
+    head = len(hashes) if len(hashes) < 49 else 49
+    for h in hashes[:head]:
+        s = spread(h)
+        placed.append(s)
+        b = s & (cap - 1)
+        n = counts.get(b, 0) + 1
+        counts[b] = n
+        grown = False
+        if n >= 9 and cap < 64:
+            cap *= 2
+            grown = True
+        if len(placed) > cap * 3 // 4:
+            cap *= 2
+            grown = True
+        if grown:
+            counts = {}
+            for x in placed:
+                counts[x & (cap - 1)] = counts.get(x & (cap - 1), 0) + 1
+    while len(hashes) > cap * 3 // 4:
+        cap *= 2
+    return cap

@@ -286,3 +286,22 @@ def test_rack_layout_must_match_partition_count(impl):
         impl.sticky_assign(GroupInput(members, {"t": 2}, {"t": [["r1"]]}), False)
     with pytest.raises(AssignmentError):
         impl.sticky_assign(GroupInput(members, {"t": 1}, {"t": ["r1"]}), False)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_colliding_member_ids_grow_the_hashmap(impl):
+    """Nine member ids with one String.hashCode ("Aa" == "BB") crowd a bucket;
+    Java then doubles its 16-slot members table, which reorders iteration.
+    Expected output from Java's assignor on this input."""
+    import itertools
+    same_hash = ["".join(p) for p in itertools.product(["Aa", "BB"], repeat=4)][:9]
+    ids = ["ez", "fz"] + same_hash + ["ay"]
+    members = [MemberInput(member_id=mid, topics=("t",), generation=3, subscription_generation=3,
+                           owned=tuple(("t", p) for p in range(3 * i, 3 * i + 3)) if i < 10 else ())
+               for i, mid in enumerate(ids)]
+    got = impl.sticky_assign(GroupInput(members, {"t": 30}), True)
+    keep3 = {"AaAaAaAa": 6, "AaAaAaBB": 9, "AaAaBBAa": 12, "AaAaBBBB": 15, "AaBBAaAa": 18, "AaBBAaBB": 21}
+    want = {mid: [("t", p) for p in range(s, s + 3)] for mid, s in keep3.items()}
+    want.update({"ez": [("t", 0), ("t", 1)], "fz": [("t", 3), ("t", 4)], "AaBBBBAa": [("t", 24), ("t", 25)],
+                 "AaBBBBBB": [("t", 27), ("t", 28)], "BBAaAaAa": [], "ay": []})
+    assert got == want

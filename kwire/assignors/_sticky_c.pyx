@@ -19,7 +19,8 @@ from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
-from .._javaorder import utf16_key
+from .._javaorder import capacity_after, hashmap_capacity, utf16_key
+from ._arrays import hashmap_positions
 from . import _sticky_py as _ref
 from ._model import GroupInput, MemberInput
 from ..errors import AssignmentError
@@ -40,6 +41,16 @@ cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
 cdef inline uint32_t _spread(int32_t h) noexcept nogil:
     cdef uint32_t u = <uint32_t>h
     return u ^ (u >> 16)
+
+
+def _member_order(group):
+    """Iteration order of the leader's members ``HashMap`` (see
+    ``_javaorder.hashmap_capacity`` for the crowded-bucket growth rule)."""
+    hashes = group.member_hashes()
+    cap = hashmap_capacity(hashes.tolist())
+    if cap == capacity_after(len(hashes)):
+        return group.member_hashmap_order()
+    return hashmap_positions(hashes, cap)
 
 
 def _java_rank(names):
@@ -210,7 +221,7 @@ cdef class _Run:
         self.own_p = group.owned_partition
         self.gen = group.generation
         self.sgen = group.subscription_generation
-        self.order = group.member_hashmap_order()
+        self.order = _member_order(group)
         self.rank = _java_rank(group.member_ids)
         self.thash = group.topic_hashes()
 

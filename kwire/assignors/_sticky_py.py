@@ -21,9 +21,10 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .._javaorder import (
-    capacity_after,
+    hashmap_capacity,
+    hashmap_order,
     spread,
-    string_hashmap_order,
+    string_hash,
     topic_partition_hash,
     utf16_key,
 )
@@ -273,7 +274,8 @@ def _validate(group: GroupInput) -> None:
 def member_order(group: GroupInput) -> List[str]:
     """Java's iteration order of the leader's ``HashMap<String, Subscription>``."""
     ids = [m.member_id for m in group.members]
-    return string_hashmap_order(ids, capacity_after(len(ids)))
+    hashes = [string_hash(i) for i in ids]
+    return hashmap_order(ids, hashes, hashmap_capacity(hashes))
 
 
 def topic_counts(group: GroupInput) -> Dict[str, int]:
