@@ -15,14 +15,12 @@ implementation, which reproduces Java's behaviour for those too.
 """
 
 import numpy as np
-from libc.stdlib cimport malloc, free, qsort
-from libc.string cimport memcpy, memset
+from libc.stdlib cimport qsort
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
 from .._javaorder import capacity_after, hashmap_capacity, utf16_key
 from ._arrays import hashmap_positions
 from . import _sticky_py as _ref
-from ._model import GroupInput, MemberInput
 from ..errors import AssignmentError
 
 
@@ -339,7 +337,7 @@ cdef class _Run:
         self.size[m] -= 1
         self.holder[g] = -1
 
-    cdef tuple export(self, object withhold=None):
+    cdef tuple export(self):
         """CSR arrays (member index order) of the current lists."""
         cdef int m, k = 0
         cdef int32_t g
@@ -1048,8 +1046,8 @@ def _racks_matter(group, valid):
 
 
 def _python_arrays(group, bint cooperative):
-    out = _ref.sticky_arrays(group, cooperative)
-    return out
+    # one named place where the compiled path hands a group to the reference
+    return _ref.sticky_arrays(group, cooperative)
 
 
 def sticky_arrays(group, bint cooperative):

@@ -18,7 +18,7 @@ goals, so the steps below keep Java's observable order of operations:
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from .._javaorder import (
     hashmap_capacity,
