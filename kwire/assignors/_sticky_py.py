@@ -28,18 +28,12 @@ from .._javaorder import (
     topic_partition_hash,
     utf16_key,
 )
-from ..errors import KwireError
+from ..errors import AssignmentError
 from ._model import Assignment, GroupInput, MemberInput
 
 IMPLEMENTATION = "python"
 
 TP = Tuple[str, int]
-
-try:  # the shared error type may be added by another engineer at any time
-    from ..errors import AssignmentError
-except ImportError:  # pragma: no cover - only until errors.py has it
-    class AssignmentError(KwireError, ValueError):
-        """The assignor cannot produce an assignment for this input."""
 
 
 # --------------------------------------------------------------------------
