@@ -250,3 +250,27 @@ def test_sample_capture_from_real_clients():
     ran = wi[~wi.observed & (wi.strategy == wi.group_id.map({"sample-confluent": "range",
                                                                "sample-kafka-python": "roundrobin"}))]
     assert len(ran) == 10 and ran.reproduces_observed.all()
+
+
+def test_session_timeout_of_a_member_whose_join_carried_no_id(tmp_path):
+    """Before JoinGroup v4 a member's first join has an empty member id; its
+    session timeout must still be found (through the response) to tell a
+    crash from a member that merely went quiet."""
+    out = Frames()
+    sim = GroupSim(out, "legacy-app", "roundrobin", {"t": 4}, profile="legacy", rng=random.Random(3),
+                   session_timeout_ms=10000)
+    joiners = [sim.connect(T0 + i * SECOND, ["t"]) for i in range(2)]
+    t = sim.rebalance(max(r for _, r in joiners), joiners=joiners)
+    victim = joiners[1][0]
+    sim.crash(victim)
+    expel = t + sim.session_timeout_ms * MS
+    sim.heartbeats(t, expel)
+    sim.expel(victim)
+    t = sim.rebalance(expel)
+    out.write(tmp_path / "c.parquet")
+    frames = decode_capture(tmp_path / "c.parquet")
+    joins = [r for r in frames.to_pylist() if r["api_key"] == 11 and r["direction"] == 0]
+    assert [r["member_id"] for r in joins][:2] == ["", ""]
+    rows = _by_group(analysis.rebalances_of(analysis.events_from_frames(frames)), "legacy-app")
+    assert [r["trigger"] for r in rows] == ["initial", "session_timeout"]
+    assert list(rows[1]["left"]) == [victim.member_id]

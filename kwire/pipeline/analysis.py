@@ -36,8 +36,8 @@ ERROR_NAMES = {
 }
 
 # Columns the Spark stage passes in (and tests build by hand).
-EVENT_COLUMNS = ["group_id", "seq", "ts", "request_ts", "direction", "api_key", "member_id", "group_instance_id",
-                 "generation_id", "error_code", "protocol_name", "leader", "session_timeout_ms", "topics",
+EVENT_COLUMNS = ["group_id", "seq", "ts", "request_seq", "request_ts", "direction", "api_key", "member_id",
+                 "group_instance_id", "generation_id", "error_code", "protocol_name", "leader", "session_timeout_ms", "topics",
                  "members", "assignments", "leaving"]
 
 REBALANCE_SCHEMA = pa.schema([
@@ -121,6 +121,9 @@ def build_timeline(group_id, events) -> Timeline:
     errors, leaves = [], []
     last_hb: Dict[Tuple[str, int], int] = {}
     session: Dict[str, int] = {}
+    # A first JoinGroup carries no member id: its session timeout is
+    # attributed to the id its response names, through the request's seq.
+    session_by_seq: Dict[int, int] = {}
     counts: Dict[str, int] = defaultdict(int)
 
     def gen(g):
@@ -136,10 +139,16 @@ def build_timeline(group_id, events) -> Timeline:
         member = _none(e["member_id"])
         if direction == RESPONSE and err:
             errors.append((ts, int(err)))
+        if key == JOIN_GROUP and direction == RESPONSE and member:
+            rseq = _none(e["request_seq"])
+            if rseq is not None and int(rseq) in session_by_seq:
+                session[member] = session_by_seq[int(rseq)]
         if key == JOIN_GROUP and direction == REQUEST:
             st = _none(e["session_timeout_ms"])
-            if member and st is not None:
-                session[member] = int(st)
+            if st is not None:
+                session_by_seq[int(e["seq"])] = int(st)
+                if member:
+                    session[member] = int(st)
         elif key == JOIN_GROUP and direction == RESPONSE and not err and g is not None:
             gg = gen(int(g))
             rts = _none(e["request_ts"])

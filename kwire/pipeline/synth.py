@@ -116,6 +116,8 @@ class Member:
     owned: List[Tuple[str, int]] = field(default_factory=list)
     generation: int = -1
     alive: bool = True
+    #: Whether the coordinator has told the member its id yet.
+    id_known: bool = False
 
 
 class GroupSim:
@@ -186,8 +188,10 @@ class GroupSim:
         corr = self._request(boot, ts, fc, p.find_coordinator)
         ts += self._lat()
         self._response(boot, ts, fr, p.find_coordinator, corr)
-        m = Member(member_id if instance is None and p.join < 4 else "", client_id, instance, list(topics),
-                   self.out.new_conn(), addr, corr=boot.corr)
+        # The member's id is chosen now but only told to it by the
+        # coordinator: in MEMBER_ID_REQUIRED (v4+, dynamic members) or in
+        # its first successful JoinGroup response; until then it joins with "".
+        m = Member(member_id, client_id, instance, list(topics), self.out.new_conn(), addr, corr=boot.corr)
         ts += self._lat(1, 5)
         if p.join >= 4 and instance is None:
             corr = self._request(m, ts, self._join_request(m), p.join)
@@ -195,14 +199,8 @@ class GroupSim:
             self._response(m, ts, kwire.JoinGroupResponse(error_code=MEMBER_ID_REQUIRED, member_id=member_id,
                                                           generation_id=-1, protocol_name=_nullable_name(p)),
                            p.join, corr)
-            m.member_id = member_id
+            m.id_known = True
             ts += self._lat()
-        elif p.join < 4:
-            # Before v4 the first join carries an empty id and the coordinator
-            # assigns one in the real response; the simulation names it now.
-            m.member_id = member_id
-        else:
-            m.member_id = member_id
         return m, ts
 
     def _subscription(self, m: Member) -> bytes:
@@ -222,10 +220,10 @@ class GroupSim:
                                  generation_id=m.generation if p.subscription >= 2 else -1)
         return sub.encode(p.subscription)
 
-    def _join_request(self, m: Member, first=False):
+    def _join_request(self, m: Member):
         p = self.profile
         kw = dict(group_id=self.group_id, session_timeout_ms=self.session_timeout_ms,
-                  member_id="" if first else m.member_id, protocol_type="consumer",
+                  member_id=m.member_id if m.id_known else "", protocol_type="consumer",
                   protocols=[kwire.JoinGroupRequestProtocol(name=self.strategy, metadata=self._subscription(m))])
         if p.join >= 1:
             kw["rebalance_timeout_ms"] = 300000
@@ -298,6 +296,7 @@ class GroupSim:
             if m.member_id == self.leader:
                 leader_response = resp
             self._response(m, t_joined + self._lat(0, 1), resp, p.join, corrs[m.member_id])
+            m.id_known = True
         racer = None
         if illegal_generation and len(live) > 1:
             # A heartbeat sent with the old generation races the new one.
