@@ -114,10 +114,12 @@ def extract_request(api_key, msg, row):
         row["generation_id"] = msg.generation_id
         row["protocol_type"] = msg.protocol_type
         row["protocol_name"] = msg.protocol_name
-        out = []
-        for a in msg.assignments:
-            _assignment_rows(a.member_id, a.assignment, out)
-        row["assignments"] = out
+        if msg.protocol_type in (None, "consumer"):
+            # Other protocols (Kafka Connect, ...) have assignments of their own format.
+            out = []
+            for a in msg.assignments:
+                _assignment_rows(a.member_id, a.assignment, out)
+            row["assignments"] = out
     elif api_key == LEAVE_GROUP:
         row["group_id"] = msg.group_id
         if msg.members:
@@ -154,9 +156,10 @@ def extract_response(api_key, msg, row):
     elif api_key == SYNC_GROUP:
         row["protocol_type"] = msg.protocol_type or row.get("protocol_type")
         row["protocol_name"] = msg.protocol_name or row.get("protocol_name")
-        out = []
-        _assignment_rows(row.get("member_id"), msg.assignment, out)
-        row["assignments"] = out
+        if row["protocol_type"] in (None, "consumer"):
+            out = []
+            _assignment_rows(row.get("member_id"), msg.assignment, out)
+            row["assignments"] = out
     elif api_key == FIND_COORDINATOR:
         if msg.coordinators:
             row["error_code"] = msg.coordinators[0].error_code

@@ -174,3 +174,16 @@ def test_decoder_module_follows_the_switch():
     if not _impl.NO_EXTENSIONS:
         assert os.path.splitext(mod.__file__)[1] in (".so", ".pyd"), mod.__file__
     assert batch_module("python").FRAMES_SCHEMA.equals(mod.FRAMES_SCHEMA)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_other_protocol_types_are_not_read_as_consumer_payloads(tmp_path, impl):
+    # Kafka Connect groups use the same apis with payloads of their own.
+    req = kwire.encode_request(kwire.SyncGroupRequest(
+        group_id="connect-cluster", generation_id=2, member_id="w-1", protocol_type="connect", protocol_name="sessioned",
+        assignments=[kwire.SyncGroupRequestAssignment(member_id="w-1", assignment=b"\x00\x01{not consumer}")]),
+        5, correlation_id=1)
+    resp = kwire.encode_response(kwire.SyncGroupResponse(protocol_type="connect", protocol_name="sessioned",
+                                                         assignment=b"\x00\x01{not consumer}"), 5, correlation_id=1)
+    rows = decode_capture(_write(tmp_path / "c.parquet", [(1, 0, req), (1, 1, resp)]), impl).to_pylist()
+    assert [(r["decode_error"], r["assignments"], r["protocol_type"]) for r in rows] == [(None, None, "connect")] * 2

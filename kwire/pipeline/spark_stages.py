@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import Counter
 
@@ -75,6 +76,9 @@ def spark_session(master=None, shuffle_partitions=None, driver_memory="2g", app_
     local = master is None or master.startswith("local")
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Workers must be this interpreter (this venv, this kwire), not
+        # whatever "python3" is first on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     b = SparkSession.builder.appName(app_name).master(master or "local[*]")
     b = b.config("spark.sql.session.timeZone", "UTC").config("spark.sql.execution.arrow.pyspark.enabled", "true")
     b = b.config("spark.ui.enabled", "false").config("spark.driver.memory", driver_memory)
