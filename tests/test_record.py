@@ -206,3 +206,49 @@ def test_non_kafka_bytes_are_forwarded_and_kept(tmp_path):
     assert rows[0]["frame"] == _heartbeat(1, "m") and not rows[0]["truncated"]
     assert b"".join(r["frame"] for r in rows[1:]) == junk + b"more"
     assert all(r["truncated"] for r in rows[1:])
+
+
+def test_a_stalled_writer_stops_forwarding_instead_of_buffering(tmp_path, monkeypatch):
+    import threading
+
+    from kwire.pipeline import capture
+
+    release = threading.Event()
+    real_flush = capture.CaptureWriter.flush
+
+    def slow_flush(self):
+        release.wait(TIMEOUT)  # the disk is stuck until the test says otherwise
+        real_flush(self)
+
+    monkeypatch.setattr(capture.CaptureWriter, "flush", slow_flush)
+    out = tmp_path / "rec.parquet"
+    n = 60
+
+    async def main():
+        broker = FakeBroker()
+        port = await broker.start()
+        try:
+            async with RecordingProxy(out, "127.0.0.1", port, queue_size=3, flush_rows=1) as proxy:
+                reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+                writer.write(b"".join(_heartbeat(i, "m") for i in range(n)))
+                await writer.drain()
+                await asyncio.sleep(0.5)
+                stalled = len(kwire.FrameSplitter().feed(bytes(broker.received)))
+                queued = proxy._queue.qsize()
+                release.set()
+                got, splitter = 0, kwire.FrameSplitter()
+                while got < n:
+                    got += len(splitter.feed(await reader.read(4096)))
+                writer.close()
+                await asyncio.sleep(0.2)
+        finally:
+            release.set()
+            await broker.stop()
+        return stalled, queued
+
+    stalled, queued = _run(main())
+    # One frame in the stuck flush, three queued, one waiting to be queued.
+    assert queued <= 3 and stalled <= 5
+    rows = read_capture(out).to_pylist()
+    assert [r["frame"] for r in rows if r["direction"] == 0] == [_heartbeat(i, "m") for i in range(n)]
+    assert len(rows) == 2 * n
