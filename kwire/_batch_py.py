@@ -19,7 +19,6 @@ import numpy as np
 import pyarrow as pa
 
 import kwire
-from kwire import _schema
 from kwire.errors import KwireError
 
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14

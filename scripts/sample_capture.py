@@ -122,7 +122,7 @@ def main():
         procs.append(p)
         return p
 
-    broker = spawn([tansu_binary(), "broker", "--listener-url", f"tcp://127.0.0.1:{broker_port}",
+    spawn([tansu_binary(), "broker", "--listener-url", f"tcp://127.0.0.1:{broker_port}",
                     "--advertised-listener-url", f"tcp://127.0.0.1:{proxy_port}",
                     "--storage-engine", "memory://tansu/"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proxy = spawn([sys.executable, "-m", "kwire", "record", capture, "--upstream", f"127.0.0.1:{broker_port}",

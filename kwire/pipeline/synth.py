@@ -235,7 +235,6 @@ class GroupSim:
 
     def heartbeats(self, t_from, t_to, error_code=0, members=None):
         """Every live member heartbeats every interval in ``[t_from, t_to)``."""
-        p = self.profile
         iv = self.heartbeat_interval_ms * MS
         for m in list(members or self.members.values()):
             if not m.alive:
