@@ -449,6 +449,7 @@ def main(argv=None):
 
     stem = "REPORT-quick" if args.quick else "REPORT"
     os.makedirs(args.out, exist_ok=True)
+    # Progress goes to stderr; stdout gets the finished report.
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     load_before = os.getloadavg()
     started = time.perf_counter()
@@ -499,6 +500,7 @@ def main(argv=None):
     path = os.path.join(args.out, f"{stem}.md")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(md))
+    print("\n".join(md))
     log(f"wrote {path}")
     return 0
 
