@@ -519,6 +519,7 @@ class _General:
         topics = sorted(counts, key=self.topic_key)
         self.all_partitions: List[TP] = [(t, p) for t in topics for p in range(counts[t])]
         self.active: Set[str] = set()
+        self.rank = {mid: i for i, mid in enumerate(sorted(order, key=utf16_key))}
         self.revocation_required = False
         self.moves = _Movements()
         self.moves_made = 0
@@ -528,17 +529,21 @@ class _General:
 
     # -- the ordered set of members keyed by (load, id) ------------------
     def _key(self, mid):
-        return (len(self.current[mid]), utf16_key(mid))
+        return (len(self.current[mid]), self.rank[mid])
 
     def _first_taking(self, topic: str, tp: Optional[TP] = None) -> Optional[str]:
+        """First member of Java's (load, id)-ordered set that can take ``topic``."""
         best = None
         best_key = None
-        for mid in self.active:
-            if topic not in self.member_topics[mid]:
+        active = self.active
+        current = self.current
+        rank = self.rank
+        for mid in self.topic_members[topic]:
+            if mid not in active:
                 continue
             if tp is not None and self.racks.mismatch(mid, tp):
                 continue
-            k = self._key(mid)
+            k = (len(current[mid]), rank[mid])
             if best_key is None or k < best_key:
                 best, best_key = mid, k
         return best
@@ -644,13 +649,60 @@ class _General:
         return len(lst)
 
     def _balanced(self) -> bool:
+        """Java's ``isBalanced``: loads differ by at most one, or no member
+        could take a partition from one holding 2+ more."""
         sizes = [len(self.current[mid]) for mid in self.active]
         if not sizes or min(sizes) >= max(sizes) - 1:
             return True
         holder_of: Dict[TP, str] = {}
+        shared = False
         for mid, lst in self.current.items():
             for tp in lst:
+                if tp in holder_of:
+                    shared = True
                 holder_of[tp] = mid
+        if not shared and self._every_partition_held(holder_of):
+            return self._balanced_by_topic()
+        return self._balanced_by_partition(holder_of)
+
+    def _every_partition_held(self, holder_of) -> bool:
+        held: Dict[str, int] = {}
+        for t, p in holder_of:
+            if p < self.counts.get(t, 0):
+                held[t] = held.get(t, 0) + 1
+        return all(held.get(t, 0) == self.counts[t]
+                   for mid in self.active for t in self.member_topics[mid])
+
+    def _balanced_by_topic(self) -> bool:
+        # With every partition held exactly once, "some partition of t held
+        # by another member with 2+ more" only needs the two heaviest
+        # distinct holders of each topic.
+        top: Dict[str, list] = {}
+        counts = self.counts
+        for mid, lst in self.current.items():
+            n = len(lst)
+            # a stale claim past the topic's end is never looked at by Java
+            for t in {t for t, p in lst if p < counts.get(t, 0)}:
+                e = top.get(t)
+                if e is None:
+                    top[t] = [n, mid, -1]
+                elif n > e[0]:
+                    e[2], e[0], e[1] = e[0], n, mid
+                elif n > e[2]:
+                    e[2] = n
+        for mid in self.active:
+            n = len(self.current[mid])
+            if n == self._max_size(mid):
+                continue
+            for t in self.member_topics[mid]:
+                e = top.get(t)
+                if e is not None and (e[2] if e[1] == mid else e[0]) > n + 1:
+                    return False
+        return True
+
+    def _balanced_by_partition(self, holder_of) -> bool:
+        # the literal check, kept for inputs where a partition is held twice
+        # or not at all (stale claims), so Java's outcome is reproduced there
         for mid in self.active:
             mine = self.current[mid]
             n = len(mine)
