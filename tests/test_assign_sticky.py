@@ -142,6 +142,7 @@ def test_quota_follows_hashmap_order(impl):
     lambda: _g([dict(member_id="a", topics=("t",), generation=2**40)], {"t": 1}),
     lambda: _g([dict(member_id="a", topics=("t",), owned=(("t", -1),))], {"t": 1}),
     lambda: _g([dict(member_id=7, topics=("t",))], {"t": 1}),
+    lambda: _g([dict(member_id="a", topics=("t", "u"))], {"t": 2**31 - 1, "u": 2**31 - 1}),
 ])
 def test_bad_input_is_typed_error(impl, bad):
     with pytest.raises(AssignmentError) as ei:

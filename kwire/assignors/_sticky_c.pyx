@@ -1056,6 +1056,9 @@ def sticky_arrays(group, bint cooperative):
     cdef int M = group.num_members
     if M == 0:
         return np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
+    if len(group.topic_offset) and int(group.topic_offset[-1]) > _ref.MAX_PARTITIONS:
+        raise AssignmentError(f"more than {_ref.MAX_PARTITIONS} partitions in the metadata; "
+                              "no consumer group is that large")
     valid = _valid_topics(group)
     if any(group.racks) and _racks_matter(group, valid):
         return _python_arrays(group, cooperative)

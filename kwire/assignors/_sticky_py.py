@@ -33,6 +33,10 @@ from ._model import Assignment, GroupInput, MemberInput
 
 IMPLEMENTATION = "python"
 
+#: Upper bound on partitions in one assignment: far above any real cluster,
+#: and it keeps partition indices inside int32 in the compiled twin.
+MAX_PARTITIONS = 1 << 27
+
 TP = Tuple[str, int]
 
 
@@ -249,6 +253,9 @@ def _validate(group: GroupInput) -> None:
             raise AssignmentError("topic names must be strings")
         if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n >= 2**31:
             raise AssignmentError(f"topic {t!r}: partition count {n!r} is not a non-negative int32")
+    if sum(group.partitions_per_topic.values()) > MAX_PARTITIONS:
+        raise AssignmentError(f"more than {MAX_PARTITIONS} partitions in the metadata; "
+                              "no consumer group is that large")
     if group.partition_racks:
         mentioned = set(group.partitions_per_topic)
         for m in group.members:
