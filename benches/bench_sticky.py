@@ -28,6 +28,10 @@ from kwire.assignors.sticky import assign_cooperative_sticky, assign_sticky  # n
 
 IMPL = "python" if os.environ.get("KWIRE_NO_EXTENSIONS") else None
 
+# The pure twin is the reference, not the fast path: a million partitions
+# would take minutes there, so those sizes only run compiled.
+compiled_only = pytest.mark.skipif(IMPL == "python", reason="1M-partition cases run only compiled")
+
 _cache = {}
 
 
@@ -61,6 +65,7 @@ def _sticky_1000():
     return g, after_leave(g, assign_sticky(g), list(range(0, 1000, 10)))
 
 
+@compiled_only
 @pytest.mark.benchmark(group="coop-1M-equal")
 @pytest.mark.parametrize("phase", ["fresh", "after-leave"])
 def test_coop_uniform_1m(benchmark, phase):
@@ -69,6 +74,7 @@ def test_coop_uniform_1m(benchmark, phase):
                        rounds=5, iterations=1, warmup_rounds=1)
 
 
+@compiled_only
 @pytest.mark.benchmark(group="coop-1M-unequal")
 @pytest.mark.parametrize("phase", ["fresh", "after-leave"])
 def test_coop_unequal_1m(benchmark, phase):
