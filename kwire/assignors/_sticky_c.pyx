@@ -373,7 +373,33 @@ cdef class _Run:
 # all subscriptions equal
 # --------------------------------------------------------------------------
 
-cdef void _constrained(_Run r, bint cooperative) except *:
+cdef inline bint _on_rack(int64_t g, int rack, const int64_t[::1] rr_ptr, const int32_t[::1] rr) noexcept:
+    cdef int64_t e
+    if rack < 0 or g + 1 >= rr_ptr.shape[0]:
+        return False
+    for e in range(rr_ptr[g], rr_ptr[g + 1]):
+        if rr[e] == rack:
+            return True
+    return False
+
+
+cdef int _next_on_rack(int64_t g, const int32_t[::1] members, int base, int n, int first,
+                       const int32_t[::1] member_rack, const int64_t[::1] rr_ptr,
+                       const int32_t[::1] rr) noexcept:
+    """Java's ``nextRackConsumer``: the first member, cycling from ``first``,
+    whose rack holds a replica of ``g``; -1 if none (or ``g`` has no racks)."""
+    cdef int i, idx
+    if g + 1 >= rr_ptr.shape[0] or rr_ptr[g] == rr_ptr[g + 1]:
+        return -1
+    for i in range(n):
+        idx = (first + i) % n
+        if _on_rack(g, member_rack[members[base + idx]], rr_ptr, rr):
+            return idx
+    return -1
+
+
+cdef void _constrained(_Run r, bint cooperative, bint rack_active, const int32_t[::1] member_rack,
+                       const int64_t[::1] rr_ptr, const int32_t[::1] rr, object crowd) except *:
     cdef int M = r.M, T = r.T
     cdef int i, j, m, t, n_kept, n_under = 0, under_pos, q_head = 0, q_tail = 0
     cdef int64_t e, g, total = 0
@@ -409,6 +435,9 @@ cdef void _constrained(_Run r, bint cooperative) except *:
             g = r.off[t] + r.own_p[e]
             if r.contested[g]:
                 continue
+            # a claim on a replica-less rack is dropped (not revoked) in rack-aware mode
+            if rack_active and member_rack[m] >= 0 and not _on_rack(g, member_rack[m], rr_ptr, rr):
+                continue
             key = <int64_t>r.own_p[e] * tt + t
             if n_kept and key < keys[n_kept - 1]:
                 sorted_already = False
@@ -443,48 +472,96 @@ cdef void _constrained(_Run r, bint cooperative) except *:
     _sort_by_rank(under, n_under, r.rank)
     _sort_by_rank(queue, q_tail, r.rank)
 
-    under_pos = 0
+    # unassigned partitions: topics in Java order, partitions ascending,
+    # then (when consumers have racks) stable-sorted by consumers on their racks
+    cdef int64_t n_todo = 0, x
+    cdef int k, cursor, cnt
+    todo_a = np.empty(max(total, 1), dtype=np.int32)
+    cdef int32_t[::1] todo = todo_a
     for t in range(T):
         if not r.valid[t]:
             continue
-        for p in range(r.counts[t]):
-            g = r.off[t] + p
-            if taken[g]:
-                continue
-            from_under = False
-            if under_pos < n_under:
-                m = under[under_pos]
-                under_pos += 1
-                from_under = True
-            elif n_under == 0 and q_head == q_tail:
-                raise AssignmentError("sticky assignor ran out of members with spare quota "
-                                      "(Java: IllegalStateException 'No more unfilled consumers')")
-            elif n_under == 0:
-                m = queue[q_head]
-                q_head += 1
-            else:
-                under_pos = 0
-                m = under[under_pos]
-                under_pos += 1
-                from_under = True
-            r.append(m, <int32_t>g)
-            sz = r.size[m]
-            if cooperative and (revoked[g] or r.contested[g]):
-                withheld[g] = 1
-            if sz == lo:
-                if not from_under:
-                    raise AssignmentError("sticky assignor reached an inconsistent state "
-                                          "(Java: IllegalStateException from Iterator.remove)")
-                under_pos -= 1
-                for j in range(under_pos, n_under - 1):
-                    under[j] = under[j + 1]
-                n_under -= 1
-                if q_tail >= 2 * M + 1:
-                    raise AssignmentError("sticky assignor queue overflow")
-                queue[q_tail] = m
-                q_tail += 1
-            elif sz == hi:
-                over += 1
+        for g in range(r.off[t], r.off[t + 1]):
+            if not taken[g]:
+                todo[n_todo] = <int32_t>g
+                n_todo += 1
+    if crowd is not None and n_todo > 1:
+        head = todo_a[:n_todo]
+        todo_a[:n_todo] = head[np.argsort(np.asarray(crowd)[head], kind="stable")]
+    cdef uint8_t[::1] done = np.zeros(max(n_todo, 1), dtype=np.uint8)
+
+    if rack_active:
+        cursor = 0
+        for x in range(n_todo):
+            g = todo[x]
+            m = -1
+            k = _next_on_rack(g, under, 0, n_under, cursor, member_rack, rr_ptr, rr)
+            if k >= 0:
+                m = under[k]
+                cnt = r.size[m] + 1
+                if cnt >= lo:
+                    for j in range(k, n_under - 1):
+                        under[j] = under[j + 1]
+                    n_under -= 1
+                    if cnt < hi:
+                        queue[q_tail] = m
+                        q_tail += 1
+                else:
+                    k += 1
+                cursor = 0 if n_under == 0 else k % n_under
+            elif q_tail > q_head:
+                k = _next_on_rack(g, queue, q_head, q_tail - q_head, 0, member_rack, rr_ptr, rr)
+                if k >= 0:
+                    m = queue[q_head + k]
+                    if r.size[m] + 1 == hi:
+                        for j in range(q_head + k, q_tail - 1):
+                            queue[j] = queue[j + 1]
+                        q_tail -= 1
+            if m >= 0:
+                r.append(m, <int32_t>g)
+                if cooperative and (revoked[g] or r.contested[g]):
+                    withheld[g] = 1
+                done[x] = 1
+
+    under_pos = 0
+    for x in range(n_todo):
+        if done[x]:
+            continue
+        g = todo[x]
+        from_under = False
+        if under_pos < n_under:
+            m = under[under_pos]
+            under_pos += 1
+            from_under = True
+        elif n_under == 0 and q_head == q_tail:
+            raise AssignmentError("sticky assignor ran out of members with spare quota "
+                                  "(Java: IllegalStateException 'No more unfilled consumers')")
+        elif n_under == 0:
+            m = queue[q_head]
+            q_head += 1
+        else:
+            under_pos = 0
+            m = under[under_pos]
+            under_pos += 1
+            from_under = True
+        r.append(m, <int32_t>g)
+        sz = r.size[m]
+        if cooperative and (revoked[g] or r.contested[g]):
+            withheld[g] = 1
+        if sz == lo:
+            if not from_under:
+                raise AssignmentError("sticky assignor reached an inconsistent state "
+                                      "(Java: IllegalStateException from Iterator.remove)")
+            under_pos -= 1
+            for j in range(under_pos, n_under - 1):
+                under[j] = under[j + 1]
+            n_under -= 1
+            if q_tail >= 2 * M + 1:
+                raise AssignmentError("sticky assignor queue overflow")
+            queue[q_tail] = m
+            q_tail += 1
+        elif sz == hi:
+            over += 1
     if cooperative:
         # the previous holder must give these up first: drop them from the
         # new owner's list only now, after they counted toward its quota
@@ -950,6 +1027,10 @@ cdef void _withhold_computed(_Run r) except *:
 # entry points
 # --------------------------------------------------------------------------
 
+_NO_I32 = np.zeros(1, dtype=np.int32)
+_NO_I64 = np.zeros(1, dtype=np.int64)
+
+
 def _valid_topics(group):
     T = len(group.topics)
     subscribed = np.bincount(group.sub_topics, minlength=T)[:T] > 0
@@ -984,20 +1065,20 @@ def _classes(group, valid):
     return classes, tc_ptr, tc
 
 
-cdef int _racks_need_reference(const int32_t[::1] counts, const int64_t[::1] off, const uint8_t[::1] valid,
-                                const int64_t[::1] rr_ptr, const int32_t[::1] rr,
-                                const int64_t[::1] consumers_on_rack, int n_racks) except -1:
-    """0 when consumer racks cannot change Java's result, 1 otherwise.
+cdef int _rack_facts(const int32_t[::1] counts, const int64_t[::1] off, const uint8_t[::1] valid,
+                     const int64_t[::1] rr_ptr, const int32_t[::1] rr,
+                     const int64_t[::1] consumers_on_rack, int n_racks, int64_t[::1] crowd) except -1:
+    """What consumer racks change in Java's result, as bit flags.
 
-    Java turns rack-aware assignment on when a consumer rack is among the
-    replica racks and some partition is not on every replica rack.  Even
-    when it stays off, the constrained path stable-sorts its unassigned
-    partitions by "consumers on this partition's racks"; that is a no-op
-    only when the count is the same for every partition."""
+    1: rack-aware mode is on -- a consumer rack is among the replica racks
+       and some partition is not on every replica rack.
+    2: "consumers on this partition's racks" (filled into ``crowd``) varies
+       between partitions, so the constrained path's stable sort by it
+       reorders the unassigned partitions even with rack-aware mode off."""
     cdef int32_t[::1] seen = np.zeros(max(n_racks, 1), dtype=np.int32)
     cdef uint8_t[::1] in_union = np.zeros(max(n_racks, 1), dtype=np.uint8)
-    cdef int t, k, n_distinct, union_size = 0, first_size = -1
-    cdef int64_t g, e, crowd, first_crowd = -1
+    cdef int t, k, n_distinct, union_size = 0, first_size = -1, flags = 0
+    cdef int64_t g, e, c, first_crowd = -1
     cdef int32_t stamp = 0
     cdef bint sizes_differ = False, shared_rack = False
     for t in range(counts.shape[0]):
@@ -1006,7 +1087,7 @@ cdef int _racks_need_reference(const int32_t[::1] counts, const int64_t[::1] off
         for g in range(off[t], off[t + 1]):
             stamp += 1
             n_distinct = 0
-            crowd = 0
+            c = 0
             if g + 1 < rr_ptr.shape[0]:
                 for e in range(rr_ptr[g], rr_ptr[g + 1]):
                     k = rr[e]
@@ -1014,35 +1095,40 @@ cdef int _racks_need_reference(const int32_t[::1] counts, const int64_t[::1] off
                         continue
                     seen[k] = stamp
                     n_distinct += 1
-                    crowd += consumers_on_rack[k]
+                    c += consumers_on_rack[k]
                     if not in_union[k]:
                         in_union[k] = 1
                         union_size += 1
                         if consumers_on_rack[k] > 0:
                             shared_rack = True
+            crowd[g] = c
             if first_crowd < 0:
-                first_crowd = crowd
+                first_crowd = c
                 first_size = n_distinct
-            elif crowd != first_crowd:
-                return 1
-            if n_distinct != first_size:
-                sizes_differ = True
+            else:
+                if c != first_crowd:
+                    flags |= 2
+                if n_distinct != first_size:
+                    sizes_differ = True
     # every partition's rack set is a subset of the union, so "all equal to
     # the union" means every set has the union's size
     if shared_rack and (sizes_differ or (first_size >= 0 and first_size != union_size)):
-        return 1
-    return 0
+        flags |= 1
+    return flags
 
 
-def _racks_matter(group, valid):
+def _rack_setup(group, valid):
+    """(rack-aware on?, member racks, replica-rack CSR, crowd or None)."""
     member_rack = group.member_rack_index()
     n_racks = max(len(group.rack_names), int(member_rack.max()) + 1 if len(member_rack) else 0)
     consumers_on_rack = np.bincount(member_rack[member_rack >= 0], minlength=n_racks).astype(np.int64)
     rr_ptr = group.replica_rack_indptr
     if len(rr_ptr) == 0:
         rr_ptr = np.zeros(1, dtype=np.int64)
-    return bool(_racks_need_reference(group.partition_counts, group.topic_offset, valid, rr_ptr,
-                                      group.replica_racks, consumers_on_rack, n_racks))
+    crowd = np.zeros(max(int(group.topic_offset[-1]) if len(group.topic_offset) else 0, 1), dtype=np.int64)
+    flags = _rack_facts(group.partition_counts, group.topic_offset, valid, rr_ptr, group.replica_racks,
+                        consumers_on_rack, n_racks, crowd)
+    return bool(flags & 1), member_rack, rr_ptr, group.replica_racks, (crowd if flags & 2 else None)
 
 
 def _python_arrays(group, bint cooperative):
@@ -1060,15 +1146,19 @@ def sticky_arrays(group, bint cooperative):
         raise AssignmentError(f"more than {_ref.MAX_PARTITIONS} partitions in the metadata; "
                               "no consumer group is that large")
     valid = _valid_topics(group)
-    if any(group.racks) and _racks_matter(group, valid):
-        return _python_arrays(group, cooperative)
+    rack_active, member_rack, rr_ptr, rr, crowd = False, _NO_I32, _NO_I64, _NO_I32, None
+    if any(group.racks):
+        rack_active, member_rack, rr_ptr, rr, crowd = _rack_setup(group, valid)
     cdef _Run r = _Run(group, valid)
     if r.needs_reference():
         return _python_arrays(group, cooperative)
     r.resolve()
     if r.all_equal:
-        _constrained(r, cooperative)
+        _constrained(r, cooperative, rack_active, member_rack, rr_ptr, rr, crowd)
         return r.export()
+    if rack_active:
+        # the general path's rack matching is only in the reference
+        return _python_arrays(group, cooperative)
     nsubs = np.bincount(group.sub_topics[valid[group.sub_topics].astype(bool)],
                         minlength=len(group.topics)) if len(group.sub_topics) else np.zeros(len(group.topics), np.int64)
     vt = np.flatnonzero(valid).astype(np.int32)
