@@ -260,3 +260,25 @@ def test_userdata_roundtrip(parts, gen):
         grouped.setdefault(t, []).append(p)
     flat = [(t, p) for t, ps in grouped.items() for p in ps]
     assert decode_sticky_userdata(encode_sticky_userdata(parts, gen)) == (flat, gen)
+
+
+@st.composite
+def rack_groups(draw):
+    """Groups with consumer racks and replica racks (rack-aware paths)."""
+    base = draw(groups(allow_odd=False, max_members=10))
+    racks = ["r1", "r2", "r3"]
+    layout = {t: [draw(st.lists(st.sampled_from(racks + [None]), max_size=3)) for _ in range(n)]
+              for t, n in base.partitions_per_topic.items()}
+    members = [MemberInput(member_id=m.member_id, topics=m.topics, owned=m.owned, generation=m.generation,
+                           subscription_generation=m.subscription_generation,
+                           rack=draw(st.sampled_from(racks + [None, ""])))
+               for m in base.members]
+    return GroupInput(members=members, partitions_per_topic=base.partitions_per_topic, partition_racks=layout)
+
+
+@pytest.mark.skipif(_sticky_c is None, reason="_sticky_c not built")
+@pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
+@settings(max_examples=200, deadline=None)
+@given(group=rack_groups())
+def test_compiled_equals_pure_with_racks(group, cooperative):
+    _same_outcome(group, cooperative)
