@@ -67,6 +67,8 @@ def test_encode_decode_of_large_messages_is_flat(impl):
         assert k.JoinGroupResponse.decode(body, 9).encode(9) == body
 
     assert _growth(once, rounds) < 16 * 1024
+    if "asan" in os.environ.get("LD_PRELOAD", ""):
+        return  # ASan's quarantine keeps freed memory resident by design
     rss0 = _rss()
     for _ in range(rounds * 3):
         once()
