@@ -143,7 +143,11 @@ def _callables(tree):
                     yield f"{node.name}.{sub.name}", sub, True
 
 
-@pytest.mark.parametrize("modname", sorted(STUB_MODULES))
+# Stubs that define functions or methods (kwire/__init__.pyi only re-exports).
+WITH_CALLABLES = sorted(m for m in STUB_MODULES if any(True for _ in _callables(_stub_tree(m))))
+
+
+@pytest.mark.parametrize("modname", WITH_CALLABLES)
 def test_stub_parameters_match_the_runtime(modname):
     mod = _runtime(modname)
     compared, total = 0, 0
@@ -165,7 +169,7 @@ def test_stub_parameters_match_the_runtime(modname):
         assert stub == runtime, f"{modname}.{qualname}: stub {stub} != runtime {runtime}"
         compared += 1
     # Some must be comparable, or the test would pass on any stub.
-    assert compared or not total, f"no signature of {modname} could be compared"
+    assert compared, f"none of the {total} signatures of {modname} could be compared"
 
 
 def _stub_fields(cls_node):
