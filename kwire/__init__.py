@@ -74,6 +74,22 @@ _ASSIGNOR_NAMES = (
 )
 
 
+__all__ = [
+    "IMPLEMENTATION", "KwireError", "DecodeError", "EncodeError", "FrameTooLargeError", "UnsupportedVersionError",
+    "RequestHeader", "ResponseHeader",
+    "FindCoordinatorRequest", "FindCoordinatorResponse", "Coordinator",
+    "JoinGroupRequest", "JoinGroupRequestProtocol", "JoinGroupResponse", "JoinGroupResponseMember",
+    "HeartbeatRequest", "HeartbeatResponse",
+    "LeaveGroupRequest", "MemberIdentity", "LeaveGroupResponse", "MemberResponse",
+    "SyncGroupRequest", "SyncGroupRequestAssignment", "SyncGroupResponse",
+    "ApiVersionsRequest", "ApiVersionsResponse", "ApiVersion", "SupportedFeatureKey", "FinalizedFeatureKey",
+    "Subscription", "SubscriptionTopicPartition", "Assignment", "AssignmentTopicPartition",
+    "StickyAssignorUserData", "StickyTopicAssignment", "CooperativeStickyUserData",
+    "FrameSplitter", "decode_request", "decode_response", "encode_request", "encode_response", "message_class",
+    *_ASSIGNOR_NAMES,
+]
+
+
 def __getattr__(name):
     if name in _ASSIGNOR_NAMES:
         from kwire import assignors

@@ -9,7 +9,7 @@ themselves only deal with plain facts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 TopicPartition = Tuple[str, int]
