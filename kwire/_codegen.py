@@ -110,6 +110,19 @@ class _StructGen:
     def _elem_cls(self, f):
         return self.msg.struct_class_names.get(f.struct_name, f.struct_name)
 
+    def _guarded(self, body, error, result):
+        """The function body inside one try: an error raised anywhere in it gets
+        the failing field's name (``f`` indexes ``_N_<struct>``) prepended."""
+        return ["    try:"] + ["        " + line for line in body] + [
+            f"    except {error} as e:",
+            "        if f >= 0:",
+            f"            e._prepend(_N_{self.cls}[f])",
+            "        raise",
+            f"    return {result}",
+            "",
+            "",
+        ]
+
     # -- reading ------------------------------------------------------------
 
     def _read_scalar(self, f, t):
@@ -207,17 +220,7 @@ class _StructGen:
             body += _when("flex", tags, 0)
         else:
             body += _when("flex", ["o.unknown_tagged_fields = r_unknown_tags(r)"], 0)
-        L += ["    try:"] + ["        " + line for line in body]
-        L += [
-            "    except DecodeError as e:",
-            "        if f >= 0:",
-            f"            e._prepend(_N_{self.cls}[f])",
-            "        raise",
-            "    return o",
-            "",
-            "",
-        ]
-        return L
+        return L + self._guarded(body, "DecodeError", "o")
 
     # -- writing ------------------------------------------------------------
 
@@ -315,17 +318,7 @@ class _StructGen:
             body += _when("flex", tags, 0)
         else:
             body += _when("flex", ["w_no_tags(w, o.unknown_tagged_fields)"], 0)
-        L += ["    try:"] + ["        " + line for line in body]
-        L += [
-            "    except EncodeError as e:",
-            "        if f >= 0:",
-            f"            e._prepend(_N_{self.cls}[f])",
-            "        raise",
-            "    return 0",
-            "",
-            "",
-        ]
-        return L
+        return L + self._guarded(body, "EncodeError", "0")
 
     # -- the class ------------------------------------------------------------
 

@@ -14,11 +14,18 @@ NO_EXTENSIONS = os.environ.get("KWIRE_NO_EXTENSIONS", "").strip().lower() not in
 IMPLEMENTATION = "python" if NO_EXTENSIONS else "cython"
 
 
-def load(name, implementation=None):
-    """Import ``kwire._<name>_c`` or ``kwire._<name>_py`` per the switch."""
+def load(name, implementation=None, package="kwire"):
+    """Import ``<package>._<name>_c`` or ``<package>._<name>_py`` per the switch.
+
+    ``implementation`` ("cython" or "python") overrides the switch, which is
+    how tests reach both twins in one process."""
     implementation = implementation or IMPLEMENTATION
+    if implementation not in ("python", "cython"):
+        from kwire.errors import KwireError
+
+        raise KwireError(f"implementation must be 'python' or 'cython', not {implementation!r}")
     suffix = "py" if implementation == "python" else "c"
-    modname = f"kwire._{name}_{suffix}"
+    modname = f"{package}._{name}_{suffix}"
     try:
         return importlib.import_module(modname)
     except ImportError as exc:

@@ -14,7 +14,6 @@ kernels sort by integers instead of strings.
 
 from __future__ import annotations
 
-import importlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -29,25 +28,11 @@ _I64 = np.int64
 
 
 def load_kernels(name: str, implementation: Optional[str] = None):
-    """Import ``kwire.assignors._<name>_c`` or its pure twin ``_<name>_py``.
-
-    Same rule as :func:`kwire._impl.load` (which only reaches top-level
-    modules): the compiled module is required unless the pure one is chosen
-    by ``KWIRE_NO_EXTENSIONS=1`` or ``implementation="python"``."""
-    implementation = implementation or _impl.IMPLEMENTATION
-    if implementation not in ("python", "cython"):
+    """Import ``kwire.assignors._<name>_c`` or its pure twin ``_<name>_py``
+    (the rule of :func:`kwire._impl.load`)."""
+    if implementation not in (None, "python", "cython"):
         raise AssignmentError(f"implementation must be 'python' or 'cython', not {implementation!r}")
-    suffix = "py" if implementation == "python" else "c"
-    modname = f"kwire.assignors._{name}_{suffix}"
-    try:
-        return importlib.import_module(modname)
-    except ImportError as exc:
-        if suffix == "c":
-            raise ImportError(
-                f"kwire's compiled module {modname} is missing ({exc}). Reinstall kwire with a "
-                "working C compiler, or set KWIRE_NO_EXTENSIONS=1 to use the pure-Python implementation."
-            ) from exc
-        raise
+    return _impl.load(name, implementation, package="kwire.assignors")
 
 
 def _java_sorted(names):
