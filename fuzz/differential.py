@@ -51,24 +51,8 @@ class Finding(AssertionError):
 # Open bugs the oracle recognises, each pinned by a strict-xfail regression
 # test; they are counted in ``stats`` instead of stopping a campaign, unless
 # KWIRE_FUZZ_STRICT=1.  Remove an entry when its test starts passing.
-KNOWN_BUGS = {
-    "tag-above-int32": "tests/test_fuzz_bounded.py::test_unknown_tag_above_int32_survives_reencoding",
-}
+KNOWN_BUGS = {}
 STRICT = os.environ.get("KWIRE_FUZZ_STRICT", "") not in ("", "0")
-
-
-def _has_tag_above_int32(value):
-    value = plain(value)
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        if isinstance(v, tuple) and len(v) == 3 and isinstance(v[2], dict) and any(t > 0x7FFFFFFF for t in v[2]):
-            return True
-    return False
 
 
 def _known(stats, name):
@@ -351,8 +335,6 @@ def check_message(msg, version, data, stats=None):
         try:
             again = value.encode(enc_version)
         except EncodeError as e:
-            if _has_tag_above_int32(value):
-                return _known(stats, "tag-above-int32")
             raise Finding(f"{label}: {m.__name__} cannot re-encode what it decoded: {e}") from e
         if again != expect:
             raise Finding(f"{label}: {m.__name__} re-encodes {again.hex()} but the canonical form is {expect.hex()}"
@@ -425,8 +407,6 @@ def _frame_parts_roundtrip(label, header_msg, header_version, msg_schema, versio
     try:
         again = header.encode(header_version) + msg.encode(version)
     except EncodeError as e:
-        if _has_tag_above_int32(header) or _has_tag_above_int32(msg):
-            return _known(stats, "tag-above-int32")
         raise Finding(f"{label}: cannot re-encode what was decoded: {e}") from e
     if again != h_expect + b_expect:
         raise Finding(f"{label}: frame re-encodes to {again.hex()}, canonical {(h_expect + b_expect).hex()}")

@@ -27,6 +27,7 @@ _INT_RANGES = {
     "int16": (-(1 << 15), (1 << 15) - 1),
     "uint16": (0, (1 << 16) - 1),
     "int32": (-(1 << 31), (1 << 31) - 1),
+    "uint32": (0, (1 << 32) - 1),
     "int64": (-(1 << 63), (1 << 63) - 1),
 }
 _FIXED = {
@@ -438,9 +439,8 @@ def _write_tagged(out, obj, splan):
     unknown = obj.unknown_tagged_fields
     if unknown:
         for tag, raw in unknown.items():
-            tag = _check_int(tag, "int32")
-            if tag < 0:
-                raise EncodeError(f"negative tag {tag}")
+            # A tag is an unsigned varint: anything a decoder accepted must write back.
+            tag = _check_int(tag, "uint32")
             if tag in fields:
                 raise EncodeError(f"unknown tagged field {tag} collides with a known field")
             fields[tag] = _as_bytes(raw)

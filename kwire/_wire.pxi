@@ -552,9 +552,8 @@ cdef int w_tags(Writer* w, object unknown, dict known) except -1:
     cdef dict fields = known if known is not None else {}
     if unknown:
         for tag, raw in unknown.items():
-            tag = as_int(tag, -0x80000000, 0x7FFFFFFF, "int32")
-            if tag < 0:
-                raise EncodeError(f"negative tag {tag}")
+            # A tag is an unsigned varint: anything a decoder accepted must write back.
+            tag = as_int(tag, 0, 0xFFFFFFFF, "uint32")
             if tag in fields:
                 raise EncodeError(f"unknown tagged field {tag} collides with a known field")
             if not PyBytes_CheckExact(raw):

@@ -8,7 +8,6 @@ coverage-guided run per family.  Long campaigns: fuzz/fuzz_codec.py.
 """
 
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -213,11 +212,9 @@ def test_frame_splitter_never_reserves_a_declared_size():
 # Regressions found by the fuzzers (docs/RELIABILITY.md lists them)
 # ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=kwire.EncodeError,
-                   reason="open bug (fuzz): tags >= 2^31 decode into unknown_tagged_fields but encoding refuses "
-                          "them as out of range for int32, so a decoded message cannot be forwarded")
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 def test_unknown_tag_above_int32_survives_reencoding(impl):
+    """Found by fuzzing: tags >= 2^31 decoded but were refused on encoding (as int32)."""
     k = codec_module(impl)
     # HeartbeatResponse v4: throttle_time_ms, error_code, then one tagged
     # field with tag 2^31 (varint 80 80 80 80 08) and no data.
