@@ -197,6 +197,7 @@ cdef class _Run:
     cdef const int32_t[::1] order
     cdef const int32_t[::1] rank
     cdef const int32_t[::1] thash
+    cdef list member_ids          # only for error messages
     # resolution results
     cdef uint8_t[::1] alive       # per owned entry
     cdef uint8_t[::1] contested   # per g
@@ -222,6 +223,7 @@ cdef class _Run:
         self.order = _member_order(group)
         self.rank = _java_rank(group.member_ids)
         self.thash = group.topic_hashes()
+        self.member_ids = list(group.member_ids)
 
     # -- input checks -------------------------------------------------------
     cdef int needs_reference(self) except -1:
@@ -834,8 +836,9 @@ cdef class _General:
                 pm = self.prev_owner[g]
                 if pm >= 0:
                     if not self.active[pm]:
-                        raise AssignmentError("a previous owner holds a fixed assignment while balancing "
-                                              "(Java: NullPointerException)")
+                        # Same words as the pure twin: the implementations must fail alike.
+                        raise AssignmentError(f"member {r.member_ids[pm]!r} is referenced while balancing but "
+                                              "holds a fixed assignment (Java: NullPointerException)")
                     if load > r.size[pm] + 1:
                         self.move(g, pm)
                         performed = modified = True

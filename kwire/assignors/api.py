@@ -10,6 +10,8 @@ Subscription fields, userData, or nowhere -- is answered once, by
 
 from __future__ import annotations
 
+import dataclasses
+
 import importlib
 import inspect
 import threading
@@ -178,11 +180,32 @@ def group_input(strategy: str, members: Iterable, partitions_per_topic, *, parti
         raise AssignmentError("partitions_per_topic must be a mapping of topic -> partition count")
     if partition_racks is not None and not hasattr(partition_racks, "items"):
         raise AssignmentError("partition_racks must be a mapping of topic -> per-partition replica racks")
+    counts = dict(partitions_per_topic)
     return GroupInput(
-        members=[member_input(strategy, m) for m in members],
-        partitions_per_topic=dict(partitions_per_topic),
+        members=[_sanitized(member_input(strategy, m), counts) for m in members],
+        partitions_per_topic=counts,
         partition_racks=dict(partition_racks) if partition_racks is not None else None,
     )
+
+
+def _sanitized(member: MemberInput, counts) -> MemberInput:
+    """Clean up what no Java client sends but a hostile or stale peer can.
+
+    The two places kwire departs from Java, both only on input a Java
+    consumer never produces, so that the result is always a valid
+    assignment (Java's sticky assignors hand out partitions twice, to
+    members not subscribed to them, or throw):
+
+    - an owned partition whose index the topic no longer has (it was
+      recreated with fewer partitions) is dropped, like a claim on a deleted
+      topic; negative indexes are malformed and left for validation to refuse;
+    - a topic listed twice in one subscription is kept once (Java's
+      ConsumerProtocol writes topics from a set)."""
+    topics = tuple(dict.fromkeys(member.topics))
+    owned = tuple(tp for tp in member.owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
+    if topics == member.topics and len(owned) == len(member.owned):
+        return member
+    return dataclasses.replace(member, topics=topics, owned=owned)
 
 
 # -- running a strategy -----------------------------------------------------------------------
