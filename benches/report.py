@@ -437,7 +437,11 @@ def main(argv=None):
     ap.add_argument("--anchors", default=os.environ.get("KWIRE_PERF_ANCHORS", DEFAULT_ANCHORS),
                     help="Java's figures (assignor-perf-anchors.md)")
     ap.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib needed)")
+    ap.add_argument("--readme", action="store_true",
+                    help="also copy the tables and chart into README.md, between its benchmark-report markers")
     args = ap.parse_args(argv)
+    if args.readme and args.quick:
+        ap.error("--readme publishes: not from a --quick run")
 
     if not args.no_chart:
         try:
@@ -502,7 +506,37 @@ def main(argv=None):
         fh.write("\n".join(md))
     print("\n".join(md))
     log(f"wrote {path}")
+    if args.readme:
+        update_readme(md, os.path.relpath(os.path.join(args.out, f"{stem}.png"), REPO))
+        log("updated README.md")
     return 0
+
+
+README_START = "<!-- benchmark-report:start -->"
+README_END = "<!-- benchmark-report:end -->"
+
+
+def update_readme(md, png):
+    """Put the report's tables (its headings one level down) and chart into README.md."""
+    keep, skipping = [], False
+    for line in md[3:]:
+        if line.startswith("## "):
+            skipping = line.startswith("## Java") or line.startswith("## Chart")
+            if not skipping:
+                keep.append("#" + line)
+            continue
+        if not skipping:
+            keep.append(line)
+    block = [README_START, "", md[2], ""] + keep + [f"![kwire against its peers]({png})", "", README_END]
+    path = os.path.join(REPO, "README.md")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    if README_START not in text or README_END not in text:
+        raise SystemExit(f"README.md has no {README_START} ... {README_END} markers")
+    head, rest = text.split(README_START, 1)
+    _old, tail = rest.split(README_END, 1)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(head + "\n".join(block) + tail)
 
 
 if __name__ == "__main__":
