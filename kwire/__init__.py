@@ -17,6 +17,7 @@ from kwire.errors import (
     EncodeError,
     FrameTooLargeError,
     KwireError,
+    LimitExceededError,
     UnsupportedVersionError,
 )
 
@@ -75,7 +76,8 @@ _ASSIGNOR_NAMES = (
 
 
 __all__ = [
-    "IMPLEMENTATION", "KwireError", "DecodeError", "EncodeError", "FrameTooLargeError", "UnsupportedVersionError",
+    "IMPLEMENTATION", "KwireError", "DecodeError", "EncodeError", "FrameTooLargeError", "LimitExceededError",
+    "UnsupportedVersionError",
     "RequestHeader", "ResponseHeader",
     "FindCoordinatorRequest", "FindCoordinatorResponse", "Coordinator",
     "JoinGroupRequest", "JoinGroupRequestProtocol", "JoinGroupResponse", "JoinGroupResponseMember",

@@ -39,6 +39,7 @@ from kwire.errors import (
     DecodeError as DecodeError,
     EncodeError as EncodeError,
     FrameTooLargeError as FrameTooLargeError,
+    LimitExceededError as LimitExceededError,
     KwireError as KwireError,
     UnsupportedVersionError as UnsupportedVersionError,
 )

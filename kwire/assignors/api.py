@@ -201,8 +201,11 @@ def _sanitized(member: MemberInput, counts) -> MemberInput:
       topic; negative indexes are malformed and left for validation to refuse;
     - a topic listed twice in one subscription is kept once (Java's
       ConsumerProtocol writes topics from a set)."""
-    topics = tuple(dict.fromkeys(member.topics))
-    owned = tuple(tp for tp in member.owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
+    try:
+        topics = tuple(dict.fromkeys(member.topics))
+        owned = tuple(tp for tp in member.owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
+    except TypeError:
+        return member  # malformed names or indexes: left for validation to refuse with a typed error
     if topics == member.topics and len(owned) == len(member.owned):
         return member
     return dataclasses.replace(member, topics=topics, owned=owned)
