@@ -330,21 +330,23 @@ def _read_tagged(r, splan, values):
     return unknown
 
 
+def _w_null(out, plan, wide):
+    if not plan.nullable:
+        raise EncodeError("null in a non-nullable field")
+    _w_length(out, -1, plan.compact, wide)
+
+
 def _write_scalar(out, v, plan, t):
     if t == "string":
         if v is None:
-            if not plan.nullable:
-                raise EncodeError("null in a non-nullable field")
-            _w_length(out, -1, plan.compact, False)
+            _w_null(out, plan, False)
             return
         b = _utf8(v)
         _w_length(out, len(b), plan.compact, False)
         out += b
     elif t == "bytes":
         if v is None:
-            if not plan.nullable:
-                raise EncodeError("null in a non-nullable field")
-            _w_length(out, -1, plan.compact, True)
+            _w_null(out, plan, True)
             return
         b = _as_bytes(v)
         if len(b) > 0x7FFFFFFF:
@@ -372,9 +374,7 @@ def _write_value(out, v, plan):
     f = plan.field
     if f.is_array:
         if v is None:
-            if not plan.nullable:
-                raise EncodeError("null in a non-nullable field")
-            _w_length(out, -1, plan.compact, True)
+            _w_null(out, plan, True)
             return
         if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__"):
             raise EncodeError(f"expected a list, got {type(v).__name__}")

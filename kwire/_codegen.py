@@ -395,6 +395,15 @@ class _StructGen:
         cls = self.cls
         lo, hi = m.valid.lo, m.valid.hi
         chk = f"check_version(version, {lo}, {hi}, {cls!r}, {repr(m.valid)!r})"
+        # What decode and _decode_prefix share: everything up to the decoded struct.
+        read_body = [
+            f"        {chk}",
+            "        cdef Reader r",
+            "        keep = r_open(&r, data)",
+            "        if max_elements is not None:",
+            "            r_set_limit(&r, max_elements)",
+            f"        o = _r_{cls}(&r, version)",
+        ]
         if not m.version_prefixed:
             return [
                 "    def encode(self, version):",
@@ -414,24 +423,14 @@ class _StructGen:
                 "",
                 "        ``max_elements`` caps the array elements and tagged fields built in total",
                 '        (LimitExceededError past it); None means no cap."""',
-                f"        {chk}",
-                "        cdef Reader r",
-                "        keep = r_open(&r, data)",
-                "        if max_elements is not None:",
-                "            r_set_limit(&r, max_elements)",
-                f"        o = _r_{cls}(&r, version)",
+                *read_body,
                 "        r_finish(&r)",
                 "        return o",
                 "",
                 "    @classmethod",
                 "    def _decode_prefix(cls, data, version, *, max_elements=None):",
                 '        """``(message, end)``: decode from the start of ``data``, which may go on."""',
-                f"        {chk}",
-                "        cdef Reader r",
-                "        keep = r_open(&r, data)",
-                "        if max_elements is not None:",
-                "            r_set_limit(&r, max_elements)",
-                f"        o = _r_{cls}(&r, version)",
+                *read_body,
                 "        return o, r.pos",
             ]
         return [
