@@ -47,3 +47,19 @@ def shared_dir(env_var, sub):
     if not os.path.isdir(path):
         pytest.skip(f"{sub} not found; set {env_var}")
     return path
+
+
+def assignor_implementations():
+    """Implementations the assignor tests run: both, unless KWIRE_NO_EXTENSIONS=1
+    and the compiled kernels were not built (then the pure one alone).
+
+    Without the switch a missing compiled kernel is not skipped: its tests fail."""
+    if not _impl.NO_EXTENSIONS:
+        return ["python", "cython"]
+    from kwire.assignors._arrays import load_kernels
+
+    try:
+        load_kernels("rangerr", "cython")
+    except ImportError:
+        return ["python"]
+    return ["python", "cython"]

@@ -18,26 +18,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from kwire import _impl
+from tests.conftest import assignor_implementations
 from kwire.assignors import STRATEGIES, ArrayGroup, GroupMember, assign, assign_arrays
 from kwire.assignors._model import GroupInput, MemberInput
-from kwire.assignors._arrays import load_kernels
 from kwire.assignors.api import _load_plugins, reference_assign
 
 
-def _implementations():
-    # Without KWIRE_NO_EXTENSIONS the compiled kernels must exist (a missing
-    # one fails these tests); with it, they are tested only if built.
-    if not _impl.NO_EXTENSIONS:
-        return ["python", "cython"]
-    try:
-        load_kernels("rangerr", "cython")
-    except ImportError:
-        return ["python"]
-    return ["python", "cython"]
-
-
-IMPLEMENTATIONS = _implementations()
+IMPLEMENTATIONS = assignor_implementations()
 ALL_STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kwire import _impl
+from tests.conftest import assignor_implementations
 from kwire.assignors import (
     STRATEGIES,
     ArrayAssignment,
@@ -25,17 +25,7 @@ from kwire._javaorder import string_hash
 from kwire.errors import AssignmentError, KwireError
 
 
-def _implementations():
-    if not _impl.NO_EXTENSIONS:
-        return ["python", "cython"]
-    try:
-        load_kernels("rangerr", "cython")
-    except ImportError:
-        return ["python"]
-    return ["python", "cython"]
-
-
-IMPLS = _implementations()
+IMPLS = assignor_implementations()
 
 
 try:
