@@ -696,9 +696,17 @@ cdef class _General:
     cdef bint snap_taken
     cdef object snap
     cdef long long moves_made, move_budget
+    # balanced() is a pure function of the loads and holders, which change
+    # only in give()/take(); reassign() asks before every partition, so an
+    # unchanged state answers from here instead of a scan of every partition
+    # (the scan per partition made large uneven groups quadratic).
+    cdef long long state_version, balanced_version
+    cdef bint balanced_answer
 
     def __init__(self, _Run r, classes, tc_ptr, tc):
         self.r = r
+        self.state_version = 0
+        self.balanced_version = -1
         self.moves = _Moves()
         self.topic_of = r._topic_of()
         cdef _Heaps hp = _Heaps()
@@ -737,39 +745,53 @@ cdef class _General:
     cdef void give(self, int m, int32_t g) noexcept:
         self.r.append(m, g)
         self.hp.changed(m, 1)
+        self.state_version += 1
 
     cdef void take(self, int m, int32_t g) noexcept:
         self.r.unlink(m, g)
         self.hp.changed(m, -1)
+        self.state_version += 1
 
     cdef bint balanced(self) except -1:
-        cdef _Run r = self.r
+        cdef int answer
+        if self.balanced_version == self.state_version:
+            return self.balanced_answer
+        with nogil:
+            answer = self._scan_balanced()
+        if answer < 0:
+            raise AssignmentError("a partition has no holder while balancing (Java: NullPointerException)")
+        self.balanced_version = self.state_version
+        self.balanced_answer = answer
+        return answer
+
+    cdef int _scan_balanced(self) noexcept nogil:
+        """Java's isBalanced(): 1, 0, or -1 when a partition has no holder."""
         cdef int m, t, lo = -1, hi = -1, h, sz, mx
         cdef int64_t e, g
-        for m in range(r.M):
+        for m in range(self.r.M):
             if not self.active[m]:
                 continue
-            sz = r.size[m]
+            sz = self.r.size[m]
             if lo < 0 or sz < lo:
                 lo = sz
             if sz > hi:
                 hi = sz
         if lo < 0 or lo >= hi - 1:
-            return True
+            return 1
         # per topic: the two largest loads among distinct holders
-        for t in range(r.T):
+        for t in range(self.r.T):
             self.top1[t] = -1
             self.top1_m[t] = -1
             self.top2[t] = -1
-            if not r.valid[t]:
+            if not self.r.valid[t]:
                 continue
-            for g in range(r.off[t], r.off[t + 1]):
-                h = r.holder[g]
+            for g in range(self.r.off[t], self.r.off[t + 1]):
+                h = self.r.holder[g]
                 if h < 0:
-                    raise AssignmentError("a partition has no holder while balancing (Java: NullPointerException)")
+                    return -1
                 if not self.active[h]:
                     continue
-                sz = r.size[h]
+                sz = self.r.size[h]
                 if h == self.top1_m[t]:
                     continue
                 if sz > self.top1[t]:
@@ -778,20 +800,20 @@ cdef class _General:
                     self.top1_m[t] = h
                 elif sz > self.top2[t]:
                     self.top2[t] = sz
-        for m in range(r.M):
+        for m in range(self.r.M):
             if not self.active[m]:
                 continue
-            sz = r.size[m]
+            sz = self.r.size[m]
             if sz == self.maxsize[m]:
                 continue
-            for e in range(r.sub_ptr[m], r.sub_ptr[m + 1]):
-                t = r.sub_t[e]
-                if not r.valid[t]:
+            for e in range(self.r.sub_ptr[m], self.r.sub_ptr[m + 1]):
+                t = self.r.sub_t[e]
+                if not self.r.valid[t]:
                     continue
                 mx = self.top2[t] if self.top1_m[t] == m else self.top1[t]
                 if mx > sz + 1:
-                    return False
-        return True
+                    return 0
+        return 1
 
     cdef void take_snapshot(self) except *:
         r = self.r
@@ -969,6 +991,7 @@ cdef void _general(_Run r, bint cooperative, classes, tc_ptr, tc, topic_sort) ex
         if not can:
             G.active[m] = 0
             G.hp.remove(m)
+            G.state_version += 1
 
     if not revocation_required:
         G.reassign(unassigned, n_un2)
