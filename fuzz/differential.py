@@ -41,6 +41,8 @@ try:
 except ImportError:  # a pure install: the oracle still checks the twin alone
     codec_c = None
 
+# "batch" (the capture batch decoder, fuzz/batch_oracle.py) joins these when
+# pyarrow is installed; see the end of this module.
 FAMILIES = ("api", "headers", "frames", "consumer")
 
 
@@ -514,6 +516,8 @@ def check(family, data, stats=None):
         return check_message(t[0], t[1], payload, stats)
     if family == "frames":
         return check_frame(t[0], t[1], payload, stats)
+    if family == "batch":
+        return batch_oracle.check(payload, stats)
     raise ValueError(f"unknown family {family!r}")
 
 
@@ -523,3 +527,12 @@ def selector(family, name):
         if target_name(family, i) == name:
             return i
     raise KeyError(name)
+
+
+try:
+    import batch_oracle  # noqa: E402  (imports Finding from here)
+except ImportError:  # no pyarrow: the batch decoder is not installed either
+    batch_oracle = None
+else:
+    FAMILIES += ("batch",)
+    TARGETS["batch"] = [("batch", None)]

@@ -122,6 +122,61 @@ def seeds():
     avr = P.ApiVersionsResponse(zk_migration_ready=True).encode(3)
     out.append(("api", "ApiVersionsResponse-v3-bool-2", bytes([av]) + avr[:-1] + b"\x02"))
     out.append(("api", "ApiVersionsResponse-v3-default-tag", bytes([av]) + avr[:-4] + b"\x01\x03\x01\x00"))
+    out += captured_seeds()
+    return out
+
+
+# Seeds from examples/sample/capture.parquet: frames real clients
+# (librdkafka, kafka-python) exchanged with a real coordinator.
+SAMPLE = os.path.join(os.path.dirname(HERE), "examples", "sample", "capture.parquet")
+MAX_SEED = 4096  # the campaigns' -max_len
+
+
+def captured_seeds():
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return []
+    import batch_oracle
+    rows = pq.read_table(SAMPLE, columns=["conn", "direction", "frame", "truncated"]).to_pylist()
+    out, seen, asked, per_kind = [], set(), {}, {}
+    req = D.selector("frames", "request")
+    by_conn = {}
+    for r in rows:
+        frame = r["frame"]
+        by_conn.setdefault(r["conn"], []).append(r)
+        if len(frame) < 12:
+            continue
+        if r["direction"] == 0:
+            key, version, corr = struct.unpack_from(">hhi", frame, 4)
+            asked[(r["conn"], corr)] = (key, version)
+            seed = bytes([req]) + frame
+        else:
+            (corr,) = struct.unpack_from(">i", frame, 4)
+            kv = asked.pop((r["conn"], corr), None)
+            if kv is None or kv[0] not in batch_oracle.batch_py.GROUP_APIS:
+                continue
+            seed = bytes([D.selector("frames", f"response-k{kv[0]}-v{kv[1]}")]) + frame
+        # A few of each (direction, api, version): the rest are heartbeats
+        # that differ only in their correlation id.
+        kind = (r["direction"], frame[4:8] if r["direction"] == 0 else seed[0])
+        per_kind[kind] = per_kind.get(kind, 0) + 1
+        if per_kind[kind] <= 4 and len(seed) <= MAX_SEED and seed not in seen:
+            seen.add(seed)
+            out.append(("frames", f"captured-{len(seen):03d}", seed))
+    # Batch seeds: each connection's frames in runs that fit a seed, split
+    # into two batches in the middle so pairing crosses a batch boundary.
+    n = 0
+    for conn in sorted(by_conn):
+        run = []
+        for r in by_conn[conn] + [None]:
+            rec = None if r is None else (r["direction"], conn % 4, r["truncated"], r["frame"])
+            if run and (rec is None or len(batch_oracle.encode(run + [rec])) > MAX_SEED - 1):
+                n += 1
+                out.append(("batch", f"captured-{n:03d}", bytes([0]) + batch_oracle.encode(run, len(run) // 2)))
+                run = []
+            if rec is not None and len(batch_oracle.encode([rec])) <= MAX_SEED - 1:
+                run.append(rec)
     return out
 
 

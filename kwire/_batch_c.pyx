@@ -67,6 +67,10 @@ cdef int heartbeat_response_error(const unsigned char[:] b, Py_ssize_t start, Py
     Heartbeat response of ``version`` (no tagged fields); 0 to fall back."""
     cdef Py_ssize_t n = end - start
     cdef Py_ssize_t want
+    if version < 0:
+        # Not a Heartbeat version (a garbled request said so): the slow path
+        # reports it the way the pure twin does.
+        return 0
     if version == 0:
         want = 4 + 4 + 2
     elif version <= 3:

@@ -30,7 +30,8 @@ import mutate  # noqa: E402
 
 FAMILIES = differential.FAMILIES
 # Mutants per family: about 15 s in all on an idle 2-core machine, 80 s on a loaded one.
-MUTANTS = {"api": 100000, "headers": 40000, "frames": 60000, "consumer": 60000}
+MUTANTS = {"api": 100000, "headers": 40000, "frames": 60000, "consumer": 60000,
+           "batch": 4000}  # a batch input is a capture of ~15 frames, decoded into Arrow twice
 # A decode may take this long on one input before it counts as a hang; fuzz
 # inputs are a few hundred bytes, so anything near it is pathological.
 PER_INPUT_SECONDS = 1.0
@@ -222,3 +223,25 @@ def test_unknown_tag_above_int32_survives_reencoding(impl):
     msg = k.HeartbeatResponse.decode(body, 4)
     assert msg.unknown_tagged_fields == {2**31: b""}
     assert msg.encode(4) == body
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_heartbeat_response_to_a_request_of_negative_version(impl):
+    """Found by fuzzing the batch decoder: the compiled twin's Heartbeat fast
+    path read a response to a request that claimed version -253 as a v1-v3
+    response and reported error code 0, where the pure twin (and
+    kwire.decode_response) refuse the version."""
+    pytest.importorskip("pyarrow")
+    import batch_oracle
+    from kwire._impl import load
+
+    request = bytearray(kwire.encode_request(kwire.HeartbeatRequest(group_id="g", member_id="m"), 1, 27))
+    request[6:8] = struct.pack(">h", -253)
+    response = struct.pack(">iii", 10, 27, 0) + bytes(2)  # a well-formed v1-v3 Heartbeat response
+    records = [(0, 0, False, bytes(request)), (1, 0, False, response)]
+    batch = load("batch", impl)
+    rows, waiting = batch_oracle._run(batch, [records])
+    assert waiting == 0
+    assert rows[1]["request_seq"] == 0 and rows[1]["error_code"] is None
+    assert rows[1]["decode_error"].startswith("UnsupportedVersionError")
+    differential.check("batch", bytes([0]) + batch_oracle.encode(records))
