@@ -400,10 +400,10 @@ def _count(stats, result):
 
 def _frame_parts_roundtrip(label, header_msg, header_version, msg_schema, version, payload, header, msg, end,
                            stats):
-    h_expect, h_why, _e, h_end = canonical(header_msg, header_version, payload, 0, stop_early=True)
+    h_expect, h_why, h_elems, h_end = canonical(header_msg, header_version, payload, 0, stop_early=True)
     if h_end != end:
         raise Finding(f"{label}: header ends at {end}, the canonicaliser says {h_end}")
-    b_expect, b_why, _e, _ = canonical(msg_schema, version, bytes(payload[end:]))
+    b_expect, b_why, b_elems, _ = canonical(msg_schema, version, bytes(payload[end:]))
     if not (h_why or b_why) and h_expect + b_expect != bytes(payload):
         raise Finding(f"{label}: canonicaliser changed the frame without naming why")
     try:
@@ -412,6 +412,21 @@ def _frame_parts_roundtrip(label, header_msg, header_version, msg_schema, versio
         raise Finding(f"{label}: cannot re-encode what was decoded: {e}") from e
     if again != h_expect + b_expect:
         raise Finding(f"{label}: frame re-encodes to {again.hex()}, canonical {(h_expect + b_expect).hex()}")
+    return h_elems + b_elems
+
+
+def _frame_limit_exact(label, decode, elems, expect):
+    """The frame's ``max_elements`` covers header and body together, exactly."""
+    results = [outcome(decode(f), max_elements=elems, allowed=_FRAME_ERRORS) for f in FRAMINGS]
+    for r in results:
+        if r[0] != "ok" or plain(r[1]) != plain(expect):
+            raise Finding(f"{label}: max_elements={elems} (the frame's count) gives {r}")
+    if elems:
+        results = [outcome(decode(f), max_elements=elems - 1, allowed=_FRAME_ERRORS) for f in FRAMINGS]
+        if results[0][:2] != ("err", "LimitExceededError"):
+            raise Finding(f"{label}: max_elements={elems - 1} gives {results[0]}")
+        if len(results) == 2:
+            _same(f"{label} max_elements={elems - 1}", *results)
 
 
 def check_frame(kind, arg, data, stats=None):
@@ -425,8 +440,10 @@ def check_frame(kind, arg, data, stats=None):
             hv = _schema.request_header_version(header.request_api_key, header.request_api_version)
             _h, end = type(header)._decode_prefix(payload, hv)
             schema = _schema._BY_KEY[(header.request_api_key, "request")]
-            _frame_parts_roundtrip("decode_request", _schema.REQUEST_HEADER, hv, schema,
-                                   header.request_api_version, payload, header, msg, end, stats)
+            elems = _frame_parts_roundtrip("decode_request", _schema.REQUEST_HEADER, hv, schema,
+                                           header.request_api_version, payload, header, msg, end, stats)
+            _frame_limit_exact("decode_request", lambda f: lambda **kw: f.decode_request(data, **kw), elems,
+                               results[0][1])
         _count(stats, results[0][0])
         return
     if kind == "response":
@@ -439,9 +456,11 @@ def check_frame(kind, arg, data, stats=None):
             payload = memoryview(data)[4:]
             hv = _schema.response_header_version(api_key, version)
             _h, end = type(header)._decode_prefix(payload, hv)
-            _frame_parts_roundtrip(f"decode_response k{api_key} v{version}", _schema.RESPONSE_HEADER, hv,
-                                   _schema._BY_KEY[(api_key, "response")], version, payload, header, msg, end,
-                                   stats)
+            label = f"decode_response k{api_key} v{version}"
+            elems = _frame_parts_roundtrip(label, _schema.RESPONSE_HEADER, hv, _schema._BY_KEY[(api_key, "response")],
+                                           version, payload, header, msg, end, stats)
+            _frame_limit_exact(label, lambda f: lambda **kw: f.decode_response(data, api_key, version, **kw),
+                               elems, results[0][1])
         _count(stats, results[0][0])
         return
     # The splitter is one implementation (pure Python) on both sides: its

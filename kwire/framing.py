@@ -91,6 +91,10 @@ def decode_request_header(frame):
 
     Works for any api key, so a proxy or capture tool can read the header of
     requests kwire has no body codec for."""
+    return _decode_request_header(frame, None)
+
+
+def _decode_request_header(frame, max_elements):
     payload = _payload(frame)
     if len(payload) < 4:
         raise DecodeError("truncated request header", 4)
@@ -102,33 +106,48 @@ def decode_request_header(frame):
         # exactly when it is flexible, which cannot be told from here; v1 is
         # what the fixed part of both looks like, so read that much.
         header_version = 1
-    header, end = kwire.RequestHeader._decode_prefix(payload, header_version)
+    header, end = kwire.RequestHeader._decode_prefix(payload, header_version, max_elements=max_elements)
     return header, payload[end:]
 
 
-def decode_request(frame):
-    """``(RequestHeader, message)`` from a complete request frame."""
-    header, body = decode_request_header(frame)
+def _body_budget(header, max_elements):
+    # Headers hold no arrays, only tagged fields: what is left of the budget
+    # after them is the body's, so the limit covers the frame as a whole.
+    if max_elements is None:
+        return None
+    return max(max_elements - len(header.unknown_tagged_fields or ()), 0)
+
+
+def decode_request(frame, *, max_elements=None):
+    """``(RequestHeader, message)`` from a complete request frame.
+
+    ``max_elements`` caps the array elements and tagged fields built from the
+    whole frame, header included, as for the message classes' ``decode``."""
+    if max_elements is None:
+        header, body = decode_request_header(frame)
+    else:
+        header, body = _decode_request_header(frame, max_elements)
     cls = message_class(header.request_api_key, "request")
     try:
-        msg = cls.decode(body, header.request_api_version)
+        msg = cls.decode(body, header.request_api_version, max_elements=_body_budget(header, max_elements))
     except DecodeError as e:
         e.offset = None if e.offset is None else e.offset + 4 + (len(_payload(frame)) - len(body))
         raise
     return header, msg
 
 
-def decode_response(frame, api_key, version):
+def decode_response(frame, api_key, version, *, max_elements=None):
     """``(ResponseHeader, message)`` from a complete response frame.
 
     Responses do not say what they answer: pass the api key and version of
-    the request with the same correlation id."""
+    the request with the same correlation id.  ``max_elements`` as for
+    :func:`decode_request`."""
     cls = message_class(api_key, "response")
     header_version = _schema.response_header_version(api_key, version)
     payload = _payload(frame)
-    header, end = kwire.ResponseHeader._decode_prefix(payload, header_version)
+    header, end = kwire.ResponseHeader._decode_prefix(payload, header_version, max_elements=max_elements)
     try:
-        msg = cls.decode(payload[end:], version)
+        msg = cls.decode(payload[end:], version, max_elements=_body_budget(header, max_elements))
     except DecodeError as e:
         e.offset = None if e.offset is None else e.offset + 4 + end
         raise

@@ -118,3 +118,27 @@ def test_many_small_frames_stay_linear():
     frame = _frames()[2]
     splitter = FrameSplitter()
     assert len(splitter.feed(frame * 20000)) == 20000
+
+
+def test_max_elements_covers_the_whole_frame():
+    # A request with two tagged fields in its (v2) header and three protocols
+    # in its body: five elements in all.
+    frame = bytearray(kwire.encode_request(kwire.JoinGroupRequest(group_id="g", protocols=[
+        kwire.JoinGroupRequestProtocol(name=n) for n in "abc"]), 9, 7, "c"))
+    header_end = 4 + 2 + 2 + 4 + 2 + 1  # size, key, version, correlation id, client id "c"
+    assert frame[header_end] == 0  # an empty tagged-field section: put two unknown fields there
+    frame[header_end:header_end + 1] = b"\x02\x05\x00\x06\x01z"
+    frame[:4] = struct.pack(">i", len(frame) - 4)
+    header, msg = kwire.decode_request(bytes(frame), max_elements=5)
+    assert header.unknown_tagged_fields == {5: b"", 6: b"z"} and len(msg.protocols) == 3
+    with pytest.raises(kwire.LimitExceededError) as info:
+        kwire.decode_request(bytes(frame), max_elements=4)
+    assert info.value.path == "protocols"
+    with pytest.raises(kwire.LimitExceededError):
+        kwire.decode_request(bytes(frame), max_elements=1)  # refused in the header already
+
+    response = kwire.encode_response(kwire.JoinGroupResponse(members=[
+        kwire.JoinGroupResponseMember(member_id=str(i)) for i in range(4)]), 9, 7)
+    assert len(kwire.decode_response(response, 11, 9, max_elements=4)[1].members) == 4
+    with pytest.raises(kwire.LimitExceededError):
+        kwire.decode_response(response, 11, 9, max_elements=3)
