@@ -2,8 +2,8 @@
 
     python fuzz/fuzz_codec.py FAMILY [libFuzzer flags] [CORPUS_DIR ...]
 
-FAMILY is one of ``api``, ``headers``, ``frames``, ``consumer`` (see
-fuzz/differential.py for the targets of each).  For example, a bounded run
+FAMILY is one of ``api``, ``headers``, ``frames``, ``consumer``, ``batch``
+(see fuzz/differential.py for the targets of each).  For example, a bounded run
 over the committed seeds, writing new inputs to a scratch corpus:
 
     mkdir -p /tmp/corpus-api
