@@ -106,15 +106,16 @@ def _decode_request_header(frame, max_elements):
         # exactly when it is flexible, which cannot be told from here; v1 is
         # what the fixed part of both looks like, so read that much.
         header_version = 1
-    header, end = kwire.RequestHeader._decode_prefix(payload, header_version, max_elements=max_elements)
+    if max_elements is None:  # keyword arguments cost the compiled decoders a parse per call
+        header, end = kwire.RequestHeader._decode_prefix(payload, header_version)
+    else:
+        header, end = kwire.RequestHeader._decode_prefix(payload, header_version, max_elements=max_elements)
     return header, payload[end:]
 
 
 def _body_budget(header, max_elements):
     # Headers hold no arrays, only tagged fields: what is left of the budget
     # after them is the body's, so the limit covers the frame as a whole.
-    if max_elements is None:
-        return None
     return max(max_elements - len(header.unknown_tagged_fields or ()), 0)
 
 
@@ -123,13 +124,13 @@ def decode_request(frame, *, max_elements=None):
 
     ``max_elements`` caps the array elements and tagged fields built from the
     whole frame, header included, as for the message classes' ``decode``."""
-    if max_elements is None:
-        header, body = decode_request_header(frame)
-    else:
-        header, body = _decode_request_header(frame, max_elements)
+    header, body = _decode_request_header(frame, max_elements)
     cls = message_class(header.request_api_key, "request")
     try:
-        msg = cls.decode(body, header.request_api_version, max_elements=_body_budget(header, max_elements))
+        if max_elements is None:  # the hot path: no keyword arguments to parse
+            msg = cls.decode(body, header.request_api_version)
+        else:
+            msg = cls.decode(body, header.request_api_version, max_elements=_body_budget(header, max_elements))
     except DecodeError as e:
         e.offset = None if e.offset is None else e.offset + 4 + (len(_payload(frame)) - len(body))
         raise
@@ -145,9 +146,15 @@ def decode_response(frame, api_key, version, *, max_elements=None):
     cls = message_class(api_key, "response")
     header_version = _schema.response_header_version(api_key, version)
     payload = _payload(frame)
-    header, end = kwire.ResponseHeader._decode_prefix(payload, header_version, max_elements=max_elements)
+    if max_elements is None:
+        header, end = kwire.ResponseHeader._decode_prefix(payload, header_version)
+    else:
+        header, end = kwire.ResponseHeader._decode_prefix(payload, header_version, max_elements=max_elements)
     try:
-        msg = cls.decode(payload[end:], version, max_elements=_body_budget(header, max_elements))
+        if max_elements is None:
+            msg = cls.decode(payload[end:], version)
+        else:
+            msg = cls.decode(payload[end:], version, max_elements=_body_budget(header, max_elements))
     except DecodeError as e:
         e.offset = None if e.offset is None else e.offset + 4 + end
         raise
