@@ -314,7 +314,7 @@ cdef class _Run:
         self.prv = np.full(n, -1, dtype=np.int32)
         self.holder = np.full(n, -1, dtype=np.int32)
 
-    cdef inline void append(self, int m, int32_t g) noexcept:
+    cdef inline void append(self, int m, int32_t g) noexcept nogil:
         cdef int32_t last = self.tail[m]
         self.prv[g] = last
         self.nxt[g] = -1
@@ -326,7 +326,7 @@ cdef class _Run:
         self.size[m] += 1
         self.holder[g] = m
 
-    cdef inline void unlink(self, int m, int32_t g) noexcept:
+    cdef inline void unlink(self, int m, int32_t g) noexcept nogil:
         cdef int32_t a = self.prv[g], b = self.nxt[g]
         if a < 0:
             self.head[m] = b
@@ -605,10 +605,10 @@ cdef class _Heaps:
     cdef int64_t[::1] tc_ptr
     cdef int32_t[::1] tc
 
-    cdef inline int64_t key(self, int m) noexcept:
+    cdef inline int64_t key(self, int m) noexcept nogil:
         return <int64_t>self.size[m] * self.M + self.rank[m]
 
-    cdef void sift_up(self, int i) noexcept:
+    cdef void sift_up(self, int i) noexcept nogil:
         cdef int c = self.cls_of[self.heap[i]]
         cdef int s = self.start[c]
         cdef int m = self.heap[i]
@@ -624,7 +624,7 @@ cdef class _Heaps:
         self.heap[i] = m
         self.pos[m] = i
 
-    cdef void sift_down(self, int i) noexcept:
+    cdef void sift_down(self, int i) noexcept nogil:
         cdef int c = self.cls_of[self.heap[i]]
         cdef int s = self.start[c]
         cdef int end = s + self.length[c]
@@ -646,7 +646,7 @@ cdef class _Heaps:
         self.heap[i] = m
         self.pos[m] = i
 
-    cdef void changed(self, int m, int delta) noexcept:
+    cdef void changed(self, int m, int delta) noexcept nogil:
         if self.pos[m] < 0:
             return
         if delta > 0:
@@ -654,7 +654,7 @@ cdef class _Heaps:
         else:
             self.sift_up(self.pos[m])
 
-    cdef void remove(self, int m) noexcept:
+    cdef void remove(self, int m) noexcept nogil:
         cdef int i = self.pos[m]
         if i < 0:
             return
@@ -670,7 +670,7 @@ cdef class _Heaps:
         self.sift_up(i)
         self.sift_down(self.pos[moved])
 
-    cdef int best_for(self, int t) noexcept:
+    cdef int best_for(self, int t) noexcept nogil:
         cdef int best = -1, c, m
         cdef int64_t bk = 0, k
         cdef int64_t e
@@ -692,7 +692,7 @@ cdef class _General:
     cdef _Moves moves
     cdef int32_t[::1] prev_owner, prev_gen, maxsize, topic_of, my_nvalid
     cdef uint8_t[::1] active, movable
-    cdef int32_t[::1] top1, top1_m, top2
+    cdef int32_t[::1] top1, top1_m, top2, top1_g, top2_g
     cdef bint snap_taken
     cdef object snap
     cdef long long moves_made, move_budget
@@ -702,11 +702,17 @@ cdef class _General:
     # (the scan per partition made large uneven groups quadratic).
     cdef long long state_version, balanced_version
     cdef bint balanced_answer
+    # The last scan's proof of imbalance: member witness_m could take
+    # partition witness_g from a holder at least two partitions fuller.
+    # While that still holds the answer is still no, without a scan.
+    cdef int witness_m
+    cdef int32_t witness_g
 
     def __init__(self, _Run r, classes, tc_ptr, tc):
         self.r = r
         self.state_version = 0
         self.balanced_version = -1
+        self.witness_g = -1
         self.moves = _Moves()
         self.topic_of = r._topic_of()
         cdef _Heaps hp = _Heaps()
@@ -742,12 +748,12 @@ cdef class _General:
             self.hp.pos[m] = i
             self.hp.sift_up(i)
 
-    cdef void give(self, int m, int32_t g) noexcept:
+    cdef void give(self, int m, int32_t g) noexcept nogil:
         self.r.append(m, g)
         self.hp.changed(m, 1)
         self.state_version += 1
 
-    cdef void take(self, int m, int32_t g) noexcept:
+    cdef void take(self, int m, int32_t g) noexcept nogil:
         self.r.unlink(m, g)
         self.hp.changed(m, -1)
         self.state_version += 1
@@ -756,6 +762,10 @@ cdef class _General:
         cdef int answer
         if self.balanced_version == self.state_version:
             return self.balanced_answer
+        if self.witness_still_holds():
+            self.balanced_version = self.state_version
+            self.balanced_answer = False
+            return False
         with nogil:
             answer = self._scan_balanced()
         if answer < 0:
@@ -763,6 +773,18 @@ cdef class _General:
         self.balanced_version = self.state_version
         self.balanced_answer = answer
         return answer
+
+    cdef bint witness_still_holds(self) noexcept nogil:
+        # Loads, holders and the witness's topic are all that can change
+        # during reassign(); subscriptions, maxsize and active do not.
+        cdef int m = self.witness_m, h, sz
+        if self.witness_g < 0:
+            return False
+        h = self.r.holder[self.witness_g]
+        if h < 0 or h == m or not self.active[h]:
+            return False
+        sz = self.r.size[m]
+        return sz != self.maxsize[m] and self.r.size[h] > sz + 1
 
     cdef int _scan_balanced(self) noexcept nogil:
         """Java's isBalanced(): 1, 0, or -1 when a partition has no holder."""
@@ -776,6 +798,7 @@ cdef class _General:
                 lo = sz
             if sz > hi:
                 hi = sz
+        self.witness_g = -1
         if lo < 0 or lo >= hi - 1:
             return 1
         # per topic: the two largest loads among distinct holders
@@ -783,6 +806,8 @@ cdef class _General:
             self.top1[t] = -1
             self.top1_m[t] = -1
             self.top2[t] = -1
+            self.top1_g[t] = -1
+            self.top2_g[t] = -1
             if not self.r.valid[t]:
                 continue
             for g in range(self.r.off[t], self.r.off[t + 1]):
@@ -796,10 +821,13 @@ cdef class _General:
                     continue
                 if sz > self.top1[t]:
                     self.top2[t] = self.top1[t]
+                    self.top2_g[t] = self.top1_g[t]
                     self.top1[t] = sz
                     self.top1_m[t] = h
+                    self.top1_g[t] = <int32_t>g
                 elif sz > self.top2[t]:
                     self.top2[t] = sz
+                    self.top2_g[t] = <int32_t>g
         for m in range(self.r.M):
             if not self.active[m]:
                 continue
@@ -812,6 +840,8 @@ cdef class _General:
                     continue
                 mx = self.top2[t] if self.top1_m[t] == m else self.top1[t]
                 if mx > sz + 1:
+                    self.witness_m = m
+                    self.witness_g = self.top2_g[t] if self.top1_m[t] == m else self.top1_g[t]
                     return 0
         return 1
 
@@ -866,7 +896,13 @@ cdef class _General:
                         performed = modified = True
                         continue
                 t = self.topic_of[g]
-                best = self.hp.best_for(t)
+                if self.hp.tc_ptr[t + 1] - self.hp.tc_ptr[t] > 64:
+                    # A topic shared by many subscription classes: the search
+                    # is long enough to be worth handing the GIL over.
+                    with nogil:
+                        best = self.hp.best_for(t)
+                else:
+                    best = self.hp.best_for(t)
                 if best >= 0 and load > r.size[best] + 1:
                     self.move(g, best)
                     performed = modified = True
@@ -893,6 +929,8 @@ cdef void _general(_Run r, bint cooperative, classes, tc_ptr, tc, topic_sort) ex
     G.top1 = np.empty(T, dtype=np.int32)
     G.top1_m = np.empty(T, dtype=np.int32)
     G.top2 = np.empty(T, dtype=np.int32)
+    G.top1_g = np.empty(T, dtype=np.int32)
+    G.top2_g = np.empty(T, dtype=np.int32)
 
     for t in range(T):
         if r.valid[t]:
@@ -959,11 +997,12 @@ cdef void _general(_Run r, bint cooperative, classes, tc_ptr, tc, topic_sort) ex
             if r.holder[g] < 0:
                 unassigned[n_un] = <int32_t>g
                 n_un += 1
-    for i in range(n_un):
-        gg = unassigned[i]
-        m = G.hp.best_for(G.topic_of[gg])
-        if m >= 0:
-            G.give(m, gg)
+    with nogil:
+        for i in range(n_un):
+            gg = unassigned[i]
+            m = G.hp.best_for(G.topic_of[gg])
+            if m >= 0:
+                G.give(m, gg)
 
     # only partitions of shared topics and members with room can move
     cdef int n_re = 0, n_un2 = 0
