@@ -775,8 +775,8 @@ cdef class _General:
         return answer
 
     cdef bint witness_still_holds(self) noexcept nogil:
-        # Loads, holders and the witness's topic are all that can change
-        # during reassign(); subscriptions, maxsize and active do not.
+        # Only loads and holders change during reassign(); subscriptions,
+        # maxsize and active do not, so these checks are the whole condition.
         cdef int m = self.witness_m, h, sz
         if self.witness_g < 0:
             return False
