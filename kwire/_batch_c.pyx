@@ -61,6 +61,15 @@ cdef inline object pair_key(long long conn, int corr):
     return (conn << 32) | (<unsigned int>corr)
 
 
+cdef inline tuple request_context(int key, int version, long long seq, long long ts, dict row):
+    """The Pairing entry: what a response inherits from its request (``row``
+    is None when the request could not be read that far)."""
+    if row is None:
+        return (key, version, seq, ts, None, None, None, None)
+    return (key, version, seq, ts, row.get("group_id"), row.get("member_id"), row.get("generation_id"),
+            row.get("group_instance_id"))
+
+
 cdef int heartbeat_response_error(const unsigned char[:] b, Py_ssize_t start, Py_ssize_t end,
                                   int version, short* error) noexcept nogil:
     """1 and the error code when the frame is a minimal, well-formed
@@ -155,14 +164,14 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                     header, hend = RequestHeader._decode_prefix(payload, HEADER_VERSION[key * 16 + version])
                 except (KwireError, ValueError) as exc:
                     error_col[i] = _error_text(exc)
-                    pending[pair_key(conn_v[i], corr)] = (key, version, seq_v[i], ts_v[i], None, None, None, None)
+                    pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], None)
                     continue
                 client_col[i] = header.client_id
                 try:
                     msg = REQUEST_CLASS[key].decode(payload[hend:], version)
                 except (KwireError, ValueError) as exc:
                     error_col[i] = _error_text(exc)
-                    pending[pair_key(conn_v[i], corr)] = (key, version, seq_v[i], ts_v[i], None, None, None, None)
+                    pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], None)
                     continue
                 if key == HEARTBEAT:
                     group_col[i] = msg.group_id
@@ -179,9 +188,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                     extract_request(key, msg, row)
                 except (KwireError, ValueError) as exc:
                     row["decode_error"] = _error_text(exc)
-                pending[pair_key(conn_v[i], corr)] = (key, version, seq_v[i], ts_v[i], row.get("group_id"),
-                                                      row.get("member_id"), row.get("generation_id"),
-                                                      row.get("group_instance_id"))
+                pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], row)
                 if trunc_v[i] and row.get("decode_error") is None:
                     row["decode_error"] = "truncated frame"
                 cols.set_row(i, row)
@@ -193,10 +200,8 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 row["client_id"] = header.client_id
             except (KwireError, ValueError) as exc:
                 row["decode_error"] = _error_text(exc)
-                pending[pair_key(conn_v[i], corr)] = (key, version, seq_v[i], ts_v[i], None, None, None, None)
-                if trunc_v[i] and row.get("decode_error") is None:
-                    row["decode_error"] = "truncated frame"
-                cols.set_row(i, row)
+                pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], None)
+                cols.set_row(i, row)  # decode_error is set: "truncated" cannot apply
                 continue
             if key in GROUP_APIS:
                 try:
@@ -204,9 +209,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                     extract_request(key, msg, row)
                 except (KwireError, ValueError) as exc:
                     row["decode_error"] = _error_text(exc)
-            pending[pair_key(conn_v[i], corr)] = (key, version, seq_v[i], ts_v[i], row.get("group_id"),
-                                                  row.get("member_id"), row.get("generation_id"),
-                                                  row.get("group_instance_id"))
+            pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], row)
         else:
             if end - start < 8:
                 error_col[i] = f"DecodeError: response frame of {end - start} bytes is shorter than a header"
