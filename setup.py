@@ -28,9 +28,9 @@ def _load_by_path(name, relpath):
 
 
 def generate_sources():
-    schema = _load_by_path("_kwire_build_schema", os.path.join("kwire", "_schema.py"))
-    codegen = _load_by_path("_kwire_build_codegen", os.path.join("kwire", "_codegen.py"))
-    codegen.write_cython(schema, os.path.join(HERE, "kwire", "_codec_c.pyx"))
+    schema = _load_by_path("_kwire_build_schema", os.path.join("kwire", "codec", "_schema.py"))
+    codegen = _load_by_path("_kwire_build_codegen", os.path.join("kwire", "codec", "_codegen.py"))
+    codegen.write_cython(schema, os.path.join(HERE, "kwire", "codec", "_codec_c.pyx"))
 
 
 def extensions():

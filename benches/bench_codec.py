@@ -197,8 +197,8 @@ def _aiokafka_prepare(name, version, values):
 
 
 LIBRARIES = {
-    "kwire-c": ("kwire._codec_c", _kwire_prepare("kwire._codec_c")),
-    "kwire-py": ("kwire._codec_py", _kwire_prepare("kwire._codec_py")),
+    "kwire-c": ("kwire.codec._codec_c", _kwire_prepare("kwire.codec._codec_c")),
+    "kwire-py": ("kwire.codec._codec_py", _kwire_prepare("kwire.codec._codec_py")),
     "kafka-python": ("kafka.protocol.consumer", _kafka_python_prepare),
     "aiokafka": ("aiokafka.protocol.group", _aiokafka_prepare),
     "kio": ("kio.serial", _kio_prepare),

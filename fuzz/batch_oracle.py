@@ -1,6 +1,6 @@
 """Oracle for the ``batch`` fuzz family: the capture batch decoder.
 
-``kwire._batch_c.decode_batch`` and its pure twin ``kwire._batch_py`` turn
+``kwire.codec._batch_c.decode_batch`` and its pure twin ``kwire.codec._batch_py`` turn
 a run of captured frames into typed columns, pairing each response with its
 request across batches.  A fuzz input here is a short capture:
 
@@ -12,7 +12,7 @@ length past the end of the input is cut to what is left.  The records go
 through ``decode_batch`` as two batches that share one ``Pairing``, split
 where the split byte says, as a Spark partition's batches do.
 
-For every input both twins must (the contract in ``kwire/_batch_py.py``):
+For every input both twins must (the contract in ``kwire/codec/_batch_py.py``):
 
 * never raise: a bad frame becomes a row with ``decode_error``;
 * produce equal record batches of ``FRAMES_SCHEMA`` and the same number of
@@ -30,13 +30,13 @@ import struct
 import numpy as np
 
 import kwire
-import kwire._batch_py as batch_py
+import kwire.codec._batch_py as batch_py
 from kwire.errors import DecodeError, UnsupportedVersionError
 
 from differential import Finding
 
 try:
-    import kwire._batch_c as batch_c
+    import kwire.codec._batch_c as batch_c
 except ImportError:  # a pure install
     batch_c = None
 

@@ -25,19 +25,17 @@ must succeed and one with fewer must raise ``LimitExceededError`` in both
 implementations, at the same offset and path.
 """
 
-import importlib.util
 import os
 import struct
-import types
 
 import kwire
-import kwire._codec_py as codec_py
-from kwire import _schema, framing
+import kwire.codec._codec_py as codec_py
+from kwire.codec import _schema, framing
 from kwire.assignors import userdata
 from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
 
 try:
-    import kwire._codec_c as codec_c
+    import kwire.codec._codec_c as codec_c
 except ImportError:  # a pure install: the oracle still checks the twin alone
     codec_c = None
 
@@ -253,18 +251,8 @@ def canonical_prefixed(msg, data):
 # Targets
 # ---------------------------------------------------------------------------
 
-def _framing_over(codec):
-    """A private copy of kwire.framing whose ``kwire`` is ``codec``'s classes."""
-    spec = importlib.util.spec_from_file_location(f"_fuzz_framing_{codec.__name__.rsplit('.', 1)[-1]}",
-                                                  framing.__file__)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    mod.kwire = types.SimpleNamespace(**{n: getattr(codec, n) for n in dir(codec) if n[:1].isupper()})
-    return mod
-
-
 IMPLS = [m for m in (codec_c, codec_py) if m is not None]
-FRAMINGS = [_framing_over(m) for m in IMPLS]
+FRAMINGS = [framing.Framing(m) for m in IMPLS]
 
 
 def _msg_targets(messages):

@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-import kwire._codec_py as P  # noqa: E402
+import kwire.codec._codec_py as P  # noqa: E402
 from kwire import _schema  # noqa: E402
 from kwire.assignors import userdata  # noqa: E402
 

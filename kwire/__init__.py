@@ -10,8 +10,9 @@ default; a missing compiled module is an ImportError) or ``"python"`` when
 ``KWIRE_NO_EXTENSIONS=1``.
 """
 
-from kwire import _impl
-from kwire._impl import IMPLEMENTATION
+# The codec: every message class (from the twin the switch selected) and the framing functions.
+from kwire.codec import *  # noqa: F403  (kwire.codec.__all__ is the list)
+from kwire.codec import __all__ as _CODEC_NAMES
 from kwire.errors import (
     DecodeError,
     EncodeError,
@@ -19,50 +20,6 @@ from kwire.errors import (
     KwireError,
     LimitExceededError,
     UnsupportedVersionError,
-)
-
-_codec = _impl.load("codec")
-
-# Messages (body codecs) and their nested structs, from the selected implementation.
-RequestHeader = _codec.RequestHeader
-ResponseHeader = _codec.ResponseHeader
-FindCoordinatorRequest = _codec.FindCoordinatorRequest
-FindCoordinatorResponse = _codec.FindCoordinatorResponse
-Coordinator = _codec.Coordinator
-JoinGroupRequest = _codec.JoinGroupRequest
-JoinGroupRequestProtocol = _codec.JoinGroupRequestProtocol
-JoinGroupResponse = _codec.JoinGroupResponse
-JoinGroupResponseMember = _codec.JoinGroupResponseMember
-HeartbeatRequest = _codec.HeartbeatRequest
-HeartbeatResponse = _codec.HeartbeatResponse
-LeaveGroupRequest = _codec.LeaveGroupRequest
-MemberIdentity = _codec.MemberIdentity
-LeaveGroupResponse = _codec.LeaveGroupResponse
-MemberResponse = _codec.MemberResponse
-SyncGroupRequest = _codec.SyncGroupRequest
-SyncGroupRequestAssignment = _codec.SyncGroupRequestAssignment
-SyncGroupResponse = _codec.SyncGroupResponse
-ApiVersionsRequest = _codec.ApiVersionsRequest
-ApiVersionsResponse = _codec.ApiVersionsResponse
-ApiVersion = _codec.ApiVersion
-SupportedFeatureKey = _codec.SupportedFeatureKey
-FinalizedFeatureKey = _codec.FinalizedFeatureKey
-# The consumer embedded protocol and the assignors' userData formats.
-Subscription = _codec.Subscription
-SubscriptionTopicPartition = _codec.SubscriptionTopicPartition
-Assignment = _codec.Assignment
-AssignmentTopicPartition = _codec.AssignmentTopicPartition
-StickyAssignorUserData = _codec.StickyAssignorUserData
-StickyTopicAssignment = _codec.StickyTopicAssignment
-CooperativeStickyUserData = _codec.CooperativeStickyUserData
-
-from kwire.framing import (  # noqa: E402  (needs the classes above)
-    FrameSplitter,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    message_class,
 )
 
 __version__ = "0.1.0"
@@ -76,18 +33,9 @@ _ASSIGNOR_NAMES = (
 
 
 __all__ = [
-    "IMPLEMENTATION", "KwireError", "DecodeError", "EncodeError", "FrameTooLargeError", "LimitExceededError",
+    "KwireError", "DecodeError", "EncodeError", "FrameTooLargeError", "LimitExceededError",
     "UnsupportedVersionError",
-    "RequestHeader", "ResponseHeader",
-    "FindCoordinatorRequest", "FindCoordinatorResponse", "Coordinator",
-    "JoinGroupRequest", "JoinGroupRequestProtocol", "JoinGroupResponse", "JoinGroupResponseMember",
-    "HeartbeatRequest", "HeartbeatResponse",
-    "LeaveGroupRequest", "MemberIdentity", "LeaveGroupResponse", "MemberResponse",
-    "SyncGroupRequest", "SyncGroupRequestAssignment", "SyncGroupResponse",
-    "ApiVersionsRequest", "ApiVersionsResponse", "ApiVersion", "SupportedFeatureKey", "FinalizedFeatureKey",
-    "Subscription", "SubscriptionTopicPartition", "Assignment", "AssignmentTopicPartition",
-    "StickyAssignorUserData", "StickyTopicAssignment", "CooperativeStickyUserData",
-    "FrameSplitter", "decode_request", "decode_response", "encode_request", "encode_response", "message_class",
+    *_CODEC_NAMES,
     *_ASSIGNOR_NAMES,
 ]
 

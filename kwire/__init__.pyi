@@ -1,9 +1,8 @@
 # What kwire/__init__.py exports, typed: it picks its classes from the compiled or the pure codec at run time,
 # which no type checker can follow, so editors and mypy read this file instead. The classes are typed by the
 # compiled codec's stub (generated from the schema); the pure twin has the same classes and fields.
-from typing import Literal
 
-from kwire._codec_c import (
+from kwire.codec import (
     ApiVersion as ApiVersion,
     ApiVersionsRequest as ApiVersionsRequest,
     ApiVersionsResponse as ApiVersionsResponse,
@@ -34,6 +33,12 @@ from kwire._codec_c import (
     SyncGroupRequest as SyncGroupRequest,
     SyncGroupRequestAssignment as SyncGroupRequestAssignment,
     SyncGroupResponse as SyncGroupResponse,
+    FrameSplitter as FrameSplitter,
+    decode_request as decode_request,
+    decode_response as decode_response,
+    encode_request as encode_request,
+    encode_response as encode_response,
+    message_class as message_class,
 )
 from kwire.errors import (
     DecodeError as DecodeError,
@@ -42,14 +47,6 @@ from kwire.errors import (
     LimitExceededError as LimitExceededError,
     KwireError as KwireError,
     UnsupportedVersionError as UnsupportedVersionError,
-)
-from kwire.framing import (
-    FrameSplitter as FrameSplitter,
-    decode_request as decode_request,
-    decode_response as decode_response,
-    encode_request as encode_request,
-    encode_response as encode_response,
-    message_class as message_class,
 )
 # Loaded on first use at run time (they pull in NumPy); statically they are plain names.
 from kwire.assignors import (
@@ -63,5 +60,6 @@ from kwire.assignors import (
     register_strategy as register_strategy,
 )
 
-IMPLEMENTATION: Literal["cython", "python"]
+from kwire.codec import IMPLEMENTATION as IMPLEMENTATION
 __version__: str
+__all__: list[str]

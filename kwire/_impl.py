@@ -1,7 +1,9 @@
 """The one switch between the compiled modules and their pure-Python twins.
 
-Every accelerated module ``kwire/_X_c.pyx`` has a twin ``kwire/_X_py.py``
-with the same names.  ``KWIRE_NO_EXTENSIONS=1`` selects the twins; otherwise
+Every accelerated module ``kwire/<package>/_X_c.pyx`` has a twin
+``kwire/<package>/_X_py.py`` with the same names.  Both import whatever
+implementation-neutral pieces they share from a third module; neither imports
+the other.  ``KWIRE_NO_EXTENSIONS=1`` selects the twins; otherwise
 the compiled modules must load, and a missing one is an error rather than a
 silent fall-back -- a wheel that lost its extensions should fail loudly.
 """
@@ -14,10 +16,10 @@ NO_EXTENSIONS = os.environ.get("KWIRE_NO_EXTENSIONS", "").strip().lower() not in
 IMPLEMENTATION = "python" if NO_EXTENSIONS else "cython"
 
 
-def load(name, implementation=None, package="kwire"):
+def load(name, implementation, package):
     """Import ``<package>._<name>_c`` or ``<package>._<name>_py`` per the switch.
 
-    ``implementation`` ("cython" or "python") overrides the switch, which is
+    ``implementation`` ("cython" or "python"; None for the switch) overrides it, which is
     how tests reach both twins in one process."""
     implementation = implementation or IMPLEMENTATION
     if implementation not in ("python", "cython"):

@@ -19,7 +19,7 @@ SHARED = os.path.join(os.path.dirname(REPO), "shared")
 
 
 def codec_module(impl):
-    return importlib.import_module("kwire._codec_c" if impl == "cython" else "kwire._codec_py")
+    return importlib.import_module("kwire.codec._codec_c" if impl == "cython" else "kwire.codec._codec_py")
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

@@ -6,7 +6,7 @@ message can be instantiated in both implementations and compared.
 
 from hypothesis import strategies as st
 
-from kwire import _schema
+from kwire.codec import _schema
 
 _INTS = {
     "int8": (-(1 << 7), (1 << 7) - 1),

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kwire import _impl
-from kwire._javaorder import capacity_after, hashmap_order, string_hash, utf16_key
+from kwire.assignors._javaorder import capacity_after, hashmap_order, string_hash, utf16_key
 from kwire.assignors import ArrayGroup, assign_arrays
 from kwire.assignors._arrays import load_kernels
 from kwire.assignors._model import GroupInput, MemberInput

@@ -21,7 +21,7 @@ from kwire.assignors import (
 )
 from kwire.assignors._arrays import java_string_hashes, load_kernels
 from kwire.assignors._model import GroupInput, MemberInput
-from kwire._javaorder import string_hash
+from kwire.assignors._javaorder import string_hash
 from kwire.errors import AssignmentError, KwireError
 
 

@@ -7,10 +7,12 @@ of metadata (a Subscription v0 of topic "topic-one"), and a SyncGroup v0
 whose assignment is 33 bytes (an Assignment v0 of topic-one partitions 0, 1).
 """
 
+import types
+
 import pytest
 
 import kwire
-from kwire import _schema
+from kwire.codec import _schema
 
 from tests.conftest import IMPLEMENTATIONS, codec_module
 
@@ -123,17 +125,16 @@ FIND_COORDINATOR_V6_RESPONSE_FRAME = h(
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
-def k(request, monkeypatch):
-    """kwire's framing functions over one implementation's classes."""
-    codec = codec_module(request.param)
-    from kwire import framing
+def k(request):
+    """One implementation's classes, with the framing functions bound to them."""
+    from kwire.codec.framing import Framing
 
-    for name in dir(codec):
-        if name[:1].isupper():
-            monkeypatch.setattr(kwire, name, getattr(codec, name))
-    monkeypatch.setattr(framing, "_BY_KEY", None)
-    yield codec
-    monkeypatch.setattr(framing, "_BY_KEY", None)
+    codec = codec_module(request.param)
+    framing = Framing(codec)
+    return types.SimpleNamespace(
+        **{name: getattr(codec, name) for name in dir(codec) if name[:1].isupper()},
+        **{name: getattr(framing, name) for name in dir(framing) if name.startswith(("encode_", "decode_"))},
+    )
 
 
 def test_subscription_and_assignment_v0(k):
@@ -147,8 +148,8 @@ def test_subscription_and_assignment_v0(k):
 
 def test_seed_flow_find_coordinator_v0(k):
     msg = k.FindCoordinatorRequest(key="test")
-    assert kwire.encode_request(msg, 0, 1, "kwire") == FIND_COORDINATOR_V0_FRAME
-    header, back = kwire.decode_request(FIND_COORDINATOR_V0_FRAME)
+    assert k.encode_request(msg, 0, 1, "kwire") == FIND_COORDINATOR_V0_FRAME
+    header, back = k.decode_request(FIND_COORDINATOR_V0_FRAME)
     assert (header.request_api_key, header.request_api_version, header.correlation_id, header.client_id) == (
         10, 0, 1, "kwire")
     assert back == msg
@@ -157,8 +158,8 @@ def test_seed_flow_find_coordinator_v0(k):
 def test_seed_flow_join_group_v0(k):
     msg = k.JoinGroupRequest(group_id="grp", session_timeout_ms=30000, member_id="", protocol_type="consumer",
                              protocols=[k.JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION_V0)])
-    assert kwire.encode_request(msg, 0, 2, "kwire") == JOIN_GROUP_V0_FRAME
-    header, back = kwire.decode_request(JOIN_GROUP_V0_FRAME)
+    assert k.encode_request(msg, 0, 2, "kwire") == JOIN_GROUP_V0_FRAME
+    header, back = k.decode_request(JOIN_GROUP_V0_FRAME)
     assert back == msg
     assert k.Subscription.decode(back.protocols[0].metadata).topics == ["topic-one"]
 
@@ -166,35 +167,35 @@ def test_seed_flow_join_group_v0(k):
 def test_seed_flow_sync_group_v0(k):
     msg = k.SyncGroupRequest(group_id="grp", generation_id=1, member_id="m1",
                              assignments=[k.SyncGroupRequestAssignment(member_id="m1", assignment=ASSIGNMENT_V0)])
-    assert kwire.encode_request(msg, 0, 3, "kwire") == SYNC_GROUP_V0_FRAME
-    assert kwire.decode_request(SYNC_GROUP_V0_FRAME)[1] == msg
+    assert k.encode_request(msg, 0, 3, "kwire") == SYNC_GROUP_V0_FRAME
+    assert k.decode_request(SYNC_GROUP_V0_FRAME)[1] == msg
 
 
 def test_heartbeat_v4_uses_header_v2_with_classic_client_id(k):
     msg = k.HeartbeatRequest(group_id="grp", generation_id=1, member_id="m1")
-    assert kwire.encode_request(msg, 4, 4, "kwire") == HEARTBEAT_V4_FRAME
-    header, back = kwire.decode_request(HEARTBEAT_V4_FRAME)
+    assert k.encode_request(msg, 4, 4, "kwire") == HEARTBEAT_V4_FRAME
+    header, back = k.decode_request(HEARTBEAT_V4_FRAME)
     assert header.client_id == "kwire" and back == msg
 
 
 def test_join_group_response_v0_and_v9(k):
     member = k.JoinGroupResponseMember(member_id="m1", metadata=SUBSCRIPTION_V0)
     msg = k.JoinGroupResponse(generation_id=1, protocol_name="range", leader="m1", member_id="m1", members=[member])
-    assert kwire.encode_response(msg, 0, 2) == JOIN_GROUP_V0_RESPONSE_FRAME
-    assert kwire.decode_response(JOIN_GROUP_V0_RESPONSE_FRAME, 11, 0)[1] == msg
+    assert k.encode_response(msg, 0, 2) == JOIN_GROUP_V0_RESPONSE_FRAME
+    assert k.decode_response(JOIN_GROUP_V0_RESPONSE_FRAME, 11, 0)[1] == msg
 
     msg9 = k.JoinGroupResponse(generation_id=1, protocol_type="consumer", protocol_name="range", leader="m1",
                                member_id="m1", members=[k.JoinGroupResponseMember(member_id="m1", metadata=h("0a0b0c0d"))])
-    assert kwire.encode_response(msg9, 9, 2) == JOIN_GROUP_V9_RESPONSE_FRAME
-    header, back = kwire.decode_response(JOIN_GROUP_V9_RESPONSE_FRAME, 11, 9)
+    assert k.encode_response(msg9, 9, 2) == JOIN_GROUP_V9_RESPONSE_FRAME
+    header, back = k.decode_response(JOIN_GROUP_V9_RESPONSE_FRAME, 11, 9)
     assert header.correlation_id == 2 and back == msg9
 
 
 def test_find_coordinator_response_v6(k):
     msg = k.FindCoordinatorResponse(coordinators=[k.Coordinator(key="test", node_id=1, host="localhost", port=9092,
                                                                 error_message=None)])
-    assert kwire.encode_response(msg, 6, 1) == FIND_COORDINATOR_V6_RESPONSE_FRAME
-    assert kwire.decode_response(FIND_COORDINATOR_V6_RESPONSE_FRAME, 10, 6)[1] == msg
+    assert k.encode_response(msg, 6, 1) == FIND_COORDINATOR_V6_RESPONSE_FRAME
+    assert k.decode_response(FIND_COORDINATOR_V6_RESPONSE_FRAME, 10, 6)[1] == msg
 
 
 def test_unknown_tagged_fields_survive_a_round_trip(k):
@@ -213,10 +214,10 @@ def test_api_versions_response_always_uses_response_header_v0():
 
 def test_absent_fields_decode_to_their_defaults(k):
     # JoinGroupRequest v0 carries no rebalance timeout (default -1) and no instance id.
-    msg = kwire.decode_request(JOIN_GROUP_V0_FRAME)[1]
+    msg = k.decode_request(JOIN_GROUP_V0_FRAME)[1]
     assert msg.rebalance_timeout_ms == -1 and msg.group_instance_id is None and msg.reason is None
     # JoinGroupResponse v0 has no throttle time and no skip_assignment.
-    resp = kwire.decode_response(JOIN_GROUP_V0_RESPONSE_FRAME, 11, 0)[1]
+    resp = k.decode_response(JOIN_GROUP_V0_RESPONSE_FRAME, 11, 0)[1]
     assert resp.throttle_time_ms == 0 and resp.skip_assignment is False and resp.protocol_type is None
 
 

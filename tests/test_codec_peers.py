@@ -44,9 +44,9 @@ pytestmark = pytest.mark.interop
 
 _NO_EXT = os.environ.get("KWIRE_NO_EXTENSIONS", "") not in ("", "0")
 _IMPL_PARAMS = [
-    pytest.param("kwire._codec_c", id="cython",
+    pytest.param("kwire.codec._codec_c", id="cython",
                  marks=pytest.mark.skipif(_NO_EXT, reason="KWIRE_NO_EXTENSIONS=1: compiled codec not built")),
-    pytest.param("kwire._codec_py", id="python"),
+    pytest.param("kwire.codec._codec_py", id="python"),
 ]
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import kwire
 from kwire.errors import DecodeError, FrameTooLargeError, LimitExceededError
-from kwire.framing import FrameSplitter, split_frames
+from kwire.codec.framing import FrameSplitter, split_frames
 
 from tests.conftest import IMPLEMENTATIONS, REPO, codec_module
 
@@ -197,7 +197,7 @@ def test_frame_splitter_never_reserves_a_declared_size():
     sp = FrameSplitter()
     tracemalloc.start()
     try:
-        frames = sp.feed(good + struct.pack(">i", kwire.framing.DEFAULT_MAX_FRAME_SIZE) + b"abc")
+        frames = sp.feed(good + struct.pack(">i", kwire.codec.framing.DEFAULT_MAX_FRAME_SIZE) + b"abc")
         _cur, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -239,7 +239,7 @@ def test_heartbeat_response_to_a_request_of_negative_version(impl):
     request[6:8] = struct.pack(">h", -253)
     response = struct.pack(">iii", 10, 27, 0) + bytes(2)  # a well-formed v1-v3 Heartbeat response
     records = [(0, 0, False, bytes(request)), (1, 0, False, response)]
-    batch = load("batch", impl)
+    batch = load("batch", impl, "kwire.codec")
     rows, waiting = batch_oracle._run(batch, [records])
     assert waiting == 0
     assert rows[1]["request_seq"] == 0 and rows[1]["error_code"] is None

@@ -92,7 +92,7 @@ def test_range_and_roundrobin_kernels_let_other_threads_run(kernel):
 def test_the_measure_sees_work_that_holds_the_gil():
     # Pure Python, and a compiled call that never releases the GIL (decoding
     # a 1000-member JoinGroupResponse): other threads must barely run.
-    import kwire._codec_c as codec
+    import kwire.codec._codec_c as codec
 
     body = codec.JoinGroupResponse(members=[codec.JoinGroupResponseMember(member_id=str(i))
                                             for i in range(1000)]).encode(9)

@@ -10,7 +10,7 @@ from kwire import _impl
 
 
 @pytest.mark.skipif(_impl.NO_EXTENSIONS, reason="KWIRE_NO_EXTENSIONS=1 selects the pure-Python path")
-@pytest.mark.parametrize("name", ["kwire._codec_c", "kwire.assignors._rangerr_c", "kwire.assignors._sticky_c"])
+@pytest.mark.parametrize("name", ["kwire.codec._codec_c", "kwire.assignors._rangerr_c", "kwire.assignors._sticky_c"])
 def test_compiled_module_is_an_extension(name):
     mod = importlib.import_module(name)
     # A compiled module is a shared object, never a .py file that happens to share the name.
@@ -20,8 +20,8 @@ def test_compiled_module_is_an_extension(name):
 @pytest.mark.skipif(_impl.NO_EXTENSIONS, reason="KWIRE_NO_EXTENSIONS=1 selects the pure-Python path")
 def test_public_classes_come_from_the_compiled_codec():
     assert kwire.IMPLEMENTATION == "cython"
-    assert kwire.JoinGroupRequest.__module__ == "kwire._codec_c"
-    assert kwire.Subscription.__module__ == "kwire._codec_c"
+    assert kwire.JoinGroupRequest.__module__ == "kwire.codec._codec_c"
+    assert kwire.Subscription.__module__ == "kwire.codec._codec_c"
 
 
 @pytest.mark.skipif(not _impl.NO_EXTENSIONS, reason="only meaningful with KWIRE_NO_EXTENSIONS=1")

@@ -169,7 +169,7 @@ def test_decoder_module_follows_the_switch():
     import os
 
     mod = batch_module()
-    assert mod.__name__ == ("kwire._batch_py" if _impl.NO_EXTENSIONS else "kwire._batch_c")
+    assert mod.__name__ == ("kwire.codec._batch_py" if _impl.NO_EXTENSIONS else "kwire.codec._batch_c")
     if not _impl.NO_EXTENSIONS:
         assert os.path.splitext(mod.__file__)[1] in (".so", ".pyd"), mod.__file__
     assert batch_module("python").FRAMES_SCHEMA.equals(mod.FRAMES_SCHEMA)

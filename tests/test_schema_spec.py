@@ -1,6 +1,6 @@
 """kwire's schema tables against Apache Kafka's own JSON message specs.
 
-The tables in kwire/_schema.py are written by hand; this test is what makes
+The tables in kwire/codec/_schema.py are written by hand; this test is what makes
 them trustworthy: every message, every field, every version.  The specs come
 from ``KWIRE_KAFKA_SPEC_DIR`` (CI sets it) or ../shared/kafka-spec/message.
 """
@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from kwire import _schema
+from kwire.codec import _schema
 from tests.conftest import shared_dir
 
 

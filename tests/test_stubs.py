@@ -16,7 +16,8 @@ import types
 import pytest
 
 import kwire
-from kwire import _impl, _schema, _stubgen
+from kwire import _impl
+from kwire.codec import _schema, _stubgen
 
 PKG = os.path.dirname(os.path.abspath(kwire.__file__))
 
@@ -86,15 +87,15 @@ def _runtime_public_names(mod):
 
 def test_every_compiled_module_has_a_stub():
     pyx = glob.glob(os.path.join(PKG, "**", "_*_c.pyx"), recursive=True)
-    compiled = {_module_name(p) for p in pyx} | {"kwire._codec_c"}  # the codec's .pyx exists only once built
+    compiled = {_module_name(p) for p in pyx} | {"kwire.codec._codec_c"}  # the codec's .pyx exists only once built
     missing = sorted(m for m in compiled if m not in STUB_MODULES)
     assert not missing, f"compiled modules without a .pyi stub: {missing}"
 
 
 def test_codec_stub_is_fresh():
-    with open(os.path.join(PKG, "_codec_c.pyi"), encoding="utf-8") as fh:
+    with open(os.path.join(PKG, "codec", "_codec_c.pyi"), encoding="utf-8") as fh:
         committed = fh.read()
-    assert committed == _stubgen.render(_schema), "kwire/_codec_c.pyi is stale: run `python kwire/_stubgen.py`"
+    assert committed == _stubgen.render(_schema), "kwire/codec/_codec_c.pyi is stale: run `python kwire/codec/_stubgen.py`"
 
 
 @pytest.mark.parametrize("modname", sorted(STUB_MODULES))
@@ -183,14 +184,14 @@ def _stub_fields(cls_node):
 
 
 def _codec_classes():
-    return [n for n in _stub_tree("kwire._codec_c").body if isinstance(n, ast.ClassDef)]
+    return [n for n in _stub_tree("kwire.codec._codec_c").body if isinstance(n, ast.ClassDef)]
 
 
 @pytest.mark.parametrize("impl", ["cython", "python"])
 def test_codec_stub_fields_are_the_runtime_fields(impl):
     if impl == "cython" and _impl.NO_EXTENSIONS:
         pytest.skip("KWIRE_NO_EXTENSIONS=1")
-    mod = importlib.import_module("kwire._codec_c" if impl == "cython" else "kwire._codec_py")
+    mod = importlib.import_module("kwire.codec._codec_c" if impl == "cython" else "kwire.codec._codec_py")
     for node in _codec_classes():
         cls = getattr(mod, node.name)
         if impl == "python":
@@ -217,10 +218,10 @@ def test_codec_stub_class_attributes_match_the_runtime():
 
 
 def test_framing_overloads_name_the_class_message_class_returns():
-    from kwire.framing import message_class
+    from kwire.codec.framing import message_class
 
     seen = 0
-    for node in _stub_tree("kwire.framing").body:
+    for node in _stub_tree("kwire.codec.framing").body:
         if isinstance(node, ast.FunctionDef) and node.name == "decode_response":
             ann = ast.unparse(node.args.args[1].annotation)
             if ann.startswith("Literal["):

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import _impl
-from .._javaorder import capacity_after, utf16_key
+from ._javaorder import capacity_after, utf16_key
 from ..errors import AssignmentError
 from ._model import Assignment, GroupInput
 

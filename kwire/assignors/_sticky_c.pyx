@@ -18,7 +18,7 @@ import numpy as np
 from libc.stdlib cimport qsort
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
-from .._javaorder import capacity_after, hashmap_capacity, utf16_key
+from ._javaorder import capacity_after, hashmap_capacity, utf16_key
 from ._arrays import hashmap_positions
 from . import _sticky_py as _ref
 from ..errors import AssignmentError

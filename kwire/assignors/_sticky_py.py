@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Set, Tuple
 
-from .._javaorder import (
+from ._javaorder import (
     hashmap_capacity,
     hashmap_order,
     spread,

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .._javaorder import capacity_after, dedupe, string_hashmap_order, utf16_key
+from ._javaorder import capacity_after, dedupe, string_hashmap_order, utf16_key
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import Assignment, GroupInput, MemberInput

@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._javaorder import utf16_key
+from ._javaorder import utf16_key
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import Assignment, GroupInput

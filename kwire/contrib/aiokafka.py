@@ -18,7 +18,7 @@ from typing import Dict
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 
-from .._javaorder import utf16_key
+from ..assignors._javaorder import utf16_key
 from ..assignors.api import GroupMember, assign_members_arrays
 from . import partition_counts
 

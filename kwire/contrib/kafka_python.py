@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from .._javaorder import utf16_key
+from ..assignors._javaorder import utf16_key
 from ..assignors.api import GroupMember, assign_members_arrays
 from . import _optional, partition_counts
 

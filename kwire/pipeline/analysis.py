@@ -4,7 +4,7 @@ Pure Python over one group's decoded events, so it is tested without
 Spark; the Spark stages call it once per hash bucket of group ids
 (``applyInPandas``), never once per group.
 
-Events are rows of the decoded frames table (see ``kwire._batch_py``),
+Events are rows of the decoded frames table (see ``kwire.codec._batch_py``),
 reduced by the Spark stage: heartbeat requests are dropped and successful
 heartbeat responses are folded into one row per (group, member,
 generation) carrying the last such heartbeat's request time in ``ts``.

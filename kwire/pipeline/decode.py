@@ -1,4 +1,4 @@
-"""Arrow glue for the batch decoder (``kwire._batch_c`` / ``kwire._batch_py``).
+"""Arrow glue for the batch decoder (``kwire.codec._batch_c`` / ``kwire.codec._batch_py``).
 
 :func:`decode_record_batch` hands the capture's binary ``frame`` column to
 the decoder as NumPy views of its offsets and values buffers: nothing is
@@ -15,7 +15,7 @@ from kwire.pipeline.capture import read_capture
 
 
 def batch_module(implementation=None):
-    return _impl.load("batch", implementation)
+    return _impl.load("batch", implementation, package="kwire.codec")
 
 
 def FRAMES_SCHEMA():  # noqa: N802 - a function so importing this module does not load the decoder

@@ -23,7 +23,7 @@ import socket
 import dpkt
 
 from kwire.errors import DecodeError
-from kwire.framing import FrameSplitter
+from kwire.codec.framing import FrameSplitter
 from kwire.pipeline.capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
 
 DEFAULT_PORTS = (9092,)
@@ -87,14 +87,14 @@ class HalfStream:
         for f in frames:
             emit(ts, f, False)
         if self.raw:
-            rest = bytes(self.splitter._buf[self.splitter._pos:])
+            rest = self.splitter.pending_bytes()
             if rest:
                 emit(ts, rest, True)
 
     def close(self, ts, emit):
         """End of the stream: returns the bytes lost beyond gaps."""
         if not self.raw and self.splitter.pending:
-            emit(ts, bytes(self.splitter._buf[self.splitter._pos:]), True)
+            emit(ts, self.splitter.pending_bytes(), True)
         lost = sum(len(d) for d, _ in self.pending.values())
         self.pending.clear()
         return lost

@@ -33,7 +33,7 @@ import itertools
 import time
 
 from kwire.errors import DecodeError
-from kwire.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
+from kwire.codec.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 from kwire.pipeline.capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
 
 READ_SIZE = 65536
@@ -178,7 +178,7 @@ class RecordingProxy:
                     for f in frames:
                         await put((ts, conn, direction, f, False, client, broker))
                     if raw:
-                        rest = bytes(splitter._buf[splitter._pos:])
+                        rest = splitter.pending_bytes()
                         if rest:
                             await put((ts, conn, direction, rest, True, client, broker))
                 try:
@@ -190,7 +190,7 @@ class RecordingProxy:
             # Runs on EOF, on a reset and on cancellation alike: whatever
             # arrived of an unfinished frame is recorded as truncated.
             if not raw and splitter.pending:
-                rest = bytes(splitter._buf[splitter._pos:])
+                rest = splitter.pending_bytes()
                 await put((_now_us(), conn, direction, rest, True, client, broker))
             if writer.can_write_eof() and not writer.is_closing():
                 try:

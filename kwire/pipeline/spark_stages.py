@@ -3,7 +3,7 @@
 1. **decode**: the capture is partitioned by connection and sorted by
    ``seq`` inside each partition, so every response follows its request in
    the same Python worker; ``mapInArrow`` feeds each Arrow batch to the
-   batch decoder (``kwire._batch_c``) as zero-copy NumPy views.  Written to
+   batch decoder (``kwire.codec._batch_c``) as zero-copy NumPy views.  Written to
    ``OUT/frames``.
 2. **events**: group frames only; heartbeat requests dropped and successful
    heartbeats folded into the last one per (group, member, generation) --

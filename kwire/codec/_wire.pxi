@@ -4,7 +4,7 @@
 #
 # Every read checks the bytes remaining *before* it allocates anything, so a
 # hostile length or count fails at once instead of reserving memory.  Error
-# texts match kwire/_codec_py.py word for word: the differential tests and
+# texts match kwire/codec/_codec_py.py word for word: the differential tests and
 # fuzzers compare the two implementations on exactly these.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize, PyBytes_CheckExact

@@ -4,9 +4,9 @@ from typing import Any
 import numpy.typing as npt
 from typing_extensions import Buffer
 
-from kwire._codec_c import _AnyRequest
+from kwire.codec._codec_c import _AnyRequest
 
-#: The group apis whose frames get columns of their own (imported from kwire._batch_py).
+#: The group apis whose frames get columns of their own (imported from kwire.codec._batch_py).
 GROUP_APIS: tuple[int, ...]
 #: The pyarrow.Schema of decode_batch's result (pyarrow ships no type information, hence Any).
 FRAMES_SCHEMA: Any
@@ -22,4 +22,4 @@ class Pairing:
 # Returns a pyarrow.RecordBatch of FRAMES_SCHEMA.
 def decode_batch(seq: npt.ArrayLike, ts: npt.ArrayLike, conn: npt.ArrayLike, direction: npt.ArrayLike,
                  truncated: npt.ArrayLike, offsets: npt.ArrayLike, values: Buffer, pairing: Pairing) -> Any:
-    """See ``kwire._batch_py.decode_batch``."""
+    """See ``kwire.codec._batch_py.decode_batch``."""

@@ -3,8 +3,8 @@
 Each message is described once, here, in kwire's own tables: field names,
 types, the versions a field exists in, the versions it may be null in, the
 flexible (compact + tagged-field) versions, tags and defaults.  The Cython
-codec is *generated* from these tables (``kwire/_codegen.py``, run by
-``setup.py``) and the pure-Python codec (``kwire/_codec_py.py``) is *driven*
+codec is *generated* from these tables (``kwire/codec/_codegen.py``, run by
+``setup.py``) and the pure-Python codec (``kwire/codec/_codec_py.py``) is *driven*
 by them at run time, so the two cannot drift.  ``tests/test_schema_spec.py``
 checks every table against Apache Kafka's JSON message specs.
 

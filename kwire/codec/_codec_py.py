@@ -1,6 +1,6 @@
 """The pure-Python codec: a reference interpreter of kwire's schema tables.
 
-It walks ``kwire/_schema.py`` at run time.  The compiled codec is generated
+It walks ``kwire/codec/_schema.py`` at run time.  The compiled codec is generated
 from the same tables, so the two agree by construction; keeping this one a
 plain interpreter (instead of a second generated file) also gives the
 differential tests two genuinely different code paths to compare.
@@ -12,7 +12,7 @@ import struct as _struct
 import sys as _sys
 from operator import index as _index
 
-from kwire import _schema
+from kwire.codec import _schema
 from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
 # Underscored: tests copy every public class name of a codec onto kwire.
 from kwire.errors import LimitExceededError as _LimitExceededError

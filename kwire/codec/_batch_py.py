@@ -1,4 +1,4 @@
-"""Batch decoder of captured frames (pure-Python twin of ``kwire._batch_c``).
+"""Batch decoder of captured frames (pure-Python twin of ``kwire.codec._batch_c``).
 
 :func:`decode_batch` turns one Arrow batch of a capture -- handed over as
 NumPy views of the binary column's offsets and values, no copies -- into the
@@ -244,7 +244,7 @@ def _decode_request(frame, conn, seq, ts, pending, row):
     row["api_version"] = version
     row["correlation_id"] = corr
     try:
-        header, body = kwire.framing.decode_request_header(frame)
+        header, body = kwire.codec.framing.decode_request_header(frame)
         row["client_id"] = header.client_id
     except (KwireError, ValueError) as exc:
         row["decode_error"] = _error_text(exc)
@@ -252,7 +252,7 @@ def _decode_request(frame, conn, seq, ts, pending, row):
         return
     if api_key in GROUP_APIS:
         try:
-            cls = kwire.framing.message_class(api_key, "request")
+            cls = kwire.codec.framing.message_class(api_key, "request")
             msg = cls.decode(body, version)
             extract_request(api_key, msg, row)
         except (KwireError, ValueError) as exc:

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Batch decoder of captured frames (compiled twin of ``kwire._batch_py``).
+"""Batch decoder of captured frames (compiled twin of ``kwire.codec._batch_py``).
 
 Same contract as the pure twin.  What is compiled: the loop, the size /
 header reads straight from the Arrow values buffer, request pairing keyed
@@ -15,14 +15,14 @@ cimport numpy as cnp
 
 import kwire
 from kwire.errors import KwireError
-from kwire._batch_py import (Columns, FRAMES_SCHEMA, GROUP_APIS, extract_request, extract_response,
+from kwire.codec._batch_py import (Columns, FRAMES_SCHEMA, GROUP_APIS, extract_request, extract_response,
                              _error_text)
 
 cnp.import_array()
 
 cdef int HEARTBEAT = 12
 
-from kwire import _schema
+from kwire.codec import _schema
 
 RequestHeader = kwire.RequestHeader
 # Header version of every (api key, version) of the group apis, -1 elsewhere:
@@ -33,7 +33,7 @@ for _k in range(32):
     for _v in range(16):
         HEADER_VERSION[_k * 16 + _v] = -1
 for _k in GROUP_APIS:
-    REQUEST_CLASS[_k] = kwire.framing.message_class(_k, "request")
+    REQUEST_CLASS[_k] = kwire.codec.framing.message_class(_k, "request")
     for _v in range(REQUEST_CLASS[_k].min_version, REQUEST_CLASS[_k].max_version + 1):
         HEADER_VERSION[_k * 16 + _v] = _schema.request_header_version(_k, _v)
 
@@ -102,7 +102,7 @@ cdef int heartbeat_response_error(const unsigned char[:] b, Py_ssize_t start, Py
 
 
 def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
-    """See ``kwire._batch_py.decode_batch``."""
+    """See ``kwire.codec._batch_py.decode_batch``."""
     cdef Py_ssize_t n = len(seq)
     cdef const long long[:] seq_v = np.ascontiguousarray(seq, dtype=np.int64)
     cdef const long long[:] ts_v = np.ascontiguousarray(ts, dtype=np.int64)
@@ -196,7 +196,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
             row = {}
             frame = mv[start:end]
             try:
-                header, body = kwire.framing.decode_request_header(frame)
+                header, body = kwire.codec.framing.decode_request_header(frame)
                 row["client_id"] = header.client_id
             except (KwireError, ValueError) as exc:
                 row["decode_error"] = _error_text(exc)
@@ -205,7 +205,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 continue
             if key in GROUP_APIS:
                 try:
-                    msg = kwire.framing.message_class(key, "request").decode(body, version)
+                    msg = kwire.codec.framing.message_class(key, "request").decode(body, version)
                     extract_request(key, msg, row)
                 except (KwireError, ValueError) as exc:
                     row["decode_error"] = _error_text(exc)

@@ -1,0 +1,77 @@
+"""The wire codec: kwire's schema tables, the two codecs generated from them, and framing.
+
+The flow inside this package:
+
+- ``_schema.py`` holds every message as data (fields, types, versions);
+- ``_codegen.py`` turns those tables into the compiled codec at build time
+  (``_codec_c.pyx``, gitignored) over the runtime in ``_wire.pxi``, and
+  ``_codec_py.py`` interprets the same tables in pure Python;
+- ``framing.py`` adds size prefixes and headers;
+- ``_batch_c.pyx`` / ``_batch_py.py`` decode whole captures into Arrow
+  columns for the pipeline (loaded only by ``kwire.pipeline``).
+
+This module only re-exports: the message classes from the codec the switch
+selected (``kwire.IMPLEMENTATION``) and the framing functions.
+"""
+
+from kwire._impl import IMPLEMENTATION
+from kwire.codec import framing as _framing
+
+_codec = _framing.DEFAULT.codec
+
+# Messages (body codecs) and their nested structs, from the selected implementation.
+RequestHeader = _codec.RequestHeader
+ResponseHeader = _codec.ResponseHeader
+FindCoordinatorRequest = _codec.FindCoordinatorRequest
+FindCoordinatorResponse = _codec.FindCoordinatorResponse
+Coordinator = _codec.Coordinator
+JoinGroupRequest = _codec.JoinGroupRequest
+JoinGroupRequestProtocol = _codec.JoinGroupRequestProtocol
+JoinGroupResponse = _codec.JoinGroupResponse
+JoinGroupResponseMember = _codec.JoinGroupResponseMember
+HeartbeatRequest = _codec.HeartbeatRequest
+HeartbeatResponse = _codec.HeartbeatResponse
+LeaveGroupRequest = _codec.LeaveGroupRequest
+MemberIdentity = _codec.MemberIdentity
+LeaveGroupResponse = _codec.LeaveGroupResponse
+MemberResponse = _codec.MemberResponse
+SyncGroupRequest = _codec.SyncGroupRequest
+SyncGroupRequestAssignment = _codec.SyncGroupRequestAssignment
+SyncGroupResponse = _codec.SyncGroupResponse
+ApiVersionsRequest = _codec.ApiVersionsRequest
+ApiVersionsResponse = _codec.ApiVersionsResponse
+ApiVersion = _codec.ApiVersion
+SupportedFeatureKey = _codec.SupportedFeatureKey
+FinalizedFeatureKey = _codec.FinalizedFeatureKey
+# The consumer embedded protocol and the assignors' userData formats.
+Subscription = _codec.Subscription
+SubscriptionTopicPartition = _codec.SubscriptionTopicPartition
+Assignment = _codec.Assignment
+AssignmentTopicPartition = _codec.AssignmentTopicPartition
+StickyAssignorUserData = _codec.StickyAssignorUserData
+StickyTopicAssignment = _codec.StickyTopicAssignment
+CooperativeStickyUserData = _codec.CooperativeStickyUserData
+
+
+FrameSplitter = _framing.FrameSplitter
+decode_request = _framing.decode_request
+decode_response = _framing.decode_response
+encode_request = _framing.encode_request
+encode_response = _framing.encode_response
+message_class = _framing.message_class
+
+_MESSAGE_NAMES = (
+    'RequestHeader', 'ResponseHeader', 'FindCoordinatorRequest', 'FindCoordinatorResponse', 'Coordinator',
+    'JoinGroupRequest', 'JoinGroupRequestProtocol', 'JoinGroupResponse', 'JoinGroupResponseMember', 'HeartbeatRequest',
+    'HeartbeatResponse', 'LeaveGroupRequest', 'MemberIdentity', 'LeaveGroupResponse', 'MemberResponse',
+    'SyncGroupRequest', 'SyncGroupRequestAssignment', 'SyncGroupResponse', 'ApiVersionsRequest', 'ApiVersionsResponse',
+    'ApiVersion', 'SupportedFeatureKey', 'FinalizedFeatureKey', 'Subscription', 'SubscriptionTopicPartition',
+    'Assignment', 'AssignmentTopicPartition', 'StickyAssignorUserData', 'StickyTopicAssignment', 'CooperativeStickyUserData',
+)
+
+# What ``from kwire.codec import *`` gives, and so what ``kwire`` itself re-exports; the rest of
+# the framing module (``Framing``, ``split_frames``, ``decode_request_header``) stays in kwire.codec.framing.
+__all__ = [
+    "IMPLEMENTATION", *_MESSAGE_NAMES,
+    "FrameSplitter", "decode_request", "decode_response", "encode_request", "encode_response", "message_class",
+]
