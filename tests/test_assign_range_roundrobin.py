@@ -19,7 +19,8 @@ from kwire.assignors import (
     member_input,
     register_strategy,
 )
-from kwire.assignors._arrays import java_string_hashes, load_kernels
+from kwire.assignors._arrays import load_kernels
+from kwire.assignors._javaorder import string_hashes as java_string_hashes
 from kwire.assignors._model import GroupInput, MemberInput
 from kwire.assignors._javaorder import string_hash
 from kwire.errors import AssignmentError, KwireError

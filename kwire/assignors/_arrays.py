@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import _impl
-from ._javaorder import capacity_after, utf16_key
+from ._javaorder import capacity_after, hashmap_positions, java_sorted, utf16_key
 from ..errors import AssignmentError
 from ._model import Assignment, GroupInput
 
@@ -35,50 +35,10 @@ def load_kernels(name: str, implementation: Optional[str] = None):
     return _impl.load(name, implementation, package="kwire.assignors")
 
 
-def _java_sorted(names):
-    # Code-point order equals UTF-16 order unless a name holds a non-BMP
-    # character, and the plain sort is several times faster.
-    if all(s.isascii() for s in names):
-        return sorted(names)
-    return sorted(names, key=utf16_key)
-
-
-def java_string_hashes(names: Sequence[str]) -> np.ndarray:
-    """``String.hashCode`` of every name as int32, without a per-character Python loop."""
-    out = np.zeros(len(names), dtype=_I32)
-    if not names:
-        return out
-    enc = [s.encode("utf-16-be", "surrogatepass") for s in names]
-    lens = np.fromiter((len(b) >> 1 for b in enc), dtype=_I64, count=len(enc))
-    total = int(lens.sum())
-    if total == 0:
-        return out
-    units = np.frombuffer(b"".join(enc), dtype=">u2").astype(np.uint32)
-    ends = np.cumsum(lens)
-    # h = sum(c_i * 31**(L-1-i)) mod 2**32; uint32 arithmetic wraps exactly like Java int.
-    exponent = np.repeat(ends, lens) - 1 - np.arange(total, dtype=_I64)
-    powers = np.empty(int(lens.max()), dtype=np.uint32)
-    powers[0] = 1
-    if len(powers) > 1:
-        powers[1:] = np.cumprod(np.full(len(powers) - 1, 31, dtype=np.uint32), dtype=np.uint32)
-    terms = units * powers[exponent]
-    nonempty = lens > 0
-    starts = (ends - lens)[nonempty]
-    out[nonempty] = np.add.reduceat(terms, starts, dtype=np.uint32).view(_I32)
-    return out
-
-
 def _fast_string_hashes(names: List[str]) -> np.ndarray:
     # Hashes are facts about strings, not a choice of implementation: use the
     # compiled loop whenever the compiled kernels are in use.
     return load_kernels("rangerr").string_hashes(names)
-
-
-def hashmap_positions(hashes: np.ndarray, capacity: int) -> np.ndarray:
-    """Order in which a Java HashMap iterates keys inserted in index order."""
-    h = hashes.view(np.uint32)
-    bucket = (h ^ (h >> np.uint32(16))) & np.uint32(capacity - 1)
-    return np.lexsort((np.arange(len(h)), bucket)).astype(_I32)
 
 
 def _as(arr, dtype, name, ndim=1):
@@ -203,7 +163,7 @@ class ArrayGroup:
         for t in names:
             if not isinstance(t, str):
                 raise AssignmentError(f"topic names must be str, got {t!r}")
-        topics = _java_sorted(names)
+        topics = java_sorted(names)
         index = {t: i for i, t in enumerate(topics)}
         counts = np.array([ppt.get(t, 0) for t in topics], dtype=_I32)
 
@@ -289,7 +249,7 @@ class ArrayGroup:
                 raise AssignmentError(f"topic names must be str, got {t!r}")
         if len(set(self.topics)) != T:
             raise AssignmentError("topic names must be unique")
-        if self.topics != _java_sorted(self.topics):
+        if self.topics != java_sorted(self.topics):
             raise AssignmentError("topics must be sorted in Java String order (UTF-16 code units)")
         if len(self.partition_counts) != T:
             raise AssignmentError(f"partition_counts has {len(self.partition_counts)} entries for {T} topics")

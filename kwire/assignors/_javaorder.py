@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Hashable, Iterable, List, Sequence, TypeVar
 
+import numpy as np
+
 T = TypeVar("T")
 
 _MASK32 = 0xFFFFFFFF
@@ -21,6 +23,29 @@ def utf16_key(s: str) -> bytes:
     Python orders by code point, which differs from Java for characters
     outside the BMP (Java compares surrogate code units)."""
     return s.encode("utf-16-be", "surrogatepass")
+
+
+def java_sorted(names: Iterable[str]) -> List[str]:
+    """``names`` sorted as Java's ``String.compareTo`` sorts them."""
+    names = list(names)
+    # Code-point order equals UTF-16 order unless a name holds a non-BMP
+    # character, and the plain sort is several times faster.
+    if all(s.isascii() for s in names):
+        return sorted(names)
+    return sorted(names, key=utf16_key)
+
+
+def java_rank(names: Sequence[str]) -> np.ndarray:
+    """int32 rank of each name in Java ``String.compareTo`` order (equal names
+    keep their index order), so kernels compare integers, not strings."""
+    n = len(names)
+    if all(s.isascii() for s in names):
+        order = sorted(range(n), key=names.__getitem__)
+    else:
+        order = sorted(range(n), key=lambda i: utf16_key(names[i]))
+    rank = np.empty(n, dtype=np.int32)
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int32)
+    return rank
 
 
 def _to_int32(x: int) -> int:
@@ -35,6 +60,32 @@ def string_hash(s: str) -> int:
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
     return _to_int32(h)
+
+
+def string_hashes(names: Sequence[str]) -> np.ndarray:
+    """``String.hashCode`` of every name as int32, without a per-character Python loop
+    (:func:`string_hash` for a whole column)."""
+    out = np.zeros(len(names), dtype=np.int32)
+    if not names:
+        return out
+    enc = [s.encode("utf-16-be", "surrogatepass") for s in names]
+    lens = np.fromiter((len(b) >> 1 for b in enc), dtype=np.int64, count=len(enc))
+    total = int(lens.sum())
+    if total == 0:
+        return out
+    units = np.frombuffer(b"".join(enc), dtype=">u2").astype(np.uint32)
+    ends = np.cumsum(lens)
+    # h = sum(c_i * 31**(L-1-i)) mod 2**32; uint32 arithmetic wraps exactly like Java int.
+    exponent = np.repeat(ends, lens) - 1 - np.arange(total, dtype=np.int64)
+    powers = np.empty(int(lens.max()), dtype=np.uint32)
+    powers[0] = 1
+    if len(powers) > 1:
+        powers[1:] = np.cumprod(np.full(len(powers) - 1, 31, dtype=np.uint32), dtype=np.uint32)
+    terms = units * powers[exponent]
+    nonempty = lens > 0
+    starts = (ends - lens)[nonempty]
+    out[nonempty] = np.add.reduceat(terms, starts, dtype=np.uint32).view(np.int32)
+    return out
 
 
 def topic_partition_hash(topic: str, partition: int) -> int:
@@ -68,16 +119,22 @@ def capacity_after(size: int, initial_capacity: int = 16) -> int:
     return cap
 
 
-def hashmap_order(keys: Sequence[T], hashes: Sequence[int], capacity: int) -> List[T]:
-    """Iteration order of a Java HashMap holding ``keys`` (in insertion order).
+def hashmap_positions(hashes: np.ndarray, capacity: int) -> np.ndarray:
+    """Indices of keys inserted in index order, in the order a Java HashMap
+    of ``capacity`` slots iterates them.
 
     Entries iterate bucket by bucket and, inside a bucket, in insertion order
     (a resize splits buckets but keeps relative order).  This is exact as
     long as no bucket is treeified, which needs 8+ colliding keys in a table
     of 64+ slots -- not a case Kafka's inputs produce in practice."""
-    mask = capacity - 1
-    idx = sorted(range(len(keys)), key=lambda i: (spread(hashes[i]) & mask, i))
-    return [keys[i] for i in idx]
+    h = np.asarray(hashes, dtype=np.int32).view(np.uint32)
+    bucket = (h ^ (h >> np.uint32(16))) & np.uint32(capacity - 1)
+    return np.lexsort((np.arange(len(h)), bucket)).astype(np.int32)
+
+
+def hashmap_order(keys: Sequence[T], hashes: Sequence[int], capacity: int) -> List[T]:
+    """``keys`` (in insertion order) in a Java HashMap's iteration order."""
+    return [keys[i] for i in hashmap_positions(np.asarray(hashes, dtype=np.int64).astype(np.int32), capacity)]
 
 
 def string_hashmap_order(keys: Sequence[str], capacity: int | None = None) -> List[str]:

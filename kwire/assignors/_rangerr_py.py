@@ -19,6 +19,8 @@ Shared vocabulary:
 
 import numpy as np
 
+from . import _javaorder
+
 _I32 = np.int32
 _I64 = np.int64
 
@@ -237,6 +239,4 @@ def range_rack(
 
 def string_hashes(names):
     """Java ``String.hashCode`` of each name (int32)."""
-    from ._arrays import java_string_hashes
-
-    return java_string_hashes(names)
+    return _javaorder.string_hashes(names)

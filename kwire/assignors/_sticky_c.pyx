@@ -18,8 +18,7 @@ import numpy as np
 from libc.stdlib cimport qsort
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
-from ._javaorder import capacity_after, hashmap_capacity, utf16_key
-from ._arrays import hashmap_positions
+from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions, java_rank
 from . import _sticky_py as _ref
 from ..errors import AssignmentError
 
@@ -49,18 +48,6 @@ def _member_order(group):
     if cap == capacity_after(len(hashes)):
         return group.member_hashmap_order()
     return hashmap_positions(hashes, cap)
-
-
-def _java_rank(names):
-    """Rank of each name in Java ``String.compareTo`` order."""
-    n = len(names)
-    if all(s.isascii() for s in names):
-        order = sorted(range(n), key=names.__getitem__)
-    else:
-        order = sorted(range(n), key=lambda i: utf16_key(names[i]))
-    rank = np.empty(n, dtype=np.int32)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int32)
-    return rank
 
 
 # --------------------------------------------------------------------------
@@ -221,7 +208,7 @@ cdef class _Run:
         self.gen = group.generation
         self.sgen = group.subscription_generation
         self.order = _member_order(group)
-        self.rank = _java_rank(group.member_ids)
+        self.rank = java_rank(group.member_ids)
         self.thash = group.topic_hashes()
         self.member_ids = list(group.member_ids)
 
