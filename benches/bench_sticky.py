@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _sticky_groups import after_leave, group  # noqa: E402
 
-from kwire.assignors.sticky import assign_cooperative_sticky, assign_sticky  # noqa: E402
+from kwire.assignors._sticky import assign_cooperative_sticky, assign_sticky  # noqa: E402
 
 IMPL = "python" if os.environ.get("KWIRE_NO_EXTENSIONS") else None
 

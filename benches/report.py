@@ -171,7 +171,7 @@ def _arrays_only(strategy, T, P, M):
 
 def _coop(make_groups, phase):
     def build():
-        from kwire.assignors.sticky import assign_cooperative_sticky
+        from kwire.assignors._sticky import assign_cooperative_sticky
 
         fresh, after = make_groups()
         g = fresh if phase == "fresh" else after
@@ -182,7 +182,7 @@ def _coop(make_groups, phase):
 
 def _coop_10k():
     from benches._sticky_groups import after_leave, group
-    from kwire.assignors.sticky import assign_cooperative_sticky
+    from kwire.assignors._sticky import assign_cooperative_sticky
 
     g = group(10, 1000, 1000)
     return g, after_leave(g, assign_cooperative_sticky(g), [0])
@@ -191,7 +191,7 @@ def _coop_10k():
 def _sticky_small():
     from types import SimpleNamespace
 
-    from kwire.assignors.sticky import assign_sticky
+    from kwire.assignors._sticky import assign_sticky
 
     g = BS._sticky_small()
     impl = _impl()

@@ -30,9 +30,10 @@ import struct
 
 import kwire
 import kwire.codec._codec_py as codec_py
-from kwire.codec import _schema, framing
-from kwire.assignors import userdata
-from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
+from kwire import codec as framing
+from kwire.codec import _schema
+from kwire.assignors import _userdata as userdata
+from kwire.errors import DecodeError, EncodeError, FrameTooLargeError, UnsupportedVersionError
 
 try:
     import kwire.codec._codec_c as codec_c
@@ -352,7 +353,7 @@ def _flat(previous_assignment):
 
 
 def check_userdata(kind, data, stats=None):
-    """kwire.assignors.userdata never raises, and agrees with the codec wherever the codec reads the bytes."""
+    """kwire.assignors._userdata never raises, and agrees with the codec wherever the codec reads the bytes."""
     if kind == "userdata-sticky":
         try:
             parts, gen = userdata.decode_sticky_userdata(data)
@@ -475,7 +476,7 @@ def check_frame(kind, arg, data, stats=None):
             raise Finding("split_frames lost or invented bytes")
     else:
         bad = struct.unpack_from(">i", body, len(consumed))[0]
-        want = DecodeError if bad < 0 else framing.FrameTooLargeError
+        want = DecodeError if bad < 0 else FrameTooLargeError
         if type(whole_err) is not want or not (bad < 0 or bad > max_size):
             raise Finding(f"split_frames raised {type(whole_err).__name__} for a frame size of {bad}")
     if kind == "splitter":

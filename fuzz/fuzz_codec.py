@@ -18,7 +18,7 @@ a campaign's new inputs into the committed corpus:
     fuzz/fuzz_codec.py api -merge=1 -max_len=4096 fuzz/corpus/api /tmp/corpus-api
 
 Coverage comes from atheris' bytecode instrumentation of the pure twin,
-kwire.codec.framing and kwire.assignors.userdata (every Python module under
+kwire.codec._framing and kwire.assignors._userdata (every Python module under
 ``kwire``).  The compiled codec is driven differentially on every input; its
 C code is instrumented too when it was built with clang's
 ``-fsanitize=fuzzer-no-link`` (see docs/RELIABILITY.md), and is a black box

@@ -11,8 +11,45 @@ default; a missing compiled module is an ImportError) or ``"python"`` when
 """
 
 # The codec: every message class (from the twin the switch selected) and the framing functions.
-from kwire.codec import *  # noqa: F403  (kwire.codec.__all__ is the list)
-from kwire.codec import __all__ as _CODEC_NAMES
+from kwire.codec import (
+    IMPLEMENTATION,
+    RequestHeader,
+    ResponseHeader,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    Coordinator,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    LeaveGroupRequest,
+    MemberIdentity,
+    LeaveGroupResponse,
+    MemberResponse,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersion,
+    SupportedFeatureKey,
+    FinalizedFeatureKey,
+    Subscription,
+    SubscriptionTopicPartition,
+    Assignment,
+    AssignmentTopicPartition,
+    StickyAssignorUserData,
+    StickyTopicAssignment,
+    CooperativeStickyUserData,
+    FrameSplitter,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    message_class,
+)
 from kwire.errors import (
     DecodeError,
     EncodeError,
@@ -33,9 +70,16 @@ _ASSIGNOR_NAMES = (
 
 
 __all__ = [
-    "KwireError", "DecodeError", "EncodeError", "FrameTooLargeError", "LimitExceededError",
+    "IMPLEMENTATION", "KwireError", "DecodeError", "EncodeError", "FrameTooLargeError", "LimitExceededError",
     "UnsupportedVersionError",
-    *_CODEC_NAMES,
+    "RequestHeader", "ResponseHeader", "FindCoordinatorRequest", "FindCoordinatorResponse", "Coordinator",
+    "JoinGroupRequest", "JoinGroupRequestProtocol", "JoinGroupResponse", "JoinGroupResponseMember",
+    "HeartbeatRequest", "HeartbeatResponse", "LeaveGroupRequest", "MemberIdentity", "LeaveGroupResponse",
+    "MemberResponse", "SyncGroupRequest", "SyncGroupRequestAssignment", "SyncGroupResponse", "ApiVersionsRequest",
+    "ApiVersionsResponse", "ApiVersion", "SupportedFeatureKey", "FinalizedFeatureKey", "Subscription",
+    "SubscriptionTopicPartition", "Assignment", "AssignmentTopicPartition", "StickyAssignorUserData",
+    "StickyTopicAssignment", "CooperativeStickyUserData",
+    "FrameSplitter", "decode_request", "decode_response", "encode_request", "encode_response", "message_class",
     *_ASSIGNOR_NAMES,
 ]
 

@@ -53,7 +53,7 @@ def demo(strategy="range"):
 
 def _pipeline_import(what):
     try:
-        return __import__(f"kwire.pipeline.{what}", fromlist=[what])
+        return __import__(f"kwire.pipeline._{what}", fromlist=[what])
     except ImportError as exc:
         raise SystemExit(f"kwire {what}: {exc}. Install the pipeline extra: pip install 'kwire[pipeline]'") from None
 

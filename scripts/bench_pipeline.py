@@ -14,9 +14,9 @@ import tempfile
 import time
 
 from kwire import _impl
-from kwire.pipeline.capture import read_capture
-from kwire.pipeline.decode import batch_module, decode_record_batch
-from kwire.pipeline.synth import synth
+from kwire.pipeline._capture import read_capture
+from kwire.pipeline._decode import batch_module, decode_record_batch
+from kwire.pipeline._synth import synth
 
 
 def decoder_rate(table, impl, rows=10_000):
@@ -46,7 +46,7 @@ def main():
     for impl in impls:
         print(f"batch decoder ({impl}): {decoder_rate(sample, impl):,.0f} frames/s on {sample.num_rows:,} frames")
     if args.spark:
-        from kwire.pipeline.spark_stages import run_pipeline, spark_session
+        from kwire.pipeline._spark_stages import run_pipeline, spark_session
 
         spark = spark_session()
         spark.sparkContext.setLogLevel("ERROR")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kwire.assignors._model import GroupInput
-from kwire.assignors.userdata import cooperative_member_input, sticky_member_input
+from kwire.assignors._userdata import cooperative_member_input, sticky_member_input
 
 STICKY_STRATEGIES = ("sticky", "cooperative-sticky")
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kwire
-from kwire.assignors.userdata import encode_cooperative_userdata, encode_sticky_userdata
+from kwire.assignors._userdata import encode_cooperative_userdata, encode_sticky_userdata
 from kwire.errors import KwireError
 
 from tests.conftest import IMPLEMENTATIONS
@@ -173,7 +173,7 @@ def test_long_ids_empty_subscriptions_and_empty_topics(strategy):
 def test_owned_partition_beyond_the_partition_count_constrained(strategy, impl, lonely):
     """A claim on a partition the topic no longer has (recreated smaller) is
     ignored.  Java keeps it and throws or hands partitions out twice: the one
-    deliberate departure from Java (kwire.assignors.api._without_stale_claims)."""
+    deliberate departure from Java (kwire.assignors._api._without_stale_claims)."""
     def member(mid, claims):
         owned = [kwire.SubscriptionTopicPartition(topic="t", partitions=[p for _t, p in claims])] if claims else []
         return kwire.GroupMember(mid, None, kwire.Subscription(

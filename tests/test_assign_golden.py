@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import assignor_implementations
 from kwire.assignors import STRATEGIES, ArrayGroup, GroupMember, assign, assign_arrays
 from kwire.assignors._model import GroupInput, MemberInput
-from kwire.assignors.api import _load_plugins, reference_assign
+from kwire.assignors._api import _load_plugins, reference_assign
 
 
 IMPLEMENTATIONS = assignor_implementations()
@@ -91,7 +91,7 @@ def _require(strategy):
     if strategy not in STRATEGIES:
         _load_plugins()
     if strategy not in STRATEGIES:
-        pytest.skip(f"strategy {strategy!r} is not registered yet (kwire.assignors.sticky has not landed)")
+        pytest.skip(f"strategy {strategy!r} is not registered yet (kwire.assignors._sticky has not landed)")
 
 
 def _ids(cases):

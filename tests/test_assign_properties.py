@@ -20,8 +20,8 @@ from kwire.assignors._javaorder import capacity_after, hashmap_order, string_has
 from kwire.assignors import ArrayGroup, assign_arrays
 from kwire.assignors._arrays import load_kernels
 from kwire.assignors._model import GroupInput, MemberInput
-from kwire.assignors.range import reference_range
-from kwire.assignors.roundrobin import reference_roundrobin
+from kwire.assignors._range import reference_range
+from kwire.assignors._roundrobin import reference_roundrobin
 
 
 def _compiled_available():

@@ -223,7 +223,7 @@ def test_registry_accepts_array_and_reference_forms():
         g = ArrayGroup.from_group_input(GroupInput([MemberInput("a", topics=("t",))], {"t": 1}))
         assert assign_arrays("test-everything-to-first", g).to_dict() == {"a": [("t", 0)]}
     finally:
-        from kwire.assignors.api import _REGISTRY
+        from kwire.assignors._api import _REGISTRY
 
         _REGISTRY.pop("test-everything-to-first", None)
     assert "test-everything-to-first" not in STRATEGIES

@@ -6,7 +6,7 @@ import pytest
 
 from kwire.assignors import _sticky_py
 from kwire.assignors._model import GroupInput, MemberInput
-from kwire.assignors.userdata import (
+from kwire.assignors._userdata import (
     cooperative_member_input,
     decode_cooperative_userdata,
     decode_sticky_userdata,

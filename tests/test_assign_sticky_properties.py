@@ -234,7 +234,7 @@ def test_cooperative_rounds_complete(group):
 
 # -- userData decoding never fails on hostile bytes ------------------------------
 
-from kwire.assignors.userdata import (  # noqa: E402
+from kwire.assignors._userdata import (  # noqa: E402
     decode_cooperative_userdata,
     decode_sticky_userdata,
     encode_sticky_userdata,

@@ -127,7 +127,7 @@ FIND_COORDINATOR_V6_RESPONSE_FRAME = h(
 @pytest.fixture(params=IMPLEMENTATIONS)
 def k(request):
     """One implementation's classes, with the framing functions bound to them."""
-    from kwire.codec.framing import Framing
+    from kwire.codec import Framing
 
     codec = codec_module(request.param)
     framing = Framing(codec)

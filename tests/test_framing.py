@@ -6,7 +6,7 @@ import tracemalloc
 import pytest
 
 import kwire
-from kwire.codec.framing import FrameSplitter, decode_request_header, split_frames
+from kwire.codec import FrameSplitter, decode_request_header, split_frames
 
 
 def _frames():

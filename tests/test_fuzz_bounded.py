@@ -18,7 +18,7 @@ import pytest
 
 import kwire
 from kwire.errors import DecodeError, FrameTooLargeError, LimitExceededError
-from kwire.codec.framing import FrameSplitter, split_frames
+from kwire.codec import FrameSplitter, split_frames
 
 from tests.conftest import IMPLEMENTATIONS, REPO, codec_module
 
@@ -197,7 +197,7 @@ def test_frame_splitter_never_reserves_a_declared_size():
     sp = FrameSplitter()
     tracemalloc.start()
     try:
-        frames = sp.feed(good + struct.pack(">i", kwire.codec.framing.DEFAULT_MAX_FRAME_SIZE) + b"abc")
+        frames = sp.feed(good + struct.pack(">i", kwire.codec.DEFAULT_MAX_FRAME_SIZE) + b"abc")
         _cur, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -8,9 +8,9 @@ dpkt = pytest.importorskip("dpkt")
 pytest.importorskip("pyarrow")
 
 import kwire  # noqa: E402
-from kwire.pipeline.capture import read_capture  # noqa: E402
-from kwire.pipeline.decode import decode_capture  # noqa: E402
-from kwire.pipeline.pcap import import_pcap  # noqa: E402
+from kwire.pipeline._capture import read_capture  # noqa: E402
+from kwire.pipeline._decode import decode_capture  # noqa: E402
+from kwire.pipeline._pcap import import_pcap  # noqa: E402
 
 CLIENT, BROKER = "10.0.0.1", "10.0.0.2"
 

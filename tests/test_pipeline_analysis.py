@@ -9,9 +9,9 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("pandas")
 
 import kwire  # noqa: E402
-from kwire.pipeline import analysis  # noqa: E402
-from kwire.pipeline.decode import decode_capture  # noqa: E402
-from kwire.pipeline.synth import MS, SECOND, Frames, GroupSim, synth  # noqa: E402
+from kwire.pipeline import _analysis as analysis  # noqa: E402
+from kwire.pipeline._decode import decode_capture  # noqa: E402
+from kwire.pipeline._synth import MS, SECOND, Frames, GroupSim, synth  # noqa: E402
 
 T0 = 1_767_225_600 * SECOND
 

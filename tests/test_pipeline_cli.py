@@ -6,7 +6,7 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("dpkt")
 
 from kwire.__main__ import main  # noqa: E402
-from kwire.pipeline.capture import read_capture  # noqa: E402
+from kwire.pipeline._capture import read_capture  # noqa: E402
 
 from .test_pcap import Flow, Pcap, _hb, _hb_resp  # noqa: E402
 

@@ -8,9 +8,9 @@ pa = pytest.importorskip("pyarrow")
 
 import kwire  # noqa: E402
 from kwire import _impl  # noqa: E402
-from kwire.pipeline.capture import CaptureWriter, read_capture  # noqa: E402
-from kwire.pipeline.decode import batch_module, binary_views, decode_capture, decode_table  # noqa: E402
-from kwire.pipeline.synth import synth  # noqa: E402
+from kwire.pipeline._capture import CaptureWriter, read_capture  # noqa: E402
+from kwire.pipeline._decode import batch_module, binary_views, decode_capture, decode_table  # noqa: E402
+from kwire.pipeline._synth import synth  # noqa: E402
 
 IMPLS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
 

@@ -16,9 +16,9 @@ pa = pytest.importorskip("pyarrow")
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from kwire.pipeline import analysis  # noqa: E402
-from kwire.pipeline.decode import decode_capture  # noqa: E402
-from kwire.pipeline.synth import BROKER_TO_CLIENT, CLIENT_TO_BROKER, simulate_group, topic_pool  # noqa: E402
+from kwire.pipeline import _analysis as analysis  # noqa: E402
+from kwire.pipeline._decode import decode_capture  # noqa: E402
+from kwire.pipeline._synth import BROKER_TO_CLIENT, CLIENT_TO_BROKER, simulate_group, topic_pool  # noqa: E402
 
 from .test_pipeline_analysis import EXPECTED_RANGE, T0, scripted_capture  # noqa: E402
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module")
 def spark():
-    from kwire.pipeline.spark_stages import spark_session
+    from kwire.pipeline._spark_stages import spark_session
 
     session = spark_session("local[2]", shuffle_partitions=4, driver_memory="1g")
     session.sparkContext.setLogLevel("ERROR")
@@ -47,7 +47,7 @@ def _extra(out):
 
 @pytest.fixture(scope="module")
 def run(spark, tmp_path_factory):
-    from kwire.pipeline.spark_stages import run_pipeline
+    from kwire.pipeline._spark_stages import run_pipeline
 
     base = tmp_path_factory.mktemp("spark")
     capture = str(base / "capture.parquet")

@@ -8,9 +8,9 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 import kwire  # noqa: E402
-from kwire.pipeline.capture import read_capture  # noqa: E402
-from kwire.pipeline.decode import decode_capture  # noqa: E402
-from kwire.pipeline.record import RecordingProxy  # noqa: E402
+from kwire.pipeline._capture import read_capture  # noqa: E402
+from kwire.pipeline._decode import decode_capture  # noqa: E402
+from kwire.pipeline._record import RecordingProxy  # noqa: E402
 
 TIMEOUT = 20
 
@@ -211,8 +211,7 @@ def test_non_kafka_bytes_are_forwarded_and_kept(tmp_path):
 def test_a_stalled_writer_stops_forwarding_instead_of_buffering(tmp_path, monkeypatch):
     import threading
 
-    from kwire.pipeline import capture
-
+    from kwire.pipeline import _capture as capture
     release = threading.Event()
     real_flush = capture.CaptureWriter.flush
 

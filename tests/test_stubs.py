@@ -218,10 +218,10 @@ def test_codec_stub_class_attributes_match_the_runtime():
 
 
 def test_framing_overloads_name_the_class_message_class_returns():
-    from kwire.codec.framing import message_class
+    from kwire.codec._framing import message_class
 
     seen = 0
-    for node in _stub_tree("kwire.codec.framing").body:
+    for node in _stub_tree("kwire.codec._framing").body:
         if isinstance(node, ast.FunctionDef) and node.name == "decode_response":
             ann = ast.unparse(node.args.args[1].annotation)
             if ann.startswith("Literal["):

@@ -7,7 +7,7 @@ Not a test module itself (pytest collects test_*.py only), but it runs: tests/te
 from __future__ import annotations
 
 import kwire
-from kwire.codec.framing import split_frames
+from kwire.codec import split_frames
 
 
 def join_request(topics: list[str]) -> bytes:

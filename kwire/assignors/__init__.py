@@ -10,7 +10,7 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 # package namespace, so the builtin is not usable in this file.
 from ._arrays import ArrayAssignment, ArrayGroup
 from ._model import Assignment, GroupInput, MemberInput
-from .api import (
+from ._api import (
     STRATEGIES,
     GroupMember,
     Strategy,
@@ -22,7 +22,7 @@ from .api import (
     member_input,
     register_strategy,
 )
-from .api import _load_plugins
+from ._api import _load_plugins
 
 # Strategies living in their own modules (sticky, cooperative-sticky) register
 # themselves on import; doing it here makes STRATEGIES complete from the start.

@@ -5,7 +5,7 @@ Both twins take and return the same NumPy arrays and must agree bit for bit;
 the Cython one is the fast path, this one is the readable statement of the
 rules and the fallback under ``KWIRE_NO_EXTENSIONS=1``.  Everything that is
 per topic or per member (Java's sort and hash orders) is decided by the
-callers in ``kwire.assignors.range`` and ``.roundrobin``; the kernels only do the per-partition
+callers in ``kwire.assignors._range`` and ``.roundrobin``; the kernels only do the per-partition
 work.
 
 Shared vocabulary:

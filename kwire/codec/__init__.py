@@ -2,22 +2,34 @@
 
 The flow inside this package:
 
-- ``_schema.py`` holds every message as data (fields, types, versions);
+- ``_schema.py`` holds every message as data (fields, types, versions, tags);
 - ``_codegen.py`` turns those tables into the compiled codec at build time
-  (``_codec_c.pyx``, gitignored) over the runtime in ``_wire.pxi``, and
-  ``_codec_py.py`` interprets the same tables in pure Python;
-- ``framing.py`` adds size prefixes and headers;
+  (``_codec_c.pyx``, gitignored) over the hand-written runtime in
+  ``_wire.pxi``; ``_codec_py.py`` interprets the same tables in pure Python;
+- ``_framing.py`` adds size prefixes and headers over either codec;
 - ``_batch_c.pyx`` / ``_batch_py.py`` decode whole captures into Arrow
   columns for the pipeline (loaded only by ``kwire.pipeline``).
 
-This module only re-exports: the message classes from the codec the switch
-selected (``kwire.IMPLEMENTATION``) and the framing functions.
+This module only re-exports: the message classes of the codec the switch
+selected (``kwire.IMPLEMENTATION``) and the framing functions over it.
 """
 
 from kwire._impl import IMPLEMENTATION
-from kwire.codec import framing as _framing
+from kwire.codec._framing import (
+    DEFAULT,
+    DEFAULT_MAX_FRAME_SIZE,
+    FrameSplitter,
+    Framing,
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+    message_class,
+    split_frames,
+)
 
-_codec = _framing.DEFAULT.codec
+_codec = DEFAULT.codec
 
 # Messages (body codecs) and their nested structs, from the selected implementation.
 RequestHeader = _codec.RequestHeader
@@ -52,14 +64,6 @@ StickyAssignorUserData = _codec.StickyAssignorUserData
 StickyTopicAssignment = _codec.StickyTopicAssignment
 CooperativeStickyUserData = _codec.CooperativeStickyUserData
 
-
-FrameSplitter = _framing.FrameSplitter
-decode_request = _framing.decode_request
-decode_response = _framing.decode_response
-encode_request = _framing.encode_request
-encode_response = _framing.encode_response
-message_class = _framing.message_class
-
 _MESSAGE_NAMES = (
     'RequestHeader', 'ResponseHeader', 'FindCoordinatorRequest', 'FindCoordinatorResponse', 'Coordinator',
     'JoinGroupRequest', 'JoinGroupRequestProtocol', 'JoinGroupResponse', 'JoinGroupResponseMember', 'HeartbeatRequest',
@@ -69,9 +73,8 @@ _MESSAGE_NAMES = (
     'Assignment', 'AssignmentTopicPartition', 'StickyAssignorUserData', 'StickyTopicAssignment', 'CooperativeStickyUserData',
 )
 
-# What ``from kwire.codec import *`` gives, and so what ``kwire`` itself re-exports; the rest of
-# the framing module (``Framing``, ``split_frames``, ``decode_request_header``) stays in kwire.codec.framing.
 __all__ = [
     "IMPLEMENTATION", *_MESSAGE_NAMES,
-    "FrameSplitter", "decode_request", "decode_response", "encode_request", "encode_response", "message_class",
+    "DEFAULT", "DEFAULT_MAX_FRAME_SIZE", "FrameSplitter", "Framing", "decode_request", "decode_request_header",
+    "decode_response", "encode_request", "encode_response", "message_class", "split_frames",
 ]

@@ -35,7 +35,12 @@ from kwire.codec._codec_c import (
     SyncGroupRequestAssignment as SyncGroupRequestAssignment,
     SyncGroupResponse as SyncGroupResponse,
 )
-from kwire.codec.framing import (
+from kwire.codec._framing import (
+    DEFAULT as DEFAULT,
+    DEFAULT_MAX_FRAME_SIZE as DEFAULT_MAX_FRAME_SIZE,
+    Framing as Framing,
+    decode_request_header as decode_request_header,
+    split_frames as split_frames,
     FrameSplitter as FrameSplitter,
     decode_request as decode_request,
     decode_response as decode_response,

@@ -33,7 +33,7 @@ for _k in range(32):
     for _v in range(16):
         HEADER_VERSION[_k * 16 + _v] = -1
 for _k in GROUP_APIS:
-    REQUEST_CLASS[_k] = kwire.codec.framing.message_class(_k, "request")
+    REQUEST_CLASS[_k] = kwire.codec._framing.message_class(_k, "request")
     for _v in range(REQUEST_CLASS[_k].min_version, REQUEST_CLASS[_k].max_version + 1):
         HEADER_VERSION[_k * 16 + _v] = _schema.request_header_version(_k, _v)
 
@@ -196,7 +196,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
             row = {}
             frame = mv[start:end]
             try:
-                header, body = kwire.codec.framing.decode_request_header(frame)
+                header, body = kwire.codec._framing.decode_request_header(frame)
                 row["client_id"] = header.client_id
             except (KwireError, ValueError) as exc:
                 row["decode_error"] = _error_text(exc)
@@ -205,7 +205,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 continue
             if key in GROUP_APIS:
                 try:
-                    msg = kwire.codec.framing.message_class(key, "request").decode(body, version)
+                    msg = kwire.codec._framing.message_class(key, "request").decode(body, version)
                     extract_request(key, msg, row)
                 except (KwireError, ValueError) as exc:
                     row["decode_error"] = _error_text(exc)

@@ -244,7 +244,7 @@ def _decode_request(frame, conn, seq, ts, pending, row):
     row["api_version"] = version
     row["correlation_id"] = corr
     try:
-        header, body = kwire.codec.framing.decode_request_header(frame)
+        header, body = kwire.codec._framing.decode_request_header(frame)
         row["client_id"] = header.client_id
     except (KwireError, ValueError) as exc:
         row["decode_error"] = _error_text(exc)
@@ -252,7 +252,7 @@ def _decode_request(frame, conn, seq, ts, pending, row):
         return
     if api_key in GROUP_APIS:
         try:
-            cls = kwire.codec.framing.message_class(api_key, "request")
+            cls = kwire.codec._framing.message_class(api_key, "request")
             msg = cls.decode(body, version)
             extract_request(api_key, msg, row)
         except (KwireError, ValueError) as exc:

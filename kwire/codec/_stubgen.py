@@ -104,7 +104,7 @@ def render(schema):
         for cname, _kname, fields, rng in msg.structs():
             L += _class(msg, cname, fields, rng, False)
         L += _class(msg, msg.class_name, msg.fields, msg.valid, True)
-    # Unions used by the framing stub (kwire/codec/framing.pyi); private so the public names stay the runtime's.
+    # Unions used by the framing stub (kwire/codec/_framing.pyi); private so the public names stay the runtime's.
     for kind, alias in (("request", "_AnyRequest"), ("response", "_AnyResponse")):
         names = ", ".join(m.class_name for m in schema.API_MESSAGES if m.kind == kind)
         L.append(f"{alias} = Union[{names}]")

@@ -19,7 +19,7 @@ from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 
 from ..assignors._javaorder import utf16_key
-from ..assignors.api import GroupMember, assign_members_arrays
+from ..assignors._api import GroupMember, assign_members_arrays
 from . import partition_counts
 
 

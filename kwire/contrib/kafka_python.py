@@ -19,7 +19,7 @@ from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from ..assignors._javaorder import utf16_key
-from ..assignors.api import GroupMember, assign_members_arrays
+from ..assignors._api import GroupMember, assign_members_arrays
 from . import _optional, partition_counts
 
 

@@ -4,7 +4,7 @@ Clients connect to the proxy (127.0.0.1 by default); each connection opens
 one to the upstream broker, and every byte is forwarded unchanged in both
 directions.  A :class:`kwire.FrameSplitter` per direction cuts the stream
 into frames, which go through one bounded queue to one writer task that
-appends them to a capture (:mod:`kwire.pipeline.capture`).
+appends them to a capture (:mod:`kwire.pipeline._capture`).
 
 Guarantees:
 
@@ -33,8 +33,8 @@ import itertools
 import time
 
 from kwire.errors import DecodeError
-from kwire.codec.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
-from kwire.pipeline.capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
+from kwire.codec import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
+from kwire.pipeline._capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
 
 READ_SIZE = 65536
 

@@ -22,8 +22,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, group_input_of
 from ._model import Assignment, GroupInput, MemberInput
-from .range import assign_range, reference_range
-from .roundrobin import assign_roundrobin, reference_roundrobin
+from ._range import assign_range, reference_range
+from ._roundrobin import assign_roundrobin, reference_roundrobin
 
 ArrayFn = Callable[..., ArrayAssignment]
 ReferenceFn = Callable[[GroupInput], Assignment]
@@ -64,7 +64,7 @@ STRATEGIES: Mapping[str, Strategy] = types.MappingProxyType(_REGISTRY)
 
 # Modules that register further strategies when imported; looked up lazily so
 # kwire works whether or not they exist yet.
-_PLUGIN_MODULES = ("kwire.assignors.sticky",)
+_PLUGIN_MODULES = ("kwire.assignors._sticky",)
 _plugins_loaded = False
 
 
@@ -163,9 +163,9 @@ def member_input(strategy: str, member) -> MemberInput:
         return entry.member_input(strategy, member)
     if strategy in ("sticky", "cooperative-sticky"):
         # Until the sticky module registers its own hook, its userData rules
-        # live in kwire.assignors.userdata.
+        # live in kwire.assignors._userdata.
         try:
-            from .userdata import member_input_for
+            from ._userdata import member_input_for
         except ImportError:
             member_input_for = None
         if member_input_for is not None:

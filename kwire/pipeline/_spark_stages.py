@@ -10,7 +10,7 @@
    the bulk of the traffic, reduced in the JVM before Python sees it.
 3. **rebalances / assignments / what-if**: ``applyInArrow`` over hash
    buckets of group ids (not one task per group), each bucket analysed by
-   :mod:`kwire.pipeline.analysis`.
+   :mod:`kwire.pipeline._analysis`.
 4. a Markdown report from small aggregates.
 """
 
@@ -23,8 +23,7 @@ from collections import Counter
 
 import pyarrow as pa
 
-from kwire.pipeline import analysis
-
+from kwire.pipeline import _analysis as analysis
 DEFAULT_BUCKETS_PER_CORE = 4
 
 
@@ -99,7 +98,7 @@ def spark_session(master=None, shuffle_partitions=None, driver_memory="2g", app_
 def _decode_partition(batches, implementation=None):
     # Runs in the Python worker: one Pairing per partition, so pairing state
     # survives batch boundaries (the partition is sorted by conn, seq).
-    from kwire.pipeline.decode import batch_module, decode_record_batch
+    from kwire.pipeline._decode import batch_module, decode_record_batch
 
     mod = batch_module(implementation)
     pairing = mod.Pairing()
@@ -108,7 +107,7 @@ def _decode_partition(batches, implementation=None):
 
 
 def decode_stage(spark, capture_path, partitions=None, implementation=None):
-    from kwire.pipeline.decode import batch_module
+    from kwire.pipeline._decode import batch_module
 
     capture = spark.read.parquet(capture_path).select("seq", "ts", "conn", "direction", "frame", "truncated")
     n = partitions or spark.sparkContext.defaultParallelism

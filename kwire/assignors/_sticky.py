@@ -1,11 +1,11 @@
 """Java's client ``StickyAssignor`` (eager) and ``CooperativeStickyAssignor``.
 
 Importing this module registers both protocol names with
-:mod:`kwire.assignors.api`.  The work happens in the ``_sticky`` kernels:
+:mod:`kwire.assignors._api`.  The work happens in the ``_sticky`` kernels:
 ``_sticky_c`` (compiled, array based) or its pure twin ``_sticky_py``, which
 is also the plain-Python reference the tests cross-check against.  Where a
 member's previous assignment comes from (userData vs. Subscription fields)
-is decided in :mod:`kwire.assignors.userdata`.
+is decided in :mod:`kwire.assignors._userdata`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Optional
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import Assignment, GroupInput
 from . import _sticky_py
-from .api import register_strategy
-from .userdata import member_input_for
+from ._api import register_strategy
+from ._userdata import member_input_for
 
 NAMES = ("sticky", "cooperative-sticky")
 

@@ -14,7 +14,7 @@ from ._javaorder import utf16_key
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import Assignment, GroupInput
-from .range import _members_in_map_order, member_info_sorted
+from ._range import _members_in_map_order, member_info_sorted
 
 NAME = "roundrobin"
 

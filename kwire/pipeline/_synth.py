@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 import kwire
-from kwire.pipeline.capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
+from kwire.pipeline._capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
 
 MEMBER_ID_REQUIRED = 79
 REBALANCE_IN_PROGRESS = 27

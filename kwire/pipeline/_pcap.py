@@ -23,8 +23,8 @@ import socket
 import dpkt
 
 from kwire.errors import DecodeError
-from kwire.codec.framing import FrameSplitter
-from kwire.pipeline.capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
+from kwire.codec import FrameSplitter
+from kwire.pipeline._capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
 
 DEFAULT_PORTS = (9092,)
 _MOD = 1 << 32

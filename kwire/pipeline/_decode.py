@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from kwire import _impl
-from kwire.pipeline.capture import read_capture
+from kwire.pipeline._capture import read_capture
 
 
 def batch_module(implementation=None):

@@ -1,4 +1,4 @@
-# Types of kwire/codec/framing.py. A response does not say what it answers, so decode_response takes the request's
+# Types of kwire/codec/_framing.py. A response does not say what it answers, so decode_response takes the request's
 # api key: given as a literal (or as `SomeRequest.api_key`, typed Literal in the codec stub) it selects the class.
 from types import ModuleType
 from typing import Any, Final, Literal, overload
