@@ -10,7 +10,7 @@ keeps the figures usable on a shared machine where other jobs steal the CPU.
 Shapes: "A" = 100 topics x 100 partitions, 1000 members (kafka-python's own
 assignors run on the same input); "B" = 500 topics x 2000 partitions (1M),
 2000 members (Java anchors: range 3.9-6.6 s, roundrobin 1.7-2.4 s on JDK 17,
-2-vCPU VM, see /work/shared/reference/assignor-perf-anchors.md).  Every
+2-vCPU VM, see benches/data/java-assignor-timings.md).  Every
 member subscribes to every topic.
 
 kwire is timed at the array level from raw arrays: each call builds a fresh

@@ -5,7 +5,7 @@
 
 Everything in the tables is measured in this one process, interleaved where possible, and every ratio is
 between two medians of this run; the only figures not measured here are Java's, quoted as reference from
-``shared/reference/assignor-perf-anchors.md`` (JDK 17, another machine) and marked as such.
+``benches/data/java-assignor-timings.md`` (JDK 17, a machine of the same kind) and marked as such.
 
 The cases are the other benchmark files' own: the codec cases and library adapters of ``bench_codec.py``
 (timed by ``codec_ratios.measure``), the shapes and kafka-python inputs of ``bench_assignors.py``, the
@@ -40,7 +40,7 @@ from benches import codec_ratios  # noqa: E402
 from benches.bench_codec import LIBRARIES, available  # noqa: E402
 
 PEERS = ("kafka-python", "aiokafka", "kio")
-DEFAULT_ANCHORS = os.path.join(os.path.dirname(REPO), "shared", "reference", "assignor-perf-anchors.md")
+DEFAULT_ANCHORS = os.path.join(REPO, "benches", "data", "java-assignor-timings.md")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -435,7 +435,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="few repeats, no 1M-partition cases (a smoke run)")
     ap.add_argument("--out", default=os.path.join(REPO, "benches", "results"), help="output directory")
     ap.add_argument("--anchors", default=os.environ.get("KWIRE_PERF_ANCHORS", DEFAULT_ANCHORS),
-                    help="Java's figures (assignor-perf-anchors.md)")
+                    help="Java's figures (benches/data/java-assignor-timings.md)")
     ap.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib needed)")
     ap.add_argument("--readme", action="store_true",
                     help="also copy the tables and chart into README.md, between its benchmark-report markers")

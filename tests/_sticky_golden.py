@@ -1,37 +1,21 @@
 """Golden-case loading shared by the sticky test modules."""
 
-import json
-import os
 from pathlib import Path
-
-import pytest
 
 from kwire.assignors._model import GroupInput
 from kwire.assignors._userdata import cooperative_member_input, sticky_member_input
+from tests._data import GOLDEN_PATH, golden_cases
 
 STICKY_STRATEGIES = ("sticky", "cooperative-sticky")
 
 
 def golden_path() -> Path:
-    env = os.environ.get("KWIRE_GOLDEN_DIR")
-    base = Path(env) if env else Path("/work/shared/golden")
-    path = base / "java-assignors.jsonl"
-    if not path.exists():
-        if env:
-            pytest.fail(f"KWIRE_GOLDEN_DIR is set but {path} does not exist")
-        pytest.skip(f"golden vectors not found at {path}")
-    return path
+    assert GOLDEN_PATH.exists(), f"{GOLDEN_PATH} is part of the repository"
+    return GOLDEN_PATH
 
 
 def load_cases(strategies=STICKY_STRATEGIES):
-    env = os.environ.get("KWIRE_GOLDEN_DIR")
-    base = Path(env) if env else Path("/work/shared/golden")
-    path = base / "java-assignors.jsonl"
-    if not path.exists():
-        return []
-    with open(path, encoding="utf-8") as fh:
-        cases = [json.loads(line) for line in fh if line.strip()]
-    return [c for c in cases if c["assignor"] in strategies]
+    return golden_cases(strategies)
 
 
 def member_from_golden(strategy, m, *, from_user_data=False):

@@ -15,7 +15,6 @@ from kwire import _impl
 IMPLEMENTATIONS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(REPO), "shared")
 
 
 def codec_module(impl):
@@ -32,21 +31,6 @@ def codec(request):
 def both_codecs():
     """All available implementations, for tests that compare them."""
     return [codec_module(i) for i in IMPLEMENTATIONS]
-
-
-def shared_dir(env_var, sub):
-    """A folder of ../shared: from ``env_var`` when set (CI), else beside the repo.
-
-    When the variable is set the folder must exist: CI must not skip silently."""
-    path = os.environ.get(env_var)
-    if path:
-        if not os.path.isdir(path):
-            raise FileNotFoundError(f"{env_var}={path} does not exist")
-        return path
-    path = os.path.join(SHARED, sub)
-    if not os.path.isdir(path):
-        pytest.skip(f"{sub} not found; set {env_var}")
-    return path
 
 
 def assignor_implementations():

@@ -7,17 +7,14 @@ members so each strategy's own member-input rules (userData, owned
 partitions, generations) are exercised too; range and roundrobin also run at
 array level.  Both implementations (compiled and pure) are checked.
 
-``KWIRE_GOLDEN_DIR`` points at the vectors; when it is set the file must
-exist (a CI that lost its vectors fails rather than passing vacuously).
+The vectors are committed in tests/data/golden (see tests/data/README.md).
 """
 
-import json
-import os
-import pathlib
 from types import SimpleNamespace
 
 import pytest
 
+from tests._data import GOLDEN_PATH, golden_cases
 from tests.conftest import assignor_implementations
 from kwire.assignors import STRATEGIES, ArrayGroup, GroupMember, assign, assign_arrays
 from kwire.assignors._model import GroupInput, MemberInput
@@ -28,28 +25,10 @@ IMPLEMENTATIONS = assignor_implementations()
 ALL_STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
 
-def _golden_file():
-    env = os.environ.get("KWIRE_GOLDEN_DIR")
-    path = pathlib.Path(env or "/work/shared/golden") / "java-assignors.jsonl"
-    return path, bool(env)
-
-
-def _load_cases():
-    path, required = _golden_file()
-    if not path.exists():
-        return path, required, []
-    with path.open(encoding="utf-8") as fh:
-        return path, required, [json.loads(line) for line in fh if line.strip()]
-
-
-GOLDEN_PATH, GOLDEN_REQUIRED, CASES = _load_cases()
+CASES = golden_cases()
 
 
 def test_golden_file_present():
-    if not GOLDEN_PATH.exists():
-        if GOLDEN_REQUIRED:
-            pytest.fail(f"KWIRE_GOLDEN_DIR is set but {GOLDEN_PATH} does not exist")
-        pytest.skip(f"no golden vectors at {GOLDEN_PATH} (set KWIRE_GOLDEN_DIR)")
     assert CASES, f"{GOLDEN_PATH} holds no cases"
     assert {c["assignor"] for c in CASES} <= set(ALL_STRATEGIES)
 

@@ -24,13 +24,14 @@ import datetime
 import functools
 import importlib
 import io
-import json
 import os
 import random
 import re
 import zlib
 
 import pytest
+
+from tests._data import kafka_spec
 
 pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -65,29 +66,8 @@ APIS = ["FindCoordinator", "JoinGroup", "Heartbeat", "SyncGroup"]
 KINDS = ["Request", "Response"]
 
 
-def _spec_dir():
-    env = os.environ.get("KWIRE_KAFKA_SPEC_DIR")
-    if env:
-        # CI points here explicitly; a wrong path must not turn into skips.
-        if not os.path.isdir(env):
-            raise FileNotFoundError(f"KWIRE_KAFKA_SPEC_DIR={env} does not exist")
-        return env
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.join(os.path.dirname(repo), "shared", "kafka-spec", "message")
-
-
-_SPECS = {}
-
-
 def spec(name):
-    if name not in _SPECS:
-        path = os.path.join(_spec_dir(), name + ".json")
-        if not os.path.exists(path):
-            pytest.skip(f"Kafka spec {path} not found; set KWIRE_KAFKA_SPEC_DIR")
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        _SPECS[name] = json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
-    return _SPECS[name]
+    return kafka_spec(name)
 
 
 def _versions(text):

@@ -1,30 +1,16 @@
 """kwire's schema tables against Apache Kafka's own JSON message specs.
 
 The tables in kwire/codec/_schema.py are written by hand; this test is what makes
-them trustworthy: every message, every field, every version.  The specs come
-from ``KWIRE_KAFKA_SPEC_DIR`` (CI sets it) or ../shared/kafka-spec/message.
+them trustworthy: every message, every field, every version.  The specs' facts
+are committed in tests/data/kafka-spec (scripts/kafka_spec_facts.py derives
+them from Kafka's own files, and CI checks the copy against them).
 """
-
-import json
-import os
-import re
 
 import pytest
 
 from kwire.codec import _schema
-from tests.conftest import shared_dir
-
-
-def _spec_dir():
-    return shared_dir("KWIRE_KAFKA_SPEC_DIR", os.path.join("kafka-spec", "message"))
-
-
-def _load(name):
-    path = os.path.join(_spec_dir(), name + ".json")
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    # Kafka's spec files carry // licence and commentary lines.
-    return json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
+from tests._data import SPEC_DIR
+from tests._data import kafka_spec as _load
 
 
 def _json_default(field_json):
@@ -133,5 +119,5 @@ def test_required_apis_and_versions():
 
 
 def test_spec_files_cover_every_checked_message():
-    names = {f[:-5] for f in os.listdir(_spec_dir()) if f.endswith(".json")}
+    names = {p.stem for p in SPEC_DIR.glob("*.json")}
     assert {m.name for m in _schema.SPEC_CHECKED} <= names
