@@ -33,9 +33,22 @@ def generate_sources():
     codegen.write_cython(schema, os.path.join(HERE, "kwire", "codec", "_codec_c.pyx"))
 
 
+def write_build_config(with_extensions):
+    # Read by kwire/_impl.py, so that an install built without extensions runs
+    # the pure twins without KWIRE_NO_EXTENSIONS having to be set again.
+    text = ("# Written by setup.py at build time; not committed.\n"
+            f"EXTENSIONS = {bool(with_extensions)!r}\n")
+    path = os.path.join(HERE, "kwire", "_build_config.py")
+    if not os.path.exists(path) or open(path, encoding="utf-8").read() != text:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
 def extensions():
     if os.environ.get("KWIRE_NO_EXTENSIONS", "").strip().lower() not in ("", "0", "false", "no"):
+        write_build_config(False)
         return []
+    write_build_config(True)
     from Cython.Build import cythonize
     import numpy
     from setuptools import Extension

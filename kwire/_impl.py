@@ -3,15 +3,35 @@
 Every accelerated module ``kwire/<package>/_X_c.pyx`` has a twin
 ``kwire/<package>/_X_py.py`` with the same names.  Both import whatever
 implementation-neutral pieces they share from a third module; neither imports
-the other.  ``KWIRE_NO_EXTENSIONS=1`` selects the twins; otherwise
-the compiled modules must load, and a missing one is an error rather than a
-silent fall-back -- a wheel that lost its extensions should fail loudly.
+the other.
+
+Which twin loads: ``KWIRE_NO_EXTENSIONS`` at run time decides when it is set
+(``1`` the pure twins, ``0`` the compiled ones).  When it is not set, an
+install that was built without extensions (``KWIRE_NO_EXTENSIONS=1 pip
+install``; setup.py records that in ``kwire/_build_config.py``) runs the pure
+twins, and every other install requires the compiled modules: a missing one
+is an error rather than a silent fall-back, since a wheel that lost its
+extensions should fail loudly.
 """
 
 import importlib
 import os
 
-NO_EXTENSIONS = os.environ.get("KWIRE_NO_EXTENSIONS", "").strip().lower() not in ("", "0", "false", "no")
+
+def _no_extensions(env_value, built_with_extensions):
+    """The switch: ``env_value`` is ``$KWIRE_NO_EXTENSIONS`` (None when unset)."""
+    value = (env_value or "").strip().lower()
+    if value:
+        return value not in ("0", "false", "no")
+    return not built_with_extensions
+
+
+try:
+    from kwire._build_config import EXTENSIONS as _BUILT_WITH_EXTENSIONS
+except ImportError:  # a source tree no build has run in: the compiled modules are expected
+    _BUILT_WITH_EXTENSIONS = True
+
+NO_EXTENSIONS = _no_extensions(os.environ.get("KWIRE_NO_EXTENSIONS"), _BUILT_WITH_EXTENSIONS)
 
 IMPLEMENTATION = "python" if NO_EXTENSIONS else "cython"
 
