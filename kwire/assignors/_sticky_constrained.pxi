@@ -235,5 +235,6 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
                                   "above the minimum quota (Java: IllegalStateException)")
         for j in range(n_under):
             if r.load[under[j]] != min_quota:
-                raise AssignmentError("a member ends below the minimum quota (Java: IllegalStateException)")
+                raise AssignmentError(f"member {r.member_ids[under[j]]!r} ends below the minimum quota "
+                                      "(Java: IllegalStateException)")
     return transferring
