@@ -4,9 +4,9 @@ Importing this module registers both protocol names with
 :mod:`kwire.assignors._api`.  The work happens in the ``_sticky`` kernels:
 ``_sticky_c`` (compiled, array based) or its pure twin ``_sticky_py``, which
 is also the plain-Python reference the tests cross-check against; the rules
-both share are in ``_sticky_rules``.  Where a
-member's previous assignment comes from (userData vs. Subscription fields)
-is decided in :mod:`kwire.assignors._userdata`.
+both share are in ``_sticky_rules``.  Where a member's previous assignment
+comes from (userData vs. Subscription fields) is decided in
+:mod:`kwire.assignors._userdata`.
 """
 
 from __future__ import annotations

@@ -12,9 +12,13 @@ from include files, one per phase of Java's ``AbstractStickyAssignor``:
 * ``_sticky_general.pxi``      the general path (subscriptions differ);
 * ``_sticky_cooperative.pxi``  the cooperative adjustment.
 
+Include files, not cimported modules: the phases call each other's ``cdef``
+methods in the inner loops, and inside one extension those stay direct C
+calls that the compiler can inline.
+
 Inputs the kernels do not model -- a topic listed twice in one subscription,
 a partition claimed twice by one member, a claimed partition number past the
-topic's size, and consumer racks on the general path -- make the entry
+topic's size, and rack-aware assignment on the general path -- make the entry
 points return ``None``; ``kwire.assignors._sticky`` then runs the pure twin.
 """
 
