@@ -36,8 +36,8 @@ cdef class _HashSetOrder:
         cdef dict bins = {}
         cdef uint32_t mask = self.capacity - 1
         for partition in self.seq:
-            b = hashes[partition] & mask
-            bins[b] = bins.get(b, 0) + 1
+            bucket = hashes[partition] & mask
+            bins[bucket] = bins.get(bucket, 0) + 1
         self.bins = bins
 
     cdef void add(self, long partition, uint32_t h, dict hashes) except *:
@@ -48,12 +48,12 @@ cdef class _HashSetOrder:
         self.seq[partition] = self.next_seq
         self.next_seq += 1
         hashes[partition] = h
-        b = h & (self.capacity - 1)
-        n = self.bins.get(b, 0) + 1
-        self.bins[b] = n
+        bucket = h & (self.capacity - 1)
+        in_bucket = self.bins.get(bucket, 0) + 1
+        self.bins[bucket] = in_bucket
         resized = False
         # treeifyBin: a bin of 9 in a table under 64 doubles the table
-        if n >= 9 and self.capacity < 64:
+        if in_bucket >= 9 and self.capacity < 64:
             self.capacity *= 2
             resized = True
         while len(self.seq) > self.capacity * 3 // 4:
@@ -65,15 +65,15 @@ cdef class _HashSetOrder:
     cdef void discard(self, long partition, dict hashes) except *:
         if partition in self.seq:
             del self.seq[partition]
-            b = hashes[partition] & (self.capacity - 1)
-            self.bins[b] -= 1
+            bucket = hashes[partition] & (self.capacity - 1)
+            self.bins[bucket] -= 1
 
     cdef long first(self, dict hashes) except? -2:
         cdef uint32_t mask = self.capacity - 1
         best = -1
         best_key = None
-        for partition, s in self.seq.items():
-            k = (hashes[partition] & mask, s)
+        for partition, inserted in self.seq.items():
+            k = (hashes[partition] & mask, inserted)
             if best_key is None or k < best_key:
                 best, best_key = partition, k
         return best
@@ -95,9 +95,9 @@ cdef class _PartitionMovements:
     cdef tuple _drop(self, long partition, long topic):
         pair = self.pair_of.pop(partition)
         sets = self.by_topic[topic]
-        s = <_HashSetOrder>sets[pair]
-        s.discard(partition, self.hashes)
-        if not s.seq:
+        moved = <_HashSetOrder>sets[pair]
+        moved.discard(partition, self.hashes)
+        if not moved.seq:
             del sets[pair]
         if not sets:
             del self.by_topic[topic]
@@ -108,10 +108,10 @@ cdef class _PartitionMovements:
         sets = self.by_topic.get(topic)
         if sets is None:
             sets = self.by_topic[topic] = {}
-        s = sets.get(pair)
-        if s is None:
-            s = sets[pair] = _HashSetOrder()
-        (<_HashSetOrder>s).add(partition, h, self.hashes)
+        moved = sets.get(pair)
+        if moved is None:
+            moved = sets[pair] = _HashSetOrder()
+        (<_HashSetOrder>moved).add(partition, h, self.hashes)
 
     cdef void move(self, long partition, long topic, int src, int dst, uint32_t h) except *:
         if partition in self.pair_of:
