@@ -20,10 +20,22 @@ from ._sticky_golden import expected_of, golden_path, group_from_golden, load_ca
 CASES = load_cases()
 
 
+class _Compiled:
+    """The compiled twin as ``kwire.assignors._sticky`` runs it: ``_sticky_c``,
+    and the pure twin for the inputs ``_sticky_c`` declines (returns None)."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def sticky_assign(self, group, cooperative):
+        got = self.module.sticky_assign(group, cooperative)
+        return _sticky_py.sticky_assign(group, cooperative) if got is None else got
+
+
 def _implementations():
     impls = [pytest.param(_sticky_py, id="python")]
     try:
-        impls.append(pytest.param(importlib.import_module("kwire.assignors._sticky_c"), id="cython"))
+        impls.append(pytest.param(_Compiled(importlib.import_module("kwire.assignors._sticky_c")), id="cython"))
     except ImportError:
         impls.append(pytest.param(None, id="cython", marks=pytest.mark.skip("_sticky_c not built")))
     return impls
@@ -306,3 +318,43 @@ def test_colliding_member_ids_grow_the_hashmap(impl):
     want.update({"ez": [("t", 0), ("t", 1)], "fz": [("t", 3), ("t", 4)], "AaBBBBAa": [("t", 24), ("t", 25)],
                  "AaBBBBBB": [("t", 27), ("t", 28)], "BBAaAaAa": [], "ay": []})
     assert got == want
+
+
+# --- the compiled twin's hand-over to the pure one ----------------------------
+
+_DECLINED = {
+    "topic listed twice": lambda: _g([dict(member_id="a", topics=("t", "t")), dict(member_id="b", topics=("t",))],
+                                     {"t": 3}),
+    "claim past the end": lambda: _g([dict(member_id="a", topics=("t",), owned=(("t", 5),), generation=1,
+                                           subscription_generation=1), dict(member_id="b", topics=("t",))], {"t": 3}),
+    "claim listed twice": lambda: _g([dict(member_id="a", topics=("t",), owned=(("t", 1), ("t", 1)), generation=1,
+                                           subscription_generation=1), dict(member_id="b", topics=("t",))], {"t": 3}),
+    "racks, general path": lambda: GroupInput(
+        [MemberInput(member_id="a", topics=("t", "u"), rack="r1"), MemberInput(member_id="b", topics=("t",), rack="r2")],
+        {"t": 2, "u": 2}, {"t": [["r1"], ["r2"]], "u": [["r1"], ["r1"]]}),
+}
+
+
+@pytest.mark.skipif(IMPLS[1].values[0] is None, reason="_sticky_c not built")
+@pytest.mark.parametrize("name", list(_DECLINED))
+@pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
+def test_compiled_declines_and_the_strategy_runs_the_pure_twin(name, cooperative):
+    from kwire.assignors import ArrayGroup, _sticky
+
+    group = _DECLINED[name]()
+    compiled = importlib.import_module("kwire.assignors._sticky_c")
+    array_group = ArrayGroup.from_group_input(group)
+    assert compiled.sticky_arrays(array_group, cooperative) is None
+    assert compiled.sticky_assign(group, cooperative) is None
+    want = _sticky_py.sticky_arrays(array_group, cooperative)
+    got = _sticky.sticky_arrays(array_group, cooperative, "cython")
+    assert all(a.tolist() == b.tolist() for a, b in zip(got, want))
+
+
+@pytest.mark.skipif(IMPLS[1].values[0] is None, reason="_sticky_c not built")
+def test_compiled_covers_racks_on_the_constrained_path():
+    group = GroupInput(
+        [MemberInput(member_id="a", topics=("t",), rack="r1"), MemberInput(member_id="b", topics=("t",), rack="r2")],
+        {"t": 4}, {"t": [["r1"], ["r2"], ["r1"], ["r2"]]})
+    compiled = importlib.import_module("kwire.assignors._sticky_c")
+    assert compiled.sticky_assign(group, False) == _sticky_py.sticky_assign(group, False)

@@ -161,14 +161,38 @@ def test_compiled_equals_pure(group, cooperative):
     _same_outcome(group, cooperative)
 
 
+def _may_be_declined(group):
+    """Inputs the compiled twin may decline (return None for): a topic listed
+    twice in a subscription, a claim past its topic's end or listed twice by
+    one member, or consumer racks."""
+    counts = _valid_counts(group)
+    for m in group.members:
+        if len(set(m.topics)) != len(m.topics) or m.rack:
+            return True
+        claims = [tp for tp in m.owned if tp[0] in counts]
+        if len(set(claims)) != len(claims) or any(p >= counts[t] for t, p in claims):
+            return True
+    return False
+
+
 def _same_outcome(group, cooperative):
+    # None: the compiled twin declines the input and the strategy runs the
+    # pure one (kwire.assignors._sticky.sticky_arrays); only the documented
+    # inputs may be declined
     try:
         want = _sticky_py.sticky_assign(group, cooperative)
-    except AssignmentError:  # the compiled twin must fail the same way
-        with pytest.raises(AssignmentError):
-            _sticky_c.sticky_assign(group, cooperative)
+    except AssignmentError:  # the compiled twin must fail the same way (or decline)
+        try:
+            got = _sticky_c.sticky_assign(group, cooperative)
+        except AssignmentError:
+            return
+        assert got is None and _may_be_declined(group)
         return
-    assert _sticky_c.sticky_assign(group, cooperative) == want
+    got = _sticky_c.sticky_assign(group, cooperative)
+    if got is None:
+        assert _may_be_declined(group)
+    else:
+        assert got == want
 
 
 @pytest.mark.skipif(_sticky_c is None, reason="_sticky_c not built")

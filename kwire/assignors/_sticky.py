@@ -3,9 +3,10 @@
 Importing this module registers both protocol names with
 :mod:`kwire.assignors._api`.  The work happens in the ``_sticky`` kernels:
 ``_sticky_c`` (compiled, array based) or its pure twin ``_sticky_py``, which
-is also the plain-Python reference the tests cross-check against.  Where a
-member's previous assignment comes from (userData vs. Subscription fields)
-is decided in :mod:`kwire.assignors._userdata`.
+is also the plain-Python reference the tests cross-check against; the rules
+both share are in ``_sticky_rules``.  Where a member's previous assignment
+comes from (userData vs. Subscription fields) is decided in
+:mod:`kwire.assignors._userdata`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,21 @@ from ._userdata import member_input_for
 NAMES = ("sticky", "cooperative-sticky")
 
 
+def sticky_arrays(group: ArrayGroup, cooperative: bool, implementation: Optional[str] = None):
+    """``(indptr, topic, partition)`` for ``group`` from the chosen kernel."""
+    out = load_kernels("sticky", implementation).sticky_arrays(group, cooperative)
+    if out is None:
+        # The one place the compiled kernel hands a group to the pure twin:
+        # a topic listed twice in one subscription, a claim past its topic's
+        # end or listed twice by one member, or consumer racks on the general
+        # path.  A known performance cliff (the reference is plain Python),
+        # tracked by issue 12.
+        out = _sticky_py.sticky_arrays(group, cooperative)
+    return out
+
+
 def _run(group: ArrayGroup, cooperative: bool, implementation: Optional[str]) -> ArrayAssignment:
-    kernels = load_kernels("sticky", implementation)
-    return ArrayAssignment.for_group(group, *kernels.sticky_arrays(group, cooperative))
+    return ArrayAssignment.for_group(group, *sticky_arrays(group, cooperative, implementation))
 
 
 def assign_sticky(group: ArrayGroup, implementation: Optional[str] = None) -> ArrayAssignment:

@@ -1,5 +1,5 @@
 # Written by hand from _sticky_c.pyx; tests/test_stubs.py checks its names and parameters against the module.
-from typing import Literal
+from typing import Literal, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -9,10 +9,13 @@ from kwire.assignors._model import Assignment, GroupInput
 
 IMPLEMENTATION: Literal["cython"]
 
-def sticky_arrays(group: ArrayGroup, cooperative: bool) -> tuple[
-        npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+def sticky_arrays(group: ArrayGroup, cooperative: bool) -> Optional[tuple[
+        npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]]:
     """Assign an :class:`ArrayGroup`; returns ``(indptr, topic, partition)``
-    with each member's partitions in Java's list order."""
+    with each member's partitions in Java's list order, or ``None`` when the
+    input needs what only the pure twin models (``kwire.assignors._sticky``
+    then runs it)."""
 
-def sticky_assign(group: GroupInput, cooperative: bool) -> Assignment:
-    """Same contract as ``_sticky_py.sticky_assign``."""
+def sticky_assign(group: GroupInput, cooperative: bool) -> Optional[Assignment]:
+    """``_sticky_py.sticky_assign`` for the inputs this module covers;
+    ``None`` for the others (see ``sticky_arrays``)."""

@@ -30,12 +30,9 @@ from ._javaorder import (
 )
 from ..errors import AssignmentError
 from ._model import Assignment, GroupInput, MemberInput
+from ._sticky_rules import balance_score, move_budget, validate
 
 IMPLEMENTATION = "python"
-
-#: Upper bound on partitions in one assignment: far above any real cluster,
-#: and it keeps partition indices inside int32 in the compiled twin.
-MAX_PARTITIONS = 1 << 27
 
 TP = Tuple[str, int]
 
@@ -79,6 +76,8 @@ class JavaHashSetModel:
         self._bins = bins
 
     def add(self, tp: TP) -> None:
+        # Mirrored line for line by _HashSetOrder.add in _sticky_balance.pxi:
+        # the twins must agree on when the table grows.
         if tp in self.seq:
             return
         self.seq[tp] = self._next
@@ -226,50 +225,6 @@ class _Racks:
             if r is not None and r in reps:
                 return k
         return -1
-
-
-def _validate(group: GroupInput) -> None:
-    ids = set()
-    for m in group.members:
-        if not isinstance(m.member_id, str):
-            raise AssignmentError(f"member id must be a string, got {type(m.member_id).__name__}")
-        if m.member_id in ids:
-            raise AssignmentError(f"member id {m.member_id!r} appears twice in the group")
-        ids.add(m.member_id)
-        for t in m.topics:
-            if not isinstance(t, str):
-                raise AssignmentError(f"member {m.member_id!r}: topic names must be strings")
-        for tp in m.owned:
-            if (not isinstance(tp, tuple) or len(tp) != 2 or not isinstance(tp[0], str)
-                    or not isinstance(tp[1], int) or isinstance(tp[1], bool)):
-                raise AssignmentError(f"member {m.member_id!r}: owned partition {tp!r} is not (topic, int)")
-            if not 0 <= tp[1] < 2**31:
-                raise AssignmentError(f"member {m.member_id!r}: owned partition {tp!r} is out of range")
-        for g in (m.generation, m.subscription_generation):
-            if not isinstance(g, int) or isinstance(g, bool) or not -2**31 <= g < 2**31:
-                raise AssignmentError(f"member {m.member_id!r}: generation {g!r} is not an int32")
-    for t, n in group.partitions_per_topic.items():
-        if not isinstance(t, str):
-            raise AssignmentError("topic names must be strings")
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n >= 2**31:
-            raise AssignmentError(f"topic {t!r}: partition count {n!r} is not a non-negative int32")
-    if sum(group.partitions_per_topic.values()) > MAX_PARTITIONS:
-        raise AssignmentError(f"more than {MAX_PARTITIONS} partitions in the metadata; "
-                              "no consumer group is that large")
-    if group.partition_racks:
-        mentioned = set(group.partitions_per_topic)
-        for m in group.members:
-            mentioned.update(m.topics)
-            mentioned.update(t for t, _ in m.owned)
-        for t, layout in group.partition_racks.items():
-            if t not in mentioned:
-                continue
-            if len(layout) != group.partitions_per_topic.get(t, 0):
-                raise AssignmentError(f"partition_racks[{t!r}] has {len(layout)} entries but the topic has "
-                                      f"{group.partitions_per_topic.get(t, 0)} partitions")
-            for reps in layout:
-                if isinstance(reps, (str, bytes)) or any(r is not None and not isinstance(r, str) for r in reps):
-                    raise AssignmentError(f"partition_racks[{t!r}]: each entry must be a list of rack names")
 
 
 def member_order(group: GroupInput) -> List[str]:
@@ -482,6 +437,8 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
         elif size == hi:
             over += 1
 
+    # verifyUnfilledMembers; the compiled twin's end of _constrained is the
+    # same check (and must raise the same way)
     if under:
         if over != n_over:
             raise AssignmentError("sticky assignor could not reach the expected number of members "
@@ -530,8 +487,6 @@ class _General:
         self.revocation_required = False
         self.moves = _Movements()
         self.moves_made = 0
-        # Every real balancing move shrinks the load spread, so Java's loop
-        # ends long before this; only a substitution cycle could reach it.
         self.move_budget = move_budget(self.total, len(order))
 
     # -- the ordered set of members keyed by (load, id) ------------------
@@ -636,7 +591,8 @@ class _General:
             self._reassign(unassigned, prev)
         changed = self._reassign(reassignable, prev)
 
-        if not initializing and changed and _score(self.current) >= _score(saved):
+        if (not initializing and changed
+                and balance_score(map(len, self.current.values())) >= balance_score(map(len, saved.values()))):
             self.current.clear()
             self.current.update(saved)
             self.holder = saved_holder
@@ -790,18 +746,6 @@ class _General:
         self.holder[actual] = dst
 
 
-def move_budget(partitions: int, members: int) -> int:
-    return 50 * (partitions + members) + 10000
-
-
-def _score(assignment: Dict[str, List[TP]]) -> int:
-    sizes = sorted(len(v) for v in assignment.values())
-    # sum over pairs |a-b| for sorted sizes: each size contributes with sign
-    # by rank, which is the same total Java gets from its double loop
-    n = len(sizes)
-    return sum(s * (2 * i - n + 1) for i, s in enumerate(sizes))
-
-
 # --------------------------------------------------------------------------
 # entry point
 # --------------------------------------------------------------------------
@@ -831,7 +775,7 @@ def _computed_transfers(order: List[str], by_id, assignment: Dict[str, List[TP]]
 def sticky_assign(group: GroupInput, cooperative: bool) -> Assignment:
     """Assign partitions as Java's sticky (``cooperative=False``) or
     cooperative-sticky (``cooperative=True``) assignor does."""
-    _validate(group)
+    validate(group)
     if not group.members:
         return {}
     order = member_order(group)

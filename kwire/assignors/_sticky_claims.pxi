@@ -1,0 +1,321 @@
+# Included by _sticky_c.pyx: input and claims.
+#
+# Java: AbstractStickyAssignor.assignPartitions -> allSubscriptionsEqual
+# (the HashMap walk that settles who owns what and chooses the path), and
+# RackInfo (whether rack-aware assignment is on).  Everything the two paths
+# share lives on _Run: the group's columns, the resolution's results, and the
+# per-member partition lists.
+
+cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const int64_t*>a)[0]
+    cdef int64_t y = (<const int64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+def _partition_total(group):
+    """Partitions in the metadata (the last topic offset; 0 with no topics)."""
+    offsets = group.topic_offset
+    return int(offsets[len(offsets) - 1]) if len(offsets) else 0
+
+
+def _member_order(group):
+    """Iteration order of the leader's members ``HashMap`` (see
+    ``_javaorder.hashmap_capacity`` for the crowded-bucket growth rule)."""
+    hashes = group.member_hashes()
+    capacity = hashmap_capacity(hashes.tolist())
+    if capacity == capacity_after(len(hashes)):
+        return group.member_hashmap_order()
+    return hashmap_positions(hashes, capacity)
+
+
+def _assignable_topics(group):
+    """Per topic: subscribed by someone and present with partitions -- the
+    topics in Java's ``partitionsPerTopic`` that the assignor looks at."""
+    n_topics = len(group.topics)
+    subscribed = np.bincount(group.sub_topics, minlength=n_topics)[:n_topics] > 0
+    return (subscribed & (group.partition_counts > 0)).astype(np.uint8)
+
+
+# --------------------------------------------------------------------------
+# RackInfo: is rack-aware assignment on, and does rack crowding reorder?
+# --------------------------------------------------------------------------
+
+cdef int _rack_facts(const int32_t[::1] partition_count, const int64_t[::1] first_partition,
+                     const uint8_t[::1] assignable, const int64_t[::1] replica_rack_start,
+                     const int32_t[::1] replica_rack, const int64_t[::1] consumers_on_rack, int n_racks,
+                     int64_t[::1] crowd) except -1:
+    """What consumer racks change in Java's result, as bit flags.
+
+    1: rack-aware mode is on -- a consumer rack is among the replica racks
+       and some partition is not on every replica rack.
+    2: "consumers on this partition's racks" (filled into ``crowd``) varies
+       between partitions, so the constrained path's stable sort by it
+       reorders the unassigned partitions even with rack-aware mode off."""
+    cdef int32_t[::1] seen = np.zeros(max(n_racks, 1), dtype=np.int32)
+    cdef uint8_t[::1] in_union = np.zeros(max(n_racks, 1), dtype=np.uint8)
+    cdef int topic, rack, n_distinct, union_size = 0, first_size = -1, flags = 0
+    cdef int64_t partition, entry, consumers, first_crowd = -1
+    cdef int32_t stamp = 0
+    cdef bint sizes_differ = False, shared_rack = False
+    for topic in range(partition_count.shape[0]):
+        if not assignable[topic]:
+            continue
+        for partition in range(first_partition[topic], first_partition[topic + 1]):
+            # a fresh stamp per partition: a rack listed twice among its replicas counts once
+            stamp += 1
+            n_distinct = 0
+            consumers = 0
+            if partition + 1 < replica_rack_start.shape[0]:
+                for entry in range(replica_rack_start[partition], replica_rack_start[partition + 1]):
+                    rack = replica_rack[entry]
+                    if seen[rack] == stamp:
+                        continue
+                    seen[rack] = stamp
+                    n_distinct += 1
+                    consumers += consumers_on_rack[rack]
+                    if not in_union[rack]:
+                        in_union[rack] = 1
+                        union_size += 1
+                        if consumers_on_rack[rack] > 0:
+                            shared_rack = True
+            crowd[partition] = consumers
+            if first_crowd < 0:
+                first_crowd = consumers
+                first_size = n_distinct
+            else:
+                if consumers != first_crowd:
+                    flags |= 2
+                if n_distinct != first_size:
+                    sizes_differ = True
+    # every partition's rack set is a subset of the union, so "all equal to
+    # the union" means every set has the union's size
+    if shared_rack and (sizes_differ or (first_size >= 0 and first_size != union_size)):
+        flags |= 1
+    return flags
+
+
+def _rack_setup(group, assignable):
+    """(rack-aware on?, member racks, replica-rack CSR, crowd or None)."""
+    member_rack = group.member_rack_index()
+    n_racks = max(len(group.rack_names), int(member_rack.max()) + 1 if len(member_rack) else 0)
+    consumers_on_rack = np.bincount(member_rack[member_rack >= 0], minlength=n_racks).astype(np.int64)
+    replica_rack_start = group.replica_rack_indptr
+    if len(replica_rack_start) == 0:
+        replica_rack_start = np.zeros(1, dtype=np.int64)
+    crowd = np.zeros(max(_partition_total(group), 1), dtype=np.int64)
+    flags = _rack_facts(group.partition_counts, group.topic_offset, assignable, replica_rack_start,
+                        group.replica_racks, consumers_on_rack, n_racks, crowd)
+    return bool(flags & 1), member_rack, replica_rack_start, group.replica_racks, (crowd if flags & 2 else None)
+
+
+# --------------------------------------------------------------------------
+# shared state of one assignment run
+# --------------------------------------------------------------------------
+
+cdef class _Run:
+    """One assignment: the group's columns, the owner resolution, and each
+    member's partition list (Java's ``List<TopicPartition>`` per consumer).
+
+    Partitions are global integers ``first_partition[topic] + number``; the
+    lists are intrusive doubly linked lists threaded through per-partition
+    arrays, so Java's ``List.remove`` from the middle keeps list order at
+    O(1) cost."""
+    cdef int n_members, n_topics
+    cdef long long n_partitions
+    cdef const int32_t[::1] partition_count      # per topic
+    cdef const int64_t[::1] first_partition      # per topic, + one past the end
+    cdef uint8_t[::1] assignable                 # per topic, see _assignable_topics
+    cdef const int64_t[::1] subscription_start   # per member, CSR into subscription_topic
+    cdef const int32_t[::1] subscription_topic
+    cdef const int64_t[::1] owned_start          # per member, CSR into owned_topic / owned_number
+    cdef const int32_t[::1] owned_topic
+    cdef const int32_t[::1] owned_number         # partition number inside its topic
+    cdef const int32_t[::1] generation           # memberData generation
+    cdef const int32_t[::1] protocol_generation  # Subscription.generationId (what later claimants compare to)
+    cdef const int32_t[::1] hashmap_order        # member indices in Java HashMap iteration order
+    cdef const int32_t[::1] id_rank              # rank of the member id in Java String order
+    cdef const int32_t[::1] topic_hash           # String.hashCode of each topic name
+    cdef list member_ids          # only for error messages
+    # owner resolution (resolve())
+    cdef uint8_t[::1] owned_kept       # per owned entry: the claim survived
+    cdef uint8_t[::1] multiply_owned   # per partition: Java's partitionsWithMultiplePreviousOwners
+    cdef int max_generation
+    cdef bint all_subscriptions_equal
+    # member lists: first/last partition and length per member, links and holder per partition
+    cdef int32_t[::1] list_first, list_last, load, next_in_list, prev_in_list, holder
+
+    def __init__(self, group, assignable):
+        self.n_members = group.num_members
+        self.n_topics = len(group.topics)
+        self.partition_count = group.partition_counts
+        self.first_partition = group.topic_offset
+        self.n_partitions = _partition_total(group)
+        self.assignable = assignable
+        self.subscription_start = group.sub_indptr
+        self.subscription_topic = group.sub_topics
+        self.owned_start = group.owned_indptr
+        self.owned_topic = group.owned_topic
+        self.owned_number = group.owned_partition
+        self.generation = group.generation
+        self.protocol_generation = group.subscription_generation
+        self.hashmap_order = _member_order(group)
+        self.id_rank = java_rank(group.member_ids)
+        self.topic_hash = group.topic_hashes()
+        self.member_ids = list(group.member_ids)
+
+    # -- the checks: inputs only the pure twin models ------------------------
+    cdef bint has_unmodelled_input(self) except -1:
+        """True when a subscription lists a topic twice, or a member claims
+        a partition past its topic's end or claims one partition twice."""
+        cdef int member, topic
+        cdef int64_t entry, partition
+        cdef int32_t number
+        # stamps hold member + 1, so one array serves every member without clearing
+        cdef int32_t[::1] topic_stamp = np.zeros(self.n_topics, dtype=np.int32)
+        cdef int32_t[::1] partition_stamp = np.zeros(max(self.n_partitions, 1), dtype=np.int32)
+        for member in range(self.n_members):
+            for entry in range(self.subscription_start[member], self.subscription_start[member + 1]):
+                topic = self.subscription_topic[entry]
+                if topic_stamp[topic] == member + 1:
+                    return True
+                topic_stamp[topic] = member + 1
+            for entry in range(self.owned_start[member], self.owned_start[member + 1]):
+                topic = self.owned_topic[entry]
+                if not self.assignable[topic]:
+                    continue
+                number = self.owned_number[entry]
+                if number < 0 or number >= self.partition_count[topic]:
+                    return True
+                partition = self.first_partition[topic] + number
+                if partition_stamp[partition] == member + 1:
+                    return True
+                partition_stamp[partition] = member + 1
+        return False
+
+    # -- allSubscriptionsEqual: owner resolution and path choice -------------
+    cdef void resolve(self) except *:
+        cdef int i, member, other, topic, n_subscribed, first_size = 0
+        cdef int64_t entry, other_entry, partition
+        cdef int32_t member_generation
+        cdef uint8_t[::1] in_first = np.zeros(self.n_topics, dtype=np.uint8)
+        # per partition: the owned entry of its current claimant, -1 for none
+        cdef int64_t[::1] claim = np.full(max(self.n_partitions, 1), -1, dtype=np.int64)
+        cdef int32_t[::1] entry_member = np.empty(max(len(self.owned_topic), 1), dtype=np.int32)
+        self.owned_kept = np.zeros(max(len(self.owned_topic), 1), dtype=np.uint8)
+        self.multiply_owned = np.zeros(max(self.n_partitions, 1), dtype=np.uint8)
+        self.all_subscriptions_equal = True
+        self.max_generation = -1
+        for member in range(self.n_members):
+            for entry in range(self.owned_start[member], self.owned_start[member + 1]):
+                entry_member[entry] = member
+        for i in range(self.n_members):
+            member = self.hashmap_order[i]
+            n_subscribed = <int>(self.subscription_start[member + 1] - self.subscription_start[member])
+            # "equal" compares with the first non-empty subscription seen; an
+            # empty one met before it re-initialises the set (Java's quirk)
+            if first_size == 0:
+                for entry in range(self.subscription_start[member], self.subscription_start[member + 1]):
+                    in_first[self.subscription_topic[entry]] = 1
+                first_size = n_subscribed
+            elif self.all_subscriptions_equal:
+                if n_subscribed != first_size:
+                    self.all_subscriptions_equal = False
+                else:
+                    for entry in range(self.subscription_start[member], self.subscription_start[member + 1]):
+                        if not in_first[self.subscription_topic[entry]]:
+                            self.all_subscriptions_equal = False
+                            break
+            member_generation = self.generation[member]
+            if member_generation > self.max_generation:
+                self.max_generation = member_generation
+            # settle each claim against the earlier claimant, pairwise and in
+            # HashMap order: this member's memberData generation against the
+            # earlier one's protocol field
+            for entry in range(self.owned_start[member], self.owned_start[member + 1]):
+                topic = self.owned_topic[entry]
+                if not self.assignable[topic]:
+                    continue
+                partition = self.first_partition[topic] + self.owned_number[entry]
+                other_entry = claim[partition]
+                if other_entry < 0:
+                    self.owned_kept[entry] = 1
+                    claim[partition] = entry
+                    continue
+                other = entry_member[other_entry]
+                if member_generation == self.protocol_generation[other]:
+                    # same generation: nobody keeps it, but the "owner"
+                    # pointer still moves to this member
+                    self.multiply_owned[partition] = 1
+                    self.owned_kept[other_entry] = 0
+                    claim[partition] = entry
+                elif member_generation > self.protocol_generation[other]:
+                    self.owned_kept[entry] = 1
+                    self.owned_kept[other_entry] = 0
+                    claim[partition] = entry
+
+    # -- member lists ----------------------------------------------------------
+    cdef void init_lists(self) except *:
+        n = max(self.n_partitions, 1)
+        self.list_first = np.full(self.n_members, -1, dtype=np.int32)
+        self.list_last = np.full(self.n_members, -1, dtype=np.int32)
+        self.load = np.zeros(self.n_members, dtype=np.int32)
+        self.next_in_list = np.full(n, -1, dtype=np.int32)
+        self.prev_in_list = np.full(n, -1, dtype=np.int32)
+        self.holder = np.full(n, -1, dtype=np.int32)
+
+    cdef inline void append(self, int member, int32_t partition) noexcept nogil:
+        cdef int32_t last = self.list_last[member]
+        self.prev_in_list[partition] = last
+        self.next_in_list[partition] = -1
+        if last < 0:
+            self.list_first[member] = partition
+        else:
+            self.next_in_list[last] = partition
+        self.list_last[member] = partition
+        self.load[member] += 1
+        self.holder[partition] = member
+
+    cdef inline void unlink(self, int member, int32_t partition) noexcept nogil:
+        cdef int32_t before = self.prev_in_list[partition], after = self.next_in_list[partition]
+        if before < 0:
+            self.list_first[member] = after
+        else:
+            self.next_in_list[before] = after
+        if after < 0:
+            self.list_last[member] = before
+        else:
+            self.prev_in_list[after] = before
+        self.load[member] -= 1
+        self.holder[partition] = -1
+
+    cdef tuple export(self):
+        """CSR arrays (member index order) of the current lists."""
+        cdef int member, k = 0
+        cdef int32_t partition
+        cdef int64_t total = 0
+        cdef int64_t[::1] indptr
+        cdef int32_t[::1] out_topic, out_number, topic_of
+        cdef const int64_t[::1] first_partition = self.first_partition
+        for member in range(self.n_members):
+            total += self.load[member]
+        indptr_a = np.zeros(self.n_members + 1, dtype=np.int64)
+        indptr = indptr_a
+        out_topic_a = np.empty(total, dtype=np.int32)
+        out_number_a = np.empty(total, dtype=np.int32)
+        out_topic = out_topic_a
+        out_number = out_number_a
+        topic_of = self.topic_of_partitions()
+        for member in range(self.n_members):
+            partition = self.list_first[member]
+            while partition >= 0:
+                out_topic[k] = topic_of[partition]
+                out_number[k] = <int32_t>(partition - first_partition[topic_of[partition]])
+                k += 1
+                partition = self.next_in_list[partition]
+            indptr[member + 1] = k
+        return indptr_a, out_topic_a, out_number_a
+
+    cdef int32_t[::1] topic_of_partitions(self):
+        """Per partition: its topic."""
+        counts = np.asarray(self.partition_count)
+        return np.repeat(np.arange(self.n_topics, dtype=np.int32), counts).astype(np.int32)

@@ -1,0 +1,184 @@
+# Included by _sticky_c.pyx: the general path.
+#
+# Java: AbstractStickyAssignor.GeneralAssignmentBuilder, taken when
+# subscriptions differ: topic2AllPotentialConsumers and the sorted partition
+# list, prepopulateCurrentAssignments (prevAssignment), assignOwnedPartitions,
+# then balance(): the unassigned partitions to the least loaded member, fixed
+# members out, performReassignments twice, and the revert when the score did
+# not improve.  The balancing itself is in _sticky_balance.pxi.
+
+def _classes(group, assignable):
+    """Members with the same set of assignable subscribed topics share a
+    class.  Returns (class per member, per-topic CSR of the classes that
+    subscribe to it)."""
+    index = {}
+    classes = np.empty(group.num_members, dtype=np.int32)
+    subscription_start = group.sub_indptr
+    subscription_topic = group.sub_topics
+    assignable_mask = assignable.astype(bool)
+    topic_lists = []
+    for member in range(group.num_members):
+        topics = subscription_topic[subscription_start[member]:subscription_start[member + 1]]
+        topics = np.sort(topics[assignable_mask[topics]])
+        key = topics.tobytes()
+        cls = index.get(key)
+        if cls is None:
+            cls = index[key] = len(index)
+            topic_lists.append(topics)
+        classes[member] = cls
+    n_topics = len(group.topics)
+    per_topic = [[] for _ in range(n_topics)]
+    for cls, topics in enumerate(topic_lists):
+        for topic in topics.tolist():
+            per_topic[topic].append(cls)
+    topic_class_start = np.zeros(n_topics + 1, dtype=np.int64)
+    topic_class_start[1:] = np.cumsum([len(x) for x in per_topic])
+    topic_class = np.array([cls for x in per_topic for cls in x], dtype=np.int32)
+    return classes, topic_class_start, topic_class
+
+
+def _topic_sort(group, assignable):
+    """Assignable topics in Java's TopicComparator order: fewest potential
+    consumers first, then topic name (topic indices are in name order)."""
+    if len(group.sub_topics):
+        subscribed = group.sub_topics[assignable[group.sub_topics].astype(bool)]
+        n_consumers = np.bincount(subscribed, minlength=len(group.topics))
+    else:
+        n_consumers = np.zeros(len(group.topics), np.int64)
+    topics = np.flatnonzero(assignable).astype(np.int32)
+    return topics[np.lexsort((topics, n_consumers[topics]))].astype(np.int32)
+
+
+cdef void _general(_Run r, classes, topic_class_start, topic_class, topic_sort) except *:
+    cdef int n_members = r.n_members, n_topics = r.n_topics
+    cdef int i, member, topic, n_assignable_topics = 0, n_member_topics
+    cdef int64_t entry, partition, total = 0, member_total
+    cdef int32_t listed
+    cdef bint revocation_required = False, initializing = True, performed
+    r.init_lists()
+    cdef _Balancer b = _Balancer(r, _heaps_for(r, classes, topic_class_start, topic_class))
+    cdef int32_t[::1] n_consumers = np.zeros(n_topics, dtype=np.int32)
+    cdef uint8_t[::1] subscribed = np.zeros(n_topics, dtype=np.uint8)
+    cdef int32_t[::1] sorted_topics = topic_sort
+    b.prev_owner = np.full(max(r.n_partitions, 1), -1, dtype=np.int32)
+    b.prev_generation = np.zeros(max(r.n_partitions, 1), dtype=np.int32)
+    b.max_load = np.zeros(n_members, dtype=np.int32)
+    b.active = np.zeros(n_members, dtype=np.uint8)
+    b.movable = np.zeros(n_topics, dtype=np.uint8)
+
+    # topic2AllPotentialConsumers / consumer2AllPotentialTopics, as counts
+    for topic in range(n_topics):
+        if r.assignable[topic]:
+            total += r.partition_count[topic]
+            n_assignable_topics += 1
+    for member in range(n_members):
+        for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
+            topic = r.subscription_topic[entry]
+            if r.assignable[topic]:
+                n_consumers[topic] += 1
+    for topic in range(n_topics):
+        b.movable[topic] = n_consumers[topic] >= 2
+    # the most each member could hold (Java's "all topics" shortcut included)
+    for member in range(n_members):
+        member_total = 0
+        n_member_topics = 0
+        for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
+            topic = r.subscription_topic[entry]
+            if r.assignable[topic]:
+                member_total += r.partition_count[topic]
+                n_member_topics += 1
+        b.max_load[member] = <int32_t>(total if n_member_topics == n_assignable_topics else member_total)
+
+    # prepopulateCurrentAssignments: claims of older generations, highest
+    # generation first, ties to the earlier member in HashMap order
+    for i in range(n_members):
+        member = r.hashmap_order[i]
+        if r.generation[member] >= r.max_generation:
+            continue
+        for entry in range(r.owned_start[member], r.owned_start[member + 1]):
+            topic = r.owned_topic[entry]
+            if not r.assignable[topic]:
+                continue
+            partition = r.first_partition[topic] + r.owned_number[entry]
+            if b.prev_owner[partition] < 0 or r.generation[member] > b.prev_generation[partition]:
+                b.prev_owner[partition] = member
+                b.prev_generation[partition] = r.generation[member]
+
+    # assignOwnedPartitions: keep surviving claims on topics the member still
+    # subscribes to; any other claim means a revocation is required
+    for member in range(n_members):
+        for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
+            subscribed[r.subscription_topic[entry]] = 1
+        for entry in range(r.owned_start[member], r.owned_start[member + 1]):
+            if not r.owned_kept[entry]:
+                continue
+            topic = r.owned_topic[entry]
+            if subscribed[topic]:
+                r.append(member, <int32_t>(r.first_partition[topic] + r.owned_number[entry]))
+            else:
+                revocation_required = True
+        for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
+            subscribed[r.subscription_topic[entry]] = 0
+        if r.load[member]:
+            initializing = False
+
+    b.heaps.add_all()
+    for member in range(n_members):
+        b.active[member] = 1
+
+    # balance(), first step: each unassigned partition, in sortedAllPartitions
+    # order, to the first member of sortedCurrentSubscriptions that can take it
+    cdef int n_unassigned = 0
+    cdef int32_t[::1] unassigned = np.empty(max(total, 1), dtype=np.int32)
+    for i in range(len(sorted_topics)):
+        topic = sorted_topics[i]
+        for partition in range(r.first_partition[topic], r.first_partition[topic + 1]):
+            if r.holder[partition] < 0:
+                unassigned[n_unassigned] = <int32_t>partition
+                n_unassigned += 1
+    with nogil:
+        for i in range(n_unassigned):
+            listed = unassigned[i]
+            member = b.heaps.first_taking(b.topic_of[listed])
+            if member >= 0:
+                b.give(member, listed)
+
+    # fixed partitions (topics with fewer than two potential consumers) and
+    # fixed members (full, and holding nothing that could move) drop out
+    cdef int n_reassignable = 0, n_unassigned_movable = 0
+    cdef int32_t[::1] reassignable = np.empty(max(total, 1), dtype=np.int32)
+    for i in range(len(sorted_topics)):
+        topic = sorted_topics[i]
+        if b.movable[topic]:
+            for partition in range(r.first_partition[topic], r.first_partition[topic + 1]):
+                reassignable[n_reassignable] = <int32_t>partition
+                n_reassignable += 1
+    for i in range(n_unassigned):
+        if b.movable[b.topic_of[unassigned[i]]]:
+            unassigned[n_unassigned_movable] = unassigned[i]
+            n_unassigned_movable += 1
+    cdef bint can_move
+    for member in range(n_members):
+        can_move = r.load[member] < b.max_load[member]
+        if not can_move:
+            listed = r.list_first[member]
+            while listed >= 0:
+                if b.movable[b.topic_of[listed]]:
+                    can_move = True
+                    break
+                listed = r.next_in_list[listed]
+        if not can_move:
+            b.fix(member)
+
+    if not revocation_required:
+        b.reassign(unassigned, n_unassigned_movable)
+    performed = b.reassign(reassignable, n_reassignable)
+
+    # Java reverts to the lists before balancing when that did not improve
+    # the score (and this is not the first assignment)
+    if not initializing and performed and b.snap_taken:
+        active = np.asarray(b.active).astype(bool)
+        loads_now = np.asarray(r.load)[active].tolist()
+        loads_then = np.asarray(b.snap[2])[active].tolist()
+        if balance_score(loads_now) >= balance_score(loads_then):
+            b.restore_snapshot()
