@@ -116,7 +116,7 @@ class _StructGen:
         return ["    try:"] + ["        " + line for line in body] + [
             f"    except {error} as e:",
             "        if f >= 0:",
-            f"            e._prepend(_N_{self.cls}[f])",
+            f"            e.prepend_path(_N_{self.cls}[f])",
             "        raise",
             f"    return {result}",
             "",
@@ -152,7 +152,7 @@ class _StructGen:
                 "        for i in range(n):",
                 f"            lst.append({elem})",
                 "    except DecodeError as e:",
-                "        e._prepend(i)",
+                "        e.prepend_path(i)",
                 "        raise",
                 f"    {target} = lst",
             ]
@@ -257,7 +257,7 @@ class _StructGen:
                 f"            {elem}",
                 "            i += 1",
                 "    except EncodeError as e:",
-                "        e._prepend(i)",
+                "        e.prepend_path(i)",
                 "        raise",
                 "    if i != n:",
                 "        raise EncodeError('list changed size while being encoded')",
@@ -395,7 +395,7 @@ class _StructGen:
         cls = self.cls
         lo, hi = m.valid.lo, m.valid.hi
         chk = f"check_version(version, {lo}, {hi}, {cls!r}, {repr(m.valid)!r})"
-        # What decode and _decode_prefix share: everything up to the decoded struct.
+        # What decode and decode_prefix share: everything up to the decoded struct.
         read_body = [
             f"        {chk}",
             "        cdef Reader r",
@@ -428,7 +428,7 @@ class _StructGen:
                 "        return o",
                 "",
                 "    @classmethod",
-                "    def _decode_prefix(cls, data, version, *, max_elements=None):",
+                "    def decode_prefix(cls, data, version, *, max_elements=None):",
                 '        """``(message, end)``: decode from the start of ``data``, which may go on."""',
                 *read_body,
                 "        return o, r.pos",
