@@ -24,6 +24,12 @@ include "_wire.pxi"
 
 '''
 
+# First allocation of an encode's Writer: a message body fits 128 bytes unless
+# it carries arrays, which then double the buffer a few times; consumer-protocol
+# data (Subscription, Assignment, userData) start smaller.
+BODY_CAPACITY = 128
+VERSIONED_DATA_CAPACITY = 64
+
 _INT_WRITERS = {"int8": "w_int8", "int16": "w_int16", "uint16": "w_uint16", "int32": "w_int32", "int64": "w_int64"}
 _INT_READERS = {"int8": "r_int8", "int16": "r_int16", "uint16": "r_uint16", "int32": "r_int32", "int64": "r_int64"}
 
@@ -390,6 +396,20 @@ class _StructGen:
         L.append("")
         return L
 
+    def _write_and_return(self, capacity, before_body):
+        """The rest of an ``encode``: a Writer of ``capacity`` bytes, the lines
+        ``before_body``, the body, and the Writer freed on every exit."""
+        return [
+            "        cdef Writer w",
+            f"        w_init(&w, {capacity})",
+            "        try:",
+            *before_body,
+            f"            _w_{self.cls}(&w, self, version)",
+            "            return w_bytes(&w)",
+            "        finally:",
+            "            w_free(&w)",
+        ]
+
     def _message_methods(self):
         m = self.msg
         cls = self.cls
@@ -409,13 +429,7 @@ class _StructGen:
                 "    def encode(self, version):",
                 '        """The message body at ``version`` (no size prefix, no header)."""',
                 f"        {chk}",
-                "        cdef Writer w",
-                f"        w_init(&w, {self.gen.initial_capacity(m)})",
-                "        try:",
-                f"            _w_{cls}(&w, self, version)",
-                "            return w_bytes(&w)",
-                "        finally:",
-                "            w_free(&w)",
+                *self._write_and_return(BODY_CAPACITY, []),
                 "",
                 "    @classmethod",
                 "    def decode(cls, data, version, *, max_elements=None):",
@@ -439,14 +453,7 @@ class _StructGen:
             "        if version is None:",
             f"            version = {hi}",
             f"        {chk}",
-            "        cdef Writer w",
-            "        w_init(&w, 64)",
-            "        try:",
-            "            w_be16(&w, <uint16_t><int16_t>version)",
-            f"            _w_{cls}(&w, self, version)",
-            "            return w_bytes(&w)",
-            "        finally:",
-            "            w_free(&w)",
+            *self._write_and_return(VERSIONED_DATA_CAPACITY, ["            w_be16(&w, <uint16_t><int16_t>version)"]),
             "",
             "    @classmethod",
             "    def decode(cls, data, *, max_elements=None):",
@@ -471,10 +478,6 @@ class _StructGen:
 class Generator:
     def __init__(self, schema):
         self.schema = schema
-
-    def initial_capacity(self, msg):
-        # Small messages fit the first allocation; big ones double a few times.
-        return 128
 
     def structs(self, msg):
         out = []
