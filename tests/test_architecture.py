@@ -466,24 +466,16 @@ def test_no_import_cycles(tree):
     assert not cycles, "import cycles:\n" + "\n".join("  " + cycle_text(tree, c) for c in cycles)
 
 
-def test_public_modules_only_reexport(tree):
-    rows = reexport_violations(tree)
-    assert not rows, "public modules doing more than re-exporting:\n" + _report(rows)
-
-
-def test_private_modules_imported_from_their_own_package(tree):
-    rows = private_import_violations(tree)
-    assert not rows, "private modules imported from outside their package:\n" + _report(rows)
-
-
-def test_no_reaching_into_private_names(tree):
-    rows = private_name_violations(tree)
-    assert not rows, "reaches into another module's or object's private names:\n" + _report(rows)
-
-
-def test_compiled_twins_do_not_import_their_pure_twins(tree):
-    rows = twin_violations(tree)
-    assert not rows, "compiled modules importing their pure twins:\n" + _report(rows)
+@pytest.mark.parametrize("check, what", [
+    (reexport_violations, "public modules doing more than re-exporting"),
+    (private_import_violations, "private modules imported from outside their package"),
+    (private_name_violations, "reaches into another module's or object's private names"),
+    (twin_violations, "compiled modules importing their pure twins"),
+], ids=["public-modules-only-reexport", "private-modules-imported-from-their-package", "no-private-names",
+        "compiled-twins-do-not-import-pure-twins"])
+def test_rule(tree, check, what):
+    rows = check(tree)
+    assert not rows, f"{what}:\n" + _report(rows)
 
 
 def test_the_tree_has_twins_and_cython_imports(tree):

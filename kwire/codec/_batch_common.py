@@ -68,32 +68,26 @@ def _assignment_rows(member_id, data, out):
         out.append({"member_id": member_id, "topic": tp.topic, "partitions": list(tp.partitions)})
 
 
+# Request fields copied as they are into the column of the same name.
+_MEMBER_FIELDS = ("group_id", "member_id", "group_instance_id")
+_SAME_NAMED_REQUEST_FIELDS = {
+    JOIN_GROUP: _MEMBER_FIELDS + ("session_timeout_ms", "rebalance_timeout_ms", "protocol_type"),
+    HEARTBEAT: _MEMBER_FIELDS + ("generation_id",),
+    SYNC_GROUP: _MEMBER_FIELDS + ("generation_id", "protocol_type", "protocol_name"),
+}
+
+
 def extract_request(api_key, msg, row):
     """Fill ``row`` (a dict) from a decoded request body.  Consumer-protocol
     payloads (Subscription, Assignment) are decoded here; their failures
     raise like any other decode failure."""
+    for name in _SAME_NAMED_REQUEST_FIELDS.get(api_key, ()):
+        row[name] = getattr(msg, name)
     if api_key == JOIN_GROUP:
-        row["group_id"] = msg.group_id
-        row["member_id"] = msg.member_id
-        row["group_instance_id"] = msg.group_instance_id
-        row["session_timeout_ms"] = msg.session_timeout_ms
-        row["rebalance_timeout_ms"] = msg.rebalance_timeout_ms
-        row["protocol_type"] = msg.protocol_type
         row["protocols"] = [p.name for p in msg.protocols]
         if msg.protocol_type == "consumer" and msg.protocols:
             row["topics"] = _consumer_topics(msg.protocols[0].metadata)
-    elif api_key == HEARTBEAT:
-        row["group_id"] = msg.group_id
-        row["member_id"] = msg.member_id
-        row["group_instance_id"] = msg.group_instance_id
-        row["generation_id"] = msg.generation_id
     elif api_key == SYNC_GROUP:
-        row["group_id"] = msg.group_id
-        row["member_id"] = msg.member_id
-        row["group_instance_id"] = msg.group_instance_id
-        row["generation_id"] = msg.generation_id
-        row["protocol_type"] = msg.protocol_type
-        row["protocol_name"] = msg.protocol_name
         if msg.protocol_type in (None, "consumer"):
             # Other protocols (Kafka Connect, ...) have assignments of their own format.
             out = []
