@@ -1,7 +1,7 @@
 """The tree's architecture, checked statically: nothing here imports the code under test.
 
-Five properties of the import graph of ``kwire/``, ``fuzz/`` and ``benches/``
-(docs/ARCHITECTURE.md draws the flow they keep readable):
+Five properties of the import graph of ``kwire/``, ``fuzz/`` and ``benches/``,
+which keep the flow between the packages one-directional and readable:
 
 a. no import cycles, function-level imports included;
 b. public modules (no leading underscore in their own name) only re-export;
