@@ -17,8 +17,8 @@ import struct
 
 import numpy as np
 
-from kwire.codec._batch_common import (
-    FRAMES_SCHEMA,
+from kwire.codec._batch_common import (  # FRAMES_SCHEMA: each twin offers it (kwire.pipeline reads it there)
+    FRAMES_SCHEMA,  # noqa: F401
     GROUP_APIS,
     Columns,
     error_text,
