@@ -33,7 +33,7 @@ import kwire
 import kwire.codec._batch_py as batch_py
 from kwire.errors import DecodeError, UnsupportedVersionError
 
-from differential import Finding
+from finding import Finding
 
 try:
     import kwire.codec._batch_c as batch_c

@@ -35,6 +35,8 @@ from kwire.codec import _schema
 from kwire.assignors import _userdata as userdata
 from kwire.errors import DecodeError, EncodeError, FrameTooLargeError, UnsupportedVersionError
 
+from finding import Finding  # re-exported: callers catch differential.Finding
+
 try:
     import kwire.codec._codec_c as codec_c
 except ImportError:  # a pure install: the oracle still checks the twin alone
@@ -43,10 +45,6 @@ except ImportError:  # a pure install: the oracle still checks the twin alone
 # "batch" (the capture batch decoder, fuzz/batch_oracle.py) joins these when
 # pyarrow is installed; see the end of this module.
 FAMILIES = ("api", "headers", "frames", "consumer")
-
-
-class Finding(AssertionError):
-    """A real problem: the implementations disagree, or a decoder misbehaved."""
 
 
 # Open bugs the oracle recognises, each pinned by a strict-xfail regression
@@ -427,7 +425,7 @@ def check_frame(kind, arg, data, stats=None):
             header, msg = results[0][1]
             payload = memoryview(data)[4:]
             hv = _schema.request_header_version(header.request_api_key, header.request_api_version)
-            _h, end = type(header)._decode_prefix(payload, hv)
+            _h, end = type(header).decode_prefix(payload, hv)
             schema = _schema._BY_KEY[(header.request_api_key, "request")]
             elems = _frame_parts_roundtrip("decode_request", _schema.REQUEST_HEADER, hv, schema,
                                            header.request_api_version, payload, header, msg, end, stats)
@@ -444,7 +442,7 @@ def check_frame(kind, arg, data, stats=None):
             header, msg = results[0][1]
             payload = memoryview(data)[4:]
             hv = _schema.response_header_version(api_key, version)
-            _h, end = type(header)._decode_prefix(payload, hv)
+            _h, end = type(header).decode_prefix(payload, hv)
             label = f"decode_response k{api_key} v{version}"
             elems = _frame_parts_roundtrip(label, _schema.RESPONSE_HEADER, hv, _schema._BY_KEY[(api_key, "response")],
                                            version, payload, header, msg, end, stats)
@@ -538,7 +536,7 @@ def selector(family, name):
 
 
 try:
-    import batch_oracle  # noqa: E402  (imports Finding from here)
+    import batch_oracle  # noqa: E402
 except ImportError:  # no pyarrow: the batch decoder is not installed either
     batch_oracle = None
 else:

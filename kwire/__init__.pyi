@@ -1,6 +1,9 @@
 # What kwire/__init__.py exports, typed: it picks its classes from the compiled or the pure codec at run time,
 # which no type checker can follow, so editors and mypy read this file instead. The classes are typed by the
 # compiled codec's stub (generated from the schema); the pure twin has the same classes and fields.
+# The names repeat kwire/codec/__init__.pyi's on purpose: kwire re-exports a subset of kwire.codec (not its
+# Framing, DEFAULT or split_frames), and a stub re-exports only what it names with ``X as X`` (a ``*`` import
+# would take all of kwire.codec's public names).
 
 from kwire.codec import (
     ApiVersion as ApiVersion,

@@ -30,7 +30,11 @@ class _PathError(KwireError, ValueError):
         self.offset = offset
         self._segments = list(path) if path else []
 
-    def _prepend(self, segment):
+    def prepend_path(self, segment):
+        """Put a field name or array index in front of the path; returns the error.
+
+        The decoders and encoders call it while the error unwinds through each
+        enclosing struct and array, so it is public to them, not a user's tool."""
         self._segments.insert(0, segment)
         return self
 

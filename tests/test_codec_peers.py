@@ -439,6 +439,8 @@ def _kio_values(obj, fields):
     return out
 
 
+# The adapters share a shape, not code: each has the interface the tests are parametrized over (label,
+# versions, encode, decode), and its _build/_values pair converts to and from one library's own types.
 class KioAdapter:
     label = "kio"
 

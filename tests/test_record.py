@@ -26,11 +26,13 @@ class FakeBroker:
         self.rng = random.Random(chunk_seed)
         self.server = None
 
-    async def start(self):
+    async def __aenter__(self):
+        """Listening on ``self.port`` until the ``async with`` ends, however it ends."""
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return self.server.sockets[0].getsockname()[1]
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
 
-    async def stop(self):
+    async def __aexit__(self, *exc):
         self.server.close()
         await self.server.wait_closed()
 
@@ -91,16 +93,12 @@ def test_bytes_pass_unchanged_and_every_frame_is_recorded_in_order(tmp_path):
     out = tmp_path / "rec.parquet"
 
     async def main():
-        broker = FakeBroker()
-        port = await broker.start()
-        try:
-            async with RecordingProxy(out, "127.0.0.1", port, queue_size=4, flush_rows=50) as proxy:
+        async with FakeBroker() as broker:
+            async with RecordingProxy(out, "127.0.0.1", broker.port, queue_size=4, flush_rows=50) as proxy:
                 results = await asyncio.gather(*[_client(proxy.port, f"m-{k}", 150, random.Random(k))
                                                  for k in range(3)])
                 # Let the proxy see the clients' EOFs before it stops.
                 await asyncio.sleep(0.2)
-        finally:
-            await broker.stop()
         return broker, results
 
     broker, results = _run(main())
@@ -129,10 +127,8 @@ def test_disconnect_mid_frame_is_recorded_as_truncated(tmp_path):
     frame = _heartbeat(7, "m-1")
 
     async def main():
-        broker = FakeBroker()
-        port = await broker.start()
-        try:
-            async with RecordingProxy(out, "127.0.0.1", port) as proxy:
+        async with FakeBroker() as broker:
+            async with RecordingProxy(out, "127.0.0.1", broker.port) as proxy:
                 reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
                 writer.write(_heartbeat(6, "m-1") + frame[:9])
                 await writer.drain()
@@ -140,8 +136,6 @@ def test_disconnect_mid_frame_is_recorded_as_truncated(tmp_path):
                 writer.close()
                 await writer.wait_closed()
                 await asyncio.sleep(0.2)
-        finally:
-            await broker.stop()
         return broker
 
     broker = _run(main())
@@ -155,18 +149,14 @@ def test_stop_records_the_partial_frame_of_an_open_connection(tmp_path):
     out = tmp_path / "rec.parquet"
 
     async def main():
-        broker = FakeBroker()
-        port = await broker.start()
-        try:
-            proxy = await RecordingProxy(out, "127.0.0.1", port).start()
+        async with FakeBroker() as broker:
+            proxy = await RecordingProxy(out, "127.0.0.1", broker.port).start()
             reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
             writer.write(_heartbeat(1, "m-9")[:5])
             await writer.drain()
             await asyncio.sleep(0.2)
             await proxy.stop()
             writer.close()
-        finally:
-            await broker.stop()
 
     _run(main())
     rows = read_capture(out).to_pylist()
@@ -224,25 +214,23 @@ def test_a_stalled_writer_stops_forwarding_instead_of_buffering(tmp_path, monkey
     n = 60
 
     async def main():
-        broker = FakeBroker()
-        port = await broker.start()
-        try:
-            async with RecordingProxy(out, "127.0.0.1", port, queue_size=3, flush_rows=1) as proxy:
-                reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-                writer.write(b"".join(_heartbeat(i, "m") for i in range(n)))
-                await writer.drain()
-                await asyncio.sleep(0.5)
-                stalled = len(kwire.FrameSplitter().feed(bytes(broker.received)))
-                queued = proxy._queue.qsize()
+        async with FakeBroker() as broker:
+            try:
+                async with RecordingProxy(out, "127.0.0.1", broker.port, queue_size=3, flush_rows=1) as proxy:
+                    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+                    writer.write(b"".join(_heartbeat(i, "m") for i in range(n)))
+                    await writer.drain()
+                    await asyncio.sleep(0.5)
+                    stalled = len(kwire.FrameSplitter().feed(bytes(broker.received)))
+                    queued = proxy._queue.qsize()
+                    release.set()
+                    got, splitter = 0, kwire.FrameSplitter()
+                    while got < n:
+                        got += len(splitter.feed(await reader.read(4096)))
+                    writer.close()
+                    await asyncio.sleep(0.2)
+            finally:
                 release.set()
-                got, splitter = 0, kwire.FrameSplitter()
-                while got < n:
-                    got += len(splitter.feed(await reader.read(4096)))
-                writer.close()
-                await asyncio.sleep(0.2)
-        finally:
-            release.set()
-            await broker.stop()
         return stalled, queued
 
     stalled, queued = _run(main())

@@ -8,7 +8,9 @@ The flow inside this package:
   ``_wire.pxi``; ``_codec_py.py`` interprets the same tables in pure Python;
 - ``_framing.py`` adds size prefixes and headers over either codec;
 - ``_batch_c.pyx`` / ``_batch_py.py`` decode whole captures into Arrow
-  columns for the pipeline (loaded only by ``kwire.pipeline``).
+  columns for the pipeline (loaded only by ``kwire.pipeline``); what the two
+  share (output schema, column buffers, field extraction) is
+  ``_batch_common.py``.
 
 This module only re-exports: the message classes of the codec the switch
 selected (``kwire.IMPLEMENTATION``) and the framing functions over it.

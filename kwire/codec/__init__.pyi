@@ -1,6 +1,7 @@
 # What kwire/codec/__init__.py exports, typed: it picks its classes from the compiled or the pure codec at run
 # time, which no type checker can follow. The classes are typed by the compiled codec's stub (generated from the
-# schema); the pure twin has the same classes and fields.
+# schema); the pure twin has the same classes and fields. kwire/__init__.pyi names most of them again: it
+# re-exports a subset, and a stub must name each re-exported name.
 from typing import Literal
 
 from kwire.codec._codec_c import (

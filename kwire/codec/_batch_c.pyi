@@ -6,7 +6,7 @@ from typing_extensions import Buffer
 
 from kwire.codec._codec_c import _AnyRequest
 
-#: The group apis whose frames get columns of their own (imported from kwire.codec._batch_py).
+#: The group apis whose frames get columns of their own (from kwire.codec._batch_common).
 GROUP_APIS: tuple[int, ...]
 #: The pyarrow.Schema of decode_batch's result (pyarrow ships no type information, hence Any).
 FRAMES_SCHEMA: Any

@@ -6,25 +6,23 @@ header reads straight from the Arrow values buffer, request pairing keyed
 by one C integer, and a fast path for Heartbeat responses (the bulk of any
 capture), which are answered without creating a message object.  Message
 bodies of group requests and the other responses go through kwire's
-per-message decoders and the twin's field extraction, so both twins agree
-field for field by construction.
+per-message decoders and the field extraction both twins import from
+``kwire.codec._batch_common``, so they agree field for field by construction.
 """
 
 import numpy as np
 cimport numpy as cnp
 
-import kwire
+from kwire.codec._batch_common import (Columns, FRAMES_SCHEMA, GROUP_APIS, RequestHeader, error_text,
+                                       extract_request, extract_response)
+from kwire.codec._framing import decode_request_header, decode_response, message_class
+from kwire.codec import _schema
 from kwire.errors import KwireError
-from kwire.codec._batch_py import (Columns, FRAMES_SCHEMA, GROUP_APIS, extract_request, extract_response,
-                             _error_text)
 
 cnp.import_array()
 
 cdef int HEARTBEAT = 12
 
-from kwire.codec import _schema
-
-RequestHeader = kwire.RequestHeader
 # Header version of every (api key, version) of the group apis, -1 elsewhere:
 # the request path looks it up instead of asking the schema per frame.
 cdef int HEADER_VERSION[32 * 16]
@@ -33,7 +31,7 @@ for _k in range(32):
     for _v in range(16):
         HEADER_VERSION[_k * 16 + _v] = -1
 for _k in GROUP_APIS:
-    REQUEST_CLASS[_k] = kwire.codec._framing.message_class(_k, "request")
+    REQUEST_CLASS[_k] = message_class(_k, "request")
     for _v in range(REQUEST_CLASS[_k].min_version, REQUEST_CLASS[_k].max_version + 1):
         HEADER_VERSION[_k * 16 + _v] = _schema.request_header_version(_k, _v)
 
@@ -161,16 +159,16 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 # generic framing helpers (same decoders, same errors).
                 payload = mv[start + 4:end]
                 try:
-                    header, hend = RequestHeader._decode_prefix(payload, HEADER_VERSION[key * 16 + version])
+                    header, hend = RequestHeader.decode_prefix(payload, HEADER_VERSION[key * 16 + version])
                 except (KwireError, ValueError) as exc:
-                    error_col[i] = _error_text(exc)
+                    error_col[i] = error_text(exc)
                     pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], None)
                     continue
                 client_col[i] = header.client_id
                 try:
                     msg = REQUEST_CLASS[key].decode(payload[hend:], version)
                 except (KwireError, ValueError) as exc:
-                    error_col[i] = _error_text(exc)
+                    error_col[i] = error_text(exc)
                     pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], None)
                     continue
                 if key == HEARTBEAT:
@@ -187,7 +185,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 try:
                     extract_request(key, msg, row)
                 except (KwireError, ValueError) as exc:
-                    row["decode_error"] = _error_text(exc)
+                    row["decode_error"] = error_text(exc)
                 pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], row)
                 if trunc_v[i] and row.get("decode_error") is None:
                     row["decode_error"] = "truncated frame"
@@ -196,19 +194,19 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
             row = {}
             frame = mv[start:end]
             try:
-                header, body = kwire.codec._framing.decode_request_header(frame)
+                header, body = decode_request_header(frame)
                 row["client_id"] = header.client_id
             except (KwireError, ValueError) as exc:
-                row["decode_error"] = _error_text(exc)
+                row["decode_error"] = error_text(exc)
                 pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], None)
                 cols.set_row(i, row)  # decode_error is set: "truncated" cannot apply
                 continue
             if key in GROUP_APIS:
                 try:
-                    msg = kwire.codec._framing.message_class(key, "request").decode(body, version)
+                    msg = message_class(key, "request").decode(body, version)
                     extract_request(key, msg, row)
                 except (KwireError, ValueError) as exc:
-                    row["decode_error"] = _error_text(exc)
+                    row["decode_error"] = error_text(exc)
             pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], row)
         else:
             if end - start < 8:
@@ -242,10 +240,10 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 continue
             row = {"group_id": req[4], "member_id": req[5], "generation_id": req[6], "group_instance_id": req[7]}
             try:
-                header, msg = kwire.decode_response(mv[start:end], key, version)
+                header, msg = decode_response(mv[start:end], key, version)
                 extract_response(key, msg, row)
             except (KwireError, ValueError) as exc:
-                row["decode_error"] = _error_text(exc)
+                row["decode_error"] = error_text(exc)
         if trunc_v[i] and row.get("decode_error") is None:
             row["decode_error"] = "truncated frame"
         cols.set_row(i, row)

@@ -268,7 +268,7 @@ def _read_value(r, plan):
             try:
                 out.append(_read_struct(r, plan.sub) if f.is_struct else _read_scalar(r, plan, f.element_type))
             except DecodeError as e:
-                raise e._prepend(i)
+                raise e.prepend_path(i)
         return out
     if f.is_struct:
         return _read_struct(r, plan.sub)
@@ -282,7 +282,7 @@ def _read_struct(r, splan):
         try:
             values[p.attr] = _read_value(r, p)
         except DecodeError as e:
-            raise e._prepend(p.attr)
+            raise e.prepend_path(p.attr)
     unknown = None
     if splan.flexible:
         unknown = _read_tagged(r, splan, values)
@@ -322,7 +322,7 @@ def _read_tagged(r, splan, values):
         try:
             values[p.attr] = _read_value(sub, p)
         except DecodeError as e:
-            raise e._prepend(p.attr)
+            raise e.prepend_path(p.attr)
         r.budget = sub.budget
         if sub.pos != end:
             raise DecodeError(f"tagged field {tag} has {end - sub.pos} bytes left over", sub.pos, [p.attr])
@@ -387,7 +387,7 @@ def _write_value(out, v, plan):
                 else:
                     _write_scalar(out, item, plan, f.element_type)
             except EncodeError as e:
-                raise e._prepend(i)
+                raise e.prepend_path(i)
         return
     if f.is_struct:
         _write_struct(out, v, plan.sub, f)
@@ -419,7 +419,7 @@ def _write_struct(out, obj, splan, field=None):
         try:
             _write_value(out, getattr(obj, p.attr), p)
         except EncodeError as e:
-            raise e._prepend(p.attr)
+            raise e.prepend_path(p.attr)
     if splan.flexible:
         _write_tagged(out, obj, splan)
 
@@ -434,7 +434,7 @@ def _write_tagged(out, obj, splan):
         try:
             _write_value(buf, v, p)
         except EncodeError as e:
-            raise e._prepend(p.attr)
+            raise e.prepend_path(p.attr)
         fields[p.field.tag] = bytes(buf)
     unknown = obj.unknown_tagged_fields
     if unknown:
@@ -545,7 +545,7 @@ class _Message(_Struct):
         return cls._decode_body(r, version)
 
     @classmethod
-    def _decode_prefix(cls, data, version, *, max_elements=None):
+    def decode_prefix(cls, data, version, *, max_elements=None):
         """``(message, end)``: decode from the start of ``data``, which may go on."""
         cls._plan(version)
         r = _Reader(data)

@@ -24,6 +24,12 @@ include "_wire.pxi"
 
 '''
 
+# First allocation of an encode's Writer: a message body fits 128 bytes unless
+# it carries arrays, which then double the buffer a few times; consumer-protocol
+# data (Subscription, Assignment, userData) start smaller.
+BODY_CAPACITY = 128
+VERSIONED_DATA_CAPACITY = 64
+
 _INT_WRITERS = {"int8": "w_int8", "int16": "w_int16", "uint16": "w_uint16", "int32": "w_int32", "int64": "w_int64"}
 _INT_READERS = {"int8": "r_int8", "int16": "r_int16", "uint16": "r_uint16", "int32": "r_int32", "int64": "r_int64"}
 
@@ -116,7 +122,7 @@ class _StructGen:
         return ["    try:"] + ["        " + line for line in body] + [
             f"    except {error} as e:",
             "        if f >= 0:",
-            f"            e._prepend(_N_{self.cls}[f])",
+            f"            e.prepend_path(_N_{self.cls}[f])",
             "        raise",
             f"    return {result}",
             "",
@@ -152,7 +158,7 @@ class _StructGen:
                 "        for i in range(n):",
                 f"            lst.append({elem})",
                 "    except DecodeError as e:",
-                "        e._prepend(i)",
+                "        e.prepend_path(i)",
                 "        raise",
                 f"    {target} = lst",
             ]
@@ -257,7 +263,7 @@ class _StructGen:
                 f"            {elem}",
                 "            i += 1",
                 "    except EncodeError as e:",
-                "        e._prepend(i)",
+                "        e.prepend_path(i)",
                 "        raise",
                 "    if i != n:",
                 "        raise EncodeError('list changed size while being encoded')",
@@ -390,12 +396,26 @@ class _StructGen:
         L.append("")
         return L
 
+    def _write_and_return(self, capacity, before_body):
+        """The rest of an ``encode``: a Writer of ``capacity`` bytes, the lines
+        ``before_body``, the body, and the Writer freed on every exit."""
+        return [
+            "        cdef Writer w",
+            f"        w_init(&w, {capacity})",
+            "        try:",
+            *before_body,
+            f"            _w_{self.cls}(&w, self, version)",
+            "            return w_bytes(&w)",
+            "        finally:",
+            "            w_free(&w)",
+        ]
+
     def _message_methods(self):
         m = self.msg
         cls = self.cls
         lo, hi = m.valid.lo, m.valid.hi
         chk = f"check_version(version, {lo}, {hi}, {cls!r}, {repr(m.valid)!r})"
-        # What decode and _decode_prefix share: everything up to the decoded struct.
+        # What decode and decode_prefix share: everything up to the decoded struct.
         read_body = [
             f"        {chk}",
             "        cdef Reader r",
@@ -409,13 +429,7 @@ class _StructGen:
                 "    def encode(self, version):",
                 '        """The message body at ``version`` (no size prefix, no header)."""',
                 f"        {chk}",
-                "        cdef Writer w",
-                f"        w_init(&w, {self.gen.initial_capacity(m)})",
-                "        try:",
-                f"            _w_{cls}(&w, self, version)",
-                "            return w_bytes(&w)",
-                "        finally:",
-                "            w_free(&w)",
+                *self._write_and_return(BODY_CAPACITY, []),
                 "",
                 "    @classmethod",
                 "    def decode(cls, data, version, *, max_elements=None):",
@@ -428,7 +442,7 @@ class _StructGen:
                 "        return o",
                 "",
                 "    @classmethod",
-                "    def _decode_prefix(cls, data, version, *, max_elements=None):",
+                "    def decode_prefix(cls, data, version, *, max_elements=None):",
                 '        """``(message, end)``: decode from the start of ``data``, which may go on."""',
                 *read_body,
                 "        return o, r.pos",
@@ -439,14 +453,7 @@ class _StructGen:
             "        if version is None:",
             f"            version = {hi}",
             f"        {chk}",
-            "        cdef Writer w",
-            "        w_init(&w, 64)",
-            "        try:",
-            "            w_be16(&w, <uint16_t><int16_t>version)",
-            f"            _w_{cls}(&w, self, version)",
-            "            return w_bytes(&w)",
-            "        finally:",
-            "            w_free(&w)",
+            *self._write_and_return(VERSIONED_DATA_CAPACITY, ["            w_be16(&w, <uint16_t><int16_t>version)"]),
             "",
             "    @classmethod",
             "    def decode(cls, data, *, max_elements=None):",
@@ -471,10 +478,6 @@ class _StructGen:
 class Generator:
     def __init__(self, schema):
         self.schema = schema
-
-    def initial_capacity(self, msg):
-        # Small messages fit the first allocation; big ones double a few times.
-        return 128
 
     def structs(self, msg):
         out = []

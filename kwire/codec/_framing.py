@@ -109,9 +109,9 @@ class Framing:
             # what the fixed part of both looks like, so read that much.
             header_version = 1
         if max_elements is None:  # keyword arguments cost the compiled decoders a parse per call
-            header, end = self._request_header._decode_prefix(payload, header_version)
+            header, end = self._request_header.decode_prefix(payload, header_version)
         else:
-            header, end = self._request_header._decode_prefix(payload, header_version, max_elements=max_elements)
+            header, end = self._request_header.decode_prefix(payload, header_version, max_elements=max_elements)
         return header, payload[end:]
 
     def decode_request(self, frame, *, max_elements=None):
@@ -141,9 +141,9 @@ class Framing:
         header_version = _schema.response_header_version(api_key, version)
         payload = _payload(frame)
         if max_elements is None:
-            header, end = self._response_header._decode_prefix(payload, header_version)
+            header, end = self._response_header.decode_prefix(payload, header_version)
         else:
-            header, end = self._response_header._decode_prefix(payload, header_version, max_elements=max_elements)
+            header, end = self._response_header.decode_prefix(payload, header_version, max_elements=max_elements)
         try:
             if max_elements is None:
                 msg = cls.decode(payload[end:], version)

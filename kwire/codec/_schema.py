@@ -160,6 +160,13 @@ class Message:
 
 F = Field
 
+# The tables below are Kafka's message definitions, transcribed field for field
+# (tests/test_schema_spec.py holds them to the JSON specs).  Messages that look
+# alike -- a group id, a generation and a member id; an error code after the
+# throttle time; a member list -- are alike in Kafka's protocol, but each field
+# keeps its own versions, nullability and defaults per message: the repetition
+# is the protocol's data, and factoring it would hide what the spec says.
+
 # --------------------------------------------------------------------------
 # Headers
 # --------------------------------------------------------------------------
@@ -237,7 +244,8 @@ JOIN_GROUP_RESPONSE = Message("JoinGroupResponse", "response", "0-9", "6+", api_
 ])
 
 # --------------------------------------------------------------------------
-# Heartbeat (12)
+# Heartbeat (12): shaped like JoinGroup's and SyncGroup's tables by the
+# protocol, not by copying (see the note above the headers)
 # --------------------------------------------------------------------------
 
 HEARTBEAT_REQUEST = Message("HeartbeatRequest", "request", "0-4", "4+", api_key=12, fields=[

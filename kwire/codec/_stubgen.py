@@ -84,6 +84,9 @@ def _class(msg, cls, fields, rng, is_message):
             "    def encode(self, version: int) -> bytes: ...",
             "    @classmethod",
             f"    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> {cls}: ...",
+            "    @classmethod",
+            f"    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) "
+            f"-> tuple[{cls}, int]: ...",
         ]
     elif is_message:
         L += [

@@ -30,27 +30,21 @@ DEFAULT_BUCKETS_PER_CORE = 4
 # -- schema conversion -------------------------------------------------------------------------
 
 
+# Arrow's scalar types and the Spark type each becomes (by name in pyspark.sql.types,
+# which is imported only when a Spark stage runs).
+_SCALAR_TYPES = (
+    (pa.types.is_int8, "ByteType"), (pa.types.is_int16, "ShortType"), (pa.types.is_int32, "IntegerType"),
+    (pa.types.is_int64, "LongType"), (pa.types.is_float64, "DoubleType"), (pa.types.is_boolean, "BooleanType"),
+    (pa.types.is_string, "StringType"), (pa.types.is_binary, "BinaryType"), (pa.types.is_timestamp, "TimestampType"),
+)
+
+
 def spark_type(t):
     from pyspark.sql import types as T
 
-    if pa.types.is_int8(t):
-        return T.ByteType()
-    if pa.types.is_int16(t):
-        return T.ShortType()
-    if pa.types.is_int32(t):
-        return T.IntegerType()
-    if pa.types.is_int64(t):
-        return T.LongType()
-    if pa.types.is_float64(t):
-        return T.DoubleType()
-    if pa.types.is_boolean(t):
-        return T.BooleanType()
-    if pa.types.is_string(t):
-        return T.StringType()
-    if pa.types.is_binary(t):
-        return T.BinaryType()
-    if pa.types.is_timestamp(t):
-        return T.TimestampType()
+    for is_arrow_type, spark_name in _SCALAR_TYPES:
+        if is_arrow_type(t):
+            return getattr(T, spark_name)()
     if pa.types.is_list(t):
         return T.ArrayType(spark_type(t.value_type), True)
     if pa.types.is_struct(t):

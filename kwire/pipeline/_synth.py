@@ -157,7 +157,8 @@ class GroupSim:
         frame = kwire.encode_response(msg, version, correlation_id=corr)
         self.out.add(ts, m.conn if conn is None else conn, BROKER_TO_CLIENT, frame, m.addr, self.broker)
 
-    def _lat(self, lo_ms=0.2, hi_ms=3.0):
+    def latency(self, lo_ms=0.2, hi_ms=3.0):
+        """A network or processing delay in microseconds, uniform between ``lo_ms`` and ``hi_ms``."""
         return int(self.rng.uniform(lo_ms, hi_ms) * MS)
 
     # -- members -----------------------------------------------------------------------------
@@ -186,21 +187,21 @@ class GroupSim:
             fc = kwire.FindCoordinatorRequest(key=self.group_id)
             fr = kwire.FindCoordinatorResponse(node_id=1, host=self.broker.split(":")[0], port=9092)
         corr = self._request(boot, ts, fc, p.find_coordinator)
-        ts += self._lat()
+        ts += self.latency()
         self._response(boot, ts, fr, p.find_coordinator, corr)
         # The member's id is chosen now but only told to it by the
         # coordinator: in MEMBER_ID_REQUIRED (v4+, dynamic members) or in
         # its first successful JoinGroup response; until then it joins with "".
         m = Member(member_id, client_id, instance, list(topics), self.out.new_conn(), addr, corr=boot.corr)
-        ts += self._lat(1, 5)
+        ts += self.latency(1, 5)
         if p.join >= 4 and instance is None:
             corr = self._request(m, ts, self._join_request(m), p.join)
-            ts += self._lat()
+            ts += self.latency()
             self._response(m, ts, kwire.JoinGroupResponse(error_code=MEMBER_ID_REQUIRED, member_id=member_id,
                                                           generation_id=-1, protocol_name=_nullable_name(p)),
                            p.join, corr)
             m.id_known = True
-            ts += self._lat()
+            ts += self.latency()
         return m, ts
 
     def _subscription(self, m: Member) -> bytes:
@@ -250,7 +251,7 @@ class GroupSim:
         if p.heartbeat >= 3:
             kw["group_instance_id"] = m.instance_id
         corr = self._request(m, t, kwire.HeartbeatRequest(**kw), p.heartbeat)
-        t2 = t + self._lat()
+        t2 = t + self.latency()
         self._response(m, t2, kwire.HeartbeatResponse(error_code=error_code), p.heartbeat, corr)
         self.last_heartbeat[m.member_id] = t
         return t2
@@ -272,7 +273,7 @@ class GroupSim:
             if m.member_id in join_at or not m.alive:
                 continue
             t = t_trigger + self.rng.randrange(iv)
-            join_at[m.member_id] = self._heartbeat(m, t, self.generation, REBALANCE_IN_PROGRESS) + self._lat()
+            join_at[m.member_id] = self._heartbeat(m, t, self.generation, REBALANCE_IN_PROGRESS) + self.latency()
         live = [m for m in self.members.values() if m.alive]
         corrs = {}
         for m in live:
@@ -281,7 +282,7 @@ class GroupSim:
         g = self.generation
         if self.leader not in self.members or not self.members[self.leader].alive:
             self.leader = live[0].member_id
-        t_joined = max(join_at.values()) + self._lat(1, 10)
+        t_joined = max(join_at.values()) + self.latency(1, 10)
         members_meta = [kwire.JoinGroupResponseMember(
             member_id=m.member_id, metadata=self._subscription(m),
             **({"group_instance_id": m.instance_id} if p.join >= 5 else {})) for m in live]
@@ -294,18 +295,18 @@ class GroupSim:
             resp = kwire.JoinGroupResponse(**kw)
             if m.member_id == self.leader:
                 leader_response = resp
-            self._response(m, t_joined + self._lat(0, 1), resp, p.join, corrs[m.member_id])
+            self._response(m, t_joined + self.latency(0, 1), resp, p.join, corrs[m.member_id])
             m.id_known = True
         racer = None
         if illegal_generation and len(live) > 1:
             # A heartbeat sent with the old generation races the new one.
             racer = self.rng.choice([m for m in live if m.member_id != self.leader])
-            self._heartbeat(racer, t_joined + self._lat(0.5, 2), g - 1, ILLEGAL_GENERATION)
+            self._heartbeat(racer, t_joined + self.latency(0.5, 2), g - 1, ILLEGAL_GENERATION)
         known = {t: n for t, n in self.partitions.items() if any(t in m.topics for m in live)}
         assignments = kwire.leader_assignments(self.strategy, leader_response, known)
         by_member = {a.member_id: a.assignment for a in assignments}
-        sync_at = {m.member_id: t_joined + self._lat(1, 20) for m in live}
-        sync_at[self.leader] += self._lat(1, 30)  # the leader assigns first
+        sync_at = {m.member_id: t_joined + self.latency(1, 20) for m in live}
+        sync_at[self.leader] += self.latency(1, 30)  # the leader assigns first
         corrs = {}
         for m in live:
             kw = dict(group_id=self.group_id, generation_id=g, member_id=m.member_id,
@@ -316,14 +317,14 @@ class GroupSim:
                 kw["protocol_type"] = "consumer"
                 kw["protocol_name"] = self.strategy
             corrs[m.member_id] = self._request(m, sync_at[m.member_id], kwire.SyncGroupRequest(**kw), p.sync)
-        t_done = max(sync_at.values()) + self._lat(0.5, 2)
+        t_done = max(sync_at.values()) + self.latency(0.5, 2)
         last = t_done
         for m in live:
             kw = dict(assignment=by_member[m.member_id])
             if p.sync >= 5:
                 kw["protocol_type"] = "consumer"
                 kw["protocol_name"] = self.strategy
-            t = t_done + self._lat(0, 1)
+            t = t_done + self.latency(0, 1)
             last = max(last, t)
             self._response(m, t, kwire.SyncGroupResponse(**kw), p.sync, corrs[m.member_id])
             a = kwire.Assignment.decode(by_member[m.member_id])
@@ -354,7 +355,7 @@ class GroupSim:
             req = kwire.LeaveGroupRequest(group_id=self.group_id, member_id=m.member_id)
             resp = kwire.LeaveGroupResponse()
         corr = self._request(m, t, req, p.leave)
-        self._response(m, t + self._lat(), resp, p.leave, corr)
+        self._response(m, t + self.latency(), resp, p.leave, corr)
         del self.members[m.member_id]
 
     def crash(self, m: Member):
@@ -403,7 +404,7 @@ def simulate_group(out: Frames, index: int, seed: int, t0: int, duration_s: floa
     zombie = None
     while True:
         while sim.needs_followup():
-            t = sim.rebalance(t + sim._lat(1, 5), early=[m for m in sim.members.values() if m.alive])
+            t = sim.rebalance(t + sim.latency(1, 5), early=[m for m in sim.members.values() if m.alive])
         gap = int(rng.uniform(0.1, 0.4) * duration_s * SECOND)
         if t + gap >= end:
             sim.heartbeats(t, end)
@@ -422,7 +423,7 @@ def simulate_group(out: Frames, index: int, seed: int, t0: int, duration_s: floa
             t = sim.rebalance(ready, joiners=[(m, ready)], illegal_generation=rng.random() < 0.2)
         elif kind == "leave":
             sim.leave(rng.choice(live), t)
-            t = sim.rebalance(t + sim._lat(), illegal_generation=rng.random() < 0.2)
+            t = sim.rebalance(t + sim.latency(), illegal_generation=rng.random() < 0.2)
         elif kind == "crash":
             victim = rng.choice(live)
             sim.crash(victim)

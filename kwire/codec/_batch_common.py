@@ -1,0 +1,184 @@
+"""What the two batch decoders share: the output schema, its column buffers, and field extraction.
+
+``_batch_py`` (pure) and ``_batch_c`` (compiled) both import this module and
+neither imports the other.  Nothing here depends on which twin runs: message
+bodies are decoded by the codec the switch selected (through framing), and
+the fields of a decoded message are copied into a row the same way for both,
+so the twins agree field for field by construction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from kwire.codec._framing import DEFAULT
+
+# The message classes of the codec the switch selected.
+RequestHeader = DEFAULT.codec.RequestHeader
+Subscription = DEFAULT.codec.Subscription
+Assignment = DEFAULT.codec.Assignment
+
+FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
+GROUP_APIS = (FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP)
+
+_TS = pa.timestamp("us", tz="UTC")
+MEMBER_TYPE = pa.struct([("member_id", pa.string()), ("group_instance_id", pa.string()),
+                         ("topics", pa.list_(pa.string()))])
+ASSIGNMENT_TYPE = pa.struct([("member_id", pa.string()), ("topic", pa.string()),
+                             ("partitions", pa.list_(pa.int32()))])
+
+FRAMES_SCHEMA = pa.schema([
+    ("seq", pa.int64()), ("ts", _TS), ("conn", pa.int64()), ("direction", pa.int8()),
+    ("frame_len", pa.int32()), ("truncated", pa.bool_()),
+    ("api_key", pa.int16()), ("api_version", pa.int16()), ("correlation_id", pa.int32()),
+    ("request_seq", pa.int64()), ("request_ts", _TS), ("client_id", pa.string()),
+    ("group_id", pa.string()), ("member_id", pa.string()), ("group_instance_id", pa.string()),
+    ("generation_id", pa.int32()), ("error_code", pa.int16()),
+    ("protocol_type", pa.string()), ("protocol_name", pa.string()), ("leader", pa.string()),
+    ("session_timeout_ms", pa.int32()), ("rebalance_timeout_ms", pa.int32()),
+    ("protocols", pa.list_(pa.string())), ("topics", pa.list_(pa.string())),
+    ("members", pa.list_(MEMBER_TYPE)), ("assignments", pa.list_(ASSIGNMENT_TYPE)),
+    ("leaving", pa.list_(pa.string())), ("decode_error", pa.string()),
+])
+
+# Columns kept as Python lists (strings and nested values); the rest are
+# fixed-width and go into NumPy arrays with a validity mask.
+OBJECT_COLUMNS = ("client_id", "group_id", "member_id", "group_instance_id", "protocol_type", "protocol_name",
+                  "leader", "protocols", "topics", "members", "assignments", "leaving", "decode_error")
+# Fixed-width columns that may be null, and the NumPy type each is built in.
+NULLABLE_INTS = {"api_key": np.int16, "api_version": np.int16, "correlation_id": np.int32,
+                 "request_seq": np.int64, "request_ts": np.int64, "generation_id": np.int32,
+                 "error_code": np.int16, "session_timeout_ms": np.int32, "rebalance_timeout_ms": np.int32}
+
+def error_text(exc):
+    """The ``decode_error`` text of an exception."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _consumer_topics(metadata):
+    return list(Subscription.decode(metadata).topics)
+
+
+def _assignment_rows(member_id, data, out):
+    if not len(data):
+        # Empty bytes: no assignment for this member (not an error).
+        return
+    for tp in Assignment.decode(data).assigned_partitions:
+        out.append({"member_id": member_id, "topic": tp.topic, "partitions": list(tp.partitions)})
+
+
+# Request fields copied as they are into the column of the same name.
+_MEMBER_FIELDS = ("group_id", "member_id", "group_instance_id")
+_SAME_NAMED_REQUEST_FIELDS = {
+    JOIN_GROUP: _MEMBER_FIELDS + ("session_timeout_ms", "rebalance_timeout_ms", "protocol_type"),
+    HEARTBEAT: _MEMBER_FIELDS + ("generation_id",),
+    SYNC_GROUP: _MEMBER_FIELDS + ("generation_id", "protocol_type", "protocol_name"),
+}
+
+
+def extract_request(api_key, msg, row):
+    """Fill ``row`` (a dict) from a decoded request body.  Consumer-protocol
+    payloads (Subscription, Assignment) are decoded here; their failures
+    raise like any other decode failure."""
+    for name in _SAME_NAMED_REQUEST_FIELDS.get(api_key, ()):
+        row[name] = getattr(msg, name)
+    if api_key == JOIN_GROUP:
+        row["protocols"] = [p.name for p in msg.protocols]
+        if msg.protocol_type == "consumer" and msg.protocols:
+            row["topics"] = _consumer_topics(msg.protocols[0].metadata)
+    elif api_key == SYNC_GROUP:
+        if msg.protocol_type in (None, "consumer"):
+            # Other protocols (Kafka Connect, ...) have assignments of their own format.
+            out = []
+            for a in msg.assignments:
+                _assignment_rows(a.member_id, a.assignment, out)
+            row["assignments"] = out
+    elif api_key == LEAVE_GROUP:
+        row["group_id"] = msg.group_id
+        if msg.members:
+            row["leaving"] = [m.member_id for m in msg.members]
+            row["member_id"] = msg.members[0].member_id
+            row["group_instance_id"] = msg.members[0].group_instance_id
+        else:
+            row["member_id"] = msg.member_id
+            row["leaving"] = [msg.member_id]
+    elif api_key == FIND_COORDINATOR:
+        if msg.coordinator_keys:
+            if msg.key_type == 0:
+                row["group_id"] = msg.coordinator_keys[0]
+        elif msg.key_type == 0:
+            row["group_id"] = msg.key
+
+
+def extract_response(api_key, msg, row):
+    """Fill ``row`` from a decoded response body (request context already in ``row``)."""
+    row["error_code"] = msg.error_code
+    if api_key == JOIN_GROUP:
+        row["generation_id"] = msg.generation_id
+        row["protocol_type"] = msg.protocol_type
+        row["protocol_name"] = msg.protocol_name
+        row["leader"] = msg.leader
+        # The coordinator names the member here (MEMBER_ID_REQUIRED, first join).
+        row["member_id"] = msg.member_id
+        members = []
+        consumer = row.get("protocol_type") in (None, "consumer")
+        for m in msg.members:
+            members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                            "topics": _consumer_topics(m.metadata) if consumer else None})
+        row["members"] = members
+    elif api_key == SYNC_GROUP:
+        row["protocol_type"] = msg.protocol_type or row.get("protocol_type")
+        row["protocol_name"] = msg.protocol_name or row.get("protocol_name")
+        if row["protocol_type"] in (None, "consumer"):
+            out = []
+            _assignment_rows(row.get("member_id"), msg.assignment, out)
+            row["assignments"] = out
+    elif api_key == FIND_COORDINATOR:
+        if msg.coordinators:
+            row["error_code"] = msg.coordinators[0].error_code
+
+
+class Columns:
+    """Output under construction: NumPy for fixed-width columns, lists for the rest."""
+
+    def __init__(self, n):
+        self.n = n
+        self.ints = {name: np.zeros(n, dtype) for name, dtype in NULLABLE_INTS.items()}
+        self.valid = {name: np.zeros(n, bool) for name in NULLABLE_INTS}
+        self.objs = {name: [None] * n for name in OBJECT_COLUMNS}
+
+    def set_row(self, i, row):
+        for k, v in row.items():
+            if v is None:
+                continue
+            if k in self.ints:
+                self.ints[k][i] = v
+                self.valid[k][i] = True
+            else:
+                self.objs[k][i] = v
+
+    def to_batch(self, seq, ts, conn, direction, frame_len, truncated):
+        arrays = []
+        for field in FRAMES_SCHEMA:
+            name = field.name
+            if name == "seq":
+                arr = pa.array(np.asarray(seq, np.int64))
+            elif name == "ts":
+                arr = pa.array(np.asarray(ts, np.int64)).cast(_TS)
+            elif name == "conn":
+                arr = pa.array(np.asarray(conn, np.int64))
+            elif name == "direction":
+                arr = pa.array(np.asarray(direction, np.int8))
+            elif name == "frame_len":
+                arr = pa.array(np.asarray(frame_len, np.int32))
+            elif name == "truncated":
+                arr = pa.array(np.asarray(truncated, bool))
+            elif name in self.ints:
+                arr = pa.array(self.ints[name], mask=~self.valid[name])
+                if name == "request_ts":
+                    arr = arr.cast(_TS)
+            else:
+                arr = pa.array(self.objs[name], field.type)
+            arrays.append(arr)
+        return pa.RecordBatch.from_arrays(arrays, schema=FRAMES_SCHEMA)
