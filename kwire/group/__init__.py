@@ -20,10 +20,25 @@ from kwire.group._coordinator import (
     MemberView,
     Reply,
 )
+from kwire.group._member import (
+    COOPERATIVE,
+    DEFAULT_VERSIONS,
+    EAGER,
+    ConsumerMember,
+    CoordinatorFound,
+    GroupJoined,
+    MemberFailed,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    Send,
+)
 from kwire.group._errors import ERROR_NAMES, GroupMemberFatalError, GroupProtocolError
 
 __all__ = [
     "COMPLETING_REBALANCE", "DEAD", "EMPTY", "PREPARING_REBALANCE", "STABLE", "NEW_MEMBER_JOIN_TIMEOUT_MS",
     "ERROR_NAMES", "GroupCoordinator", "GroupMemberFatalError", "GroupProtocolError", "GroupView", "MemberView",
     "Reply", "errors",
+    "COOPERATIVE", "DEFAULT_VERSIONS", "EAGER", "ConsumerMember", "CoordinatorFound", "GroupJoined", "MemberFailed",
+    "PartitionsAssigned", "PartitionsLost", "PartitionsRevoked", "Send",
 ]
