@@ -19,6 +19,7 @@ class Loop:
         self.now = 0
         self.members = {}
         self.events = {}          # member name -> every event it produced, in order
+        self.log = []             # (member name, event) for every event, in the order they happened
         self.dropped = set()      # names whose traffic is silently lost (a crashed process)
         self._correlation = 0
         self._queue = deque()     # (name, outputs) still to process
@@ -51,6 +52,7 @@ class Loop:
                     self._send(name, out)
                 else:
                     self.events[name].append(out)
+                    self.log.append((name, out))
 
     def _send(self, name, out):
         if name in self.dropped:

@@ -159,7 +159,7 @@ class ConsumerMember:
             raise GroupProtocolError("at least one assignor is needed")
         if heartbeat_interval_ms >= session_timeout_ms:
             raise GroupProtocolError("heartbeat.interval.ms must be lower than session.timeout.ms")
-        self.versions = dict(DEFAULT_VERSIONS, **(versions or {}))
+        self.versions = {**DEFAULT_VERSIONS, **(versions or {})}
         if group_instance_id is not None and (self.versions[11] < 5 or self.versions[14] < 3 or self.versions[12] < 3):
             raise GroupProtocolError("static membership needs JoinGroup v5+, SyncGroup v3+ and Heartbeat v3+")
         self.group_id = group_id
