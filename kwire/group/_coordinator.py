@@ -190,7 +190,10 @@ class _Group:
         if protocol_type != self.protocol_type:
             return False
         votes, size = self.protocol_votes, len(self.members)
-        return any(votes.get(name, 0) == size for name in names)
+        for name in names:
+            if votes.get(name, 0) == size:
+                return True
+        return False
 
     def select_protocol(self):
         # Each member votes for its first preference among the protocols every member lists; the most
@@ -326,8 +329,7 @@ class GroupCoordinator:
         if not request.min_version <= version <= request.max_version:
             raise UnsupportedVersionError(
                 f"{type(request).__name__} has versions {request.min_version}-{request.max_version}, not {version}")
-        deadline = self._timers.next_deadline()
-        if deadline is not None and deadline <= now:
+        if self._timers.may_be_due(now):
             self._fire_due(now)
         handler(handle, request, version, now, client_id, client_host)
         return self._drain()
@@ -642,15 +644,26 @@ class GroupCoordinator:
         group.protocol_name = group.select_protocol()
         self._transition(group, COMPLETING_REBALANCE, now)
         leader_id = group.leader_id
+        out, schedule = self._out, self._timers.schedule
+        follower_fields = {}  # version -> the fields every follower's response shares (built once)
         for member in group.members.values():
-            if member.join is not None:
-                parked = member.join
-                group.park_join(member, None)
-                self._reply_join(parked, self._join_response(group, member, parked[1],
-                                                             with_members=member.member_id == leader_id))
-            self._arm_session(group, member.member_id, now + member.session_timeout_ms)
+            member_id = member.member_id
+            parked = member.join
+            if parked is not None:
+                member.join = None
+                version = parked[1]
+                if member_id == leader_id:
+                    response = self._join_response(group, member, version, with_members=True)
+                else:
+                    fields = follower_fields.get(version)
+                    if fields is None:
+                        fields = follower_fields[version] = self._join_fields(group, version)
+                    response = JoinGroupResponse(member_id=member_id, **fields)
+                out.append(Reply(parked[0], version, response))
+            schedule((_SESSION, gid, member_id), now + member.session_timeout_ms)
             member.is_new = False
-            group.pending_sync.add(member.member_id)
+        group.awaiting_join = 0
+        group.pending_sync.update(group.members)
         timers.schedule((_SYNC, gid), now + group.rebalance_timeout_ms(), group.generation_id)
 
     # -- SyncGroup (§5) ---------------------------------------------------------------------------------
@@ -888,7 +901,20 @@ class GroupCoordinator:
                                  protocol_name=None if version >= 7 else "")
 
     @staticmethod
-    def _join_response(group, member, version, with_members=None, leader=None, skip_assignment=False):
+    def _join_fields(group, version, leader=None, skip_assignment=False):
+        name = group.protocol_name
+        if name is None and version < 7:
+            name = ""  # v0-6 cannot carry a null protocol name
+        return {
+            "error_code": NONE,
+            "generation_id": group.generation_id,
+            "protocol_type": group.protocol_type if version >= 7 else None,
+            "protocol_name": name,
+            "leader": group.leader_id if leader is None else leader,
+            "skip_assignment": skip_assignment if version >= 9 else False,
+        }
+
+    def _join_response(self, group, member, version, with_members=None, leader=None, skip_assignment=False):
         if with_members is None:
             with_members = member.member_id == group.leader_id
         members = []
@@ -900,16 +926,5 @@ class GroupCoordinator:
             else:
                 members = [JoinGroupResponseMember(member_id=m.member_id, metadata=m.metadata_for(name))
                            for m in group.members.values()]
-        name = group.protocol_name
-        if name is None and version < 7:
-            name = ""
-        return JoinGroupResponse(
-            error_code=NONE,
-            generation_id=group.generation_id,
-            protocol_type=group.protocol_type if version >= 7 else None,
-            protocol_name=name,
-            leader=group.leader_id if leader is None else leader,
-            skip_assignment=skip_assignment if version >= 9 else False,
-            member_id=member.member_id,
-            members=members,
-        )
+        return JoinGroupResponse(member_id=member.member_id, members=members,
+                                 **self._join_fields(group, version, leader, skip_assignment))
