@@ -63,6 +63,14 @@ class Net:
             self.tick(self.c.next_deadline())
         raise AssertionError("the join phase did not complete")
 
+    def completing_pair(self, **join_kw):
+        """Two v3 members joined, the group in CompletingRebalance; returns their JoinGroup responses."""
+        a = self.join(version=3, client_id="a", **join_kw)
+        b = self.join(version=3, client_id="b", **join_kw)
+        self.complete(a, b)
+        assert self.state() == COMPLETING_REBALANCE
+        return self.answer(a), self.answer(b)
+
     def tick(self, now):
         self.now = now
         return self._take(self.c.tick(now))
@@ -317,10 +325,7 @@ def test_empty_group_accepts_any_nonempty_protocol_type_and_list():
 
 def test_completing_rebalance_same_metadata_gets_the_current_generation_again():
     net = Net()
-    a = net.join(version=3, client_id="a")
-    b = net.join(version=3, client_id="b")
-    net.complete(a, b)
-    first_a, first_b = net.answer(a), net.answer(b)
+    first_a, first_b = net.completing_pair()
     assert net.state() == COMPLETING_REBALANCE
     again_b = net.answer(net.join(first_b.member_id, version=3))
     again_a = net.answer(net.join(first_a.member_id, version=3))
@@ -331,10 +336,7 @@ def test_completing_rebalance_same_metadata_gets_the_current_generation_again():
 
 def test_completing_rebalance_changed_metadata_rebalances_and_answers_parked_syncs():
     net = Net()
-    a = net.join(version=3, client_id="a")
-    b = net.join(version=3, client_id="b")
-    net.complete(a, b)
-    ra, rb = net.answer(a), net.answer(b)
+    ra, rb = net.completing_pair()
     parked = net.sync(rb.member_id, rb.generation_id)
     assert net.answer(parked) is None
     rejoin = net.join(rb.member_id, version=3, protos=protocols("range", meta=b"new"))
@@ -604,9 +606,7 @@ def test_followers_wait_for_the_leader_and_missing_members_get_empty_bytes():
 
 def test_late_follower_in_stable_gets_its_stored_assignment():
     net = Net()
-    a, b = net.join(version=3, client_id="a"), net.join(version=3, client_id="b")
-    net.complete(a, b)
-    ra, rb = net.answer(a), net.answer(b)
+    ra, rb = net.completing_pair()
     net.sync(ra.member_id, 1, assignments=[(ra.member_id, b"A"), (rb.member_id, b"B")])
     r = net.answer(net.sync(rb.member_id, 1))
     assert (r.error_code, r.assignment) == (0, b"B")
@@ -671,11 +671,8 @@ def test_leader_that_never_syncs_is_dropped_and_followers_are_sent_back():
 
 def test_member_that_never_syncs_is_dropped_even_once_stable():
     net = Net()
-    a = net.join(version=3, client_id="a", session=60_000, rebalance=20_000)
-    b = net.join(version=3, client_id="b", session=60_000, rebalance=20_000)
-    net.complete(a, b)
+    ra, rb = net.completing_pair(session=60_000, rebalance=20_000)
     start = net.now
-    ra, rb = net.answer(a), net.answer(b)
     net.sync(ra.member_id, 1, assignments=[(ra.member_id, b"A"), (rb.member_id, b"B")])
     assert net.state() == STABLE
     assert net.answer(net.heartbeat(rb.member_id, 1)).error_code == 0  # heartbeats do not count as syncing
@@ -871,13 +868,10 @@ def test_unload_answers_parked_requests_not_coordinator():
 
 def test_unload_in_completing_rebalance_answers_parked_syncs():
     net = Net()
-    a, b = net.join(version=3, client_id="a"), net.join(version=3, client_id="b")
-    net.complete(a, b)
-    rb = net.answer(b)
+    ra, rb = net.completing_pair()
     parked = net.sync(rb.member_id, 1)
     net._take(net.c.unload_group("g", net.now))
     assert net.answer(parked).error_code == E.NOT_COORDINATOR
-    assert a
 
 
 def test_bad_input_is_a_kwire_error():

@@ -40,6 +40,8 @@ from kwire.codec import (
 )
 from kwire.errors import UnsupportedVersionError
 
+# The codes by name, not as attributes of a module: they are read on every request.  _member.py imports the
+# codes it handles the same way, so the two lists overlap where both machines deal with the same code.
 from ._errors import (
     COORDINATOR_NOT_AVAILABLE,
     FENCED_INSTANCE_ID,
@@ -130,6 +132,7 @@ class _Member:
 
     def __init__(self, member_id, instance_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
                  protocol_type, protocols):
+        # (a plain slot-per-field record, like any other in kwire: `duplicates` pairs such blocks by shape)
         self.member_id = member_id
         self.instance_id = instance_id
         self.client_id = client_id

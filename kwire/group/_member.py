@@ -45,6 +45,7 @@ from kwire.codec import (
 )
 from kwire.errors import KwireError
 
+# The codes this side handles; they overlap _coordinator.py's list where both sides deal with a code.
 from ._errors import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -163,6 +164,8 @@ class ConsumerMember:
         if group_instance_id is not None and (self.versions[11] < 5 or self.versions[14] < 3 or self.versions[12] < 3):
             raise GroupProtocolError("static membership needs JoinGroup v5+, SyncGroup v3+ and Heartbeat v3+")
         self.group_id = group_id
+        # The consumer's configuration, as the Java client names it (`duplicates` pairs this block by shape
+        # with other plain attribute records).
         self.client_id = client_id
         self.group_instance_id = group_instance_id
         self.assignors = tuple(assignors)
