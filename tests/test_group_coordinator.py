@@ -938,3 +938,33 @@ def test_describe_group_by_state():
     view = net.view()
     assert view.protocol_name == "" and all(m.metadata == b"" for m in view.members)
     assert {m.assignment for m in view.members} == {x.encode() for x in ids}  # Java keeps the stored bytes
+
+
+@pytest.mark.parametrize("version", range(10))
+def test_every_reply_of_a_whole_cycle_goes_through_the_framing_at_its_version(version):
+    # JoinGroup at `version`, SyncGroup/Heartbeat/LeaveGroup at the highest version that client would pair with it
+    sync_v, hb_v, leave_v = min(version, 5), min(version, 4), min(version, 5)
+    instances = ["i0", "i1"] if version >= 5 else None
+    net = Net()
+    handles = []
+    for i in range(2):
+        h = net.join(version=version, client_id=f"c{i}", instance=instances[i] if instances else None)
+        if version >= 4 and not instances:
+            h = net.join(net.answer(h).member_id, version=version, client_id=f"c{i}")
+        handles.append(h)
+    net.complete(*handles)
+    joins = [net.answer(h) for h in handles]
+    leader = joins[0].leader
+    syncs = [net.sync(j.member_id, j.generation_id, version=sync_v, instance=instances[i] if instances else None,
+                      assignments=[(x.member_id, b"a") for x in joins] if j.member_id == leader else ())
+             for i, j in enumerate(joins)]
+    hbs = [net.heartbeat(j.member_id, j.generation_id, version=hb_v) for j in joins if not instances]
+    leave = net.leave((joins[1].member_id, instances[1] if instances else None), version=leave_v)
+    assert net.state() == PREPARING_REBALANCE
+    for correlation, reply in enumerate(net.replies.values()):
+        frame = kwire.encode_response(reply.response, reply.version, correlation)
+        header, decoded = kwire.decode_response(frame, reply.response.api_key, reply.version)
+        assert header.correlation_id == correlation
+        assert decoded == reply.response  # nothing set that the version cannot carry
+    assert [net.answer(h).assignment for h in syncs] == [b"a", b"a"]
+    assert all(net.answer(h).error_code == 0 for h in [*handles, *syncs, *hbs, leave])
