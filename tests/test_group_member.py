@@ -123,6 +123,20 @@ def test_find_coordinator_error_backs_off_exponentially():
     assert [b - a for a, b in zip([0] + times, times)] == [100, 200, 400, 800, 1000, 1000]
 
 
+def test_find_coordinator_v4_takes_this_groups_entry():
+    m = member()
+    find = one_send(m.poll(0), kwire.FindCoordinatorRequest)
+    out = m.receive(find.token, kwire.FindCoordinatorResponse(coordinators=[
+        kwire.Coordinator(key="other", node_id=1, host="wrong", port=1),
+        kwire.Coordinator(key="g", node_id=2, host="right", port=2)]), 0)
+    assert out[0] == CoordinatorFound(2, "right", 2)
+    m = member()
+    find = one_send(m.poll(0), kwire.FindCoordinatorRequest)
+    out = m.receive(find.token, kwire.FindCoordinatorResponse(coordinators=[
+        kwire.Coordinator(key="other", node_id=1, host="wrong", port=1)]), 0)
+    assert out == [] and m.coordinator is None  # no entry for this group: retried after a backoff
+
+
 def test_request_failed_on_find_retries_after_backoff():
     m = member()
     find = one_send(m.poll(0), kwire.FindCoordinatorRequest)

@@ -431,7 +431,8 @@ class ConsumerMember:
     def _on_find(self, token, response, generation, now):
         self._find_token = None
         if self.versions[10] >= 4:
-            entry = response.coordinators[0] if response.coordinators else None
+            # v4+ answers a batch of keys; take this group's entry
+            entry = next((c for c in response.coordinators if c.key == self.group_id), None)
             error = entry.error_code if entry is not None else COORDINATOR_NOT_AVAILABLE
         else:
             entry, error = response, response.error_code
