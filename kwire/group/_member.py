@@ -1,0 +1,606 @@
+"""The consumer's side of the classic group protocol as a sans-IO state machine.
+
+:class:`ConsumerMember` does what Kafka's Java consumer does in ``AbstractCoordinator`` and
+``ConsumerCoordinator`` (reference notes §9): find the coordinator, join (coming back with the id a
+MEMBER_ID_REQUIRED hands out), sync (as leader, running kwire's assignor on the fast path), heartbeat
+on its interval, react to each error the way the Java client does, and leave.  It never touches a
+socket or a clock.  The caller:
+
+* calls :meth:`poll` with ``now`` (ms) whenever :meth:`next_deadline` passes, and gets back an ordered
+  list of outputs: :class:`Send` (a request to encode and send; ``to_coordinator`` False means any
+  broker) and events (:class:`PartitionsRevoked`, :class:`PartitionsAssigned`, :class:`PartitionsLost`,
+  :class:`CoordinatorFound`, :class:`GroupJoined`, :class:`MemberFailed`);
+* hands each decoded response to :meth:`receive` with the token of its :class:`Send`, or reports a
+  failed request (disconnect, timeout) with :meth:`request_failed`; both return outputs too.
+
+Outputs are in causal order: a revocation event comes before the JoinGroup that follows it, so a caller
+that handles outputs in order runs its ``onPartitionsRevoked`` before the rebalance goes on, as Java does.
+
+Not modelled: auto-commit before a rejoin and the application poll timer (``max.poll.interval.ms`` is
+sent as the rebalance timeout but nothing here expires it) -- those belong to the consumer built on top.
+"""
+
+import random
+from typing import Any, NamedTuple, Optional, Tuple
+
+from kwire.codec import (
+    Assignment,
+    CooperativeStickyUserData,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberIdentity,
+    StickyAssignorUserData,
+    StickyTopicAssignment,
+    Subscription,
+    SubscriptionTopicPartition,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kwire.errors import KwireError
+
+# The codes this side handles; they overlap _coordinator.py's list where both sides deal with a code.
+from ._errors import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    ERROR_NAMES,
+    FENCED_INSTANCE_ID,
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    NOT_COORDINATOR,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    UNKNOWN_SERVER_ERROR,
+    GroupMemberFatalError,
+    GroupProtocolError,
+)
+
+UNJOINED = "UNJOINED"
+PREPARING_REBALANCE = "PREPARING_REBALANCE"
+COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
+STABLE = "STABLE"
+CLOSED = "CLOSED"
+FAILED = "FAILED"
+
+EAGER = "EAGER"
+COOPERATIVE = "COOPERATIVE"
+
+# The versions sent unless the caller negotiated others (ApiVersions): the newest kwire's codec has.
+DEFAULT_VERSIONS = {10: 4, 11: 9, 12: 4, 13: 5, 14: 5}
+
+# Assignors that support the cooperative protocol (Java: ConsumerPartitionAssignor.supportedProtocols()).
+_COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
+
+_NO_GENERATION = (-1, "", None)
+
+TopicPartitions = Tuple[Tuple[str, int], ...]
+
+
+class Send(NamedTuple):
+    """A request to send: encode ``request`` at ``version``; hand the response to ``receive(token, ...)``.
+    ``to_coordinator`` is False for FindCoordinator (any broker answers it)."""
+
+    token: int
+    request: Any
+    version: int
+    to_coordinator: bool
+
+
+class CoordinatorFound(NamedTuple):
+    node_id: int
+    host: str
+    port: int
+
+
+class PartitionsRevoked(NamedTuple):
+    """``onPartitionsRevoked``: stop processing these (commit first if you commit)."""
+    partitions: TopicPartitions
+
+
+class PartitionsLost(NamedTuple):
+    """``onPartitionsLost``: these are already someone else's; do not commit them."""
+    partitions: TopicPartitions
+
+
+class PartitionsAssigned(NamedTuple):
+    """``onPartitionsAssigned``: the partitions added by this generation (possibly none)."""
+    partitions: TopicPartitions
+
+
+class GroupJoined(NamedTuple):
+    """A generation completed for this member (its SyncGroup succeeded)."""
+    generation_id: int
+    member_id: str
+    leader_id: str
+    protocol_name: Optional[str]
+    assignment: TopicPartitions
+
+
+class MemberFailed(NamedTuple):
+    """The member stopped on an error the Java consumer throws to the application."""
+    error: GroupMemberFatalError
+
+
+def _sorted_tps(tps):
+    return tuple(sorted(tps))
+
+
+def _grouped(tps, cls, field="partitions"):
+    topics = {}
+    for topic, partition in sorted(tps):
+        topics.setdefault(topic, []).append(partition)
+    return [cls(**{"topic": t, field: ps}) for t, ps in topics.items()]
+
+
+class ConsumerMember:
+    """One consumer in one classic group.  See the module docstring for the calling convention.
+
+    ``assignors`` are protocol names in preference order (``range``, ``roundrobin``, ``sticky``,
+    ``cooperative-sticky`` or any name registered with ``kwire.register_strategy``); the rebalance
+    protocol is COOPERATIVE only if every one supports it, as in Java.  ``partitions_per_topic`` is what
+    the member knows of the cluster's metadata; only the leader uses it (:meth:`update_metadata` changes
+    it).  ``rng`` provides the heartbeat backoff jitter (``rng.uniform``); inject one for reproducibility.
+    """
+
+    def __init__(self, group_id, topics, *, assignors=("range",), client_id="kwire", group_instance_id=None,
+                 session_timeout_ms=45_000, rebalance_timeout_ms=300_000, heartbeat_interval_ms=3_000,
+                 retry_backoff_ms=100, retry_backoff_max_ms=1_000, rack_id=None, partitions_per_topic=None,
+                 versions=None, rng=None):
+        if not group_id:
+            raise GroupProtocolError("a consumer group needs a non-empty group id")
+        if not assignors:
+            raise GroupProtocolError("at least one assignor is needed")
+        if heartbeat_interval_ms >= session_timeout_ms:
+            raise GroupProtocolError("heartbeat.interval.ms must be lower than session.timeout.ms")
+        self.versions = {**DEFAULT_VERSIONS, **(versions or {})}
+        if group_instance_id is not None and (self.versions[11] < 5 or self.versions[14] < 3 or self.versions[12] < 3):
+            raise GroupProtocolError("static membership needs JoinGroup v5+, SyncGroup v3+ and Heartbeat v3+")
+        self.group_id = group_id
+        # The consumer's configuration, as the Java client names it (`duplicates` pairs this block by shape
+        # with other plain attribute records).
+        self.client_id = client_id
+        self.group_instance_id = group_instance_id
+        self.assignors = tuple(assignors)
+        self.protocol = COOPERATIVE if all(a in _COOPERATIVE_ASSIGNORS for a in self.assignors) else EAGER
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.rack_id = rack_id
+        self.partitions_per_topic = dict(partitions_per_topic or {})
+        self._rng = rng or random.Random()
+
+        self.topics = tuple(sorted(set(topics)))
+        self.state = UNJOINED
+        self.coordinator = None            # CoordinatorFound once known
+        self.generation = _NO_GENERATION   # (generation id, member id, protocol name)
+        self.leader_id = ""
+        self.owned = ()                    # sorted (topic, partition) pairs this member holds
+        self._last_assignment = ()         # what the last sync gave (the sticky assignor's userData)
+        self._joined_topics = None         # the subscription the last JoinGroup carried
+        self._rejoin_needed = True
+        self._needs_join_prepare = True
+        self._out = []
+        self._tokens = 0
+        self._inflight = {}                # token -> (kind, generation at send time)
+        self._find_token = self._join_token = self._sync_token = self._heartbeat_token = None
+        self._retry_at = 0                 # no FindCoordinator / JoinGroup before this
+        self._find_attempts = 0
+        self._heartbeat_enabled = False
+        self._heartbeat_due = 0
+        self._heartbeat_attempts = 0
+        self._session_deadline = None
+
+    # -- properties a caller reads ----------------------------------------------------------------------
+
+    @property
+    def member_id(self):
+        return self.generation[1]
+
+    @property
+    def generation_id(self):
+        return self.generation[0]
+
+    @property
+    def is_leader(self):
+        return bool(self.member_id) and self.member_id == self.leader_id
+
+    # -- the driving surface ----------------------------------------------------------------------------
+
+    def poll(self, now):
+        """Advance timers and return everything to send or report now, in order."""
+        if self.state in (CLOSED, FAILED):
+            return self._drain()
+        if self._heartbeat_enabled and self._session_deadline is not None and now >= self._session_deadline:
+            # No successful heartbeat for a whole session: the coordinator is presumed gone (the
+            # generation is kept; the coordinator decides whether the member still belongs).
+            self._coordinator_unknown(now, backoff=False)
+        if self.coordinator is None:
+            if self._find_token is None and now >= self._retry_at:
+                self._send_find_coordinator()
+            return self._drain()
+        if self._joined_topics is not None and self._joined_topics != self.topics and self.state == STABLE:
+            self._request_rejoin()
+        if self._rejoin_needed and self._join_token is None and self._sync_token is None and now >= self._retry_at:
+            if self._needs_join_prepare:
+                self._needs_join_prepare = False
+                self._on_join_prepare()
+            self._send_join_group()
+        if (self._heartbeat_enabled and self._heartbeat_token is None and self._join_token is None
+                and now >= self._heartbeat_due):
+            self._heartbeat_due = now + self.heartbeat_interval_ms
+            self._heartbeat_token = self._send(
+                "heartbeat",
+                HeartbeatRequest(group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id,
+                                 group_instance_id=self.group_instance_id if self.versions[12] >= 3 else None),
+                self.versions[12])
+        return self._drain()
+
+    def next_deadline(self):
+        """When :meth:`poll` next has something to do (ms), or None while only waiting for responses."""
+        if self.state in (CLOSED, FAILED):
+            return None
+        times = []
+        if self.coordinator is None:
+            if self._find_token is None:
+                times.append(self._retry_at)
+        elif self._rejoin_needed and self._join_token is None and self._sync_token is None:
+            times.append(self._retry_at)
+        if self._heartbeat_enabled:
+            if self._heartbeat_token is None and self._join_token is None:
+                times.append(self._heartbeat_due)
+            if self._session_deadline is not None:
+                times.append(self._session_deadline)
+        return min(times) if times else None
+
+    def receive(self, token, response, now):
+        """Process the response to the request sent with ``token``; returns :meth:`poll`'s outputs."""
+        entry = self._inflight.pop(token, None)
+        if entry is None:
+            raise GroupProtocolError(f"no request with token {token} is in flight")
+        kind, generation = entry
+        expected = {"find": FindCoordinatorResponse, "join": JoinGroupResponse, "sync": SyncGroupResponse,
+                    "heartbeat": HeartbeatResponse, "leave": LeaveGroupResponse}[kind]
+        if not isinstance(response, expected):
+            raise GroupProtocolError(f"token {token} was a {kind} request; got a {type(response).__name__}")
+        if self.state not in (CLOSED, FAILED):
+            getattr(self, "_on_" + kind)(token, response, generation, now)
+        return self.poll(now)
+
+    def request_failed(self, token, now):
+        """The request sent with ``token`` got no response (disconnected, timed out)."""
+        entry = self._inflight.pop(token, None)
+        if entry is None:
+            raise GroupProtocolError(f"no request with token {token} is in flight")
+        kind = entry[0]
+        if self.state not in (CLOSED, FAILED):
+            if kind == "find":
+                self._find_token = None
+                self._backoff_find(now)
+            elif kind in ("join", "sync", "heartbeat"):
+                # Java: a disconnect marks the coordinator unknown; the join chain retries.
+                self._coordinator_unknown(now)
+        return self.poll(now)
+
+    def subscribe(self, topics):
+        """Change the subscription; a STABLE member rejoins at its next poll (cooperative members revoke
+        only the partitions of topics they dropped)."""
+        self.topics = tuple(sorted(set(topics)))
+
+    def update_metadata(self, partitions_per_topic):
+        """The partition counts the leader assigns from."""
+        self.partitions_per_topic = dict(partitions_per_topic)
+
+    def close(self, now):
+        """Leave the group: revoke (or lose) what is owned and send LeaveGroup if Java would.
+
+        Static members do not send LeaveGroup (they rely on their session timeout, or on being replaced
+        when they restart); the outputs still carry the revocation."""
+        if self.state in (CLOSED, FAILED):
+            return self._drain()
+        if self.owned:
+            if self.generation_id == -1 or not self.member_id:
+                self._out.append(PartitionsLost(self.owned))
+            else:
+                self._out.append(PartitionsRevoked(self.owned))
+            self.owned = ()
+        if (self.group_instance_id is None and self.coordinator is not None and self.state != UNJOINED
+                and self.member_id):
+            version = self.versions[13]
+            if version >= 3:
+                identity = MemberIdentity(member_id=self.member_id, group_instance_id=None,
+                                          reason="the consumer is being closed" if version >= 5 else None)
+                request = LeaveGroupRequest(group_id=self.group_id, members=[identity])
+            else:
+                request = LeaveGroupRequest(group_id=self.group_id, member_id=self.member_id)
+            self._send("leave", request, version)
+        self.state = CLOSED
+        self._heartbeat_enabled = False
+        return self._drain()
+
+    # -- requests ---------------------------------------------------------------------------------------
+
+    def _send(self, kind, request, version, to_coordinator=True):
+        self._tokens += 1
+        token = self._tokens
+        self._inflight[token] = (kind, self.generation)
+        self._out.append(Send(token, request, version, to_coordinator))
+        return token
+
+    def _drain(self):
+        out = self._out
+        self._out = []
+        return out
+
+    def _send_find_coordinator(self):
+        version = self.versions[10]
+        if version >= 4:
+            request = FindCoordinatorRequest(key_type=0, coordinator_keys=[self.group_id])
+        else:
+            request = FindCoordinatorRequest(key=self.group_id)
+        self._find_token = self._send("find", request, version, to_coordinator=False)
+
+    def _send_join_group(self):
+        version = self.versions[11]
+        self.state = PREPARING_REBALANCE
+        self._heartbeat_enabled = False
+        self._joined_topics = self.topics
+        request = JoinGroupRequest(
+            group_id=self.group_id,
+            session_timeout_ms=self.session_timeout_ms,
+            rebalance_timeout_ms=self.rebalance_timeout_ms if version >= 1 else -1,
+            member_id=self.member_id,
+            group_instance_id=self.group_instance_id,
+            protocol_type="consumer",
+            protocols=[JoinGroupRequestProtocol(name=name, metadata=self._metadata(name)) for name in self.assignors],
+            reason=None,
+        )
+        self._join_token = self._send("join", request, version)
+
+    def _metadata(self, name):
+        # ConsumerCoordinator.metadata(): a v3 Subscription per assignor, topics sorted, owned partitions
+        # as held right now (after onJoinPrepare), the current generation, the assignor's userData.
+        generation_id = self.generation_id
+        if name == "sticky":
+            user_data = StickyAssignorUserData(
+                previous_assignment=_grouped(self._last_assignment, StickyTopicAssignment),
+                generation=generation_id).encode(1)
+        elif name == "cooperative-sticky":
+            user_data = CooperativeStickyUserData(generation=generation_id).encode(0)
+        else:
+            user_data = None
+        return Subscription(topics=list(self.topics), user_data=user_data,
+                            owned_partitions=_grouped(self.owned, SubscriptionTopicPartition),
+                            generation_id=generation_id, rack_id=self.rack_id).encode(3)
+
+    # -- the rebalance callbacks (ConsumerCoordinator.onJoinPrepare / onJoinComplete) -------------------
+
+    def _on_join_prepare(self):
+        if self.owned:
+            if self.generation_id == -1 or not self.member_id:
+                self._out.append(PartitionsLost(self.owned))
+                self.owned = ()
+            elif self.protocol == EAGER:
+                self._out.append(PartitionsRevoked(self.owned))
+                self.owned = ()
+            else:
+                subscribed = set(self.topics)
+                gone = tuple(tp for tp in self.owned if tp[0] not in subscribed)
+                if gone:
+                    self._out.append(PartitionsRevoked(gone))
+                    self.owned = tuple(tp for tp in self.owned if tp[0] in subscribed)
+        self.leader_id = ""
+
+    def _on_join_complete(self, assignment_bytes):
+        if len(assignment_bytes) < 2:
+            # Java throws IllegalStateException from poll(): the leader left this member out.
+            return self._fail(UNKNOWN_SERVER_ERROR, "the SyncGroup response carries no assignment for this member")
+        try:
+            assignment = Assignment.decode(assignment_bytes)
+        except KwireError as exc:
+            return self._fail(UNKNOWN_SERVER_ERROR, f"undecodable assignment: {exc}")
+        assigned = _sorted_tps((tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions)
+        subscribed = set(self.topics)
+        if any(topic not in subscribed for topic, _ in assigned):
+            self._request_rejoin()
+            return
+        owned = set(self.owned)
+        if self.protocol == COOPERATIVE:
+            revoked = _sorted_tps(owned.difference(assigned))
+            if revoked:
+                # Two-phase: give these up now, rejoin so a later round can hand them to someone else.
+                self._out.append(PartitionsRevoked(revoked))
+                self._request_rejoin()
+        added = _sorted_tps(set(assigned).difference(owned))
+        self.owned = assigned
+        self._last_assignment = assigned
+        self._out.append(PartitionsAssigned(added))
+        self._out.append(GroupJoined(self.generation_id, self.member_id, self.leader_id, self.generation[2], assigned))
+
+    # -- responses --------------------------------------------------------------------------------------
+
+    def _on_find(self, token, response, generation, now):
+        self._find_token = None
+        if self.versions[10] >= 4:
+            # v4+ answers a batch of keys; take this group's entry
+            entry = next((c for c in response.coordinators if c.key == self.group_id), None)
+            error = entry.error_code if entry is not None else COORDINATOR_NOT_AVAILABLE
+        else:
+            entry, error = response, response.error_code
+        if error:
+            return self._backoff_find(now)
+        self._find_attempts = 0
+        self.coordinator = CoordinatorFound(entry.node_id, entry.host, entry.port)
+        if self._heartbeat_enabled:
+            # A fresh session window against the (re)found coordinator; otherwise an expired session
+            # timer would mark it unknown again at once.
+            self._session_deadline = now + self.session_timeout_ms
+        self._out.append(self.coordinator)
+
+    def _on_join(self, token, response, generation, now):
+        if token != self._join_token:
+            return  # a join the member has since abandoned (coordinator change)
+        self._join_token = None
+        error = response.error_code
+        if error == NONE:
+            if response.protocol_type is not None and response.protocol_type != "consumer":
+                return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol type {response.protocol_type!r}")
+            if self.state != PREPARING_REBALANCE:
+                return self._retry_join(now)
+            self.state = COMPLETING_REBALANCE
+            self._enable_heartbeat(now)
+            self.generation = (response.generation_id, response.member_id, response.protocol_name)
+            self.leader_id = response.leader
+            assignments = []
+            if response.member_id == response.leader and not response.skip_assignment:
+                try:
+                    from kwire.assignors import leader_assignments
+
+                    assignments = leader_assignments(response.protocol_name, response, self.partitions_per_topic)
+                except KwireError as exc:
+                    return self._fail(UNKNOWN_SERVER_ERROR, f"the assignor failed: {exc}")
+            version = self.versions[14]
+            self._sync_token = self._send("sync", SyncGroupRequest(
+                group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id,
+                group_instance_id=self.group_instance_id,
+                protocol_type="consumer" if version >= 5 else None,
+                protocol_name=self.generation[2] if version >= 5 else None,
+                assignments=assignments), version)
+        elif error == MEMBER_ID_REQUIRED:
+            self.generation = (-1, response.member_id, None)
+            self._rejoin_needed = True
+        elif error == UNKNOWN_MEMBER_ID:
+            if generation == self.generation:
+                self._reset(reset_member_id=True)
+            self._rejoin_needed = True
+        elif error == REBALANCE_IN_PROGRESS:
+            self._rejoin_needed = True
+        elif error == COORDINATOR_LOAD_IN_PROGRESS:
+            self._retry_join(now)
+        elif error in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
+            self._coordinator_unknown(now)
+        else:
+            self._fail(error, "JoinGroup failed")
+
+    def _on_sync(self, token, response, generation, now):
+        if token != self._sync_token:
+            return
+        self._sync_token = None
+        error = response.error_code
+        if error == NONE:
+            if response.protocol_type is not None and response.protocol_type != "consumer":
+                return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol type {response.protocol_type!r}")
+            if generation != self.generation or self.state != COMPLETING_REBALANCE:
+                # The heartbeat reset the generation meanwhile: as ILLEGAL_GENERATION, rejoin at once.
+                self._reset(reset_member_id=False)
+                return
+            if response.protocol_name is not None and response.protocol_name != self.generation[2]:
+                return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol name {response.protocol_name!r}")
+            self.state = STABLE
+            self._rejoin_needed = False
+            self._on_join_complete(response.assignment)
+            if self.state != FAILED:
+                self._needs_join_prepare = True
+        elif error == REBALANCE_IN_PROGRESS:
+            self._rejoin_needed = True  # same member id and generation; onJoinPrepare does not run again
+        elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            if generation == self.generation:
+                self._reset(reset_member_id=error == UNKNOWN_MEMBER_ID)
+            self._rejoin_needed = True
+        elif error in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
+            self._coordinator_unknown(now)
+        else:
+            self._fail(error, "SyncGroup failed")
+
+    def _on_heartbeat(self, token, response, generation, now):
+        if token == self._heartbeat_token:
+            self._heartbeat_token = None
+        error = response.error_code
+        if error == NONE:
+            self._heartbeat_attempts = 0
+            self._session_deadline = now + self.session_timeout_ms
+        elif error == REBALANCE_IN_PROGRESS:
+            # Counts as a successful heartbeat; a STABLE member rejoins.
+            self._session_deadline = now + self.session_timeout_ms
+            if self.state == STABLE:
+                self._request_rejoin()
+        elif error in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
+            self._coordinator_unknown(now)
+        elif error in (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID):
+            if generation != self.generation:
+                return  # a stale answer about a generation already left behind
+            if error == FENCED_INSTANCE_ID:
+                return self._fail(error, "another instance with this group.instance.id joined")
+            self._reset(reset_member_id=error != ILLEGAL_GENERATION)
+            self._heartbeat_backoff(now)
+        else:
+            self._heartbeat_backoff(now)
+
+    def _on_leave(self, token, response, generation, now):
+        pass  # best effort, never retried (AbstractCoordinator.maybeLeaveGroup)
+
+    # -- state helpers ----------------------------------------------------------------------------------
+
+    def _request_rejoin(self):
+        self._rejoin_needed = True
+
+    def _reset(self, reset_member_id):
+        # AbstractCoordinator.resetStateAndRejoin
+        self.state = UNJOINED
+        self.generation = _NO_GENERATION if reset_member_id else (-1, self.member_id, None)
+        self._rejoin_needed = True
+        self._needs_join_prepare = True
+        self._heartbeat_enabled = False
+        self._sync_token = None
+        self._join_token = None
+
+    def _enable_heartbeat(self, now):
+        self._heartbeat_enabled = True
+        self._heartbeat_due = now + self.heartbeat_interval_ms
+        self._session_deadline = now + self.session_timeout_ms
+        self._heartbeat_attempts = 0
+
+    def _heartbeat_backoff(self, now):
+        self._heartbeat_due = now + self._exponential_backoff(self._heartbeat_attempts)
+        self._heartbeat_attempts += 1
+
+    def _exponential_backoff(self, attempts):
+        # ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2)
+        base = min(self.retry_backoff_ms * (2 ** attempts), self.retry_backoff_max_ms)
+        return int(base * (1 + self._rng.uniform(-0.2, 0.2)))
+
+    def _backoff_find(self, now):
+        self._retry_at = now + self._exponential_backoff(self._find_attempts)
+        self._find_attempts += 1
+
+    def _retry_join(self, now):
+        # Join retries use the fixed retry.backoff.ms, not the exponential one.
+        self._rejoin_needed = True
+        self._retry_at = now + self.retry_backoff_ms
+
+    def _coordinator_unknown(self, now, backoff=True):
+        self.coordinator = None
+        # Requests to the old coordinator are abandoned; their late answers are ignored by token.
+        if self._join_token is not None or self._sync_token is not None:
+            self._rejoin_needed = True
+        self._join_token = self._sync_token = self._heartbeat_token = None
+        if self.state in (PREPARING_REBALANCE, COMPLETING_REBALANCE):
+            self.state = UNJOINED
+            self._heartbeat_enabled = False
+        if backoff:
+            self._retry_at = now + self.retry_backoff_ms
+
+    def _fail(self, error, message):
+        name = ERROR_NAMES.get(error, str(error))
+        self.state = FAILED
+        self._heartbeat_enabled = False
+        self._out.append(MemberFailed(GroupMemberFatalError(error, f"{message}: {name}")))
