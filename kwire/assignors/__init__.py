@@ -7,6 +7,7 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 """
 
 from ._arrays import ArrayAssignment, ArrayGroup
+from ._javaorder import java_sorted
 from ._model import Assignment, GroupInput, MemberInput
 from ._api import (
     STRATEGIES,
@@ -15,6 +16,7 @@ from ._api import (
     assign,
     assign_arrays,
     assign_group,
+    assign_members_arrays,
     get_strategy,
     leader_assignments,
     member_input,
@@ -37,7 +39,9 @@ __all__ = [
     "assign",
     "assign_arrays",
     "assign_group",
+    "assign_members_arrays",
     "get_strategy",
+    "java_sorted",
     "leader_assignments",
     "member_input",
     "register_strategy",
