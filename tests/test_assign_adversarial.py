@@ -173,7 +173,7 @@ def test_long_ids_empty_subscriptions_and_empty_topics(strategy):
 def test_owned_partition_beyond_the_partition_count_constrained(strategy, impl, lonely):
     """A claim on a partition the topic no longer has (recreated smaller) is
     ignored.  Java keeps it and throws or hands partitions out twice: the one
-    deliberate departure from Java (kwire.assignors._api._without_stale_claims)."""
+    deliberate departure from Java (kwire.assignors._api._sanitized)."""
     def member(mid, claims):
         owned = [kwire.SubscriptionTopicPartition(topic="t", partitions=[p for _t, p in claims])] if claims else []
         return kwire.GroupMember(mid, None, kwire.Subscription(

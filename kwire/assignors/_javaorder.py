@@ -25,27 +25,27 @@ def utf16_key(s: str) -> bytes:
     return s.encode("utf-16-be", "surrogatepass")
 
 
-def _java_order(n: int, name_of) -> List[int]:
-    # Indices 0..n-1 sorted (stably) by ``String.compareTo`` of ``name_of(i)``.
+def _sorted_by_name(indices: Iterable[int], names: Sequence[str]) -> List[int]:
+    """``indices`` sorted (stably) by ``String.compareTo`` of ``names[i]``."""
+    indices = list(indices)
     # Code-point order equals UTF-16 order unless a name holds a non-BMP
     # character, and the plain sort is several times faster.
-    if all(name_of(i).isascii() for i in range(n)):
-        return sorted(range(n), key=name_of)
-    return sorted(range(n), key=lambda i: utf16_key(name_of(i)))
+    if all(names[i].isascii() for i in indices):
+        return sorted(indices, key=names.__getitem__)
+    return sorted(indices, key=lambda i: utf16_key(names[i]))
 
 
 def java_sorted(names: Iterable[str]) -> List[str]:
     """``names`` sorted as Java's ``String.compareTo`` sorts them."""
     names = list(names)
-    return [names[i] for i in _java_order(len(names), names.__getitem__)]
+    return [names[i] for i in _sorted_by_name(range(len(names)), names)]
 
 
 def java_rank(names: Sequence[str]) -> np.ndarray:
     """int32 rank of each name in Java ``String.compareTo`` order (equal names
     keep their index order), so kernels compare integers, not strings."""
-    n = len(names)
-    rank = np.empty(n, dtype=np.int32)
-    rank[np.asarray(_java_order(n, names.__getitem__), dtype=np.int64)] = np.arange(n, dtype=np.int32)
+    rank = np.empty(len(names), dtype=np.int32)
+    rank[np.asarray(_sorted_by_name(range(len(names)), names), dtype=np.int64)] = np.arange(len(names), dtype=np.int32)
     return rank
 
 
@@ -66,9 +66,7 @@ def member_info_order(
     visit = range(len(member_ids)) if visit_order is None else visit_order
     static = [i for i in visit if instance_ids[i] is not None]
     dynamic = [i for i in visit if instance_ids[i] is None]
-    static = [static[k] for k in _java_order(len(static), lambda k: instance_ids[static[k]])]
-    dynamic = [dynamic[k] for k in _java_order(len(dynamic), lambda k: member_ids[dynamic[k]])]
-    return static + dynamic
+    return _sorted_by_name(static, instance_ids) + _sorted_by_name(dynamic, member_ids)
 
 
 def _to_int32(x: int) -> int:
@@ -122,18 +120,11 @@ def spread(h: int) -> int:
     return h ^ (h >> 16)
 
 
-def table_size_for(n: int) -> int:
-    """``HashMap.tableSizeFor``: the smallest power of two >= n (at least 1)."""
-    if n <= 1:
-        return 1
-    return 1 << (n - 1).bit_length()
-
-
 def capacity_after(size: int, initial_capacity: int = 16) -> int:
     """Table capacity of a HashMap after ``size`` insertions.
 
     ``initial_capacity`` is what the map was built with: 16 for
-    ``new HashMap<>()`` and ``table_size_for(n)`` for ``new HashMap<>(n)``.
+    ``new HashMap<>()`` and the smallest power of two >= n for ``new HashMap<>(n)`` (``tableSizeFor``).
     The table doubles whenever size exceeds 0.75 * capacity and never
     shrinks, so the capacity depends only on the largest size reached."""
     cap = initial_capacity

@@ -85,15 +85,15 @@ cdef _alloc_csr(Py_ssize_t num_members, int64_t[:] counts):
     return np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
 
 
-cdef inline bint _topic_to_split(const int32_t[:] partition_counts, const int64_t[:] tp_indptr, int32_t t,
-                                 int64_t *base, Py_ssize_t *n, int32_t *P) noexcept nogil:
-    # Where topic t's subscribers start in tp_members, how many there are and
-    # its partition count; False when it has no subscribers or no partitions
-    # (the pure twin's _topics_to_split).
-    base[0] = tp_indptr[t]
-    n[0] = tp_indptr[t + 1] - base[0]
-    P[0] = partition_counts[t]
-    return n[0] != 0 and P[0] != 0
+cdef inline Py_ssize_t _subscribers_to_split(const int32_t[:] partition_counts, const int64_t[:] tp_indptr,
+                                             int32_t t) noexcept nogil:
+    # How many subscribers share topic t; 0 when it has none or no partitions,
+    # so there is nothing to split (the pure twin's _topics_to_split).  Returned
+    # rather than written through pointers: a local whose address is taken is
+    # reloaded after every array store (CPython builds with -fno-strict-aliasing).
+    if partition_counts[t] == 0:
+        return 0
+    return tp_indptr[t + 1] - tp_indptr[t]
 
 
 cdef void _range_runs(const int32_t[:] partition_counts, const int64_t[:] tp_indptr, const int32_t[:] tp_members,
@@ -108,8 +108,11 @@ cdef void _range_runs(const int32_t[:] partition_counts, const int64_t[:] tp_ind
     cdef int64_t base, c
     for k in range(topic_order.shape[0]):
         t = topic_order[k]
-        if not _topic_to_split(partition_counts, tp_indptr, t, &base, &n, &P):
+        n = _subscribers_to_split(partition_counts, tp_indptr, t)
+        if n == 0:
             continue
+        base = tp_indptr[t]
+        P = partition_counts[t]
         q = P // n
         r = P % n
         for i in range(n):
@@ -149,7 +152,7 @@ def roundrobin(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
     cdef Py_ssize_t k, n, lo, hi, mid, j, slot
     cdef int32_t t, P, q, r, p, m, cur_rank
     cdef int64_t base, c
-    first_a = np.zeros(K, dtype=np.int64)
+    first_a = np.full(K, -1, dtype=np.int64)  # per topic_order entry: the slot its first partition goes to
     cdef int64_t[:] first = first_a
     indptr_a = np.zeros(num_members + 1, dtype=np.int64)
     cdef int64_t[:] indptr = indptr_a
@@ -160,7 +163,10 @@ def roundrobin(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
         cur_rank = 0
         for k in range(K):
             t = topic_order[k]
-            if not _topic_to_split(partition_counts, tp_indptr, t, &base, &n, &P):
+            base = tp_indptr[t]
+            n = tp_indptr[t + 1] - base
+            P = partition_counts[t]
+            if n == 0 or P == 0:
                 continue
             lo = 0
             hi = n
@@ -184,11 +190,13 @@ def roundrobin(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
     cdef int64_t[:] cursor = cursor_a
     with nogil:
         for k in range(K):
-            t = topic_order[k]
-            if not _topic_to_split(partition_counts, tp_indptr, t, &base, &n, &P):
-                continue
             slot = first[k]
-            for p in range(P):
+            if slot < 0:
+                continue  # the first pass found nothing to hand out
+            t = topic_order[k]
+            base = tp_indptr[t]
+            n = tp_indptr[t + 1] - base
+            for p in range(partition_counts[t]):
                 m = tp_members[base + slot]
                 c = cursor[m]
                 topic[c] = t

@@ -66,6 +66,9 @@ def _struct_read(cls, data: bytes, version: int, *, one_entry: bool = False):
 
 
 def _bad_topic(exc: DecodeError) -> bool:
+    # Both codec twins raise exactly this message, at the first byte of the
+    # string, with the path of the field (tests/test_codec_bad_input.py holds
+    # the twins to the same errors).
     return exc.args[:1] == ("invalid UTF-8",) and _ENTRY_TOPIC.fullmatch(exc.path or "") is not None
 
 
