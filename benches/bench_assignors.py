@@ -132,18 +132,15 @@ def kp_inputs():
 
 
 @pytest.mark.parametrize("strategy", ["range", "roundrobin"])
-def test_kafka_python_builtin(benchmark, kp_inputs, strategy):
+@pytest.mark.parametrize("assignor", ["kafka-python builtin", "kwire via kafka-python adapter"])
+def test_kafka_python_inputs(benchmark, kp_inputs, assignor, strategy):
     cluster, members = kp_inputs
     benchmark.group = f"A-{strategy}"
-    out = benchmark.pedantic(kafka_python_assignor(strategy).assign, args=(cluster, members), rounds=5, warmup_rounds=1)
-    assert len(out) == len(members)
-
-
-@pytest.mark.parametrize("strategy", ["range", "roundrobin"])
-def test_kwire_via_kafka_python_adapter(benchmark, kp_inputs, strategy):
-    cluster, members = kp_inputs
-    benchmark.group = f"A-{strategy}"
-    out = benchmark.pedantic(kwire_adapter(strategy).assign, args=(cluster, members), rounds=10, warmup_rounds=1)
+    if assignor == "kafka-python builtin":
+        fn, rounds = kafka_python_assignor(strategy).assign, 5
+    else:
+        fn, rounds = kwire_adapter(strategy).assign, 10
+    out = benchmark.pedantic(fn, args=(cluster, members), rounds=rounds, warmup_rounds=1)
     assert len(out) == len(members)
 
 

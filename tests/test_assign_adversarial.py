@@ -173,7 +173,7 @@ def test_long_ids_empty_subscriptions_and_empty_topics(strategy):
 def test_owned_partition_beyond_the_partition_count_constrained(strategy, impl, lonely):
     """A claim on a partition the topic no longer has (recreated smaller) is
     ignored.  Java keeps it and throws or hands partitions out twice: the one
-    deliberate departure from Java (kwire.assignors._api._without_stale_claims)."""
+    deliberate departure from Java (kwire.assignors._api._sanitized)."""
     def member(mid, claims):
         owned = [kwire.SubscriptionTopicPartition(topic="t", partitions=[p for _t, p in claims])] if claims else []
         return kwire.GroupMember(mid, None, kwire.Subscription(
@@ -211,3 +211,29 @@ def test_topic_listed_twice_is_kept_once(strategy, impl):
                kwire.GroupMember("m2", None, kwire.Subscription(topics=["a", "a", "a"], user_data=ud))]
     result = kwire.assign(strategy, members, {"a": 0, "b": 40}, implementation=impl)
     assert result["m2"] == [] and len(result["m1"]) == 40
+
+
+def _entry(topic: bytes, partitions) -> bytes:
+    return (len(topic).to_bytes(2, "big") + topic + len(partitions).to_bytes(4, "big")
+            + b"".join(p.to_bytes(4, "big", signed=True) for p in partitions))
+
+
+@pytest.mark.parametrize("generation", [None, 7])
+def test_sticky_userdata_read_like_javas_struct_reader(generation):
+    """Java's Struct reader, unlike the codec, ignores bytes after the message and
+    decodes a topic that is not UTF-8 with replacement characters; a peer's
+    userData is read the same way, whatever sits around such a topic (entries
+    longer than the reader's first window included)."""
+    from kwire.assignors._userdata import decode_sticky_userdata
+
+    entries = [(b"a", [0]), (b"\xff\xc3(", list(range(40))), (b"b" * 90 + b"\xed\xa0\x80", [2**31 - 1, -1]), (b"c", [])]
+    body = len(entries).to_bytes(4, "big") + b"".join(_entry(t, ps) for t, ps in entries)
+    if generation is not None:
+        body += generation.to_bytes(4, "big")
+    expected = [(t.decode("utf-8", "replace"), p) for t, ps in entries for p in ps]
+    assert decode_sticky_userdata(body) == (expected, generation)
+    # Two trailing bytes are not a generation: V1 fails and V0 reads the entries.
+    assert decode_sticky_userdata(body + b"\x00\x01") == (expected, generation)
+    assert decode_sticky_userdata(body[:-1]) == ((expected, None) if generation is not None else ([], -1))
+    # A count one higher than the entries present makes the whole blob unreadable.
+    assert decode_sticky_userdata((len(entries) + 1).to_bytes(4, "big") + body[4:]) == ([], -1)

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kwire import _impl
-from kwire.assignors._javaorder import capacity_after, hashmap_order, string_hash, utf16_key
+from kwire.assignors._javaorder import java_sorted, member_info_order, string_hashmap_order, topic_partition_sort_key
 from kwire.assignors import ArrayGroup, assign_arrays
 from kwire.assignors._arrays import load_kernels
 from kwire.assignors._model import GroupInput, MemberInput
@@ -59,7 +59,7 @@ def groups(draw, with_racks=None):
     for mid in member_ids:
         subs = draw(st.lists(st.sampled_from(pool), max_size=len(pool) + 1))
         if draw(st.booleans()):
-            subs = sorted(set(subs), key=utf16_key)  # what the wire normally carries
+            subs = java_sorted(set(subs))  # what the wire normally carries
         gid = draw(st.one_of(st.none(), st.sampled_from(instance_pool)))
         rack = draw(st.sampled_from([None, ""] + RACKS)) if racks_on else None
         members.append(MemberInput(member_id=mid, group_instance_id=gid, topics=tuple(subs), rack=rack))
@@ -107,17 +107,15 @@ def _per_topic_balanced(group, result):
 
 
 def _member_info_sorted(members_in_map_order):
-    static = [m for m in members_in_map_order if m.group_instance_id is not None]
-    dynamic = [m for m in members_in_map_order if m.group_instance_id is None]
-    static.sort(key=lambda m: utf16_key(m.group_instance_id))
-    dynamic.sort(key=lambda m: utf16_key(m.member_id))
-    return static + dynamic
+    ids = [m.member_id for m in members_in_map_order]
+    order = member_info_order([m.group_instance_id for m in members_in_map_order], ids)
+    return [members_in_map_order[i] for i in order]
 
 
 def _members_in_map_order(group):
     by_id = {m.member_id: m for m in group.members}
     ids = [m.member_id for m in group.members]
-    return [by_id[i] for i in hashmap_order(ids, [string_hash(i) for i in ids], capacity_after(len(ids)))]
+    return [by_id[i] for i in string_hashmap_order(ids)]
 
 
 def java_range_no_racks(group):
@@ -127,9 +125,9 @@ def java_range_no_racks(group):
         for t in m.topics:
             if t not in topic_set:
                 topic_set.append(t)
-    topic_set = hashmap_order(topic_set, [string_hash(t) for t in topic_set], capacity_after(len(topic_set)))
+    topic_set = string_hashmap_order(topic_set)
     ppt = [t for t in topic_set if group.partitions_per_topic.get(t, 0) > 0]
-    ppt = hashmap_order(ppt, [string_hash(t) for t in ppt], capacity_after(len(ppt)))
+    ppt = string_hashmap_order(ppt)
     result = {m.member_id: [] for m in group.members}
     for t in ppt:
         consumers = []
@@ -150,7 +148,7 @@ def java_range_no_racks(group):
 
 def java_roundrobin(group):
     members = _member_info_sorted(_members_in_map_order(group))
-    topics = sorted({t for m in group.members for t in m.topics}, key=utf16_key)
+    topics = java_sorted({t for m in group.members for t in m.topics})
     result = {m.member_id: [] for m in group.members}
     i = 0
     for t in topics:
@@ -187,7 +185,7 @@ def test_roundrobin_equals_java_emulation(group):
     _check_valid(group, result)
     assert result == java_roundrobin(group)
     for tps in result.values():
-        assert tps == sorted(tps, key=lambda tp: (utf16_key(tp[0]), tp[1]))
+        assert tps == sorted(tps, key=topic_partition_sort_key)
 
 
 @SETTINGS

@@ -6,9 +6,8 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 :class:`ArrayGroup`.  See docs/ASSIGNORS.md.
 """
 
-# Note: importing the ``range`` submodule binds the name ``range`` in this
-# package namespace, so the builtin is not usable in this file.
 from ._arrays import ArrayAssignment, ArrayGroup
+from ._javaorder import java_sorted
 from ._model import Assignment, GroupInput, MemberInput
 from ._api import (
     STRATEGIES,
@@ -17,16 +16,16 @@ from ._api import (
     assign,
     assign_arrays,
     assign_group,
+    assign_members_arrays,
     get_strategy,
     leader_assignments,
     member_input,
     register_strategy,
 )
-from ._api import _load_plugins
 
-# Strategies living in their own modules (sticky, cooperative-sticky) register
-# themselves on import; doing it here makes STRATEGIES complete from the start.
-_load_plugins()
+# range and roundrobin register in ._api; sticky and cooperative-sticky
+# register when their module is imported, here, so STRATEGIES is complete.
+from . import _sticky  # noqa: F401,E402
 
 __all__ = [
     "ArrayAssignment",
@@ -40,7 +39,9 @@ __all__ = [
     "assign",
     "assign_arrays",
     "assign_group",
+    "assign_members_arrays",
     "get_strategy",
+    "java_sorted",
     "leader_assignments",
     "member_input",
     "register_strategy",

@@ -11,14 +11,13 @@ Subscription fields, userData, or nowhere -- is answered once, by
 from __future__ import annotations
 
 import dataclasses
-
-import importlib
 import inspect
 import threading
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from .. import codec
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, group_input_of
 from ._model import Assignment, GroupInput, MemberInput
@@ -62,11 +61,6 @@ _LOCK = threading.Lock()
 #: Registered strategies by protocol name (a live, read-only view).
 STRATEGIES: Mapping[str, Strategy] = types.MappingProxyType(_REGISTRY)
 
-# Modules that register further strategies when imported; looked up lazily so
-# kwire works whether or not they exist yet.
-_PLUGIN_MODULES = ("kwire.assignors._sticky",)
-_plugins_loaded = False
-
 
 def register_strategy(
     name: str,
@@ -96,25 +90,8 @@ def register_strategy(
     return entry
 
 
-def _load_plugins():
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for mod in _PLUGIN_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ImportError as exc:
-            # Only a missing module is tolerated; a broken one must surface.
-            if getattr(exc, "name", None) != mod:
-                raise
-
-
 def get_strategy(name: str) -> Strategy:
     entry = _REGISTRY.get(name)
-    if entry is None:
-        _load_plugins()
-        entry = _REGISTRY.get(name)
     if entry is None:
         raise AssignmentError(f"unknown assignment strategy {name!r}; registered: {sorted(_REGISTRY)}")
     return entry
@@ -161,15 +138,6 @@ def member_input(strategy: str, member) -> MemberInput:
     entry = get_strategy(strategy)
     if entry.member_input is not None:
         return entry.member_input(strategy, member)
-    if strategy in ("sticky", "cooperative-sticky"):
-        # Until the sticky module registers its own hook, its userData rules
-        # live in kwire.assignors._userdata.
-        try:
-            from ._userdata import member_input_for
-        except ImportError:
-            member_input_for = None
-        if member_input_for is not None:
-            return member_input_for(strategy, member)
     # range and roundrobin read nothing but the topics and the rack.
     member_id, instance, topics, rack = _topics_and_rack(member)
     return MemberInput(member_id=member_id, group_instance_id=instance, topics=topics, rack=rack)
@@ -273,25 +241,11 @@ def assign(
 # -- the leader's SyncGroup payload -----------------------------------------------------------
 
 
-def _codec():
-    try:
-        import kwire
-    except ImportError as exc:  # pragma: no cover - only before the codec lands
-        raise AssignmentError("leader_assignments needs kwire's codec (kwire.Subscription etc.)") from exc
-    needed = ("Subscription", "Assignment", "AssignmentTopicPartition", "SyncGroupRequestAssignment")
-    missing = [n for n in needed if not hasattr(kwire, n)]
-    if missing:
-        raise AssignmentError(f"leader_assignments needs kwire.{', kwire.'.join(missing)} from the codec")
-    return kwire
-
-
 def encode_member_assignment(groups: Iterable[Tuple[str, List[int]]], version: int = 3) -> bytes:
     """``ConsumerProtocolAssignment`` bytes as Java's leader writes them from
     ``[(topic, [partition, ...]), ...]`` (topics in order of first appearance)."""
-    kw = _codec()
-    tp_cls = kw.AssignmentTopicPartition
-    entries = [tp_cls(topic=t, partitions=list(ps)) for t, ps in groups]
-    return kw.Assignment(assigned_partitions=entries, user_data=None).encode(version)
+    entries = [codec.AssignmentTopicPartition(topic=t, partitions=list(ps)) for t, ps in groups]
+    return codec.Assignment(assigned_partitions=entries, user_data=None).encode(version)
 
 
 def leader_assignments(
@@ -309,16 +263,15 @@ def leader_assignments(
     ``group_instance_id`` and ``metadata`` bytes), decodes each member's
     Subscription, assigns, and returns one ``kwire.SyncGroupRequestAssignment``
     per member, in response order."""
-    kw = _codec()
     members = []
     for m in getattr(join_group_response, "members", None) or ():
-        sub = kw.Subscription.decode(m.metadata)
+        sub = codec.Subscription.decode(m.metadata)
         members.append(GroupMember(m.member_id, getattr(m, "group_instance_id", None), sub))
     result = assign_members_arrays(
         strategy, members, partitions_per_topic, partition_racks=partition_racks, implementation=implementation
     ).topic_groups()
     return [
-        kw.SyncGroupRequestAssignment(member_id=m.member_id, assignment=encode_member_assignment(result[m.member_id], version))
+        codec.SyncGroupRequestAssignment(member_id=m.member_id, assignment=encode_member_assignment(result[m.member_id], version))
         for m in members
     ]
 

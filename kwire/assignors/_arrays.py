@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import _impl
-from ._javaorder import capacity_after, hashmap_positions, java_sorted, utf16_key
+from ._javaorder import capacity_after, hashmap_positions, java_sorted, member_info_order
 from ..errors import AssignmentError
 from ._model import Assignment, GroupInput
 
@@ -337,22 +337,13 @@ class ArrayGroup:
 
     def _member_sort_order(self):
         gids = self.group_instance_ids
-        static = [i for i, g in enumerate(gids) if g is not None]
-        dynamic = [i for i, g in enumerate(gids) if g is None]
-        if len({gids[i] for i in static}) != len(static):
+        static = [g for g in gids if g is not None]
+        visit = None
+        if len(set(static)) != len(static):
             # Equal instance ids compare equal, and Java's stable sort then keeps
             # the HashMap iteration order the members were collected in.
-            pos = np.empty(self.num_members, dtype=_I64)
-            pos[self.member_hashmap_order()] = np.arange(self.num_members)
-            static.sort(key=lambda i: pos[i])
-        ascii_ = all(gids[i].isascii() for i in static) and all(self.member_ids[i].isascii() for i in dynamic)
-        if ascii_:
-            static.sort(key=gids.__getitem__)
-            dynamic.sort(key=self.member_ids.__getitem__)
-        else:
-            static.sort(key=lambda i: utf16_key(gids[i]))
-            dynamic.sort(key=lambda i: utf16_key(self.member_ids[i]))
-        return np.array(static + dynamic, dtype=_I32)
+            visit = self.member_hashmap_order().tolist()
+        return np.array(member_info_order(gids, self.member_ids, visit), dtype=_I32)
 
     def member_rack_index(self) -> np.ndarray:
         """Each member's rack as an index into ``rack_names``; -1 for none.

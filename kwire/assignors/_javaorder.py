@@ -8,7 +8,7 @@ assignments, so they are modelled here once and shared by every assignor.
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, List, Sequence, TypeVar
+from typing import Iterable, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -25,27 +25,48 @@ def utf16_key(s: str) -> bytes:
     return s.encode("utf-16-be", "surrogatepass")
 
 
+def _sorted_by_name(indices: Iterable[int], names: Sequence[str]) -> List[int]:
+    """``indices`` sorted (stably) by ``String.compareTo`` of ``names[i]``."""
+    indices = list(indices)
+    # Code-point order equals UTF-16 order unless a name holds a non-BMP
+    # character, and the plain sort is several times faster.
+    if all(names[i].isascii() for i in indices):
+        return sorted(indices, key=names.__getitem__)
+    return sorted(indices, key=lambda i: utf16_key(names[i]))
+
+
 def java_sorted(names: Iterable[str]) -> List[str]:
     """``names`` sorted as Java's ``String.compareTo`` sorts them."""
     names = list(names)
-    # Code-point order equals UTF-16 order unless a name holds a non-BMP
-    # character, and the plain sort is several times faster.
-    if all(s.isascii() for s in names):
-        return sorted(names)
-    return sorted(names, key=utf16_key)
+    return [names[i] for i in _sorted_by_name(range(len(names)), names)]
 
 
 def java_rank(names: Sequence[str]) -> np.ndarray:
     """int32 rank of each name in Java ``String.compareTo`` order (equal names
     keep their index order), so kernels compare integers, not strings."""
-    n = len(names)
-    if all(s.isascii() for s in names):
-        order = sorted(range(n), key=names.__getitem__)
-    else:
-        order = sorted(range(n), key=lambda i: utf16_key(names[i]))
-    rank = np.empty(n, dtype=np.int32)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int32)
+    rank = np.empty(len(names), dtype=np.int32)
+    rank[np.asarray(_sorted_by_name(range(len(names)), names), dtype=np.int64)] = np.arange(len(names), dtype=np.int32)
     return rank
+
+
+def topic_partition_sort_key(tp: Tuple[str, int]) -> Tuple[bytes, int]:
+    """Sort key of Java's ``TopicPartitionComparator``: topic in String order, then partition."""
+    return utf16_key(tp[0]), tp[1]
+
+
+def member_info_order(
+    instance_ids: Sequence[Optional[str]], member_ids: Sequence[str], visit_order: Optional[Sequence[int]] = None
+) -> List[int]:
+    """Member indices in Java's ``MemberInfo`` order: static members (with a
+    ``group.instance.id``) first, by instance id, then dynamic members by member id.
+
+    ``Collections.sort`` is stable, so members that compare equal (two static
+    members sharing an instance id) keep the order they were collected in:
+    ``visit_order`` (index order when None)."""
+    visit = range(len(member_ids)) if visit_order is None else visit_order
+    static = [i for i in visit if instance_ids[i] is not None]
+    dynamic = [i for i in visit if instance_ids[i] is None]
+    return _sorted_by_name(static, instance_ids) + _sorted_by_name(dynamic, member_ids)
 
 
 def _to_int32(x: int) -> int:
@@ -99,18 +120,11 @@ def spread(h: int) -> int:
     return h ^ (h >> 16)
 
 
-def table_size_for(n: int) -> int:
-    """``HashMap.tableSizeFor``: the smallest power of two >= n (at least 1)."""
-    if n <= 1:
-        return 1
-    return 1 << (n - 1).bit_length()
-
-
 def capacity_after(size: int, initial_capacity: int = 16) -> int:
     """Table capacity of a HashMap after ``size`` insertions.
 
     ``initial_capacity`` is what the map was built with: 16 for
-    ``new HashMap<>()`` and ``table_size_for(n)`` for ``new HashMap<>(n)``.
+    ``new HashMap<>()`` and the smallest power of two >= n for ``new HashMap<>(n)`` (``tableSizeFor``).
     The table doubles whenever size exceeds 0.75 * capacity and never
     shrinks, so the capacity depends only on the largest size reached."""
     cap = initial_capacity
@@ -127,9 +141,15 @@ def hashmap_positions(hashes: np.ndarray, capacity: int) -> np.ndarray:
     (a resize splits buckets but keeps relative order).  This is exact as
     long as no bucket is treeified, which needs 8+ colliding keys in a table
     of 64+ slots -- not a case Kafka's inputs produce in practice."""
+    bucket = hashmap_buckets(hashes, capacity)
+    return np.lexsort((np.arange(len(bucket)), bucket)).astype(np.int32)
+
+
+def hashmap_buckets(hashes: np.ndarray, capacity: int) -> np.ndarray:
+    """The bucket of each key (int32 ``hashCode``) in a Java HashMap of
+    ``capacity`` slots: :func:`spread` over a column, masked to the table."""
     h = np.asarray(hashes, dtype=np.int32).view(np.uint32)
-    bucket = (h ^ (h >> np.uint32(16))) & np.uint32(capacity - 1)
-    return np.lexsort((np.arange(len(h)), bucket)).astype(np.int32)
+    return (h ^ (h >> np.uint32(16))) & np.uint32(capacity - 1)
 
 
 def hashmap_order(keys: Sequence[T], hashes: Sequence[int], capacity: int) -> List[T]:
@@ -142,17 +162,6 @@ def string_hashmap_order(keys: Sequence[str], capacity: int | None = None) -> Li
     if capacity is None:
         capacity = capacity_after(len(keys))
     return hashmap_order(keys, [string_hash(k) for k in keys], capacity)
-
-
-def dedupe(items: Iterable[Hashable]) -> list:
-    """Keep the first occurrence of each item (Java LinkedHashSet semantics)."""
-    seen = set()
-    out = []
-    for it in items:
-        if it not in seen:
-            seen.add(it)
-            out.append(it)
-    return out
 
 
 def hashmap_capacity(hashes: Sequence[int], initial_capacity: int = 16) -> int:

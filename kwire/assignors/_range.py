@@ -13,13 +13,10 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ._javaorder import capacity_after, dedupe, string_hashmap_order, utf16_key
+from ._javaorder import capacity_after, hashmap_buckets, member_info_order, string_hashmap_order, topic_partition_sort_key
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import Assignment, GroupInput, MemberInput
-
-NAME = "range"
-
 
 def java_topic_order(group: ArrayGroup, kernels, subscribed: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Topics with partitions and subscribers, in the order Java's range assignor visits them.
@@ -31,10 +28,9 @@ def java_topic_order(group: ArrayGroup, kernels, subscribed: np.ndarray, active:
     idx = np.flatnonzero(active).astype(np.int32)
     if len(idx) <= 1:
         return idx
-    h = group.topic_hashes()[idx].view(np.uint32)
-    spread = h ^ (h >> np.uint32(16))
-    set_bucket = spread & np.uint32(capacity_after(int(subscribed.sum())) - 1)
-    map_bucket = spread & np.uint32(capacity_after(len(idx)) - 1)
+    hashes = group.topic_hashes()[idx]
+    set_bucket = hashmap_buckets(hashes, capacity_after(int(subscribed.sum())))
+    map_bucket = hashmap_buckets(hashes, capacity_after(len(idx)))
     if len(np.unique(set_bucket)) < len(idx):
         first = kernels.first_seen(
             len(group.topics), group.sub_indptr, group.sub_topics, group.member_hashmap_order(), int(subscribed.sum())
@@ -108,7 +104,7 @@ def assign_range(group: ArrayGroup, implementation: Optional[str] = None) -> Arr
 # of the array kernels above; tests hold the two against each other.
 
 
-def _members_in_map_order(group: GroupInput) -> List[MemberInput]:
+def members_in_map_order(group: GroupInput) -> List[MemberInput]:
     ids = [m.member_id for m in group.members]
     if len(set(ids)) != len(ids):
         raise AssignmentError("member ids must be unique")
@@ -118,9 +114,8 @@ def _members_in_map_order(group: GroupInput) -> List[MemberInput]:
 
 def member_info_sorted(members: List[MemberInput]) -> List[MemberInput]:
     """``MemberInfo`` order (stable, like ``Collections.sort``)."""
-    static = sorted((m for m in members if m.group_instance_id is not None), key=lambda m: utf16_key(m.group_instance_id))
-    dynamic = sorted((m for m in members if m.group_instance_id is None), key=lambda m: utf16_key(m.member_id))
-    return static + dynamic
+    order = member_info_order([m.group_instance_id for m in members], [m.member_id for m in members])
+    return [members[i] for i in order]
 
 
 class _TopicState:
@@ -169,9 +164,9 @@ class _TopicState:
 
 
 def reference_range(group: GroupInput) -> Assignment:
-    members = _members_in_map_order(group)
+    members = members_in_map_order(group)
     counts = group.partitions_per_topic
-    inserted = dedupe(t for m in members for t in m.topics)
+    inserted = list(dict.fromkeys(t for m in members for t in m.topics))  # a HashSet fed in this order
     topic_set = string_hashmap_order(inserted, capacity_after(len(inserted)))
     with_partitions = [t for t in topic_set if counts.get(t, 0) > 0]
     topic_order = string_hashmap_order(with_partitions, capacity_after(len(with_partitions)))
@@ -182,7 +177,7 @@ def reference_range(group: GroupInput) -> Assignment:
     states = []
     for t in topic_order:
         subscribers = member_info_sorted([m for m in members for tt in m.topics if tt == t])
-        consumers = dedupe(m.member_id for m in subscribers)
+        consumers = list(dict.fromkeys(m.member_id for m in subscribers))  # Java's LinkedHashMap
         P = counts[t]
         states.append(_TopicState(t, P, consumers, consumer_rack, racks_in.get(t) or [[]] * P))
 
@@ -210,5 +205,5 @@ def reference_range(group: GroupInput) -> Assignment:
         s.ranges(out, rack_filter=False)
     if rack_aware:
         for tps in out.values():
-            tps.sort(key=lambda tp: (utf16_key(tp[0]), tp[1]))
+            tps.sort(key=topic_partition_sort_key)
     return out

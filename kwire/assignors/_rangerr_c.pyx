@@ -12,42 +12,47 @@ import numpy as np
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 
+cdef void _subscriptions(const int64_t[:] sub_indptr, const int32_t[:] sub_topics, const int32_t[:] member_order,
+                         int32_t[:] last, int64_t[:] topic_pos, int32_t[:] tp_members, bint fill) noexcept nogil:
+    # Every (member, topic) subscription with members in member_order, a topic
+    # a member lists twice seen once: a member's topics are visited together,
+    # so remembering the last member added per topic (``last``) is enough.
+    # Counting (fill False) adds one to topic_pos[t + 1]; filling writes the
+    # member at topic_pos[t] and moves it on.
+    cdef Py_ssize_t r
+    cdef int64_t e
+    cdef int32_t m, t
+    last[:] = -1
+    for r in range(sub_indptr.shape[0] - 1):
+        m = member_order[r]
+        for e in range(sub_indptr[m], sub_indptr[m + 1]):
+            t = sub_topics[e]
+            if last[t] == m:
+                continue
+            last[t] = m
+            if fill:
+                tp_members[topic_pos[t]] = m
+                topic_pos[t] += 1
+            else:
+                topic_pos[t + 1] += 1
+
+
 def subscribers_by_topic(Py_ssize_t num_topics, const int64_t[:] sub_indptr, const int32_t[:] sub_topics,
                          const int32_t[:] member_order):
-    cdef Py_ssize_t M = sub_indptr.shape[0] - 1
-    cdef Py_ssize_t r, t
-    cdef int64_t e
-    cdef int32_t m
+    cdef Py_ssize_t t
     tp_indptr_a = np.zeros(num_topics + 1, dtype=np.int64)
-    last_a = np.full(num_topics, -1, dtype=np.int32)
     cdef int64_t[:] tp_indptr = tp_indptr_a
-    cdef int32_t[:] last = last_a
-    # A member's topics are visited together, so remembering the last member
-    # added per topic is enough to drop a topic it lists twice.
+    cdef int32_t[:] last = np.empty(num_topics, dtype=np.int32)
+    cdef int32_t[:] tp_members = np.empty(0, dtype=np.int32)
     with nogil:
-        for r in range(M):
-            m = member_order[r]
-            for e in range(sub_indptr[m], sub_indptr[m + 1]):
-                t = sub_topics[e]
-                if last[t] != m:
-                    last[t] = m
-                    tp_indptr[t + 1] += 1
+        _subscriptions(sub_indptr, sub_topics, member_order, last, tp_indptr, tp_members, False)
         for t in range(num_topics):
             tp_indptr[t + 1] += tp_indptr[t]
     tp_members_a = np.empty(tp_indptr[num_topics], dtype=np.int32)
-    cursor_a = np.array(tp_indptr_a[:num_topics])
-    cdef int32_t[:] tp_members = tp_members_a
-    cdef int64_t[:] cursor = cursor_a
+    tp_members = tp_members_a
+    cdef int64_t[:] cursor = np.array(tp_indptr_a[:num_topics])
     with nogil:
-        last[:] = -1
-        for r in range(M):
-            m = member_order[r]
-            for e in range(sub_indptr[m], sub_indptr[m + 1]):
-                t = sub_topics[e]
-                if last[t] != m:
-                    last[t] = m
-                    tp_members[cursor[t]] = m
-                    cursor[t] += 1
+        _subscriptions(sub_indptr, sub_topics, member_order, last, cursor, tp_members, True)
     return tp_indptr_a, tp_members_a
 
 
@@ -80,50 +85,64 @@ cdef _alloc_csr(Py_ssize_t num_members, int64_t[:] counts):
     return np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
 
 
-def range_plain(Py_ssize_t num_members, const int32_t[:] partition_counts, const int64_t[:] tp_indptr,
-                const int32_t[:] tp_members, const int32_t[:] topic_order):
+cdef inline Py_ssize_t _subscribers_to_split(const int32_t[:] partition_counts, const int64_t[:] tp_indptr,
+                                             int32_t t) noexcept nogil:
+    # How many subscribers share topic t; 0 when it has none or no partitions,
+    # so there is nothing to split (the pure twin's _topics_to_split).  Returned
+    # rather than written through pointers: a local whose address is taken is
+    # reloaded after every array store (CPython builds with -fno-strict-aliasing).
+    if partition_counts[t] == 0:
+        return 0
+    return tp_indptr[t + 1] - tp_indptr[t]
+
+
+cdef void _range_runs(const int32_t[:] partition_counts, const int64_t[:] tp_indptr, const int32_t[:] tp_members,
+                      const int32_t[:] topic_order, int64_t[:] member_pos, int32_t[:] topic, int32_t[:] partition,
+                      bint fill) noexcept nogil:
+    # Java's range split of every topic: subscriber i takes the contiguous run
+    # of q = P // n partitions starting at i * q + min(i, r), one more for the
+    # first r = P % n.  Counting (fill False) adds each run's length to
+    # member_pos[m + 1]; filling writes the run at member_pos[m] and moves it on.
     cdef Py_ssize_t k, i, n
     cdef int32_t t, m, P, q, r, start, length, p
     cdef int64_t base, c
+    for k in range(topic_order.shape[0]):
+        t = topic_order[k]
+        n = _subscribers_to_split(partition_counts, tp_indptr, t)
+        if n == 0:
+            continue
+        base = tp_indptr[t]
+        P = partition_counts[t]
+        q = P // n
+        r = P % n
+        for i in range(n):
+            m = tp_members[base + i]
+            length = q + (1 if i < r else 0)
+            if not fill:
+                member_pos[m + 1] += length
+                continue
+            start = <int32_t>(i * q + (i if i < r else r))
+            c = member_pos[m]
+            for p in range(start, start + length):
+                topic[c] = t
+                partition[c] = p
+                c += 1
+            member_pos[m] = c
+
+
+def range_plain(Py_ssize_t num_members, const int32_t[:] partition_counts, const int64_t[:] tp_indptr,
+                const int32_t[:] tp_members, const int32_t[:] topic_order):
     indptr_a = np.zeros(num_members + 1, dtype=np.int64)
     cdef int64_t[:] indptr = indptr_a
+    cdef int32_t[:] nothing = np.empty(0, dtype=np.int32)
     with nogil:
-        for k in range(topic_order.shape[0]):
-            t = topic_order[k]
-            base = tp_indptr[t]
-            n = tp_indptr[t + 1] - base
-            P = partition_counts[t]
-            if n == 0 or P == 0:
-                continue
-            q = P // n
-            r = P % n
-            for i in range(n):
-                indptr[tp_members[base + i] + 1] += q + (1 if i < r else 0)
+        _range_runs(partition_counts, tp_indptr, tp_members, topic_order, indptr, nothing, nothing, False)
     topic_a, partition_a = _alloc_csr(num_members, indptr)
     cdef int32_t[:] topic = topic_a
     cdef int32_t[:] partition = partition_a
-    cursor_a = np.array(indptr_a[:num_members])
-    cdef int64_t[:] cursor = cursor_a
+    cdef int64_t[:] cursor = np.array(indptr_a[:num_members])
     with nogil:
-        for k in range(topic_order.shape[0]):
-            t = topic_order[k]
-            base = tp_indptr[t]
-            n = tp_indptr[t + 1] - base
-            P = partition_counts[t]
-            if n == 0 or P == 0:
-                continue
-            q = P // n
-            r = P % n
-            for i in range(n):
-                m = tp_members[base + i]
-                start = <int32_t>(i * q + (i if i < r else r))
-                length = q + (1 if i < r else 0)
-                c = cursor[m]
-                for p in range(start, start + length):
-                    topic[c] = t
-                    partition[c] = p
-                    c += 1
-                cursor[m] = c
+        _range_runs(partition_counts, tp_indptr, tp_members, topic_order, cursor, topic, partition, True)
     return indptr_a, topic_a, partition_a
 
 
@@ -133,7 +152,7 @@ def roundrobin(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
     cdef Py_ssize_t k, n, lo, hi, mid, j, slot
     cdef int32_t t, P, q, r, p, m, cur_rank
     cdef int64_t base, c
-    first_a = np.zeros(K, dtype=np.int64)
+    first_a = np.full(K, -1, dtype=np.int64)  # per topic_order entry: the slot its first partition goes to
     cdef int64_t[:] first = first_a
     indptr_a = np.zeros(num_members + 1, dtype=np.int64)
     cdef int64_t[:] indptr = indptr_a
@@ -171,14 +190,13 @@ def roundrobin(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
     cdef int64_t[:] cursor = cursor_a
     with nogil:
         for k in range(K):
+            slot = first[k]
+            if slot < 0:
+                continue  # the first pass found nothing to hand out
             t = topic_order[k]
             base = tp_indptr[t]
             n = tp_indptr[t + 1] - base
-            P = partition_counts[t]
-            if n == 0 or P == 0:
-                continue
-            slot = first[k]
-            for p in range(P):
+            for p in range(partition_counts[t]):
                 m = tp_members[base + slot]
                 c = cursor[m]
                 topic[c] = t
@@ -455,7 +473,12 @@ def range_rack(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
 
 
 def string_hashes(list names):
-    """Java ``String.hashCode`` of each name (int32), over UTF-16 code units."""
+    """Java ``String.hashCode`` of each name (int32), over UTF-16 code units.
+
+    The C twin of ``_javaorder.string_hashes`` (the rule, which the pure twin
+    uses): hashing every topic and member id is on the hot path of building
+    an ArrayGroup, and this loop needs no UTF-16 copy of the names.
+    tests/test_assign_range_roundrobin.py holds both to the scalar rule."""
     cdef Py_ssize_t i, n = len(names)
     out_a = np.empty(n, dtype=np.int32)
     cdef int32_t[:] out = out_a

@@ -5,7 +5,7 @@ Both twins take and return the same NumPy arrays and must agree bit for bit;
 the Cython one is the fast path, this one is the readable statement of the
 rules and the fallback under ``KWIRE_NO_EXTENSIONS=1``.  Everything that is
 per topic or per member (Java's sort and hash orders) is decided by the
-callers in ``kwire.assignors._range`` and ``.roundrobin``; the kernels only do the per-partition
+callers in ``kwire.assignors._range`` and ``._roundrobin``; the kernels only do the per-partition
 work.
 
 Shared vocabulary:
@@ -76,16 +76,22 @@ def _expand(piece_member, piece_topic, piece_start, piece_len):
     return np.repeat(piece_member, piece_len), np.repeat(piece_topic, piece_len), partition
 
 
+def _topics_to_split(partition_counts, tp_indptr, tp_members, topic_order):
+    """``(topic, subscribers, partition count)`` of each topic in ``topic_order``
+    that has both subscribers and partitions: what both plain assignors walk."""
+    for t in topic_order.tolist():
+        subs = tp_members[tp_indptr[t] : tp_indptr[t + 1]]
+        P = int(partition_counts[t])
+        if len(subs) and P:
+            yield t, subs, P
+
+
 def range_plain(num_members, partition_counts, tp_indptr, tp_members, topic_order):
     """Range without racks: per topic, contiguous runs of P//n, the first P%n
     subscribers one more; a member's list follows ``topic_order``."""
     pm, pt, ps, pl = [], [], [], []
-    for t in topic_order.tolist():
-        subs = tp_members[tp_indptr[t] : tp_indptr[t + 1]]
+    for t, subs, P in _topics_to_split(partition_counts, tp_indptr, tp_members, topic_order):
         n = len(subs)
-        P = int(partition_counts[t])
-        if n == 0 or P == 0:
-            continue
         q, r = divmod(P, n)
         i = np.arange(n, dtype=_I64)
         pm.append(subs)
@@ -103,12 +109,8 @@ def roundrobin(num_members, partition_counts, tp_indptr, tp_members, topic_order
     in ``topic_order``, skipping members not subscribed to the current topic."""
     owners, topics, partitions = [], [], []
     cursor = 0
-    for t in topic_order.tolist():
-        subs = tp_members[tp_indptr[t] : tp_indptr[t + 1]]
+    for t, subs, P in _topics_to_split(partition_counts, tp_indptr, tp_members, topic_order):
         n = len(subs)
-        P = int(partition_counts[t])
-        if n == 0 or P == 0:
-            continue
         ranks = member_rank[subs]
         # The next subscriber at or after the cursor, wrapping around the circle.
         j = int(np.searchsorted(ranks, cursor)) % n
@@ -145,20 +147,8 @@ def rack_needs(partition_counts, topic_offset, tp_indptr, tp_members, member_rac
     return needs
 
 
-def range_rack(
-    num_members,
-    partition_counts,
-    topic_offset,
-    tp_indptr,
-    tp_members,
-    topic_order,
-    needs,
-    co_indptr,
-    co_topics,
-    member_rack,
-    rr_indptr,
-    rr,
-):
+def range_rack(num_members, partition_counts, topic_offset, tp_indptr, tp_members, topic_order, needs, co_indptr,
+               co_topics, member_rack, rr_indptr, rr):
     """Range with KIP-881 rack matching.
 
     Phase 1 places what can be rack-aligned: each co-partitioned group
@@ -238,5 +228,6 @@ def range_rack(
 
 
 def string_hashes(names):
-    """Java ``String.hashCode`` of each name (int32)."""
+    """Java ``String.hashCode`` of each name (int32): :func:`_javaorder.string_hashes`,
+    the rule itself (the compiled twin has its own loop, tested against it)."""
     return _javaorder.string_hashes(names)

@@ -10,14 +10,11 @@ from typing import Optional
 
 import numpy as np
 
-from ._javaorder import utf16_key
+from ._javaorder import java_sorted
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import Assignment, GroupInput
-from ._range import _members_in_map_order, member_info_sorted
-
-NAME = "roundrobin"
-
+from ._range import member_info_sorted, members_in_map_order
 
 def assign_roundrobin(group: ArrayGroup, implementation: Optional[str] = None) -> ArrayAssignment:
     k = load_kernels("rangerr", implementation)
@@ -39,8 +36,8 @@ def reference_roundrobin(group: GroupInput) -> Assignment:
     """Java's RoundRobinAssignor over dicts and lists, independent of the kernels."""
     if not group.members:
         raise AssignmentError("roundrobin needs at least one member")
-    members = member_info_sorted(_members_in_map_order(group))
-    topics = sorted({t for m in group.members for t in m.topics}, key=utf16_key)
+    members = member_info_sorted(members_in_map_order(group))
+    topics = java_sorted({t for m in group.members for t in m.topics})
     out: Assignment = {m.member_id: [] for m in group.members}
     cursor = 0
     for t in topics:

@@ -7,70 +7,132 @@ from Subscription v2 on, its ``generation_id`` -- falling back to a 4-byte
 userData generation for older members.  These functions turn either source
 into a :class:`~kwire.assignors._model.MemberInput`.
 
-The userData layouts are Kafka's classic (non-flexible) Struct encoding:
-
-* sticky V1: ``[topic:int16-string, partitions:[int32]]`` then ``generation:int32``
-* sticky V0: the same without the generation
-* cooperative-sticky: ``generation:int32``
-
-Java reads V1 first and falls back to V0; an unreadable blob means "owns
-nothing, generation -1" rather than an error, so a corrupt peer cannot stop
-the group from rebalancing.  That tolerance is reproduced here.
+The userData layouts are the codec's ``StickyAssignorUserData`` (V1: previous
+assignment then generation; V0: without the generation) and
+``CooperativeStickyUserData`` (the generation), from kwire's schema tables.
+Java reads them with its older ``Struct`` reader, which is more forgiving
+than the codec (and than Kafka's generated messages) in two ways, both kept
+here: bytes after the message are ignored, and a string that is not UTF-8
+decodes with replacement characters.  Java reads V1 first and falls back to
+V0; an unreadable blob means "owns nothing, generation -1" rather than an
+error, so a corrupt peer cannot stop the group from rebalancing.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from typing import List, Optional, Sequence, Tuple
 
-from ..errors import AssignmentError
+from .. import codec
+from ..errors import AssignmentError, DecodeError
 from ._model import DEFAULT_GENERATION, MemberInput
 
 TopicPartition = Tuple[str, int]
 
-_I16 = struct.Struct(">h")
+# The two int fields read here by hand, both only on the lenient path below:
+# the entry count in front of the previous assignment (the codec has already
+# accepted it) and the length in front of a topic the codec refused as UTF-8.
 _I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_ENTRY_TOPIC = re.compile(r"previous_assignment\[\d+\]\.topic")
 
 
-class _Short(Exception):
-    pass
+class _TopicNotUtf8(Exception):
+    """The codec stopped at a topic that is not UTF-8, which Java reads anyway."""
 
 
-def _read_assignment(buf: bytes, pos: int) -> Tuple[List[TopicPartition], int]:
-    """Read ``[topic, [int32]]`` as Java's ``ArrayOf`` does; returns (partitions, new position)."""
-    end = len(buf)
+def _struct_read(cls, data: bytes, version: int, *, one_entry: bool = False):
+    """``(message, end)``: ``cls`` at ``version`` from the front of ``data`` as
+    Java's ``Struct`` reader reads it, or None where Java throws.
 
-    def need(n):
-        if pos + n > end:
-            raise _Short
+    Bytes after ``end`` are ignored: the codec refuses them at the offset
+    where the message ended, so a second decode up to that offset tells
+    "ends early" from "broken there".  A topic that is not UTF-8 raises
+    :class:`_TopicNotUtf8`, unless ``data`` holds ``one_entry``: then it
+    decodes with replacement characters, as Java decodes it."""
+    try:
+        return cls.decode(data, version), len(data)
+    except DecodeError as exc:
+        if _bad_topic(exc):
+            if not one_entry:
+                raise _TopicNotUtf8 from None
+            return _with_replaced_topic(cls, data, version, exc.offset)
+        end = exc.offset
+    try:
+        return cls.decode(data[:end], version), end
+    except DecodeError:
+        return None
 
-    need(4)
-    (n_topics,) = _I32.unpack_from(buf, pos)
-    pos += 4
-    # Java rejects negative counts and counts larger than the bytes left
-    if n_topics < 0 or n_topics > end - pos:
-        raise _Short
-    out: List[TopicPartition] = []
-    for _ in range(n_topics):
-        need(2)
-        (tlen,) = _I16.unpack_from(buf, pos)
-        pos += 2
-        if tlen < 0:
-            raise _Short
-        need(tlen)
-        # Java decodes with replacement characters instead of failing
-        topic = bytes(buf[pos:pos + tlen]).decode("utf-8", "replace")
-        pos += tlen
-        need(4)
-        (n_parts,) = _I32.unpack_from(buf, pos)
-        pos += 4
-        if n_parts < 0 or n_parts > end - pos:
-            raise _Short
-        need(4 * n_parts)
-        for i in range(n_parts):
-            out.append((topic, _I32.unpack_from(buf, pos + 4 * i)[0]))
-        pos += 4 * n_parts
-    return out, pos
+
+def _bad_topic(exc: DecodeError) -> bool:
+    # Both codec twins raise exactly this message, at the first byte of the
+    # string, with the path of the field (tests/test_codec_bad_input.py holds
+    # the twins to the same errors).
+    return exc.args[:1] == ("invalid UTF-8",) and _ENTRY_TOPIC.fullmatch(exc.path or "") is not None
+
+
+def _with_replaced_topic(cls, data: bytes, version: int, at: int):
+    # Read the entry with an ASCII placeholder of the same byte length in the
+    # topic's place, then put Java's reading of the real bytes back.
+    (length,) = _I16.unpack_from(data, at - 2)
+    patched = data[:at] + b"?" * length + data[at + length:]
+    read = _struct_read(cls, patched, version)
+    if read is None:
+        return None
+    msg, end = read
+    msg.previous_assignment[0].topic = data[at:at + length].decode("utf-8", "replace")
+    return msg, end
+
+
+def _read_previous_assignment(data: bytes, version: int):
+    """``(partitions, generation or None)`` from StickyAssignorUserData at
+    ``version``, or None where Java's reader throws.
+
+    Valid UTF-8 (every input a Java client writes) takes one codec decode.  If
+    a topic is not UTF-8 the entries are read one at a time, each by the codec
+    as a one-entry message in a window that doubles until it holds the entry
+    (so the work stays linear in the bytes), and such a topic is read as Java
+    reads it."""
+    cls = codec.StickyAssignorUserData
+    try:
+        read = _struct_read(cls, data, version)
+    except _TopicNotUtf8:
+        return _read_entry_by_entry(data, version)
+    if read is None:
+        return None
+    msg, _ = read
+    return _flat(msg), (msg.generation if version == 1 else None)
+
+
+def _flat(msg) -> List[TopicPartition]:
+    return [(e.topic, p) for e in msg.previous_assignment for p in e.partitions]
+
+
+def _read_entry_by_entry(data: bytes, version: int):
+    cls = codec.StickyAssignorUserData
+    # The decode got to an entry's topic, so the count in front is one the codec accepted.
+    (count,) = _I32.unpack_from(data, 0)
+    parts: List[TopicPartition] = []
+    pos = 4
+    for _ in range(count):
+        size = 64
+        while True:
+            window = _I32.pack(1) + data[pos:pos + size]
+            read = _struct_read(cls, window, 0, one_entry=True)
+            if read is not None or pos + size >= len(data):
+                break
+            size *= 2
+        if read is None:
+            return None
+        msg, end = read
+        parts.extend(_flat(msg))
+        pos += end - 4
+    if version == 0:
+        return parts, None
+    # What follows the entries in V1 is the generation: a V1 message with no entries.
+    read = _struct_read(cls, _I32.pack(0) + data[pos:pos + 4], 1)
+    return None if read is None else (parts, read[0].generation)
 
 
 def decode_sticky_userdata(data: Optional[bytes]) -> Tuple[List[TopicPartition], Optional[int]]:
@@ -81,17 +143,11 @@ def decode_sticky_userdata(data: Optional[bytes]) -> Tuple[List[TopicPartition],
     if data is None or len(data) == 0:
         return [], None
     buf = bytes(data)
-    try:
-        parts, pos = _read_assignment(buf, 0)
-        if pos + 4 <= len(buf):
-            return parts, _I32.unpack_from(buf, pos)[0]
-    except _Short:
-        pass
-    try:
-        parts, _ = _read_assignment(buf, 0)
-        return parts, None
-    except _Short:
-        return [], DEFAULT_GENERATION
+    for version in (1, 0):
+        read = _read_previous_assignment(buf, version)
+        if read is not None:
+            return read
+    return [], DEFAULT_GENERATION
 
 
 def encode_sticky_userdata(partitions: Sequence[TopicPartition], generation: Optional[int] = None) -> bytes:
@@ -100,16 +156,10 @@ def encode_sticky_userdata(partitions: Sequence[TopicPartition], generation: Opt
     grouped: dict = {}
     for topic, p in partitions:
         grouped.setdefault(topic, []).append(p)
-    out = [_I32.pack(len(grouped))]
-    for topic, ps in grouped.items():
-        raw = topic.encode("utf-8")
-        out.append(_I16.pack(len(raw)))
-        out.append(raw)
-        out.append(_I32.pack(len(ps)))
-        out.extend(_I32.pack(p) for p in ps)
-    if generation is not None:
-        out.append(_I32.pack(generation))
-    return b"".join(out)
+    entries = [codec.StickyTopicAssignment(topic=t, partitions=ps) for t, ps in grouped.items()]
+    if generation is None:
+        return codec.StickyAssignorUserData(previous_assignment=entries).encode(0)
+    return codec.StickyAssignorUserData(previous_assignment=entries, generation=generation).encode(1)
 
 
 def decode_cooperative_userdata(data: Optional[bytes]) -> Optional[int]:
@@ -117,13 +167,12 @@ def decode_cooperative_userdata(data: Optional[bytes]) -> Optional[int]:
     no userData, -1 when it is too short to hold an int32."""
     if data is None:
         return None
-    if len(data) < 4:
-        return DEFAULT_GENERATION
-    return _I32.unpack_from(bytes(data), 0)[0]
+    read = _struct_read(codec.CooperativeStickyUserData, bytes(data), 0)
+    return DEFAULT_GENERATION if read is None else read[0].generation
 
 
 def encode_cooperative_userdata(generation: int) -> bytes:
-    return _I32.pack(generation)
+    return codec.CooperativeStickyUserData(generation=generation).encode(0)
 
 
 def _gen(value: Optional[int]) -> int:

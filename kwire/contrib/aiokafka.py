@@ -18,9 +18,9 @@ from typing import Dict
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 
-from ..assignors._javaorder import utf16_key
-from ..assignors._api import GroupMember, assign_members_arrays
-from . import partition_counts
+from ..assignors import GroupMember
+from ._base import RangeStrategy, RoundRobinStrategy, assign_topic_groups, partition_counts, subscribed_topics
+from ._base import subscription_topics
 
 
 class _Subscription:
@@ -37,6 +37,8 @@ class _Subscription:
 
 
 class _KwireAssignor(AbstractPartitionAssignor):
+    """aiokafka calls these as classmethods on the configured classes."""
+
     name = None
     strategy = None
     version = 0
@@ -45,31 +47,24 @@ class _KwireAssignor(AbstractPartitionAssignor):
     def assign(cls, cluster, members) -> Dict[str, ConsumerProtocolMemberAssignment]:
         # aiokafka's dict keeps JoinGroup-response order, which Java's result depends on.
         group = [GroupMember(mid, None, _Subscription(meta)) for mid, meta in members.items()]
-        counts = partition_counts(cluster, {t for m in group for t in m.subscription.topics})
-        result = assign_members_arrays(cls.strategy, group, counts).topic_groups()
+        result = assign_topic_groups(cls.strategy, group, partition_counts(cluster, subscribed_topics(group)))
         return {mid: ConsumerProtocolMemberAssignment(cls.version, groups, b"") for mid, groups in result.items()}
 
     @classmethod
     def metadata(cls, topics) -> ConsumerProtocolMemberMetadata:
-        return ConsumerProtocolMemberMetadata(cls.version, sorted(topics, key=utf16_key), b"")
+        return ConsumerProtocolMemberMetadata(cls.version, subscription_topics(topics), b"")
 
     @classmethod
     def on_assignment(cls, assignment):
         pass
 
 
-class KwireRangeAssignor(_KwireAssignor):
+class KwireRangeAssignor(RangeStrategy, _KwireAssignor):
     """Java's ``RangeAssignor``."""
 
-    name = "range"
-    strategy = "range"
 
-
-class KwireRoundRobinAssignor(_KwireAssignor):
+class KwireRoundRobinAssignor(RoundRobinStrategy, _KwireAssignor):
     """Java's ``RoundRobinAssignor`` (works with unequal subscriptions)."""
-
-    name = "roundrobin"
-    strategy = "roundrobin"
 
 
 __all__ = ["KwireRangeAssignor", "KwireRoundRobinAssignor"]

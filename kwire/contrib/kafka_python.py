@@ -17,31 +17,31 @@ from typing import Dict, List, Optional
 
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from kafka.structs import TopicPartition
 
-from ..assignors._javaorder import utf16_key
-from ..assignors._api import GroupMember, assign_members_arrays
-from . import _optional, partition_counts
+from ..assignors import GroupMember
+from ._base import RangeStrategy, RoundRobinStrategy, assign_topic_groups, optional_str, partition_counts
+from ._base import subscribed_topics, subscription_topics
 
 
-def _replica_racks(cluster, topic: str, n: int) -> Optional[List[List[Optional[str]]]]:
-    # kafka-python keeps replica lists only in its private partition table;
-    # without them rack-aware range simply does not apply.
-    table = getattr(cluster, "_partitions", {}).get(topic)
-    if not table:
-        return None
-    out = []
-    for p in range(n):
-        meta = table.get(p)
-        replicas = getattr(meta, "replica_nodes", None) or getattr(meta, "replicas", None) or []
-        racks = []
-        for node in replicas:
-            broker = cluster.broker_metadata(node)
-            racks.append(_optional(getattr(broker, "rack", None)) if broker is not None else None)
-        out.append(racks)
-    return out
+def _replica_racks(cluster, topic: str, n: int) -> List[List[str]]:
+    """Each partition's replica racks, from kafka-python's public metadata API.
+
+    Java's rack-aware range reads a partition's replica racks as a set (all
+    replicas, in or out of sync), so asking each broker with a rack whether it
+    is one of the partition's replicas (``is_replica_node``) gives the same
+    answer as walking the replica list; a broker without ``broker.rack`` or
+    unknown to the metadata contributes nothing either way."""
+    racked = [(b.node_id, rack) for b in cluster.brokers() if (rack := optional_str(getattr(b, "rack", None)))]
+    return [
+        [rack for node, rack in racked if cluster.is_replica_node(TopicPartition(topic, p), node) is not None]
+        for p in range(n)
+    ]
 
 
 class _KwireAssignor(AbstractPartitionAssignor):
+    """kafka-python instantiates each configured class with no arguments."""
+
     name = None
     strategy = None
 
@@ -50,20 +50,17 @@ class _KwireAssignor(AbstractPartitionAssignor):
         self.implementation = implementation
 
     def assign(self, cluster, members) -> Dict[str, ConsumerProtocolAssignment]:
-        group = [GroupMember(m.member_id, _optional(getattr(m, "group_instance_id", None)), m.metadata) for m in members]
-        topics = {t for m in group for t in (m.subscription.topics or ())}
-        counts = partition_counts(cluster, topics)
+        group = [GroupMember(m.member_id, optional_str(getattr(m, "group_instance_id", None)), m.metadata) for m in members]
+        counts = partition_counts(cluster, subscribed_topics(group))
         racks = None
         if any(getattr(m.subscription, "rack_id", None) for m in group):
-            racks = {t: r for t, n in counts.items() if (r := _replica_racks(cluster, t, n)) is not None} or None
-        result = assign_members_arrays(
-            self.strategy, group, counts, partition_racks=racks, implementation=self.implementation
-        ).topic_groups()
+            racks = {t: _replica_racks(cluster, t, n) for t, n in counts.items()} or None
+        result = assign_topic_groups(self.strategy, group, counts, partition_racks=racks, implementation=self.implementation)
         return {mid: ConsumerProtocolAssignment(0, groups, b"") for mid, groups in result.items()}
 
     def metadata(self, topics) -> ConsumerProtocolSubscription:
         # Java sends the topics sorted; v3 only when there is a rack to carry.
-        ordered = sorted(topics, key=utf16_key)
+        ordered = subscription_topics(topics)
         if self.rack:
             return ConsumerProtocolSubscription(3, ordered, b"", rack_id=self.rack)
         return ConsumerProtocolSubscription(0, ordered, b"")
@@ -72,18 +69,12 @@ class _KwireAssignor(AbstractPartitionAssignor):
         pass
 
 
-class KwireRangeAssignor(_KwireAssignor):
+class KwireRangeAssignor(RangeStrategy, _KwireAssignor):
     """Java's ``RangeAssignor`` (static members first, KIP-881 racks)."""
 
-    name = "range"
-    strategy = "range"
 
-
-class KwireRoundRobinAssignor(_KwireAssignor):
+class KwireRoundRobinAssignor(RoundRobinStrategy, _KwireAssignor):
     """Java's ``RoundRobinAssignor`` (works with unequal subscriptions)."""
-
-    name = "roundrobin"
-    strategy = "roundrobin"
 
 
 __all__ = ["KwireRangeAssignor", "KwireRoundRobinAssignor"]
