@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import kwire.codec._codec_py as P  # noqa: E402
 from kwire import _schema  # noqa: E402
-from kwire.assignors import userdata  # noqa: E402
+from kwire.assignors import _userdata as userdata  # noqa: E402
 
 import differential as D  # noqa: E402
 
