@@ -15,6 +15,8 @@ import math
 import os
 from collections import Counter
 
+import pandas as pd
+
 from kwire.pipeline._analysis import ERROR_NAMES
 
 #: Groups drawn in the rebalance timeline and listed generation by generation.
@@ -87,7 +89,10 @@ def summarize(s, reb, wi, bad):
         for gid, g in sorted(failed.groupby("group_id"), key=lambda kv: kv[0])]
     proto = wi[wi.observed.astype(bool)].set_index(["group_id", "generation_id"]).strategy
     runs = ok_rows[~ok_rows.observed.astype(bool)]
-    same = runs[[proto.get((g, n)) == st for g, n, st in zip(runs.group_id, runs.generation_id, runs.strategy)]]
+    # A boolean Series, not a list: an empty list would select no columns.
+    ran_own = pd.Series([proto.get((g, n)) == st for g, n, st in zip(runs.group_id, runs.generation_id,
+                                                                      runs.strategy)], index=runs.index, dtype=bool)
+    same = runs[ran_own]
     s["reproduced"] = (int(same.reproduces_observed.astype(bool).sum()), len(same))
     s["inconsistent_frames"] = len(bad)
     reasons = Counter(_reason_kind(r) for r in bad.reason) if len(bad) else Counter()
