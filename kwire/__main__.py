@@ -111,47 +111,32 @@ def cmd_import_pcap(args):
 # Argument types: argparse refuses a bad value with the command's usage and
 # exit status 2, before anything runs.
 
-def _int_at_least(minimum, what):
+def _number(convert, accepts, what):
+    """An argparse type: ``convert`` the text, then refuse unless ``accepts(value)``."""
+    kind = "an integer" if convert is int else "a number"
+
     def parse(text):
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {what}, not {value}")
+            raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
+        if not accepts(value):  # a float NaN fails every test
+            raise argparse.ArgumentTypeError(f"must be {what}, not {text}")
         return value
 
     return parse
 
 
-_positive_int = _int_at_least(1, "positive")
-_non_negative_int = _int_at_least(0, "0 or more")
+_positive_int = _number(int, lambda v: v >= 1, "positive")
+_non_negative_int = _number(int, lambda v: v >= 0, "0 or more")
+_positive_float = _number(float, lambda v: 0.0 < v < float("inf"), "a positive number of seconds")
+_rate = _number(float, lambda v: 0.0 <= v <= 1.0, "a fraction between 0 and 1")
 
 
 def _port(text):
     value = _positive_int(text)
     if value > 65535:
         raise argparse.ArgumentTypeError(f"not a TCP port: {value}")
-    return value
-
-
-def _positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
-    return value
-
-
-def _rate(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a fraction between 0 and 1, not {text}")
     return value
 
 
