@@ -180,3 +180,16 @@ def test_a_capture_without_rebalances_gets_a_report(spark, tmp_path, make, says)
     s = run_pipeline(capture, f"file://{out}", spark=spark, buckets=2, partitions=2, log=lambda *_: None)
     assert s["groups"] == 0 and says in (out / "report.md").read_text()
     assert json.load(open(out / "report.json"))["generations"] == 0
+
+
+def test_progress_counts_the_stage_s_spark_tasks(spark):
+    import io
+
+    from kwire.pipeline._progress import Progress
+
+    stream = io.StringIO()
+    with Progress(spark.sparkContext, stream=stream, live=False).stage("probe") as st:
+        spark.range(1000).repartition(3).count()
+        done, total = st.tasks()
+    assert done == total >= 3
+    assert stream.getvalue().startswith("probe: ")
