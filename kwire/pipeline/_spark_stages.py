@@ -127,10 +127,10 @@ def spark_session(master=None, shuffle_partitions=None, driver_memory="2g", app_
     embedded = master is None and external is None
     effective = master or ("local[*]" if embedded else external)
     local = effective == "local" or effective.startswith("local[")
-    if local:
+    if local or effective.startswith("local-cluster["):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        # Workers must be this interpreter (this venv, this kwire), not
-        # whatever "python3" is first on PATH.
+        # Workers on this machine must be this interpreter (this venv, its
+        # pyarrow), not whatever "python3" is first on PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     b = SparkSession.builder.appName(app_name)
     if master or embedded:
