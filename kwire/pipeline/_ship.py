@@ -58,10 +58,13 @@ def kwire_archive(directory=None):
         digest.update(os.path.relpath(path, base).encode())
         with open(path, "rb") as fh:
             digest.update(fh.read())
-    directory = directory or tempfile.mkdtemp(prefix="kwire-ship-")
+    # One cache directory, one archive per build: reruns reuse it, and it
+    # must outlive the job (Spark serves it from this path while executors start).
+    directory = directory or os.path.join(tempfile.gettempdir(), f"kwire-ship-{os.getuid()}")
+    os.makedirs(directory, exist_ok=True)
     target = os.path.join(directory, f"kwire-{digest.hexdigest()[:16]}.zip")
     if not os.path.exists(target):
-        tmp = target + ".part"
+        tmp = f"{target}.{os.getpid()}.part"
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
             for path in files:
                 zf.write(path, os.path.relpath(path, base))
