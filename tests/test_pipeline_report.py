@@ -106,7 +106,7 @@ class _Tracker:
         return [1] if group == "kwire-decode" else []
 
     def getJobInfo(self, job_id):  # noqa: N802
-        return type("Job", (), {"stageIds": [7]})()
+        return type("Job", (), {"stageIds": [7], "status": "RUNNING"})()
 
     def getStageInfo(self, stage_id):  # noqa: N802
         return type("Stage", (), {"numCompletedTasks": self.done, "numTasks": self.total})()

@@ -73,11 +73,16 @@ class _Stage:
         done = total = 0
         for job_id in tracker.getJobIdsForGroup(f"kwire-{self.name}"):
             job = tracker.getJobInfo(job_id)
-            for stage_id in (job.stageIds if job is not None else ()):
+            if job is None:
+                continue
+            # A finished job's stages that reused an earlier shuffle were
+            # skipped: they keep their task count and never complete one.
+            finished = str(job.status) in ("SUCCEEDED", "FAILED")
+            for stage_id in job.stageIds:
                 info = tracker.getStageInfo(stage_id)
                 if info is not None:
                     done += info.numCompletedTasks
-                    total += info.numTasks
+                    total += info.numCompletedTasks if finished else info.numTasks
         return done, total
 
     def _line(self):
