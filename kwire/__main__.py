@@ -71,17 +71,19 @@ def cmd_synth(args):
 
 def cmd_pipeline(args):
     stages = _pipeline_import("spark_stages")
-    spark = stages.spark_session(args.master, shuffle_partitions=args.shuffle_partitions,
-                                 driver_memory=args.driver_memory)
+    options = {"shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory,
+               "log_level": None if args.verbose else "ERROR"}
     try:
-        if not args.verbose:
-            spark.sparkContext.setLogLevel("ERROR")
-        summary = stages.run_pipeline(args.capture, args.out, spark=spark, buckets=args.buckets,
-                                      partitions=args.partitions, implementation=args.decoder)
-    finally:
-        spark.stop()
-    print(f"{summary['frames']:,} frames, {summary['groups']:,} groups, {summary['rebalances']:,} generations "
-          f"in {summary['wall_s']:.1f}s; report: {args.out}/report.md")
+        summary = stages.run_pipeline(args.capture, args.out, master=args.master, buckets=args.buckets,
+                                      partitions=args.partitions, implementation=args.decoder,
+                                      max_partitions=args.max_partitions, session_options=options)
+    except stages.CaptureError as exc:
+        print(f"kwire pipeline: {exc}", file=sys.stderr)
+        return 2
+    out = str(args.out).rstrip("/")
+    print(f"{summary['frames']:,} frames, {summary['groups']:,} groups, {summary['rebalances']:,} generations, "
+          f"{summary['bad_frames']:,} bad frames in {summary['wall_s']:.1f}s on {summary['spark']['master']}; "
+          f"report: {out}/report.md")
     return 0
 
 
@@ -89,9 +91,9 @@ def cmd_record(args):
     import asyncio
 
     record = _pipeline_import("record")
-    host, _, port = args.upstream.rpartition(":")
+    host, port = args.upstream
     try:
-        asyncio.run(record.serve(args.out, host or "127.0.0.1", int(port), listen_port=args.listen_port,
+        asyncio.run(record.serve(args.out, host, port, listen_port=args.listen_port,
                                  listen_host=args.listen_host, duration=args.duration))
     except KeyboardInterrupt:
         pass
@@ -106,6 +108,75 @@ def cmd_import_pcap(args):
     return 0
 
 
+# Argument types: argparse refuses a bad value with the command's usage and
+# exit status 2, before anything runs.
+
+def _number(convert, accepts, what):
+    """An argparse type: ``convert`` the text, then refuse unless ``accepts(value)``."""
+    kind = "an integer" if convert is int else "a number"
+
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {kind}: {text!r}") from None
+        if not accepts(value):  # a float NaN fails every test
+            raise argparse.ArgumentTypeError(f"must be {what}, not {text}")
+        return value
+
+    return parse
+
+
+_positive_int = _number(int, lambda v: v >= 1, "positive")
+_non_negative_int = _number(int, lambda v: v >= 0, "0 or more")
+_positive_float = _number(float, lambda v: 0.0 < v < float("inf"), "a positive number of seconds")
+_rate = _number(float, lambda v: 0.0 <= v <= 1.0, "a fraction between 0 and 1")
+
+
+def _port(text):
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {value}")
+    return value
+
+
+def _host_port(text):
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
+    return host, _port(port)
+
+
+def _memory(text):
+    import re
+
+    if not re.fullmatch(r"[1-9][0-9]*[kmgtKMGT]?", text):
+        raise argparse.ArgumentTypeError(f"expected a JVM memory size such as 2g or 512m, not {text!r}")
+    return text
+
+
+def add_pipeline_arguments(p):
+    """The ``pipeline`` command's arguments; also ``kwire/pipeline/__main__.py``'s (spark-submit)."""
+    p.add_argument("capture", help="capture Parquet file or directory (a path or a URI)")
+    p.add_argument("--out", required=True,
+                   help="directory for the Parquet tables, report.md and report.json (a path or a URI, e.g. file://)")
+    p.add_argument("--master", default=None,
+                   help="Spark master URL (default: the one spark-submit, spark-defaults.conf or $MASTER sets; "
+                        "without any, an embedded local[*])")
+    p.add_argument("--buckets", type=_positive_int, default=None, help="hash buckets of group ids (default 4 per core)")
+    p.add_argument("--partitions", type=_positive_int, default=None,
+                   help="decode partitions (default: Spark parallelism)")
+    p.add_argument("--shuffle-partitions", type=_positive_int, default=None)
+    p.add_argument("--driver-memory", type=_memory, default="2g",
+                   help="for the embedded session (spark-submit takes its own --driver-memory)")
+    p.add_argument("--max-partitions", type=_positive_int, default=100_000,
+                   help="partitions per topic beyond which an assignment is a bad frame, for topics whose size "
+                        "is inferred (default 100000)")
+    p.add_argument("--decoder", choices=["cython", "python"], default=None,
+                   help="batch decoder implementation (default: as KWIRE_NO_EXTENSIONS says)")
+    p.add_argument("--verbose", action="store_true", help="keep Spark's log output")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="kwire", description="kwire: the Kafka consumer-group protocol")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -114,36 +185,28 @@ def main(argv=None):
 
     s = sub.add_parser("synth", help="write a deterministic synthetic capture of many consumer groups")
     s.add_argument("out", help="Parquet file to write")
-    s.add_argument("--groups", type=int, default=1000)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--duration", type=float, default=600.0, help="seconds of traffic per group (default 600)")
-    s.add_argument("--heartbeat-ms", type=int, default=3000, help="heartbeat.interval.ms (default 3000)")
-    s.add_argument("--corrupt-rate", type=float, default=0.0,
+    s.add_argument("--groups", type=_positive_int, default=1000)
+    s.add_argument("--seed", type=_non_negative_int, default=0)
+    s.add_argument("--duration", type=_positive_float, default=600.0,
+                   help="seconds of traffic per group (default 600)")
+    s.add_argument("--heartbeat-ms", type=_positive_int, default=3000, help="heartbeat.interval.ms (default 3000)")
+    s.add_argument("--corrupt-rate", type=_rate, default=0.0,
                    help="fraction of frames to damage (cut short or bit-flipped), to exercise error handling")
 
     p = sub.add_parser("pipeline", help="analyse a capture on Spark: rebalances, ownership, what-if assignors")
-    p.add_argument("capture", help="capture Parquet file or directory")
-    p.add_argument("--out", required=True, help="directory for the Parquet tables and report.md")
-    p.add_argument("--master", default=None, help="Spark master URL (default: embedded local[*])")
-    p.add_argument("--buckets", type=int, default=None, help="hash buckets of group ids (default 4 per core)")
-    p.add_argument("--partitions", type=int, default=None, help="decode partitions (default: Spark parallelism)")
-    p.add_argument("--shuffle-partitions", type=int, default=None)
-    p.add_argument("--driver-memory", default="2g")
-    p.add_argument("--decoder", choices=["cython", "python"], default=None,
-                   help="batch decoder implementation (default: as KWIRE_NO_EXTENSIONS says)")
-    p.add_argument("--verbose", action="store_true", help="keep Spark's log output")
+    add_pipeline_arguments(p)
 
     r = sub.add_parser("record", help="recording proxy: forward to a broker and capture every frame")
     r.add_argument("out", help="capture Parquet file to write")
-    r.add_argument("--upstream", required=True, help="broker HOST:PORT to forward to")
-    r.add_argument("--listen-port", type=int, default=19092)
+    r.add_argument("--upstream", required=True, type=_host_port, help="broker HOST:PORT to forward to")
+    r.add_argument("--listen-port", type=_port, default=19092)
     r.add_argument("--listen-host", default="127.0.0.1")
-    r.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    r.add_argument("--duration", type=_positive_float, default=None, help="stop after this many seconds")
 
     i = sub.add_parser("import-pcap", help="convert a pcap of Kafka traffic into a capture")
     i.add_argument("pcap")
     i.add_argument("--out", required=True, help="capture Parquet file to write")
-    i.add_argument("--port", type=int, action="append", default=None,
+    i.add_argument("--port", type=_port, action="append", default=None,
                    help="broker port (repeatable; default 9092)")
 
     args = parser.parse_args(argv)

@@ -50,6 +50,7 @@ SCRIPT_AREAS = ("fuzz", "benches")
 PUBLIC_MODULES_WITH_CODE = {
     "kwire.errors": "the error tree itself: its classes are what a user catches",
     "kwire.__main__": "the command line (python -m kwire)",
+    "kwire.pipeline.__main__": "the pipeline as a script for spark-submit (python -m kwire.pipeline)",
     "kwire.contrib.kafka_python": "the adapter classes a user imports by name; importing the module imports "
                                   "kafka-python, so they cannot be re-exported from kwire.contrib",
     "kwire.contrib.aiokafka": "the adapter classes a user imports by name; importing the module imports aiokafka, "

@@ -6,6 +6,7 @@ table is checked against the single-process decoder and analysis, which
 the other pipeline tests check against ground truth.
 """
 
+import json
 import os
 import random
 
@@ -110,4 +111,85 @@ def test_report(run):
     ok, n = summary["reproduced"]
     assert ok == n > 0
     assert f"exactly in {ok:,} of {n:,} generations" in text
-    assert "## Frames that did not decode" in text
+    assert "## Bad frames" in text and "3 frames were left out of the analysis" in text
+
+
+def test_report_json(run):
+    _capture, out, summary, _ = run
+    doc = json.load(open(os.path.join(out, "report.json")))
+    assert doc["spark"]["master"] == "local[2]" and doc["spark"]["app_id"].startswith("local-")
+    stages = doc["stages"]
+    assert set(stages) >= {"spark_start", "decode", "rebalances", "assignments", "whatif", "bad_frames", "report"}
+    assert all(v["seconds"] >= 0 for v in stages.values())
+    assert stages["decode"]["frames"] == summary["frames"] == doc["frames"]
+    wi = _read(out, "whatif")
+    assert stages["whatif"]["members"] == int(wi[~wi.observed].member_count.sum()) > 0
+    assert 0 < stages["whatif"]["replay_seconds"] < stages["whatif"]["seconds"] + stages["rebalances"]["seconds"]
+    assert doc["groups"] == 5 and doc["bad_frames"] == 3 == doc["undecodable_frames"]
+    bad = _read(out, "bad_frames")
+    assert len(bad) == 3 and set(bad.kind) == {"undecodable"} and bad.reason.notna().all()
+
+
+def test_spark_session_uses_the_active_session(spark):
+    from kwire.pipeline._spark_stages import spark_session
+
+    assert spark_session() is spark
+
+
+def test_a_corrupted_capture_completes_with_bad_frames(spark, tmp_path):
+    from kwire.pipeline._spark_stages import run_pipeline
+    from kwire.pipeline._synth import synth
+
+    capture = str(tmp_path / "c.parquet")
+    # This seed's damage includes a SyncGroup frame decoding to a negative partition.
+    synth(capture, groups=8, seed=5, duration_s=300.0, corrupt_rate=0.03)
+    out = str(tmp_path / "out")
+    s = run_pipeline(capture, out, spark=spark, buckets=2, partitions=2, log=lambda *_: None)
+    bad = _read(out, "bad_frames")
+    assert s["bad_frames"] == len(bad) > s["decode_errors"] > 0
+    assert (bad.kind == "inconsistent").sum() == s["inconsistent_frames"] > 0
+    assert s["groups"] == 8 and os.path.exists(os.path.join(out, "report.md"))
+
+
+def _no_group_traffic(path):
+    from kwire.pipeline._synth import Frames
+
+    out = Frames()
+    conn = out.new_conn()
+    # ApiVersions v0 request and response: traffic, but no consumer group.
+    out.add(T0, conn, CLIENT_TO_BROKER, b"\x00\x00\x00\x0a\x00\x12\x00\x00\x00\x00\x00\x01\xff\xff", "c", "b")
+    out.add(T0 + 5, conn, BROKER_TO_CLIENT, b"\x00\x00\x00\x0a\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00",
+            "c", "b")
+    out.write(path)
+
+
+def _empty(path):
+    from kwire.pipeline._capture import CaptureWriter
+
+    CaptureWriter(path).close()
+
+
+@pytest.mark.parametrize("make, says", [(_empty, "The capture holds no frames"),
+                                        (_no_group_traffic, "The capture holds no consumer-group rebalance")])
+def test_a_capture_without_rebalances_gets_a_report(spark, tmp_path, make, says):
+    from kwire.pipeline._spark_stages import run_pipeline
+
+    capture = str(tmp_path / "c.parquet")
+    make(capture)
+    out = tmp_path / "out"
+    s = run_pipeline(capture, f"file://{out}", spark=spark, buckets=2, partitions=2, log=lambda *_: None)
+    assert s["groups"] == 0 and says in (out / "report.md").read_text()
+    assert json.load(open(out / "report.json"))["generations"] == 0
+
+
+def test_progress_counts_the_stage_s_spark_tasks(spark):
+    import io
+
+    from kwire.pipeline._progress import Progress
+
+    stream = io.StringIO()
+    with Progress(spark.sparkContext, stream=stream, live=False).stage("probe") as st:
+        spark.range(1000).repartition(3).count()
+        done, total = st.tasks()
+    assert done == total >= 3
+    assert stream.getvalue().startswith("probe: ")

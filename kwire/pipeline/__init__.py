@@ -17,12 +17,12 @@ not import this package.  See docs/PIPELINE.md.  This module only re-exports.
 
 from kwire.pipeline._capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter, read_capture
 from kwire.pipeline._decode import decode_capture, decode_table
-from kwire.pipeline._spark_stages import run_pipeline, spark_session
+from kwire.pipeline._spark_stages import CaptureError, run_pipeline, spark_session
 from kwire.pipeline._synth import synth
 
 __all__ = [
     "BROKER_TO_CLIENT", "CLIENT_TO_BROKER", "CaptureWriter", "read_capture",
     "decode_capture", "decode_table",
-    "run_pipeline", "spark_session",
+    "CaptureError", "run_pipeline", "spark_session",
     "synth",
 ]

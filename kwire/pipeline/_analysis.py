@@ -28,6 +28,13 @@ DEFAULT_SESSION_TIMEOUT_MS = 45000
 
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
+#: Without Metadata responses a topic's size is inferred from the highest
+#: partition assigned in it.  One flipped byte in a SyncGroup frame can name
+#: partition 16,777,215, and a topic that size makes the what-if replay take
+#: minutes: a partition number at or beyond this cap marks the frame bad
+#: instead.  Kafka's own practical limits are far below it.
+DEFAULT_MAX_PARTITIONS = 100_000
+
 ERROR_NAMES = {
     0: "NONE", 15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR", 14: "COORDINATOR_LOAD_IN_PROGRESS",
     22: "ILLEGAL_GENERATION", 23: "INCONSISTENT_GROUP_PROTOCOL", 24: "INVALID_GROUP_ID", 25: "UNKNOWN_MEMBER_ID",
@@ -59,6 +66,19 @@ WHATIF_SCHEMA = pa.schema([
     ("observed", pa.bool_()), ("member_count", pa.int32()), ("partitions", pa.int32()), ("assigned", pa.int32()),
     ("moved", pa.int32()), ("max_load", pa.int32()), ("min_load", pa.int32()), ("imbalance", pa.int32()),
     ("reproduces_observed", pa.bool_()),
+    # Set when kwire's assignor refused this generation's inputs: the row
+    # reports the failure for this group and the job goes on.
+    ("error", pa.string()),
+])
+
+#: Frames that decoded but contradict the protocol or the rest of the capture.
+#: Their content is left out of the analysis; undecodable frames join them in
+#: the ``bad_frames`` table with their ``decode_error`` as the reason.
+BAD_FRAME_SCHEMA = pa.schema([
+    ("seq", pa.int64()), ("ts", pa.int64()), ("group_id", pa.string()), ("api_key", pa.int16()),
+    ("direction", pa.int8()), ("member_id", pa.string()), ("generation_id", pa.int32()),
+    ("kind", pa.string()),  # "undecodable" (decode_error) or "inconsistent" (left out by the analysis)
+    ("reason", pa.string()),
 ])
 
 
@@ -97,6 +117,11 @@ def _none(v):
     return v
 
 
+def _list(v):
+    """A list cell as read from Arrow or pandas: a missing one is None, or NaN after a concat."""
+    return () if v is None or isinstance(v, float) else v
+
+
 def _assign_rows(rows, member_id, out):
     for r in rows if rows is not None else ():
         mid = r["member_id"] if r["member_id"] is not None else member_id
@@ -112,11 +137,57 @@ class Timeline:
     last_heartbeat: Dict[Tuple[str, int], int]  # (member, generation) -> ts
     session_timeout: Dict[str, int]
     partition_counts: Dict[str, int]
+    #: rows of :data:`BAD_FRAME_SCHEMA`
+    bad_frames: List[dict] = field(default_factory=list)
 
 
-def build_timeline(group_id, events) -> Timeline:
-    """``events``: dicts with :data:`EVENT_COLUMNS`, any order."""
+def metadata_partition_counts(events) -> Dict[str, int]:
+    """Topic sizes from captured Metadata responses.
+
+    The hook for the codec's Metadata message (the group-protocol issue adds
+    it): once the batch decoder fills a column of topic sizes for Metadata
+    responses, read them here, and the counts it returns take precedence over
+    inference from assignments in :func:`build_timeline` (an assignment
+    beyond a known size becomes a bad frame).  Until then, no topic has a
+    known size."""
+    return {}
+
+
+def _assignment_problem(rows, member_id, subscriptions, known_counts, max_partitions):
+    """Why a SyncGroup frame's assignments cannot be true, or None.
+
+    ``subscriptions``: member id -> the topics it subscribed to in this
+    generation, for the members whose JoinGroup was captured."""
+    for r in rows:
+        mid = r["member_id"] if r["member_id"] is not None else member_id
+        topic = r["topic"]
+        topics = subscriptions.get(mid)
+        if topics is not None and topic not in topics:
+            return f"assignment of topic {topic!r} to member {mid!r}, which did not subscribe to it"
+        limit = known_counts.get(topic)
+        for p in r["partitions"]:
+            p = int(p)
+            if p < 0:
+                return f"negative partition {p} of topic {topic!r}"
+            if limit is not None and p >= limit:
+                return f"partition {p} of topic {topic!r}, which has {limit} partitions (Metadata)"
+            if limit is None and p >= max_partitions:
+                return f"partition {p} of topic {topic!r} beyond the cap of {max_partitions:,} partitions per topic"
+    return None
+
+
+def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, known_counts=None) -> Timeline:
+    """``events``: dicts with :data:`EVENT_COLUMNS`, any order.
+
+    ``known_counts``: topic sizes from Metadata responses
+    (:func:`metadata_partition_counts`); other topics' sizes are inferred
+    from assignments, up to ``max_partitions``."""
+    known_counts = dict(known_counts or {})
     events = sorted(events, key=lambda e: e["seq"])
+    bad: List[dict] = []
+    # member id -> topics of its latest JoinGroup request, for members whose
+    # generation's leader response was not captured.
+    requested: Dict[str, Tuple[str, ...]] = {}
     gens: Dict[int, Generation] = {}
     errors, leaves = [], []
     last_hb: Dict[Tuple[str, int], int] = {}
@@ -143,7 +214,21 @@ def build_timeline(group_id, events) -> Timeline:
             rseq = _none(e["request_seq"])
             if rseq is not None and int(rseq) in session_by_seq:
                 session[member] = session_by_seq[int(rseq)]
+        if key == SYNC_GROUP and len(_list(e["assignments"])):
+            gg_members = gens[int(g)].members if g is not None and int(g) in gens else []
+            subscriptions = dict(requested)
+            subscriptions.update((m[0], set(m[2])) for m in gg_members)
+            problem = _assignment_problem(e["assignments"], member, subscriptions, known_counts, max_partitions)
+            if problem is not None:
+                bad.append({"seq": int(e["seq"]), "ts": ts, "group_id": group_id, "api_key": key,
+                            "direction": direction, "member_id": member,
+                            "generation_id": int(g) if g is not None else None, "kind": "inconsistent",
+                            "reason": problem})
+                continue
         if key == JOIN_GROUP and direction == REQUEST:
+            topics = _list(e["topics"])
+            if member and len(topics):
+                requested[member] = set(topics)
             st = _none(e["session_timeout_ms"])
             if st is not None:
                 session_by_seq[int(e["seq"])] = int(st)
@@ -180,7 +265,8 @@ def build_timeline(group_id, events) -> Timeline:
             for r in e["assignments"]:
                 for p in r["partitions"]:
                     counts[r["topic"]] = max(counts[r["topic"]], int(p) + 1)
-    return Timeline(group_id, gens, errors, leaves, last_hb, session, dict(counts))
+    counts.update(known_counts)
+    return Timeline(group_id, gens, errors, leaves, last_hb, session, dict(counts), bad)
 
 
 def completed_generations(tl: Timeline) -> List[Generation]:
@@ -287,6 +373,7 @@ def whatif_group_input(strategy, gg: Generation, prev: Optional[Generation], par
 
 def whatif_rows(tl: Timeline, strategies=STRATEGIES, implementation=None) -> List[dict]:
     from kwire.assignors import assign_group
+    from kwire.errors import KwireError
 
     rows = []
     prev = None
@@ -307,13 +394,22 @@ def whatif_rows(tl: Timeline, strategies=STRATEGIES, implementation=None) -> Lis
                     "observed": is_observed, "member_count": len(member_ids), "partitions": total,
                     "assigned": len(own), "moved": moved, "max_load": max(per_member),
                     "min_load": min(per_member), "imbalance": max(per_member) - min(per_member),
-                    "reproduces_observed": reproduces}
+                    "reproduces_observed": reproduces, "error": None}
 
         rows.append(summary(gg.protocol_name, True, observed, None))
         observed_lists = gg.assignment or gg.leader_assignment
         for strategy in strategies:
-            result = assign_group(strategy, whatif_group_input(strategy, gg, prev, tl.partition_counts),
-                                  implementation=implementation)
+            try:
+                result = assign_group(strategy, whatif_group_input(strategy, gg, prev, tl.partition_counts),
+                                      implementation=implementation)
+            except KwireError as exc:
+                # The inputs the capture gives this generation are not a
+                # valid group (the bad frames were already left out): report
+                # it on this row and go on with the other groups.
+                rows.append({"group_id": tl.group_id, "generation_id": gg.generation_id, "strategy": strategy,
+                             "observed": False, "member_count": len(member_ids), "partitions": total,
+                             "error": f"{type(exc).__name__}: {exc}"})
+                continue
             own = {tp: m for m, tps in result.items() for tp in tps}
             reproduces = all(serialized_order(result.get(m, ())) == list(observed_lists.get(m, ()))
                              for m in member_ids)
@@ -360,7 +456,7 @@ def _frame(rows, schema):
     return table.to_pandas()
 
 
-def _groups(pdf):
+def _groups(pdf, max_partitions=DEFAULT_MAX_PARTITIONS):
     if pdf.empty:
         return
     records = pdf.to_dict("records")
@@ -368,16 +464,20 @@ def _groups(pdf):
     for r in records:
         by_group[r["group_id"]].append(r)
     for gid in sorted(by_group):
-        yield build_timeline(gid, by_group[gid])
+        yield build_timeline(gid, by_group[gid], max_partitions, metadata_partition_counts(by_group[gid]))
 
 
-def rebalances_of(pdf: pd.DataFrame) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf) for r in rebalance_rows(tl)], REBALANCE_SCHEMA)
+def rebalances_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
+    return _frame([r for tl in _groups(pdf, max_partitions) for r in rebalance_rows(tl)], REBALANCE_SCHEMA)
 
 
-def assignments_of(pdf: pd.DataFrame) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf) for r in assignment_rows(tl)], ASSIGNMENT_SCHEMA)
+def assignments_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
+    return _frame([r for tl in _groups(pdf, max_partitions) for r in assignment_rows(tl)], ASSIGNMENT_SCHEMA)
 
 
-def whatif_of(pdf: pd.DataFrame) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf) for r in whatif_rows(tl)], WHATIF_SCHEMA)
+def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
+    return _frame([r for tl in _groups(pdf, max_partitions) for r in whatif_rows(tl)], WHATIF_SCHEMA)
+
+
+def bad_frames_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
+    return _frame([r for tl in _groups(pdf, max_partitions) for r in tl.bad_frames], BAD_FRAME_SCHEMA)

@@ -11,20 +11,40 @@
 3. **rebalances / assignments / what-if**: ``applyInArrow`` over hash
    buckets of group ids (not one task per group), each bucket analysed by
    :mod:`kwire.pipeline._analysis`.
-4. a Markdown report from small aggregates.
+4. ``bad_frames``: undecodable frames and the frames the analysis left out
+   (:data:`kwire.pipeline._analysis.BAD_FRAME_SCHEMA`), with their reasons.
+5. ``report.md``, ``report.json`` and charts from small aggregates
+   (:mod:`kwire.pipeline._report`).
+
+The session is the user's whenever they configured one (see
+:func:`spark_session`); on a cluster kwire ships itself to the executors
+(:mod:`kwire.pipeline._ship`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
-from collections import Counter
 
 import pyarrow as pa
 
+from kwire.errors import KwireError
 from kwire.pipeline import _analysis as analysis
+from kwire.pipeline import _report as report
+from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
+from kwire.pipeline._progress import Progress
+from kwire.pipeline._ship import needs_shipping, remote, ship_kwire
+
 DEFAULT_BUCKETS_PER_CORE = 4
+#: Capture columns the decode stage reads.
+DECODE_COLUMNS = ("seq", "ts", "conn", "direction", "frame", "truncated")
+
+
+class CaptureError(KwireError, ValueError):
+    """The capture cannot be read: missing, not Parquet, or without the
+    columns of the capture schema.  The command line exits 2 on it."""
 
 
 # -- schema conversion -------------------------------------------------------------------------
@@ -61,23 +81,66 @@ def spark_schema(schema: pa.Schema):
 # -- session -------------------------------------------------------------------------------------
 
 
+def configured_master(environ=None):
+    """Where a master is configured outside kwire, or None: ``spark-submit``
+    (its gateway is already running), ``PYSPARK_SUBMIT_ARGS --master``,
+    ``$MASTER``, or ``spark.master`` in ``spark-defaults.conf``.  Returns a
+    description of the source (the master itself when it is known here)."""
+    env = os.environ if environ is None else environ
+    if env.get("PYSPARK_GATEWAY_PORT"):
+        return "spark-submit"
+    m = re.search(r"--master[ =](\S+)", env.get("PYSPARK_SUBMIT_ARGS", ""))
+    if m:
+        return m.group(1)
+    if env.get("MASTER"):
+        return env["MASTER"]
+    conf_dir = env.get("SPARK_CONF_DIR") or (os.path.join(env["SPARK_HOME"], "conf") if env.get("SPARK_HOME")
+                                             else None)
+    if conf_dir:
+        try:
+            with open(os.path.join(conf_dir, "spark-defaults.conf")) as fh:
+                for line in fh:
+                    parts = line.split(None, 1)
+                    if len(parts) == 2 and parts[0] == "spark.master":
+                        return parts[1].strip()
+        except OSError:
+            pass
+    return None
+
+
 def spark_session(master=None, shuffle_partitions=None, driver_memory="2g", app_name="kwire-pipeline", conf=None):
-    """A SparkSession; ``master=None`` starts an embedded ``local[*]`` one
-    bound to 127.0.0.1."""
+    """The SparkSession to run on.
+
+    In order: an active session (a notebook's, a test's); ``master`` when
+    given; a master configured outside kwire (:func:`configured_master`:
+    ``spark-submit --master``, ``spark.master`` in spark-defaults.conf or
+    the environment), which kwire then leaves to Spark.  Only when none is
+    set does kwire start an embedded ``local[*]`` bound to 127.0.0.1."""
     from pyspark.sql import SparkSession
 
-    local = master is None or master.startswith("local")
-    if local:
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        if shuffle_partitions:
+            active.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        return active
+    external = None if master else configured_master()
+    embedded = master is None and external is None
+    effective = master or ("local[*]" if embedded else external)
+    local = effective == "local" or effective.startswith("local[")
+    if local or effective.startswith("local-cluster["):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        # Workers must be this interpreter (this venv, this kwire), not
-        # whatever "python3" is first on PATH.
+        # Workers on this machine must be this interpreter (this venv, its
+        # pyarrow), not whatever "python3" is first on PATH.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    b = SparkSession.builder.appName(app_name).master(master or "local[*]")
+    b = SparkSession.builder.appName(app_name)
+    if master or embedded:
+        b = b.master(effective)
     b = b.config("spark.sql.session.timeZone", "UTC").config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    b = b.config("spark.ui.enabled", "false").config("spark.driver.memory", driver_memory)
-    # INT96 (Spark's default) reads back without a time zone elsewhere.
-    b = b.config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    if local:
+    b = b.config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")  # INT96 reads back without a zone
+    if embedded or local:
+        # Settings of a session kwire owns; a configured one keeps its own.
+        b = b.config("spark.ui.enabled", "false").config("spark.driver.memory", driver_memory)
+        b = b.config("spark.ui.showConsoleProgress", "false")  # kwire draws its own (_progress)
         b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     if shuffle_partitions:
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -86,12 +149,51 @@ def spark_session(master=None, shuffle_partitions=None, driver_memory="2g", app_
     return b.getOrCreate()
 
 
+# -- input ---------------------------------------------------------------------------------------
+
+
+def check_capture(spark, capture_path):
+    """Raise :class:`CaptureError` unless ``capture_path`` exists and has the
+    capture's columns.  Local paths and URIs pyarrow knows are checked
+    without Spark (before a session starts, and no Java trace for a typo);
+    others through Spark's reader.  Returns False when ``spark`` is None and
+    the check needs it."""
+    from pyarrow import fs
+
+    try:
+        filesystem, path = report.output_fs(capture_path)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        filesystem = None
+    if filesystem is None and spark is None:
+        return False
+    if filesystem is not None:
+        info = filesystem.get_file_info(path)
+        if info.type == fs.FileType.NotFound:
+            raise CaptureError(f"capture not found: {capture_path}")
+        import pyarrow.dataset as ds
+
+        try:
+            names = ds.dataset(path, filesystem=filesystem, format="parquet").schema.names
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise CaptureError(f"{capture_path} is not a Parquet capture: {str(exc).splitlines()[0]}") from None
+    else:
+        try:
+            names = spark.read.parquet(str(capture_path)).schema.names
+        except Exception as exc:  # Spark's AnalysisException and Py4J errors: one line, not a Java trace
+            raise CaptureError(f"cannot read the capture {capture_path}: {str(exc).splitlines()[0]}") from None
+    missing = [c for c in CAPTURE_SCHEMA.names if c in DECODE_COLUMNS and c not in names]
+    if missing:
+        raise CaptureError(f"{capture_path} is not a kwire capture: missing column{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(missing)} (docs/PIPELINE.md, 'The capture format')")
+    return True
+
+
 # -- stages ------------------------------------------------------------------------------------
 
 
-def _decode_partition(batches, implementation=None):
-    # Runs in the Python worker: one Pairing per partition, so pairing state
-    # survives batch boundaries (the partition is sorted by conn, seq).
+def decode_partition(batches, implementation=None):
+    """Runs in the Python worker: one Pairing per partition, so pairing state
+    survives batch boundaries (the partition is sorted by conn, seq)."""
     from kwire.pipeline._decode import batch_module, decode_record_batch
 
     mod = batch_module(implementation)
@@ -100,14 +202,15 @@ def _decode_partition(batches, implementation=None):
         yield decode_record_batch(batch, pairing, mod)
 
 
-def decode_stage(spark, capture_path, partitions=None, implementation=None):
+def decode_stage(spark, capture_path, partitions=None, implementation=None, archive=None):
     from kwire.pipeline._decode import batch_module
 
-    capture = spark.read.parquet(capture_path).select("seq", "ts", "conn", "direction", "frame", "truncated")
+    capture = spark.read.parquet(str(capture_path)).select(*DECODE_COLUMNS)
     n = partitions or spark.sparkContext.defaultParallelism
     ordered = capture.repartition(n, "conn").sortWithinPartitions("conn", "seq")
     schema = spark_schema(batch_module(implementation).FRAMES_SCHEMA)
-    return ordered.mapInArrow(lambda it: _decode_partition(it, implementation), schema)
+    decode = remote(__name__, "decode_partition", archive)
+    return ordered.mapInArrow(lambda it: decode(it, implementation), schema)
 
 
 def events_stage(frames, buckets):
@@ -133,170 +236,172 @@ def events_stage(frames, buckets):
         buckets, "bucket")
 
 
-def _bucket_fn(kind):
-    fn = {"rebalances": analysis.rebalances_of, "assignments": analysis.assignments_of,
-          "whatif": analysis.whatif_of}[kind]
-    schema = {"rebalances": analysis.REBALANCE_SCHEMA, "assignments": analysis.ASSIGNMENT_SCHEMA,
-              "whatif": analysis.WHATIF_SCHEMA}[kind]
-
-    def run(table: pa.Table) -> pa.Table:
-        return pa.Table.from_pandas(fn(table.drop(["bucket"]).to_pandas()), schema=schema, preserve_index=False)
-
-    def run_pandas(pdf):
-        return fn(pdf.drop(columns=["bucket"]))
-
-    return run, run_pandas, schema
+_BUCKET_KINDS = {
+    "rebalances": (analysis.rebalances_of, analysis.REBALANCE_SCHEMA),
+    "assignments": (analysis.assignments_of, analysis.ASSIGNMENT_SCHEMA),
+    "whatif": (analysis.whatif_of, analysis.WHATIF_SCHEMA),
+    "bad_frames": (analysis.bad_frames_of, analysis.BAD_FRAME_SCHEMA),
+}
 
 
-def bucket_stage(events, kind):
-    run, run_pandas, schema = _bucket_fn(kind)
+def analyse_bucket(pdf, kind, max_partitions, timer=None):
+    """Runs in the Python worker: one bucket of groups' events (pandas) to the
+    rows of table ``kind``; adds the seconds it took to ``timer``."""
+    fn, _schema = _BUCKET_KINDS[kind]
+    t = time.perf_counter()
+    out = fn(pdf.drop(columns=["bucket"]), max_partitions)
+    if timer is not None:
+        timer.add(time.perf_counter() - t)
+    return out
+
+
+def analyse_bucket_arrow(table, kind, max_partitions, timer=None):
+    _fn, schema = _BUCKET_KINDS[kind]
+    return pa.Table.from_pandas(analyse_bucket(table.to_pandas(), kind, max_partitions, timer), schema=schema,
+                                preserve_index=False)
+
+
+def bucket_stage(events, kind, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, archive=None, timer=None):
+    _fn, schema = _BUCKET_KINDS[kind]
     grouped = events.groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
-        return grouped.applyInArrow(run, spark_schema(schema))
-    return grouped.applyInPandas(run_pandas, spark_schema(schema))
+        run = remote(__name__, "analyse_bucket_arrow", archive)
+        return grouped.applyInArrow(lambda t: run(t, kind, max_partitions, timer), spark_schema(schema))
+    run = remote(__name__, "analyse_bucket", archive)
+    return grouped.applyInPandas(lambda pdf: run(pdf, kind, max_partitions, timer), spark_schema(schema))
+
+
+def undecodable_frames(frames):
+    """Rows of ``bad_frames`` for the frames the decoder could not read."""
+    from pyspark.sql import functions as F
+
+    return frames.where(F.col("decode_error").isNotNull()).select(
+        "seq", F.unix_micros("ts").alias("ts"), "group_id", "api_key", "direction", "member_id", "generation_id",
+        F.lit("undecodable").alias("kind"), F.col("decode_error").alias("reason"))
 
 
 # -- the whole pipeline -----------------------------------------------------------------------
 
 
+def _path(out, name):
+    return f"{str(out).rstrip('/')}/{name}"
+
+
+def _spark_out(out):
+    # Spark and pyarrow must agree on where a plain path is: this machine's
+    # file system, made absolute.  URIs go to Spark as they are.
+    return str(out) if "://" in str(out) else os.path.abspath(str(out))
+
+
 def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, partitions=None,
-                 implementation=None, log=print):
-    """Run every stage; returns a dict of timings and counts."""
+                 implementation=None, log=print, max_partitions=analysis.DEFAULT_MAX_PARTITIONS,
+                 progress=None, session_options=None):
+    """Run every stage; returns the summary (the figures of report.json).
+
+    ``spark``: a session to use (left running); otherwise one from
+    :func:`spark_session` (``master``, ``session_options``), stopped at the
+    end.  ``progress``: a :class:`~kwire.pipeline._progress.Progress`, or
+    None to draw on stderr when it is a terminal and log a line a stage
+    through ``log`` otherwise."""
     from pyspark.sql import functions as F
 
-    own_session = spark is None
     t_start = time.perf_counter()
-    spark = spark or spark_session(master)
+    stages = {}
+    checked = check_capture(spark, capture_path)
+    own_session = spark is None
+    if own_session:
+        t = time.perf_counter()
+        options = dict(session_options or {})
+        log_level = options.pop("log_level", "ERROR")
+        spark = spark_session(master, **options)
+        if log_level:
+            spark.sparkContext.setLogLevel(log_level)
+        spark.range(1).count()  # the first job starts the Python workers; the stages should not pay for it
+        stages["spark_start"] = {"seconds": time.perf_counter() - t}
+    else:
+        stages["spark_start"] = {"seconds": 0.0}
+    sc = spark.sparkContext
+    if progress is None:
+        progress = Progress(sc, stream=_LogStream(log) if not sys.stderr.isatty() else None)
+    elif progress.sc is None:
+        progress.sc = sc
     try:
-        os.makedirs(out_dir, exist_ok=True)
-        par = spark.sparkContext.defaultParallelism
+        if not checked:
+            check_capture(spark, capture_path)
+        out = _spark_out(out_dir)
+        archive = ship_kwire(sc) if needs_shipping(sc.master) else None
+        par = sc.defaultParallelism
         buckets = buckets or DEFAULT_BUCKETS_PER_CORE * par
-        timings = {}
 
-        t = time.perf_counter()
-        frames_path = os.path.join(out_dir, "frames")
-        decode_stage(spark, capture_path, partitions, implementation).write.mode("overwrite").parquet(frames_path)
-        frames = spark.read.parquet(frames_path)
-        timings["decode"] = time.perf_counter() - t
-        log(f"decode: {timings['decode']:.1f}s")
+        with progress.stage("decode") as st:
+            decode_stage(spark, capture_path, partitions, implementation, archive).write.mode("overwrite").parquet(
+                _path(out, "frames"))
+            frames = spark.read.parquet(_path(out, "frames"))
+            row = frames.agg(F.count(F.lit(1)).alias("frames"),
+                             F.sum(F.col("decode_error").isNotNull().cast("long")).alias("errors"),
+                             F.countDistinct("conn").alias("conns")).first()
+            st.done(frames=row["frames"])
+        stages["decode"] = {"seconds": st.seconds, "frames": row["frames"]}
+        s = {"frames": row["frames"], "decode_errors": row["errors"] or 0, "connections": row["conns"]}
 
-        t = time.perf_counter()
         events = events_stage(frames, buckets).persist()
         tables = {}
-        for kind in ("rebalances", "assignments", "whatif"):
-            path = os.path.join(out_dir, kind)
-            bucket_stage(events, kind).write.mode("overwrite").parquet(path)
-            tables[kind] = spark.read.parquet(path)
-            timings[kind] = time.perf_counter() - t
-            log(f"{kind}: {timings[kind]:.1f}s")
-            t = time.perf_counter()
+        replay = sc.accumulator(0.0)
+        for kind in ("rebalances", "assignments", "whatif", "bad_frames"):
+            with progress.stage(kind) as st:
+                table = bucket_stage(events, kind, max_partitions, archive, replay if kind == "whatif" else None)
+                if kind == "bad_frames":
+                    table = undecodable_frames(frames).unionByName(table)
+                table.write.mode("overwrite").parquet(_path(out, kind))
+                tables[kind] = spark.read.parquet(_path(out, kind))
+                if kind == "whatif":
+                    counts = tables[kind].where(~F.col("observed")).agg(
+                        F.count(F.lit(1)).alias("rows"), F.sum("member_count").alias("members")).first()
+                    st.done(members=counts["members"] or 0)
+                else:
+                    st.done(rows=tables[kind].count())
+            stages[kind] = {"seconds": st.seconds, **st.counts}
+        stages["whatif"]["replay_seconds"] = replay.value
         events.unpersist()
 
-        t = time.perf_counter()
-        summary = summarize(frames, tables, F)
-        summary["timings"] = timings
-        with open(os.path.join(out_dir, "report.md"), "w") as fh:
-            fh.write(render_report(capture_path, summary))
-        timings["report"] = time.perf_counter() - t
-        summary["wall_s"] = time.perf_counter() - t_start
-        return summary
+        with progress.stage("report") as st:
+            error_kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
+                F.substring_index("decode_error", ":", 1).alias("kind")).agg(F.count(F.lit(1)).alias("n")).collect()
+            s["error_kinds"] = sorted(((r["kind"], r["n"]) for r in error_kinds), key=lambda kv: (-kv[1], kv[0]))
+            reb = tables["rebalances"].select("group_id", "generation_id", "protocol_name", "stall_ms", "trigger",
+                                              "error_codes", "member_count", "start_ts", "end_ts",
+                                              "moved_partitions").toPandas()
+            wi = tables["whatif"].toPandas()
+            bad = tables["bad_frames"].where(F.col("kind") == "inconsistent").select("reason").toPandas()
+            report.summarize(s, reb, wi, bad)
+            stages["report"] = {"seconds": time.perf_counter() - st.t0}  # so far: the files are written next
+            run = {"spark": {"master": sc.master, "app_id": sc.applicationId, "version": spark.version,
+                             "default_parallelism": par}, "stages": stages}
+            report.write_report(out_dir, capture_path, s, reb, wi, run)
+        stages["report"]["seconds"] = st.seconds
+        s["stages"] = stages
+        s["timings"] = {k: v["seconds"] for k, v in stages.items()}
+        s["spark"] = run["spark"]
+        s["wall_s"] = time.perf_counter() - t_start
+        return s
     finally:
         if own_session:
             spark.stop()
 
 
-def summarize(frames, tables, F):
-    """Report figures.  The per-generation tables are small next to the
-    capture (one row per group and generation), so they are aggregated in
-    pandas after one collect each rather than in a dozen Spark jobs."""
-    s = {}
-    row = frames.agg(F.count(F.lit(1)).alias("frames"), F.sum(F.col("decode_error").isNotNull().cast("long"))
-                     .alias("errors"), F.countDistinct("conn").alias("conns")).first()
-    s["frames"], s["decode_errors"], s["connections"] = row["frames"], row["errors"] or 0, row["conns"]
-    kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
-        F.substring_index("decode_error", ":", 1).alias("kind")).agg(F.count(F.lit(1)).alias("n")).collect()
-    s["error_kinds"] = sorted(((r["kind"], r["n"]) for r in kinds), key=lambda kv: (-kv[1], kv[0]))[:8]
-    reb = tables["rebalances"].select("group_id", "generation_id", "protocol_name", "stall_ms", "trigger",
-                                      "error_codes").toPandas()
-    wi = tables["whatif"].toPandas()
-    return summarize_tables(s, reb, wi)
+class _LogStream:
+    """Progress lines to a ``log`` function (``print`` by default)."""
 
+    def __init__(self, log):
+        self.log = log
 
-def summarize_tables(s, reb, wi):
-    s["groups"], s["rebalances"] = int(reb.group_id.nunique()), len(reb)
-    stall = reb.stall_ms.dropna()
-    s["stall"] = {"p50": _q(stall, 0.5), "p95": _q(stall, 0.95), "max": _q(stall, 1.0),
-                  "total": float(stall.sum()) if len(stall) else None}
-    counts = reb.trigger.value_counts()
-    s["triggers"] = sorted(((t, int(n)) for t, n in counts.items()), key=lambda kv: (-kv[1], kv[0]))
-    codes = Counter(int(c) for codes in reb.error_codes if codes is not None for c in codes)
-    s["errors"] = sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))
-    top = []
-    for gid, g in reb.sort_values("generation_id").groupby("group_id"):
-        top.append({"group_id": gid, "rebalances": len(g), "stall_ms": float(g.stall_ms.sum()),
-                    "protocol": g.protocol_name.iloc[-1],
-                    "triggers": ", ".join(dict.fromkeys(g.trigger))})
-    s["top_groups"] = sorted(top, key=lambda r: (-r["rebalances"], -r["stall_ms"], r["group_id"]))[:10]
-    moved = wi[wi.moved.notna()].copy()
-    moved["label"] = moved.strategy.where(~moved.observed.astype(bool), "observed")
-    s["whatif"] = []
-    for label, g in sorted(moved.groupby("label"), key=lambda kv: kv[0]):
-        s["whatif"].append({"strategy": label, "generations": len(g), "moved": int(g.moved.sum()),
-                            "mean_imbalance": float(g.imbalance.mean()), "max_imbalance": int(g.imbalance.max())})
-    proto = wi[wi.observed.astype(bool)].set_index(["group_id", "generation_id"]).strategy
-    runs = wi[~wi.observed.astype(bool)]
-    same = runs[[proto.get((g, n)) == st for g, n, st in zip(runs.group_id, runs.generation_id, runs.strategy)]]
-    s["reproduced"] = (int(same.reproduces_observed.astype(bool).sum()), len(same))
-    return s
+    def isatty(self):
+        return False
 
+    def write(self, text):
+        text = text.strip("\r\n")
+        if text:
+            self.log(text)
 
-def _q(series, q):
-    return float(series.quantile(q)) if len(series) else None
-
-
-def _fmt(v, unit=""):
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:,.1f}{unit}"
-    return f"{v:,}{unit}"
-
-
-def render_report(capture_path, s):
-    lines = [f"# Consumer-group rebalances in `{os.path.basename(str(capture_path))}`", ""]
-    lines.append(f"{_fmt(s['frames'])} frames on {_fmt(s['connections'])} connections, "
-                 f"{_fmt(s['decode_errors'])} not decodable; {_fmt(s['groups'])} groups, "
-                 f"{_fmt(s['rebalances'])} generations.")
-    lines += ["", "## How long rebalances stall consumption", "",
-              "Stall = first JoinGroup of a generation to its last successful SyncGroup response.", "",
-              "| p50 | p95 | max | total |", "|---|---|---|---|",
-              "| " + " | ".join(_fmt(s["stall"][k], " ms") for k in ("p50", "p95", "max", "total")) + " |"]
-    lines += ["", "## Why groups rebalance", "", "| likely trigger | generations |", "|---|---|"]
-    lines += [f"| {t} | {_fmt(n)} |" for t, n in s["triggers"]]
-    if s["errors"]:
-        lines += ["", "Errors answered during rebalances:", "", "| error | generations |", "|---|---|"]
-        lines += [f"| {c} {analysis.ERROR_NAMES.get(c, '')} | {_fmt(n)} |" for c, n in s["errors"]]
-    lines += ["", "## Groups that rebalance most", "", "| group | protocol | generations | total stall | triggers |",
-              "|---|---|---|---|---|"]
-    lines += [f"| {g['group_id']} | {g['protocol']} | {g['rebalances']} | {_fmt(g['stall_ms'], ' ms')} | "
-              f"{g['triggers']} |" for g in s["top_groups"]]
-    lines += ["", "## What if the groups used another assignor", "",
-              "Every observed generation after the first, re-run with kwire's assignors on the observed "
-              "subscriptions and the previous generation's observed ownership. *moved* counts partitions whose "
-              "owner changed (a partition held back by cooperative-sticky counts as moved).", "",
-              "| strategy | generations | partitions moved | mean imbalance (max−min per member) | worst imbalance |",
-              "|---|---|---|---|---|"]
-    for w in s["whatif"]:
-        lines.append(f"| {w['strategy']} | {_fmt(w['generations'])} | {_fmt(w['moved'])} | "
-                     f"{_fmt(w['mean_imbalance'])} | {_fmt(w['max_imbalance'])} |")
-    ok, n = s["reproduced"]
-    lines += ["", f"kwire reproduced the leader's assignment exactly in {ok:,} of {n:,} generations whose protocol "
-              "it ran (a mismatch means the leader saw other inputs: partition counts, racks or claims not in "
-              "the capture)."]
-    if s["decode_errors"]:
-        lines += ["", "## Frames that did not decode", "", "| error | frames |", "|---|---|"]
-        lines += [f"| {k} | {_fmt(n)} |" for k, n in s["error_kinds"]]
-    t = s.get("timings", {})
-    if t:
-        lines += ["", "Stage times: " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()) + "."]
-    return "\n".join(lines) + "\n"
+    def flush(self):
+        pass

@@ -1,0 +1,106 @@
+"""Getting kwire onto executors that do not have it installed.
+
+The decoder and the assignors run in Spark's Python workers, so every
+executor needs kwire, compiled extensions included.  On a cluster whose
+executors lack it, :func:`ship_kwire` zips the driver's own ``kwire``
+package (Python files and the compiled modules built for this platform) and
+adds it with ``SparkContext.addArchive``: Spark serves it from the driver and
+unpacks it in each executor's SparkFiles directory.
+
+A zip on ``sys.path`` cannot hold extension modules (zipimport loads only
+Python), and Spark puts an unpacked archive's directory on no path, so the
+functions Spark runs are wrapped by :func:`remote`: a closure that Spark's
+cloudpickle sends by value (it names no kwire module), which puts the
+unpacked directory first on ``sys.path`` and only then imports the kwire
+function it stands for.  Executors still need kwire's dependencies (NumPy,
+pyarrow, pandas) and the same Python version; docs/PIPELINE.md shows the
+packed-venv way, which ships those too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import sys
+import tempfile
+import zipfile
+
+#: Files of the package a worker needs: sources and this platform's extensions.
+_SHIPPED_SUFFIXES = (".py", ".typed")
+
+
+def _package_files(root):
+    ext_suffix = _extension_suffix()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(_SHIPPED_SUFFIXES) or name.endswith(ext_suffix):
+                yield os.path.join(folder, name)
+
+
+def _extension_suffix():
+    import sysconfig
+
+    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+
+
+def kwire_archive(directory=None):
+    """A zip of the driver's ``kwire`` package, named by a hash of its bytes so
+    a rebuilt package is a new archive (Spark adds a path only once)."""
+    import kwire
+
+    root = os.path.dirname(os.path.abspath(kwire.__file__))
+    base = os.path.dirname(root)
+    files = list(_package_files(root))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(os.path.relpath(path, base).encode())
+        with open(path, "rb") as fh:
+            digest.update(fh.read())
+    # One cache directory, one archive per build: reruns reuse it, and it
+    # must outlive the job (Spark serves it from this path while executors start).
+    directory = directory or os.path.join(tempfile.gettempdir(), f"kwire-ship-{os.getuid()}")
+    os.makedirs(directory, exist_ok=True)
+    target = os.path.join(directory, f"kwire-{digest.hexdigest()[:16]}.zip")
+    if not os.path.exists(target):
+        tmp = f"{target}.{os.getpid()}.part"
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in files:
+                zf.write(path, os.path.relpath(path, base))
+        os.replace(tmp, target)
+    return target
+
+
+def ship_kwire(spark_context, directory=None):
+    """Add the driver's kwire to the job's archives; returns the archive's
+    name, which :func:`remote` needs to find it on the workers."""
+    path = kwire_archive(directory)
+    spark_context.addArchive(path)
+    return os.path.basename(path)
+
+
+def needs_shipping(master):
+    """Executors of ``local[...]`` are this interpreter's threads' workers and
+    see this ``sys.path``; every other master's may not."""
+    return not (master == "local" or master.startswith("local["))
+
+
+def remote(module, name, archive=None):
+    """``module.name``, callable on a worker that may not have kwire installed.
+
+    With ``archive`` (from :func:`ship_kwire`) the unpacked archive goes first
+    on ``sys.path`` before the import.  The closure refers to no kwire object,
+    so cloudpickle sends it by value and the worker imports kwire only when it
+    is first called, from wherever the path says."""
+
+    def call(*args, **kwargs):
+        if archive is not None:
+            from pyspark import SparkFiles
+
+            path = os.path.join(SparkFiles.getRootDirectory(), archive)
+            if os.path.isdir(path) and path not in sys.path:
+                sys.path.insert(0, path)
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return call

@@ -1,0 +1,154 @@
+"""Bad input never aborts the analysis or lies: inconsistent frames become
+rows of ``bad_frames`` with their reason, a group whose what-if fails is
+reported on its own rows, and the command line refuses what it cannot run
+with exit status 2 and one line (no Spark needed for any of it)."""
+
+import copy
+
+import pytest
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("pandas")
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import kwire.assignors  # noqa: E402
+from kwire.__main__ import main  # noqa: E402
+from kwire.errors import AssignmentError  # noqa: E402
+from kwire.pipeline import _analysis as analysis  # noqa: E402
+from kwire.pipeline._decode import decode_capture  # noqa: E402
+from kwire.pipeline._synth import synth  # noqa: E402
+
+from .test_pipeline_analysis import scripted_capture  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bad") / "capture.parquet"
+    scripted_capture(path)
+    return analysis.events_from_frames(decode_capture(path))
+
+
+def _tamper(events, edit):
+    """A copy of ``events`` whose first SyncGroup response to orders-app
+    generation 2 has its assignments changed by ``edit``; returns (events, seq)."""
+    out = events.copy()
+    rows = out[(out.group_id == "orders-app") & (out.api_key == analysis.SYNC_GROUP)
+               & (out.direction == analysis.RESPONSE) & (out.generation_id == 2)]
+    idx = rows.sort_values("seq").index[0]
+    assignments = copy.deepcopy(list(out.at[idx, "assignments"]))
+    edit(assignments)
+    out.at[idx, "assignments"] = assignments
+    return out, int(out.at[idx, "seq"])
+
+
+def _first_partition(value):
+    def edit(assignments):
+        assignments[0]["partitions"] = [value] + list(assignments[0]["partitions"])[1:]
+    return edit
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (_first_partition(-16777215), "negative partition -16777215 of topic 't'"),
+    (_first_partition(16777215), "partition 16777215 of topic 't' beyond the cap of 100,000 partitions per topic"),
+    (lambda a: a[0].update(topic="not-subscribed"), "assignment of topic 'not-subscribed' to member"),
+])
+def test_an_inconsistent_sync_group_frame_is_a_bad_frame(events, edit, reason):
+    tampered, seq = _tamper(events, edit)
+    bad = analysis.bad_frames_of(tampered)
+    assert list(bad.seq) == [seq]
+    assert bad.reason[0].startswith(reason) and bad.kind[0] == "inconsistent"
+    assert analysis.bad_frames_of(events).empty
+    # The analysis goes on without the frame: no topic of 16.7M partitions,
+    # no topic nobody subscribed to, and every generation still replayed.
+    wi = analysis.whatif_of(tampered)
+    assert wi.error.isna().all()
+    assert wi.partitions.max() <= 8
+    assert len(analysis.rebalances_of(tampered)) == len(analysis.rebalances_of(events))
+
+
+def test_the_partition_cap_is_configurable(events):
+    tampered, seq = _tamper(events, _first_partition(150))
+    assert analysis.bad_frames_of(tampered).empty  # 150 is a plausible partition under the default cap
+    bad = analysis.bad_frames_of(tampered, max_partitions=100)
+    assert list(bad.seq) == [seq] and "beyond the cap of 100 partitions" in bad.reason[0]
+
+
+def test_known_partition_counts_take_precedence(events):
+    group = events[events.group_id == "orders-app"].to_dict("records")
+    assert analysis.metadata_partition_counts(group) == {}  # the codec has no Metadata message yet
+    tl = analysis.build_timeline("orders-app", group, known_counts={"t": 4})
+    assert tl.partition_counts["t"] == 4
+    assert tl.bad_frames and all("which has 4 partitions (Metadata)" in b["reason"] for b in tl.bad_frames)
+
+
+def test_a_corrupted_capture_is_analysed(tmp_path):
+    # One percent of frames cut short or bit-flipped: some SyncGroup frames
+    # decode to negative partitions, which made the what-if raise.
+    path = tmp_path / "c.parquet"
+    synth(path, groups=100, seed=1, duration_s=600.0, corrupt_rate=0.01)
+    ev = analysis.events_from_frames(decode_capture(path))
+    bad = analysis.bad_frames_of(ev)
+    assert len(bad) > 0 and bad.reason.str.startswith("negative partition").any()
+    wi = analysis.whatif_of(ev)
+    assert wi.group_id.nunique() > 90
+
+
+def test_a_failing_what_if_is_reported_for_its_group(events, monkeypatch):
+    real = kwire.assignors.assign_group
+
+    def assign_group(strategy, group_input, implementation=None):
+        if any(m.member_id.startswith("orders-app") or "t" in m.topics for m in group_input.members):
+            raise AssignmentError("refused for the test")
+        return real(strategy, group_input, implementation=implementation)
+
+    monkeypatch.setattr(kwire.assignors, "assign_group", assign_group)
+    wi = analysis.whatif_of(events)
+    failed = wi[wi.error.notna()]
+    assert set(failed.group_id) == {"orders-app"}
+    assert (failed.error == "AssignmentError: refused for the test").all()
+    coop = wi[wi.group_id == "coop-app"]
+    assert len(coop) and coop.error.isna().all() and coop.moved.notna().any()
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["synth", "x.parquet", "--groups", "-5"], "--groups: must be positive, not -5"),
+    (["synth", "x.parquet", "--groups", "0"], "--groups: must be positive, not 0"),
+    (["synth", "x.parquet", "--corrupt-rate", "1.5"], "--corrupt-rate: must be a fraction between 0 and 1"),
+    (["synth", "x.parquet", "--duration", "-1"], "--duration: must be a positive number"),
+    (["synth", "x.parquet", "--heartbeat-ms", "abc"], "--heartbeat-ms: not an integer"),
+    (["pipeline", "c", "--out", "o", "--buckets", "0"], "--buckets: must be positive"),
+    (["pipeline", "c", "--out", "o", "--max-partitions", "-1"], "--max-partitions: must be positive"),
+    (["pipeline", "c", "--out", "o", "--driver-memory", "lots"], "--driver-memory: expected a JVM memory size"),
+    (["record", "x.parquet", "--upstream", "nohost"], "--upstream: expected HOST:PORT"),
+    (["record", "x.parquet", "--upstream", "h:70000"], "--upstream: not a TCP port"),
+    (["import-pcap", "x.pcap", "--out", "o", "--port", "0"], "--port: must be positive"),
+])
+def test_invalid_arguments_are_refused(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_missing_capture_exits_2_with_one_line(tmp_path, capsys):
+    assert main(["pipeline", str(tmp_path / "nope.parquet"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"kwire pipeline: capture not found: {tmp_path / 'nope.parquet'}\n"
+
+
+def test_a_wrong_schema_exits_2_naming_the_missing_columns(tmp_path, capsys):
+    path = tmp_path / "wrong.parquet"
+    pq.write_table(pa.table({"seq": [1], "ts": [2], "payload": [b"x"]}), path)
+    assert main(["pipeline", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing columns conn, direction, frame, truncated" in err
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"not parquet at all")
+    assert main(["pipeline", str(garbage), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a Parquet capture" in err
