@@ -55,6 +55,7 @@ def test_seed_corpus(family):
 
 
 @needs_both
+@pytest.mark.slow  # ~40 s in all: .ci/run runs the slow tests after the README's test command
 @pytest.mark.parametrize("family", FAMILIES)
 def test_deterministic_mutation_pass(family):
     stats = {}
@@ -95,6 +96,7 @@ def test_memory_is_bounded_by_input_size(family):
 
 
 @needs_both
+@pytest.mark.slow  # ~35 s in all, coverage-guided
 @pytest.mark.parametrize("family", FAMILIES)
 def test_atheris_bounded_run(family, tmp_path):
     pytest.importorskip("atheris")
