@@ -27,8 +27,7 @@ from libc.stdlib cimport qsort
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
 from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions, java_rank
-from ._sticky_rules import balance_score, check_partition_total, move_budget, validate
-from ..errors import AssignmentError
+from ._sticky_rules import JavaAssignorFailure, balance_score, check_partition_total, move_budget, validate
 
 
 IMPLEMENTATION = "cython"
