@@ -16,10 +16,10 @@ Include files, not cimported modules: the phases call each other's ``cdef``
 methods in the inner loops, and inside one extension those stay direct C
 calls that the compiler can inline.
 
-Inputs the kernels do not model -- a topic listed twice in one subscription,
-a partition claimed twice by one member, a claimed partition number past the
+Inputs the kernels do not model -- a claimed partition number past the
 topic's size, and rack-aware assignment on the general path -- make the entry
 points return ``None``; ``kwire.assignors._sticky`` then runs the pure twin.
+Where Java throws, the entry points raise ``JavaAssignorFailure``.
 """
 
 import numpy as np
