@@ -127,7 +127,7 @@ _IMPLS = ("python",) if _sticky_c is None else ("python", "cython")
 
 # The default's promises hold on every input, so these run a fixed sequence
 # of groups (derandomize): a failure is a bug, and it reproduces.
-DEFAULT_SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
+DEFAULT_SETTINGS = settings(max_examples=200, deadline=None, derandomize=True,
                             suppress_health_check=[HealthCheck.too_slow])
 
 
