@@ -144,3 +144,50 @@ def test_kafka_python_sticky_10x100x100(benchmark):
                for m in g.member_ids]
     assignor = kp.StickyPartitionAssignor()
     benchmark.pedantic(assignor.assign, args=(cluster, members), rounds=5, iterations=1, warmup_rounds=1)
+
+
+# -- inputs that used to leave the compiled path (issue 12, "no cliffs") ----------------------------
+# Each runs beside its clean twin of the same size; the target is within 3x of it.  The group is the
+# second generation of a round-robin-owned group, through kwire.assign (member level).
+
+def _cliff_group(n_members, n_topics, parts, *, repeat_claim=False, racks=False, unequal=False):
+    import kwire
+    from kwire.assignors import GroupMember
+
+    topics = [f"t{t:03d}" for t in range(n_topics)]
+    owned = [[] for _ in range(n_members)]
+    for k, tp in enumerate((t, p) for t in topics for p in range(parts)):
+        owned[k % n_members].append(tp)
+    members = []
+    for i in range(n_members):
+        mine = owned[i] + (owned[i][:1] if repeat_claim and i == 0 else [])  # one partition listed twice
+        by_topic = {}
+        for t, p in mine:
+            by_topic.setdefault(t, []).append(p)
+        sub = kwire.Subscription(
+            topics=topics[: n_topics // 2] if unequal and i % 2 else topics, generation_id=3,
+            owned_partitions=[kwire.SubscriptionTopicPartition(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            rack_id=f"r{i % 3}" if racks else None)
+        members.append(GroupMember(f"consumer-{i:04d}", None, sub))
+    layout = {t: [[f"r{(p + j) % 3}" for j in range(2)] for p in range(parts)] for t in topics} if racks else None
+    return members, {t: parts for t in topics}, layout
+
+
+@pytest.mark.benchmark(group="cliff-claim-listed-twice")
+@pytest.mark.parametrize("size", [10_000, 20_000])
+@pytest.mark.parametrize("repeat_claim", [False, True], ids=["clean", "listed-twice"])
+def test_coop_claim_listed_twice(benchmark, size, repeat_claim):
+    from kwire.assignors import assign
+
+    members, counts, _ = _case(("twice", size, repeat_claim),
+                               lambda: _cliff_group(100, size // 100, 100, repeat_claim=repeat_claim))
+    benchmark(assign, "cooperative-sticky", members, counts, implementation=IMPL)
+
+
+@pytest.mark.benchmark(group="cliff-racks-unequal")
+@pytest.mark.parametrize("racks", [False, True], ids=["clean", "racks"])
+def test_sticky_racks_unequal_subscriptions(benchmark, racks):
+    from kwire.assignors import assign
+
+    members, counts, layout = _case(("racks", racks), lambda: _cliff_group(100, 20, 50, racks=racks, unequal=True))
+    benchmark(assign, "sticky", members, counts, partition_racks=layout, implementation=IMPL)

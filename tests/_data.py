@@ -10,6 +10,8 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
 GOLDEN_PATH = DATA / "golden" / "java-assignors.jsonl"
+#: Where kwire's default sticky answer departs from Java's, one case per kind (scripts/sticky_departures.py).
+DEPARTURES_PATH = DATA / "golden" / "kwire-departures.jsonl"
 SPEC_DIR = DATA / "kafka-spec"
 
 
@@ -25,6 +27,12 @@ def golden_cases(strategies=None):
     if strategies is not None:
         cases = tuple(c for c in cases if c["assignor"] in strategies)
     return list(cases)
+
+
+def departure_cases():
+    """kwire's departures from Java's sticky assignors, in file order."""
+    with DEPARTURES_PATH.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 @lru_cache(maxsize=None)

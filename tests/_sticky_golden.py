@@ -1,7 +1,11 @@
 """Golden-case loading shared by the sticky test modules."""
 
+import importlib
 from pathlib import Path
 
+import pytest
+
+from kwire import _impl
 from kwire.assignors._model import GroupInput
 from kwire.assignors._userdata import cooperative_member_input, sticky_member_input
 from tests._data import GOLDEN_PATH, golden_cases
@@ -50,3 +54,21 @@ def group_from_golden(case, *, from_user_data=False):
 
 def expected_of(case):
     return {k: [tuple(x) for x in v] for k, v in case["expected"].items()}
+
+
+def compiled_sticky():
+    """The compiled kernel ``kwire.assignors._sticky_c``.
+
+    A missing compiled kernel is a build defect: its ImportError propagates
+    (the importing test module fails) unless ``KWIRE_NO_EXTENSIONS=1``, the
+    one setting where None is returned and the compiled tests skip."""
+    try:
+        return importlib.import_module("kwire.assignors._sticky_c")
+    except ImportError:
+        if _impl.NO_EXTENSIONS:
+            return None
+        raise
+
+
+#: Skips only under KWIRE_NO_EXTENSIONS=1 without a compiled kernel (see compiled_sticky).
+needs_compiled = pytest.mark.skipif(compiled_sticky() is None, reason="KWIRE_NO_EXTENSIONS=1 and _sticky_c not built")

@@ -13,49 +13,130 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import Assignment, GroupInput
-from . import _sticky_py
+from . import _sticky_py, _sticky_repair
 from ._api import register_strategy
+from ._sticky_rules import JavaAssignorFailure, validate
 from ._userdata import member_input_for
 
 NAMES = ("sticky", "cooperative-sticky")
 
 
-def sticky_arrays(group: ArrayGroup, cooperative: bool, implementation: Optional[str] = None):
-    """``(indptr, topic, partition)`` for ``group`` from the chosen kernel."""
-    out = load_kernels("sticky", implementation).sticky_arrays(group, cooperative)
+def _java(kernels, group: ArrayGroup, cooperative: bool):
+    """Java's answer from ``kernels`` (may raise JavaAssignorFailure)."""
+    out = kernels.sticky_arrays(group, cooperative)
     if out is None:
         # The one place the compiled kernel hands a group to the pure twin:
-        # a topic listed twice in one subscription, a claim past its topic's
-        # end or listed twice by one member, or consumer racks on the general
+        # a claim past its topic's end, or consumer racks on the general
         # path.  A known performance cliff (the reference is plain Python),
         # tracked by issue 12.
         out = _sticky_py.sticky_arrays(group, cooperative)
     return out
 
 
-def _run(group: ArrayGroup, cooperative: bool, implementation: Optional[str]) -> ArrayAssignment:
-    return ArrayAssignment.for_group(group, *sticky_arrays(group, cooperative, implementation))
+def _with_claims(group: ArrayGroup, keep) -> ArrayGroup:
+    """``group`` with only the owned entries where ``keep`` is True."""
+    member = np.repeat(np.arange(group.num_members), np.diff(group.owned_indptr))[keep]
+    owned_indptr = np.zeros(group.num_members + 1, dtype=np.int64)
+    np.cumsum(np.bincount(member, minlength=group.num_members), out=owned_indptr[1:])
+    racked = len(group.replica_racks) > 0
+    return ArrayGroup(
+        group.topics, group.partition_counts, group.member_ids, group.sub_indptr, group.sub_topics,
+        group_instance_ids=group.group_instance_ids, racks=group.racks,
+        owned_indptr=owned_indptr, owned_topic=group.owned_topic[keep], owned_partition=group.owned_partition[keep],
+        generation=group.generation, subscription_generation=group.subscription_generation,
+        rack_names=group.rack_names, replica_rack_indptr=group.replica_rack_indptr if racked else None,
+        replica_racks=group.replica_racks if racked else None, validate=False)
 
 
-def assign_sticky(group: ArrayGroup, implementation: Optional[str] = None) -> ArrayAssignment:
-    """Eager ``sticky``: every subscribed partition is assigned this round."""
-    return _run(group, False, implementation)
+def _consistent_claims(group: ArrayGroup) -> np.ndarray:
+    """Per owned entry: a claim a consistent group could send (step 3 of
+    ``_sticky_repair``): an existing partition of a topic the member
+    subscribes to, claimed once by it, by a member of the newest generation."""
+    M, T = group.num_members, len(group.topics)
+    member = np.repeat(np.arange(M, dtype=np.int64), np.diff(group.owned_indptr))
+    topic = group.owned_topic.astype(np.int64)
+    number = group.owned_partition.astype(np.int64)
+    keep = (number < group.partition_counts.astype(np.int64)[topic]) & (
+        group.generation[member] == group.generation.max())
+    subscribers = np.repeat(np.arange(M, dtype=np.int64), np.diff(group.sub_indptr)) * T + group.sub_topics
+    keep &= np.isin(member * T + topic, subscribers)
+    where = np.flatnonzero(keep)
+    # a claim repeated by one member counts once (its first listing)
+    key = member[where] * (int(group.topic_offset[-1]) + 1) + group.topic_offset[topic[where]] + number[where]
+    _, first = np.unique(key, return_index=True)
+    keep[:] = False
+    keep[where[first]] = True
+    return keep
 
 
-def assign_cooperative_sticky(group: ArrayGroup, implementation: Optional[str] = None) -> ArrayAssignment:
+def sticky_arrays(group: ArrayGroup, cooperative: bool, implementation: Optional[str] = None, *,
+                  java_exact: bool = False):
+    """``(indptr, topic, partition)`` for ``group``.
+
+    ``java_exact=True``: exactly what Java's assignor returns, invalid
+    answers included, and a :class:`JavaAssignorFailure` where Java throws.
+    The default: Java's answer whenever it is a valid assignment, otherwise
+    the repaired one described in :mod:`kwire.assignors._sticky_repair`."""
+    kernels = load_kernels("sticky", implementation)
+    if java_exact or group.num_members == 0:
+        return _java(kernels, group, cooperative)
+    try:
+        out = _java(kernels, group, cooperative)
+        if _sticky_repair.is_valid(group, *out):
+            return out
+        eager = _java(kernels, group, False) if cooperative else out
+    except JavaAssignorFailure:
+        try:
+            eager = _java(kernels, _with_claims(group, _consistent_claims(group)), False)
+        except JavaAssignorFailure:
+            eager = _java(kernels, _with_claims(group, np.zeros(len(group.owned_topic), dtype=bool)), False)
+    out = _sticky_repair.repair(group, *eager)
+    if cooperative:
+        out = _sticky_repair.withhold_transfers(group, *out)
+    return out
+
+
+def _run(group: ArrayGroup, cooperative: bool, implementation: Optional[str], java_exact: bool) -> ArrayAssignment:
+    return ArrayAssignment.for_group(group, *sticky_arrays(group, cooperative, implementation, java_exact=java_exact))
+
+
+def assign_sticky(group: ArrayGroup, implementation: Optional[str] = None, *,
+                  java_exact: bool = False) -> ArrayAssignment:
+    """Eager ``sticky``: every subscribed partition is assigned this round.
+    ``java_exact``: see :func:`sticky_arrays`."""
+    return _run(group, False, implementation, java_exact)
+
+
+def assign_cooperative_sticky(group: ArrayGroup, implementation: Optional[str] = None, *,
+                              java_exact: bool = False) -> ArrayAssignment:
     """``cooperative-sticky``: partitions changing hands are withheld until
-    their previous owner has revoked them (the next rebalance)."""
-    return _run(group, True, implementation)
+    their previous owner has revoked them (the next rebalance).
+    ``java_exact``: see :func:`sticky_arrays`."""
+    return _run(group, True, implementation, java_exact)
 
 
-def reference_sticky(group: GroupInput) -> Assignment:
-    return _sticky_py.sticky_assign(group, False)
+def _reference(group: GroupInput, cooperative: bool, java_exact: bool) -> Assignment:
+    if java_exact:
+        return _sticky_py.sticky_assign(group, cooperative)
+    validate(group)
+    if not group.members:
+        return {}
+    array_group = ArrayGroup.from_group_input(group)
+    return ArrayAssignment.for_group(array_group, *sticky_arrays(array_group, cooperative, "python")).to_dict()
 
 
-def reference_cooperative_sticky(group: GroupInput) -> Assignment:
-    return _sticky_py.sticky_assign(group, True)
+def reference_sticky(group: GroupInput, *, java_exact: bool = False) -> Assignment:
+    """The pure twin on a :class:`GroupInput`, with the same default as :func:`assign_sticky`."""
+    return _reference(group, False, java_exact)
+
+
+def reference_cooperative_sticky(group: GroupInput, *, java_exact: bool = False) -> Assignment:
+    """The pure twin on a :class:`GroupInput`, with the same default as :func:`assign_cooperative_sticky`."""
+    return _reference(group, True, java_exact)
 
 
 register_strategy("sticky", assign_sticky, reference=reference_sticky, member_input=member_input_for)

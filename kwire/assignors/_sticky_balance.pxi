@@ -349,7 +349,7 @@ cdef class _Balancer:
         with nogil:
             answer = self._scan_balanced()
         if answer < 0:
-            raise AssignmentError("a partition has no holder while balancing (Java: NullPointerException)")
+            raise JavaAssignorFailure("a partition has no holder while balancing (Java: NullPointerException)")
         self.balanced_version = self.state_version
         self.balanced_answer = answer
         return answer
@@ -458,7 +458,7 @@ cdef class _Balancer:
             self.take_snapshot()
         self.moves_made += 1
         if self.moves_made > self.move_budget:
-            raise AssignmentError("sticky balancing does not converge for this input "
+            raise JavaAssignorFailure("sticky balancing does not converge for this input "
                                   "(Java would loop forever)")
         actual = self.moves.substitute(partition, topic, src, dst)
         src = r.holder[actual]
@@ -485,14 +485,14 @@ cdef class _Balancer:
                 partition = partitions[i]
                 holder = r.holder[partition]
                 if holder < 0:
-                    raise AssignmentError("a partition has no holder while balancing (Java: NullPointerException)")
+                    raise JavaAssignorFailure("a partition has no holder while balancing (Java: NullPointerException)")
                 holder_load = r.load[holder]
                 # back to its previous owner when that one has 2+ fewer
                 prev = self.prev_owner[partition]
                 if prev >= 0:
                     if not self.active[prev]:
                         # Same words as the pure twin: the implementations must fail alike.
-                        raise AssignmentError(f"member {r.member_ids[prev]!r} is referenced while balancing but "
+                        raise JavaAssignorFailure(f"member {r.member_ids[prev]!r} is referenced while balancing but "
                                               "holds a fixed assignment (Java: NullPointerException)")
                     if holder_load > r.load[prev] + 1:
                         self.move(partition, prev)

@@ -16,10 +16,10 @@ Include files, not cimported modules: the phases call each other's ``cdef``
 methods in the inner loops, and inside one extension those stay direct C
 calls that the compiler can inline.
 
-Inputs the kernels do not model -- a topic listed twice in one subscription,
-a partition claimed twice by one member, a claimed partition number past the
+Inputs the kernels do not model -- a claimed partition number past the
 topic's size, and rack-aware assignment on the general path -- make the entry
 points return ``None``; ``kwire.assignors._sticky`` then runs the pure twin.
+Where Java throws, the entry points raise ``JavaAssignorFailure``.
 """
 
 import numpy as np
@@ -27,8 +27,7 @@ from libc.stdlib cimport qsort
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
 from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions, java_rank
-from ._sticky_rules import balance_score, check_partition_total, move_budget, validate
-from ..errors import AssignmentError
+from ._sticky_rules import JavaAssignorFailure, balance_score, check_partition_total, move_budget, validate
 
 
 IMPLEMENTATION = "cython"

@@ -163,22 +163,21 @@ cdef class _Run:
         self.topic_hash = group.topic_hashes()
         self.member_ids = list(group.member_ids)
 
-    # -- the checks: inputs only the pure twin models ------------------------
+    # -- the check: inputs only the pure twin models ------------------------
     cdef bint has_unmodelled_input(self) except -1:
-        """True when a subscription lists a topic twice, or a member claims
-        a partition past its topic's end or claims one partition twice."""
+        """True when a member claims a partition past its topic's end (Java
+        keeps such a claim in a member's list, and its merge walk then treats
+        held partitions as unassigned, so one partition can sit in two lists,
+        which the per-partition linked lists cannot hold).
+
+        A topic listed twice in one subscription and a partition claimed
+        twice by one member are modelled: resolve() settles a repeated claim
+        pairwise like any other, and the general path counts a repeated
+        topic where Java's lists do (subscriber counts, max load)."""
         cdef int member, topic
-        cdef int64_t entry, partition
+        cdef int64_t entry
         cdef int32_t number
-        # stamps hold member + 1, so one array serves every member without clearing
-        cdef int32_t[::1] topic_stamp = np.zeros(self.n_topics, dtype=np.int32)
-        cdef int32_t[::1] partition_stamp = np.zeros(max(self.n_partitions, 1), dtype=np.int32)
         for member in range(self.n_members):
-            for entry in range(self.subscription_start[member], self.subscription_start[member + 1]):
-                topic = self.subscription_topic[entry]
-                if topic_stamp[topic] == member + 1:
-                    return True
-                topic_stamp[topic] = member + 1
             for entry in range(self.owned_start[member], self.owned_start[member + 1]):
                 topic = self.owned_topic[entry]
                 if not self.assignable[topic]:
@@ -186,10 +185,6 @@ cdef class _Run:
                 number = self.owned_number[entry]
                 if number < 0 or number >= self.partition_count[topic]:
                     return True
-                partition = self.first_partition[topic] + number
-                if partition_stamp[partition] == member + 1:
-                    return True
-                partition_stamp[partition] = member + 1
         return False
 
     # -- allSubscriptionsEqual: owner resolution and path choice -------------
@@ -214,9 +209,13 @@ cdef class _Run:
             # "equal" compares with the first non-empty subscription seen; an
             # empty one met before it re-initialises the set (Java's quirk)
             if first_size == 0:
+                # the first subscription is a set (a topic listed twice counts
+                # once); later ones are compared by their list length, as Java
+                # compares a List with that HashSet
                 for entry in range(self.subscription_start[member], self.subscription_start[member + 1]):
-                    in_first[self.subscription_topic[entry]] = 1
-                first_size = n_subscribed
+                    if not in_first[self.subscription_topic[entry]]:
+                        in_first[self.subscription_topic[entry]] = 1
+                        first_size += 1
             elif self.all_subscriptions_equal:
                 if n_subscribed != first_size:
                     self.all_subscriptions_equal = False
@@ -249,8 +248,13 @@ cdef class _Run:
                     self.owned_kept[other_entry] = 0
                     claim[partition] = entry
                 elif member_generation > self.protocol_generation[other]:
-                    self.owned_kept[entry] = 1
-                    self.owned_kept[other_entry] = 0
+                    # Java adds the claim to this member's list, then removes
+                    # the first copy from the earlier claimant's.  When that
+                    # is this member repeating a claim it does not hold, the
+                    # removal takes the copy just added: nothing is kept.
+                    if other != member or self.owned_kept[other_entry]:
+                        self.owned_kept[entry] = 1
+                        self.owned_kept[other_entry] = 0
                     claim[partition] = entry
 
     # -- member lists ----------------------------------------------------------

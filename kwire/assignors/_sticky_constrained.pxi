@@ -197,7 +197,7 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
             under_pos += 1
             from_under = True
         elif n_under == 0 and queue_head == queue_tail:
-            raise AssignmentError("sticky assignor ran out of members with spare quota "
+            raise JavaAssignorFailure("sticky assignor ran out of members with spare quota "
                                   "(Java: IllegalStateException 'No more unfilled consumers')")
         elif n_under == 0:
             member = queue[queue_head]
@@ -214,14 +214,14 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
             transferring[partition] = 1
         if load == min_quota:
             if not from_under:
-                raise AssignmentError("sticky assignor reached an inconsistent state "
+                raise JavaAssignorFailure("sticky assignor reached an inconsistent state "
                                       "(Java: IllegalStateException from Iterator.remove)")
             under_pos -= 1
             for j in range(under_pos, n_under - 1):
                 under[j] = under[j + 1]
             n_under -= 1
             if queue_tail >= 2 * n_members + 1:
-                raise AssignmentError("sticky assignor queue overflow")
+                raise JavaAssignorFailure("sticky assignor queue overflow")
             queue[queue_tail] = member
             queue_tail += 1
         elif load == max_quota:
@@ -231,10 +231,10 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
     # twins must fail alike)
     if n_under:
         if n_over_min != expected_over_min:
-            raise AssignmentError("sticky assignor could not reach the expected number of members "
+            raise JavaAssignorFailure("sticky assignor could not reach the expected number of members "
                                   "above the minimum quota (Java: IllegalStateException)")
         for j in range(n_under):
             if r.load[under[j]] != min_quota:
-                raise AssignmentError(f"member {r.member_ids[under[j]]!r} ends below the minimum quota "
+                raise JavaAssignorFailure(f"member {r.member_ids[under[j]]!r} ends below the minimum quota "
                                       "(Java: IllegalStateException)")
     return transferring

@@ -28,9 +28,8 @@ from ._javaorder import (
     topic_partition_hash,
     utf16_key,
 )
-from ..errors import AssignmentError
 from ._model import Assignment, GroupInput, MemberInput
-from ._sticky_rules import balance_score, move_budget, validate
+from ._sticky_rules import JavaAssignorFailure, balance_score, move_budget, validate
 
 IMPLEMENTATION = "python"
 
@@ -417,7 +416,7 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
             pos += 1
             from_under = True
         elif not under and not at_min:
-            raise AssignmentError("sticky assignor ran out of members with spare quota "
+            raise JavaAssignorFailure("sticky assignor ran out of members with spare quota "
                                   "(Java: IllegalStateException 'No more unfilled consumers')")
         elif not under:
             mid = at_min.pop(0)
@@ -429,7 +428,7 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
         size = give(tp, mid)
         if size == lo:
             if not from_under:
-                raise AssignmentError("sticky assignor reached an inconsistent state "
+                raise JavaAssignorFailure("sticky assignor reached an inconsistent state "
                                       "(Java: IllegalStateException from Iterator.remove)")
             pos -= 1
             del under[pos]
@@ -441,11 +440,11 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
     # same check (and must raise the same way)
     if under:
         if over != n_over:
-            raise AssignmentError("sticky assignor could not reach the expected number of members "
+            raise JavaAssignorFailure("sticky assignor could not reach the expected number of members "
                                   "above the minimum quota (Java: IllegalStateException)")
         for mid in under:
             if len(result[mid]) != lo:
-                raise AssignmentError(f"member {mid!r} ends below the minimum quota "
+                raise JavaAssignorFailure(f"member {mid!r} ends below the minimum quota "
                                       "(Java: IllegalStateException)")
     return result, transferring
 
@@ -607,7 +606,7 @@ class _General:
     def _size(self, mid: str) -> int:
         lst = self.current.get(mid)
         if lst is None:
-            raise AssignmentError(f"member {mid!r} is referenced while balancing but holds a fixed "
+            raise JavaAssignorFailure(f"member {mid!r} is referenced while balancing but holds a fixed "
                                   "assignment (Java: NullPointerException)")
         return len(lst)
 
@@ -679,7 +678,7 @@ class _General:
                         continue
                     other = holder_of.get(tp)
                     if other is None:
-                        raise AssignmentError(f"partition {tp!r} has no holder while balancing "
+                        raise JavaAssignorFailure(f"partition {tp!r} has no holder while balancing "
                                               "(Java: NullPointerException)")
                     if n + 1 < len(self.current[other]):
                         return False
@@ -694,7 +693,7 @@ class _General:
                     break
                 mid = self.holder.get(tp)
                 if mid is None:
-                    raise AssignmentError(f"partition {tp!r} has no holder while balancing "
+                    raise JavaAssignorFailure(f"partition {tp!r} has no holder while balancing "
                                           "(Java: NullPointerException)")
                 load = self._size(mid)
                 old = prev.get(tp)
@@ -729,13 +728,13 @@ class _General:
     def _move_to_best(self, tp: TP) -> None:
         dst = self._first_taking(tp[0])
         if dst is None:
-            raise AssignmentError(f"no member can take {tp!r} (Java: assertion)")
+            raise JavaAssignorFailure(f"no member can take {tp!r} (Java: assertion)")
         self._move(tp, dst)
 
     def _move(self, tp: TP, dst: str) -> None:
         self.moves_made += 1
         if self.moves_made > self.move_budget:
-            raise AssignmentError("sticky balancing does not converge for this input "
+            raise JavaAssignorFailure("sticky balancing does not converge for this input "
                                   "(Java would loop forever)")
         src = self.holder[tp]
         actual = self.moves.substitute(tp, src, dst)

@@ -12,6 +12,15 @@ from typing import Iterable
 from ..errors import AssignmentError
 from ._model import GroupInput
 
+class JavaAssignorFailure(AssignmentError):
+    """Java's own sticky assignor fails on this input (it throws, or it would
+    loop forever); the message names the Java failure.
+
+    Raised only by the Java-exact kernels.  The default strategies in
+    :mod:`kwire.assignors._sticky` catch it and answer with a valid
+    assignment instead; ``java_exact=True`` lets it through."""
+
+
 #: Upper bound on partitions in one assignment: far above any real cluster,
 #: and it keeps partition indices inside int32 in the compiled twin.
 MAX_PARTITIONS = 1 << 27
