@@ -23,6 +23,7 @@ from collections import Counter
 
 import pyarrow as pa
 
+from kwire.errors import ArgumentTypeError
 from kwire.pipeline import _analysis as analysis
 DEFAULT_BUCKETS_PER_CORE = 4
 
@@ -49,7 +50,7 @@ def spark_type(t):
         return T.ArrayType(spark_type(t.value_type), True)
     if pa.types.is_struct(t):
         return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in t])
-    raise TypeError(f"no Spark type for {t}")
+    raise ArgumentTypeError(f"no Spark type for {t}")
 
 
 def spark_schema(schema: pa.Schema):
