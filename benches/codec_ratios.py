@@ -147,6 +147,44 @@ def main(argv=None):
         print(f"Not available: {', '.join(missing)}")
     print()
     print(render(results, libs))
+    if "kwire-c" in libs:
+        print()
+        print(render_framing(framing_ratios(args.repeat, args.target_time, timer)))
+
+
+def framing_ratios(repeat, target_time, timer):
+    """A Heartbeat frame against its body, encode and decode, in the compiled codec (issue 12: <= 1.5x).
+
+    The frame's calls are kwire's public ones; the body's are the message class's own, so the ratio is what
+    the size prefix and the header add."""
+    import kwire.codec._codec_c as codec
+
+    msg = codec.HeartbeatRequest(group_id="bench-group", generation_id=7, member_id="m" * 40)
+    out = []
+    for version in (0, 4):
+        body, frame = msg.encode(version), codec.encode_request(msg, version, 1, "client")
+        pairs = {
+            "encode": (lambda: msg.encode(version), lambda: codec.encode_request(msg, version, 1, "client")),
+            "decode": (lambda: codec.HeartbeatRequest.decode(body, version), lambda: codec.decode_request(frame)),
+        }
+        for op, fns in pairs.items():
+            best = [float("inf"), float("inf")]
+            numbers = [_number_for(fn, target_time, "pass", timer) for fn in fns]
+            for _ in range(repeat):  # interleaved, as for the libraries
+                for i, fn in enumerate(fns):
+                    best[i] = min(best[i], _timeit(fn, "pass", numbers[i], timer) / numbers[i])
+            out.append((f"HeartbeatRequest-v{version}", op, best[0], best[1]))
+    return out
+
+
+def render_framing(rows):
+    lines = ["Framing (kwire-c): a Heartbeat frame against its body, min over repeats.", "",
+             "| case | op | body | frame | frame / body | target | met |", "|---|---|---|---|---|---|---|"]
+    for case, op, body, frame in rows:
+        ratio = frame / body
+        lines.append(f"| {case} | {op} | {_fmt_us(body)} | {_fmt_us(frame)} | {ratio:.2f} | <= 1.5 | "
+                     f"{'yes' if ratio <= 1.5 else 'no'} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

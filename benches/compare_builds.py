@@ -8,7 +8,7 @@ subprocess with ``PYTHONPATH`` set to that tree, alternating which tree goes
 first, so machine noise lands on both sides alike; the table gives each side's
 median over the rounds and after ÷ before.  Only kwire's public API is used
 (``kwire.encode_request``, ``kwire.leader_assignments``, ``kwire.assign``,
-``kwire.assign_arrays`` ...), which is what makes two layouts of the tree
+``kwire.assignors.assign_arrays`` ...), which is what makes two layouts of the tree
 comparable.
 """
 
@@ -24,7 +24,7 @@ import sys
 # subprocess down; the medians across rounds handle the rest.
 _COMMON = """
 import kwire
-from kwire.assignors import ArrayGroup, GroupMember
+from kwire.assignors import ArrayGroup, GroupMember, assign_arrays
 
 def join_response(n_members, n_topics, parts, strategy):
     topics = [f"topic-{t:04d}" for t in range(n_topics)]
@@ -70,13 +70,13 @@ CASES = [
      "import numpy as np; topics=[f't{i:03d}' for i in range(100)]; ids=[f'm{i:05d}' for i in range(1000)]; "
      "g = ArrayGroup(topics, np.full(100, 100, np.int32), ids, np.arange(0, 100001, 100, dtype=np.int64), "
      "np.tile(np.arange(100, dtype=np.int32), 1000))",
-     "kwire.assign_arrays('range', g)", 5),
+     "assign_arrays('range', g)", 5),
     ("array core coop-sticky 20k halves",
      "import numpy as np; topics=[f't{i:03d}' for i in range(100)]; ids=[f'm{i:04d}' for i in range(500)]; "
      "subs=[list(range(50)) if i % 4 == 0 else list(range(50, 100)) for i in range(500)]; "
      "ptr=np.zeros(501, np.int64); ptr[1:]=np.cumsum([len(s) for s in subs]); "
      "g = ArrayGroup(topics, np.full(100, 200, np.int32), ids, ptr, np.concatenate([np.array(s, np.int32) for s in subs]))",
-     "kwire.assign_arrays('cooperative-sticky', g)", 3),
+     "assign_arrays('cooperative-sticky', g)", 3),
 ]
 
 QUICK = {"heartbeat encode_request v4", "heartbeat decode_request v4", "JoinGroupResponse v9 x1000 decode",

@@ -5,8 +5,24 @@ LeaveGroup and ApiVersions) at every version Kafka defines, the consumer
 embedded protocol, and partition assignors that give the same answer as
 Apache Kafka's Java client.
 
+This namespace holds what most users need and nothing else:
+
+- the messages: every message class and its nested structs (``JoinGroupRequest``,
+  ``Subscription``, ...);
+- framing: ``encode_request``, ``encode_response``, ``decode_request``,
+  ``decode_response``, ``FrameSplitter``;
+- assignment: ``assign``, ``leader_assignments``, ``GroupMember``;
+- the errors a caller catches (all under ``KwireError``);
+- ``IMPLEMENTATION`` and ``__version__``.
+
+The rest lives in named submodules: ``kwire.codec`` (``message_class``,
+``split_frames``, ``split_request``, ``decode_request_header``, ``Framing``,
+...), ``kwire.assignors`` (``ArrayGroup``, ``ArrayAssignment``,
+``assign_arrays``, ``STRATEGIES``, ``register_strategy``, ...),
+``kwire.errors`` (every error class), ``kwire.pipeline``, ``kwire.contrib``.
+
 ``kwire.IMPLEMENTATION`` says which codec is loaded: ``"cython"`` (the
-default; a missing compiled module is an ImportError) or ``"python"`` when
+default; a missing compiled module is an error) or ``"python"`` when
 ``KWIRE_NO_EXTENSIONS=1``.
 """
 
@@ -48,9 +64,9 @@ from kwire.codec import (
     decode_response,
     encode_request,
     encode_response,
-    message_class,
 )
 from kwire.errors import (
+    AssignmentError,
     DecodeError,
     EncodeError,
     FrameTooLargeError,
@@ -63,14 +79,12 @@ __version__ = "0.1.0"
 
 # The assignors pull in NumPy; a proxy or client that only needs the codec
 # should not pay for that at import time, so they load on first use.
-_ASSIGNOR_NAMES = (
-    "ArrayAssignment", "ArrayGroup", "GroupMember", "STRATEGIES", "assign", "assign_arrays",
-    "leader_assignments", "register_strategy",
-)
+_ASSIGNOR_NAMES = ("GroupMember", "assign", "leader_assignments")
 
 
 __all__ = [
-    "IMPLEMENTATION", "KwireError", "DecodeError", "EncodeError", "FrameTooLargeError", "LimitExceededError",
+    "IMPLEMENTATION",
+    "KwireError", "AssignmentError", "DecodeError", "EncodeError", "FrameTooLargeError", "LimitExceededError",
     "UnsupportedVersionError",
     "RequestHeader", "ResponseHeader", "FindCoordinatorRequest", "FindCoordinatorResponse", "Coordinator",
     "JoinGroupRequest", "JoinGroupRequestProtocol", "JoinGroupResponse", "JoinGroupResponseMember",
@@ -79,7 +93,7 @@ __all__ = [
     "ApiVersionsResponse", "ApiVersion", "SupportedFeatureKey", "FinalizedFeatureKey", "Subscription",
     "SubscriptionTopicPartition", "Assignment", "AssignmentTopicPartition", "StickyAssignorUserData",
     "StickyTopicAssignment", "CooperativeStickyUserData",
-    "FrameSplitter", "decode_request", "decode_response", "encode_request", "encode_response", "message_class",
+    "FrameSplitter", "decode_request", "decode_response", "encode_request", "encode_response",
     *_ASSIGNOR_NAMES,
 ]
 

@@ -2,7 +2,7 @@
 # which no type checker can follow, so editors and mypy read this file instead. The classes are typed by the
 # compiled codec's stub (generated from the schema); the pure twin has the same classes and fields.
 # The names repeat kwire/codec/__init__.pyi's on purpose: kwire re-exports a subset of kwire.codec (not its
-# Framing, DEFAULT or split_frames), and a stub re-exports only what it names with ``X as X`` (a ``*`` import
+# Framing, DEFAULT, message_class, split_frames, split_request or decode_request_header), and a stub re-exports only what it names with ``X as X`` (a ``*`` import
 # would take all of kwire.codec's public names).
 
 from kwire.codec import (
@@ -41,9 +41,9 @@ from kwire.codec import (
     decode_response as decode_response,
     encode_request as encode_request,
     encode_response as encode_response,
-    message_class as message_class,
 )
 from kwire.errors import (
+    AssignmentError as AssignmentError,
     DecodeError as DecodeError,
     EncodeError as EncodeError,
     FrameTooLargeError as FrameTooLargeError,
@@ -53,14 +53,9 @@ from kwire.errors import (
 )
 # Loaded on first use at run time (they pull in NumPy); statically they are plain names.
 from kwire.assignors import (
-    STRATEGIES as STRATEGIES,
-    ArrayAssignment as ArrayAssignment,
-    ArrayGroup as ArrayGroup,
     GroupMember as GroupMember,
     assign as assign,
-    assign_arrays as assign_arrays,
     leader_assignments as leader_assignments,
-    register_strategy as register_strategy,
 )
 
 from kwire.codec import IMPLEMENTATION as IMPLEMENTATION

@@ -43,16 +43,18 @@ def load(name, implementation, package):
     how tests reach both twins in one process."""
     implementation = implementation or IMPLEMENTATION
     if implementation not in ("python", "cython"):
-        from kwire.errors import KwireError
+        from kwire.errors import ArgumentValueError
 
-        raise KwireError(f"implementation must be 'python' or 'cython', not {implementation!r}")
+        raise ArgumentValueError(f"implementation must be 'python' or 'cython', not {implementation!r}")
     suffix = "py" if implementation == "python" else "c"
     modname = f"{package}._{name}_{suffix}"
     try:
         return importlib.import_module(modname)
     except ImportError as exc:
         if suffix == "c":
-            raise ImportError(
+            from kwire.errors import ExtensionMissingError
+
+            raise ExtensionMissingError(
                 f"kwire's compiled module {modname} is missing ({exc}). Reinstall kwire with a "
                 "working C compiler, or set KWIRE_NO_EXTENSIONS=1 to use the pure-Python implementation."
             ) from exc

@@ -1,8 +1,10 @@
 """kwire's one error tree.
 
-Everything kwire raises on bad input derives from :class:`KwireError`;
-decode and encode errors are also ``ValueError`` so callers that already
-catch that keep working.
+Everything kwire raises on purpose derives from :class:`KwireError`. Each
+class also derives from the builtin a caller would have caught before kwire
+had its own (``ValueError`` for bad bytes and values, ``TypeError`` for an
+argument of the wrong type, ``ImportError`` for a missing compiled module),
+so code written against the builtins keeps working.
 """
 
 
@@ -86,3 +88,25 @@ class LimitExceededError(DecodeError):
     """Valid bytes whose decoded form would exceed a limit the caller set
     (``max_elements``): the peer may be honest, but the caller refused to
     build that much from one input."""
+
+
+class ArgumentTypeError(KwireError, TypeError):
+    """An argument of the wrong type: not bytes-like where bytes are expected,
+    a ``max_elements`` or ``max_frame_size`` that is not an int, an Arrow
+    column of the wrong type."""
+
+
+class ArgumentValueError(KwireError, ValueError):
+    """An argument of the right type but outside what it may be: a negative
+    ``max_elements`` or ``max_frame_size``, an implementation other than
+    "python" or "cython"."""
+
+
+class CaptureFormatError(KwireError, ValueError):
+    """A file that is not what the pipeline reads: a capture without kwire's
+    columns, a pcap of a link type kwire does not parse."""
+
+
+class ExtensionMissingError(KwireError, ImportError):
+    """kwire's compiled module is missing from an install that was built with
+    extensions (reinstall with a C compiler, or set KWIRE_NO_EXTENSIONS=1)."""

@@ -6,7 +6,7 @@ import tracemalloc
 import pytest
 
 import kwire
-from kwire.codec import FrameSplitter, decode_request_header, split_frames
+from kwire.codec import FrameSplitter, decode_request_header, split_frames, split_request
 
 
 def _frames():
@@ -66,8 +66,11 @@ def test_bad_frames():
         kwire.decode_request(frame[:3])
     # An api key kwire has no codec for: the header still reads.
     other = struct.pack(">hhih", 3, 12, 9, 1) + b"c" + b"\x00\x00"
-    header, body = decode_request_header(struct.pack(">i", len(other)) + other)
+    header, body = split_request(struct.pack(">i", len(other)) + other)
     assert (header.request_api_key, header.correlation_id, bytes(body)) == (3, 9, b"\x00\x00")
+    # decode_request_header gives the header itself, of the codec's own RequestHeader class.
+    alone = decode_request_header(struct.pack(">i", len(other)) + other)
+    assert type(alone) is kwire.RequestHeader and alone == header
     with pytest.raises(kwire.UnsupportedVersionError):
         kwire.decode_request(struct.pack(">i", len(other)) + other)
     # A corrupt body reports its offset within the whole frame.

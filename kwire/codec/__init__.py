@@ -6,7 +6,10 @@ The flow inside this package:
 - ``_codegen.py`` turns those tables into the compiled codec at build time
   (``_codec_c.pyx``, gitignored) over the hand-written runtime in
   ``_wire.pxi``; ``_codec_py.py`` interprets the same tables in pure Python;
-- ``_framing.py`` adds size prefixes and headers over either codec;
+- each codec frames its own messages (size prefix, header, body: ``_framing_c.pxi``
+  inside the compiled codec, the "Framing" section of ``_codec_py.py``);
+  ``_framing.py`` picks those of the selected codec and holds the stream
+  splitter;
 - ``_batch_c.pyx`` / ``_batch_py.py`` decode whole captures into Arrow
   columns for the pipeline (loaded only by ``kwire.pipeline``); what the two
   share (output schema, column buffers, field extraction) is
@@ -29,6 +32,7 @@ from kwire.codec._framing import (
     encode_response,
     message_class,
     split_frames,
+    split_request,
 )
 
 _codec = DEFAULT.codec
@@ -79,4 +83,5 @@ __all__ = [
     "IMPLEMENTATION", *_MESSAGE_NAMES,
     "DEFAULT", "DEFAULT_MAX_FRAME_SIZE", "FrameSplitter", "Framing", "decode_request", "decode_request_header",
     "decode_response", "encode_request", "encode_response", "message_class", "split_frames",
+    "split_request",
 ]

@@ -42,6 +42,7 @@ from kwire.codec._framing import (
     Framing as Framing,
     decode_request_header as decode_request_header,
     split_frames as split_frames,
+    split_request as split_request,
     FrameSplitter as FrameSplitter,
     decode_request as decode_request,
     decode_response as decode_response,

@@ -15,7 +15,7 @@ cimport numpy as cnp
 
 from kwire.codec._batch_common import (Columns, FRAMES_SCHEMA, GROUP_APIS, RequestHeader, error_text,
                                        extract_request, extract_response)
-from kwire.codec._framing import decode_request_header, decode_response, message_class
+from kwire.codec._framing import decode_response, message_class, split_request
 from kwire.codec import _schema
 from kwire.errors import KwireError
 
@@ -194,7 +194,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
             row = {}
             frame = mv[start:end]
             try:
-                header, body = decode_request_header(frame)
+                header, body = split_request(frame)
                 row["client_id"] = header.client_id
             except (KwireError, ValueError) as exc:
                 row["decode_error"] = error_text(exc)

@@ -25,7 +25,7 @@ from kwire.codec._batch_common import (  # FRAMES_SCHEMA: each twin offers it (k
     extract_request,
     extract_response,
 )
-from kwire.codec._framing import decode_request_header, decode_response, message_class
+from kwire.codec._framing import decode_response, message_class, split_request
 from kwire.errors import KwireError
 
 _I32 = struct.Struct(">i")
@@ -81,7 +81,7 @@ def _decode_request(frame, conn, seq, ts, pending, row):
     row["api_version"] = version
     row["correlation_id"] = corr
     try:
-        header, body = decode_request_header(frame)
+        header, body = split_request(frame)
         row["client_id"] = header.client_id
     except (KwireError, ValueError) as exc:
         row["decode_error"] = error_text(exc)

@@ -13,7 +13,7 @@ import sys as _sys
 from operator import index as _index
 
 from kwire.codec import _schema
-from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
+from kwire.errors import ArgumentTypeError, ArgumentValueError, DecodeError, EncodeError, UnsupportedVersionError
 # Underscored: tests copy every public class name of a codec onto kwire.
 from kwire.errors import LimitExceededError as _LimitExceededError
 
@@ -55,7 +55,7 @@ class _Reader:
             try:
                 self.buf = memoryview(data).cast("B").tobytes()
             except TypeError:
-                raise TypeError(f"expected a bytes-like object, not {type(data).__name__}") from None
+                raise ArgumentTypeError(f"expected a bytes-like object, not {type(data).__name__}") from None
         self.pos = 0
         self.end = len(self.buf)
         self.budget = _sys.maxsize
@@ -64,9 +64,9 @@ class _Reader:
         if max_elements is None:
             return
         if isinstance(max_elements, bool) or not isinstance(max_elements, int):
-            raise TypeError(f"max_elements must be an int or None, not {type(max_elements).__name__}")
+            raise ArgumentTypeError(f"max_elements must be an int or None, not {type(max_elements).__name__}")
         if max_elements < 0:
-            raise ValueError(f"max_elements must be >= 0, got {max_elements}")
+            raise ArgumentValueError(f"max_elements must be >= 0, got {max_elements}")
         self.budget = min(max_elements, _sys.maxsize)
 
     def spend(self, n, what, start):
@@ -191,7 +191,9 @@ def _utf8(v):
     if not isinstance(v, str):
         raise EncodeError(f"expected str, got {type(v).__name__}")
     try:
-        b = v.encode("utf-8")
+        # str.encode, not v.encode: a subclass's own encode() does not change
+        # what its characters are (the compiled twin reads them directly).
+        b = str.encode(v, "utf-8")
     except UnicodeEncodeError:
         raise EncodeError("string is not encodable as UTF-8") from None
     if len(b) > _MAX_STRING:
@@ -208,11 +210,12 @@ def _w_length(out, n, compact, wide):
         out += _FIXED["int16"].pack(n)
 
 
-def _as_bytes(v):
+def _flat(v):
+    """The bytes of a bytes-like value, uncopied (a flat memoryview unless it is bytes)."""
     if isinstance(v, bytes):
         return v
     try:
-        return memoryview(v).cast("B").tobytes()
+        return memoryview(v).cast("B")
     except TypeError:
         raise EncodeError(f"expected a bytes-like object, got {type(v).__name__}") from None
 
@@ -348,7 +351,7 @@ def _write_scalar(out, v, plan, t):
         if v is None:
             _w_null(out, plan, True)
             return
-        b = _as_bytes(v)
+        b = _flat(v)
         if len(b) > 0x7FFFFFFF:
             raise EncodeError("bytes longer than 2^31-1")
         _w_length(out, len(b), plan.compact, True)
@@ -358,7 +361,7 @@ def _write_scalar(out, v, plan, t):
             raise EncodeError(f"expected a bool, got {v!r}")
         out.append(1 if v else 0)
     elif t == "uuid":
-        b = _as_bytes(v)
+        b = _flat(v)
         if len(b) != 16:
             raise EncodeError("a uuid is 16 bytes")
         out += b
@@ -378,6 +381,8 @@ def _write_value(out, v, plan):
             return
         if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__"):
             raise EncodeError(f"expected a list, got {type(v).__name__}")
+        # A snapshot: an element's own code may change the list while it is
+        # written, and the count written first must stay true (as compiled).
         items = list(v)
         _w_length(out, len(items), plan.compact, True)
         for i, item in enumerate(items):
@@ -443,7 +448,7 @@ def _write_tagged(out, obj, splan):
             tag = _check_int(tag, "uint32")
             if tag in fields:
                 raise EncodeError(f"unknown tagged field {tag} collides with a known field")
-            fields[tag] = _as_bytes(raw)
+            fields[tag] = bytes(_flat(raw))
     _w_uvarint(out, len(fields))
     for tag in sorted(fields):
         _w_uvarint(out, tag)
@@ -500,7 +505,11 @@ class _Struct:
 
 
 def _rebuild(cls, state):
-    return cls(**state)
+    version = state.pop("version", None)  # consumer data's decoded version: not a constructor argument
+    obj = cls(**state)
+    if version is not None:
+        obj.version = version
+    return obj
 
 
 class _Message(_Struct):
@@ -555,9 +564,22 @@ class _Message(_Struct):
 
 
 class _PrefixedMessage(_Message):
-    """Consumer-protocol data: an int16 version, then the body."""
+    """Consumer-protocol data: an int16 version, then the body.
 
-    __slots__ = ()
+    ``version`` is the version a decoded instance was read at (None on one
+    built by hand); not a field: it takes no part in equality, and encode()
+    writes the newest version unless told."""
+
+    __slots__ = ()  # each class adds "version" after its fields (see _make_class)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.version = None
+
+    def __reduce__(self):
+        rebuild, (cls, state) = super().__reduce__()
+        state["version"] = self.version
+        return rebuild, (cls, state)
 
     def encode(self, version=None):
         if version is None:
@@ -575,13 +597,16 @@ class _PrefixedMessage(_Message):
         # A newer writer may add fields at the end; like Java, read the
         # newest layout we know and ignore what follows it.
         newer = version > cls._schema.valid.hi
-        return cls._decode_body(r, cls._schema.valid.hi if newer else version, allow_trailing=newer)
+        obj = cls._decode_body(r, cls._schema.valid.hi if newer else version, allow_trailing=newer)
+        obj.version = version
+        return obj
 
 
 def _make_class(name, fields, base, schema=None):
     attrs = tuple(f.attr for f in fields)
+    prefixed = base is _PrefixedMessage
     ns = {
-        "__slots__": attrs + ("unknown_tagged_fields",),
+        "__slots__": attrs + ("unknown_tagged_fields",) + (("version",) if prefixed else ()),
         "_attrs": attrs,
         "_field_objs": tuple(fields),
         "__module__": "kwire",
@@ -618,4 +643,169 @@ def _build_all():
 
 _ALL = _build_all()
 globals().update(_ALL)
-__all__ = sorted(_ALL)
+__all__ = sorted(_ALL)  # the framing functions join them at the end of the module
+
+
+# ---------------------------------------------------------------------------
+# Framing: size prefix, header, body (the compiled twin is _framing_c.pxi)
+# ---------------------------------------------------------------------------
+# Offsets in errors: the size prefix's are at 0; the header's are relative to
+# the byte after the size prefix (as its own decode_prefix reports them); the
+# body's are relative to the frame.
+
+_REQUEST_CLASSES = {m.api_key: _ALL[m.class_name] for m in _schema.API_MESSAGES if m.kind == "request"}
+_RESPONSE_CLASSES = {m.api_key: _ALL[m.class_name] for m in _schema.API_MESSAGES if m.kind == "response"}
+_REQUEST_KEYS = {cls: key for key, cls in _REQUEST_CLASSES.items()}
+_RESPONSE_KEYS = {cls: key for key, cls in _RESPONSE_CLASSES.items()}
+
+
+def _check_message(msg, keys, kind):
+    """The api key of ``msg`` if it is a kwire ``kind`` message of this codec (or a subclass of one)."""
+    api_key = keys.get(type(msg))
+    if api_key is not None:
+        return api_key
+    for cls, api_key in keys.items():
+        if isinstance(msg, cls):
+            return api_key
+    raise EncodeError(f"expected a kwire {kind} message, got {type(msg).__name__}")
+
+
+def _check_version(cls, version):
+    cls._plan(version)
+
+
+def _encode_frame(cls, header, header_version, msg, version):
+    out = bytearray(4)
+    out += header.encode(header_version)
+    # The class's writer, not msg.encode: a subclass's own encode() does not change its fields' bytes.
+    out += cls._encode_body(msg, version)
+    size = len(out) - 4
+    if size > 0x7FFFFFFF:
+        raise EncodeError(f"frame of {size} bytes exceeds the int32 size prefix")
+    _FIXED["int32"].pack_into(out, 0, size)
+    return bytes(out)
+
+
+def _header(cls, **values):
+    # As the compiled twin does: the attributes set directly, no keyword parsing.
+    header = cls.__new__(cls)
+    for attr in cls._attrs:
+        setattr(header, attr, values[attr])
+    header.unknown_tagged_fields = None
+    return header
+
+
+# Both encoders check, in this order: the message's class, the version, the
+# header's values, the body's; the compiled twin does the same.
+def encode_request(msg, version, correlation_id, client_id=None):
+    """A complete request frame: size prefix, request header, body."""
+    api_key = _check_message(msg, _REQUEST_KEYS, "request")
+    cls = _REQUEST_CLASSES[api_key]
+    _check_version(cls, version)
+    header = _header(RequestHeader, request_api_key=api_key, request_api_version=version,  # noqa: F821
+                     correlation_id=correlation_id, client_id=client_id)
+    return _encode_frame(cls, header, _schema.request_header_version(api_key, version), msg, version)
+
+
+def encode_response(msg, version, correlation_id):
+    """A complete response frame: size prefix, response header, body."""
+    api_key = _check_message(msg, _RESPONSE_KEYS, "response")
+    cls = _RESPONSE_CLASSES[api_key]
+    _check_version(cls, version)
+    header = _header(ResponseHeader, correlation_id=correlation_id)  # noqa: F821
+    return _encode_frame(cls, header, _schema.response_header_version(api_key, version), msg, version)
+
+
+def _open_frame(frame):
+    """A reader of the bytes after the size prefix, checked against it."""
+    try:
+        view = memoryview(frame).cast("B")
+    except TypeError:
+        raise ArgumentTypeError(f"expected a bytes-like object, not {type(frame).__name__}") from None
+    n = len(view)
+    if n < 4:
+        raise DecodeError(f"truncated: a frame needs 4 size bytes, {n} given", 0)
+    (size,) = _FIXED["int32"].unpack_from(view, 0)
+    if size != n - 4:
+        raise DecodeError(f"size prefix says {size} bytes but the frame has {n - 4}", 0)
+    return _Reader(view[4:])
+
+
+def _read_request_header(r, max_elements):
+    if r.end < 4:
+        raise DecodeError("truncated request header", 4)
+    api_key, api_version = _struct.unpack_from(">hh", r.buf, 0)
+    try:
+        header_version = _schema.request_header_version(api_key, api_version)
+    except KeyError:
+        # Not a message kwire knows: every api since Kafka 2.4 uses header v2
+        # exactly when it is flexible, which cannot be told from here; v1 is
+        # what the fixed part of both looks like, so read that much.
+        header_version = 1
+    r.set_limit(max_elements)
+    return _read_header(r, RequestHeader, header_version)  # noqa: F821
+
+
+def _read_header(r, cls, version):
+    """The header at the start of the frame; the body follows it."""
+    return cls._decode_body(r, version, allow_trailing=True)
+
+
+def _read_body(r, cls, version):
+    """The body after the header (its version already checked), error offsets made relative to the frame."""
+    try:
+        return cls._decode_body(r, version)
+    except DecodeError as e:
+        if e.offset is not None:
+            e.offset += 4
+        raise
+
+
+def decode_request(frame, *, max_elements=None):
+    """``(RequestHeader, message)`` from a complete request frame.
+
+    ``max_elements`` caps the array elements and tagged fields built from the
+    whole frame, header included, as for the message classes' ``decode``."""
+    r = _open_frame(frame)
+    header = _read_request_header(r, max_elements)
+    cls = _REQUEST_CLASSES.get(header.request_api_key)
+    if cls is None:
+        raise UnsupportedVersionError(f"api key {header.request_api_key} (request) is not supported by kwire")
+    _check_version(cls, header.request_api_version)
+    return header, _read_body(r, cls, header.request_api_version)
+
+
+def decode_response(frame, api_key, version, *, max_elements=None):
+    """``(ResponseHeader, message)`` from a complete response frame.
+
+    Responses do not say what they answer: pass the api key and version of the
+    request with the same correlation id.  ``max_elements`` as for
+    :func:`decode_request`."""
+    # The api key and version come from the caller, not the frame: check them before reading it.
+    if not isinstance(api_key, int) or isinstance(api_key, bool) or api_key not in _RESPONSE_CLASSES:
+        raise UnsupportedVersionError(f"api key {api_key} (response) is not supported by kwire")
+    cls = _RESPONSE_CLASSES[api_key]
+    _check_version(cls, version)
+    r = _open_frame(frame)
+    r.set_limit(max_elements)
+    header = _read_header(r, ResponseHeader, _schema.response_header_version(api_key, version))  # noqa: F821
+    return header, _read_body(r, cls, version)
+
+
+def split_request(frame):
+    """``(RequestHeader, body)`` of a request frame; ``body`` is a memoryview.
+
+    Works for any api key, so a proxy or capture tool can read the header of
+    requests kwire has no body codec for."""
+    r = _open_frame(frame)
+    header = _read_request_header(r, None)
+    return header, memoryview(frame).cast("B")[4 + r.pos:]
+
+
+def decode_request_header(frame):
+    """The :class:`RequestHeader` of a request frame, of any api key."""
+    return _read_request_header(_open_frame(frame), None)
+
+
+__all__ += ["decode_request", "decode_request_header", "decode_response", "encode_request", "encode_response",
+            "split_request"]

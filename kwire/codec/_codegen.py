@@ -153,10 +153,14 @@ class _StructGen:
                 "if n == -1:",
                 f"    {target} = None",
                 "else:",
-                "    lst = []",
+                "    # Sized once (r_count has checked n against the bytes left); a slot",
+                "    # an error leaves empty is NULL, which the list's dealloc skips.",
+                "    lst = PyList_New(n)",
                 "    try:",
                 "        for i in range(n):",
-                f"            lst.append({elem})",
+                f"            item = {elem}",
+                "            Py_INCREF(item)",
+                "            PyList_SET_ITEM(lst, i, item)",
                 "    except DecodeError as e:",
                 "        e.prepend_path(i)",
                 "        raise",
@@ -177,6 +181,7 @@ class _StructGen:
             "    cdef int f = -1",
             "    cdef Py_ssize_t n, i",
             "    cdef list lst",
+            "    cdef object item",
             f"    cdef bint flex = {self.flex_cond}",
         ]
         if self.tagged:
@@ -257,16 +262,12 @@ class _StructGen:
                 f"    w_length({w}, n, {self._compact(f)}, 1)",
                 "    i = 0",
                 "    try:",
-                "        for item in lst:",
-                "            if i >= n:",
-                "                break",
+                "        for i in range(n):",
+                "            item = lst[i]",
                 f"            {elem}",
-                "            i += 1",
                 "    except EncodeError as e:",
                 "        e.prepend_path(i)",
                 "        raise",
-                "    if i != n:",
-                "        raise EncodeError('list changed size while being encoded')",
             ]
         if f.is_struct:
             return [f"_w_{self._elem_cls(f)}({w}, {expr}, version)"]
@@ -343,6 +344,11 @@ class _StructGen:
         L.append(f'    """{doc}"""')
         L += [f"    cdef public object {a}" for a in attrs]
         L.append("    cdef public object unknown_tagged_fields")
+        prefixed = self.cls == self.msg.class_name and self.msg.version_prefixed
+        if prefixed:
+            # The version a decoded instance was read at (None on one built by hand); not a field:
+            # it takes no part in equality, and encode() writes the newest version unless told.
+            L.append("    cdef public object version")
         L.append("")
         if self.cls == self.msg.class_name:
             m = self.msg
@@ -388,8 +394,9 @@ class _StructGen:
         L.append(f"        return '{self.cls}(' + ', '.join(parts) + ')'")
         L.append("")
         L.append("    def __reduce__(self):")
+        version = ", 'version': self.version" if prefixed else ""
         L.append("        return (_rebuild, (type(self), {" + ", ".join(f"{a!r}: self.{a}" for a in attrs) +
-                 ", 'unknown_tagged_fields': self.unknown_tagged_fields}))")
+                 f", 'unknown_tagged_fields': self.unknown_tagged_fields{version}}}))")
         L.append("")
         if self.cls == self.msg.class_name:
             L += self._message_methods()
@@ -468,9 +475,11 @@ class _StructGen:
             "        # A newer writer may add fields at the end; like Java, read the",
             "        # newest layout we know and ignore what follows it.",
             f"        if version > {hi}:",
-            f"            return _r_{cls}(&r, {hi})",
-            f"        o = _r_{cls}(&r, version)",
-            "        r_finish(&r)",
+            f"            o = _r_{cls}(&r, {hi})",
+            "        else:",
+            f"            o = _r_{cls}(&r, version)",
+            "            r_finish(&r)",
+            f"        (<{cls}>o).version = version",
             "        return o",
         ]
 
@@ -486,6 +495,20 @@ class Generator:
         out.append(_StructGen(self, msg, msg.class_name, msg.fields, msg.valid))
         return out
 
+    def framing_tables(self):
+        """What the compiled framing (``_framing_c.pxi``) looks up by api key, spelled out per message."""
+        L = []
+        for kind in ("request", "response"):
+            msgs = [m for m in self.schema.API_MESSAGES if m.kind == kind]
+            up = kind.upper()
+            L.append(f"cdef dict _{up}_KEYS = {{" + ", ".join(f"{m.class_name}: {m.api_key}" for m in msgs) + "}")
+            L.append(f"cdef dict _{up}_CLASSES = {{" + ", ".join(f"{m.api_key}: {m.class_name}" for m in msgs) + "}")
+            L += ["", ""]
+            L += _body_functions(kind, msgs)
+            rule = self.schema.request_header_version if kind == "request" else self.schema.response_header_version
+            L += _header_version_function(f"_{kind}_header_version", msgs, rule)
+        return L
+
     def render(self):
         L = [HEADER]
         gens = []
@@ -499,12 +522,65 @@ class Generator:
             for sg in sgs:
                 L += sg.read_function()
                 L += sg.write_function()
+        L += self.framing_tables()
+        L.append('include "_framing_c.pxi"')
+        L.append("")
         names = []
         for msg, sgs in gens:
             names += [sg.cls for sg in sgs]
-        L.append(f"__all__ = {sorted(names)!r}")
+        framing = ["decode_request", "decode_request_header", "decode_response", "encode_request", "encode_response",
+                   "split_request"]  # the functions of _framing_c.pxi
+        L.append(f"__all__ = {sorted(names) + framing!r}")
         L.append("")
         return "\n".join(L)
+
+
+def _header_version_function(name, messages, rule):
+    """A C function of (api key, version) giving ``rule(api_key, version)``, the schema's header rule,
+    for any int version (-1 for an api key kwire has no class for).  The rule only ever turns on
+    whether the version is flexible, so asking it at the first flexible version and the one before
+    gives both of its answers."""
+    L = [f"cdef int {name}(int api_key, int version) noexcept:"]
+    for m in messages:
+        flex = m.flexible
+        if flex.empty:
+            L.append(f"    if api_key == {m.api_key}:")
+            L.append(f"        return {rule(m.api_key, m.valid.lo)}")
+            continue
+        inside, outside = rule(m.api_key, flex.lo), rule(m.api_key, flex.lo - 1)
+        L.append(f"    if api_key == {m.api_key}:")
+        L.append(f"        return {inside} if {flex.lo} <= version <= {flex.hi} else {outside}")
+    L += ["    return -1", "", ""]
+    return L
+
+
+def _body_functions(kind, messages):
+    """By api key, for the api messages of ``kind``: the version check of their ``encode`` and ``decode``,
+    and the reader and writer of their body."""
+    # The exact classes by identity first: a dict look-up of a type costs more than the rest of
+    # a Heartbeat frame's header.
+    L = [f"cdef inline int _{kind}_key(object msg) noexcept:", "    t = type(msg)"]
+    for m in messages:
+        L.append(f"    if t is {m.class_name}:")
+        L.append(f"        return {m.api_key}")
+    L += ["    return -1", "", ""]
+    L += [f"cdef int _check_{kind}_version(int api_key, object version) except -1:"]
+    for m in messages:
+        L.append(f"    if api_key == {m.api_key}:")
+        L.append(f"        return check_version(version, {m.valid.lo}, {m.valid.hi}, {m.class_name!r}, "
+                 f"{repr(m.valid)!r})")
+    L += [f"    raise UnsupportedVersionError(f\"api key {{api_key}} ({kind}) is not supported by kwire\")", "", ""]
+    L.append(f"cdef object _r_{kind}_body(Reader* r, int api_key, int version):")
+    for m in messages:
+        L.append(f"    if api_key == {m.api_key}:")
+        L.append(f"        return _r_{m.class_name}(r, version)")
+    L += ["    return None", "", ""]
+    L.append(f"cdef int _w_{kind}_body(Writer* w, int api_key, object msg, int version) except -1:")
+    for m in messages:
+        L.append(f"    if api_key == {m.api_key}:")
+        L.append(f"        return _w_{m.class_name}(w, msg, version)")
+    L += ["    return 0", "", ""]
+    return L
 
 
 def write_cython(schema, path):

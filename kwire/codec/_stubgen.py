@@ -90,6 +90,8 @@ def _class(msg, cls, fields, rng, is_message):
         ]
     elif is_message:
         L += [
+            "    # The version a decoded instance was read at (its int16 prefix); None on one built by hand.",
+            "    version: int | None",
             "    def encode(self, version: int | None = None) -> bytes: ...",
             "    @classmethod",
             f"    def decode(cls, data: Buffer, *, max_elements: int | None = None) -> {cls}: ...",
@@ -111,6 +113,18 @@ def render(schema):
     for kind, alias in (("request", "_AnyRequest"), ("response", "_AnyResponse")):
         names = ", ".join(m.class_name for m in schema.API_MESSAGES if m.kind == kind)
         L.append(f"{alias} = Union[{names}]")
+    # The framing functions each codec defines (kwire/codec/_framing.pyi types the ones kwire exports).
+    L += [
+        "",
+        "def encode_request(msg: _AnyRequest, version: int, correlation_id: int, client_id: str | None = None) "
+        "-> bytes: ...",
+        "def encode_response(msg: _AnyResponse, version: int, correlation_id: int) -> bytes: ...",
+        "def decode_request(frame: Buffer, *, max_elements: int | None = None) -> tuple[RequestHeader, _AnyRequest]: ...",
+        "def decode_response(frame: Buffer, api_key: int, version: int, *, max_elements: int | None = None) "
+        "-> tuple[ResponseHeader, _AnyResponse]: ...",
+        "def decode_request_header(frame: Buffer) -> RequestHeader: ...",
+        "def split_request(frame: Buffer) -> tuple[RequestHeader, memoryview]: ...",
+    ]
     L += ["", "__all__: list[str]", ""]
     return "\n".join(L)
 

@@ -10,7 +10,8 @@
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize, PyBytes_CheckExact
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
-from cpython.list cimport PyList_CheckExact, PyList_GET_SIZE
+from cpython.list cimport PyList_CheckExact, PyList_GET_SIZE, PyList_GetSlice, PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
 from cpython.long cimport PyLong_Check
 from cpython.unicode cimport PyUnicode_Check
 from libc.string cimport memcpy
@@ -19,12 +20,14 @@ from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
+    object PyUnicode_New(Py_ssize_t, Py_UCS4)
+    void* PyUnicode_DATA(object)
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
     bint PyIndex_Check(object)
     object PyNumber_Index(object)
     const Py_ssize_t PY_SSIZE_T_MAX
 
-from kwire.errors import DecodeError, EncodeError, UnsupportedVersionError
+from kwire.errors import ArgumentTypeError, ArgumentValueError, DecodeError, EncodeError, UnsupportedVersionError
 # Underscored: tests copy every public class name of a codec onto kwire.
 from kwire.errors import LimitExceededError as _LimitExceededError
 
@@ -140,7 +143,7 @@ cdef inline int r_uvarint_fast(Reader* r, uint32_t* out) except -1:
     return r_uvarint(r, out)
 
 
-cdef Py_ssize_t r_length(Reader* r, bint compact, bint wide, bint nullable) except -2:
+cdef inline Py_ssize_t r_length(Reader* r, bint compact, bint wide, bint nullable) except -2:
     """A length or count; -1 for null."""
     cdef Py_ssize_t start = r.pos
     cdef uint32_t u
@@ -161,7 +164,21 @@ cdef Py_ssize_t r_length(Reader* r, bint compact, bint wide, bint nullable) exce
     return <Py_ssize_t>n
 
 
-cdef object r_string(Reader* r, bint compact, bint nullable):
+cdef inline bint is_ascii(const uint8_t* p, Py_ssize_t n) noexcept:
+    """Whether no byte of ``p[:n]`` has its high bit set, eight bytes at a time."""
+    cdef Py_ssize_t i = 0
+    cdef uint64_t word, high = 0
+    while i + 8 <= n:
+        memcpy(&word, p + i, 8)
+        high |= word
+        i += 8
+    while i < n:
+        high |= p[i]
+        i += 1
+    return (high & <uint64_t>0x8080808080808080) == 0
+
+
+cdef inline object r_string(Reader* r, bint compact, bint nullable):
     cdef Py_ssize_t start = r.pos
     cdef Py_ssize_t n = r_length(r, compact, 0, nullable)
     if n == -1:
@@ -169,15 +186,23 @@ cdef object r_string(Reader* r, bint compact, bint nullable):
     if n > MAX_STRING:
         raise DecodeError(f"string length {n} exceeds {MAX_STRING}", start)
     r_need(r, n)
-    try:
-        s = PyUnicode_DecodeUTF8(<const char*>(r.p + r.pos), n, NULL)
-    except UnicodeDecodeError:
-        raise DecodeError("invalid UTF-8", r.pos) from None
+    cdef const uint8_t* p = r.p + r.pos
+    if is_ascii(p, n):
+        # Member ids, topic and group names are nearly always ASCII: an ASCII
+        # str is one byte per character, so it is built with one copy, which
+        # skips the UTF-8 decoder's set-up and its guess at the string's size.
+        s = PyUnicode_New(n, 127)
+        memcpy(PyUnicode_DATA(s), p, n)
+    else:
+        try:
+            s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+        except UnicodeDecodeError:
+            raise DecodeError("invalid UTF-8", r.pos) from None
     r.pos += n
     return s
 
 
-cdef object r_bytes(Reader* r, bint compact, bint nullable):
+cdef inline object r_bytes(Reader* r, bint compact, bint nullable):
     cdef Py_ssize_t n = r_length(r, compact, 1, nullable)
     if n == -1:
         return None
@@ -211,7 +236,15 @@ cdef Py_ssize_t r_count(Reader* r, bint compact, bint nullable, Py_ssize_t min_s
     return n
 
 
-cdef Py_ssize_t r_tag_count(Reader* r) except -1:
+cdef inline Py_ssize_t r_tag_count(Reader* r) except -1:
+    # Nearly every struct has an empty tag section: one zero byte.
+    if r.pos < r.end and r.p[r.pos] == 0:
+        r.pos += 1
+        return 0
+    return _r_tag_count(r)
+
+
+cdef Py_ssize_t _r_tag_count(Reader* r) except -1:
     cdef Py_ssize_t start = r.pos
     cdef uint32_t count
     r_uvarint_fast(r, &count)
@@ -235,9 +268,16 @@ cdef int r_tag_header(Reader* r, int64_t* last, uint32_t* tag, uint32_t* size) e
     return 0
 
 
-cdef object r_unknown_tags(Reader* r):
+cdef inline object r_unknown_tags(Reader* r):
     """The tagged-field section of a struct with no known tags: all preserved raw."""
-    cdef Py_ssize_t count = r_tag_count(r)
+    if r.pos < r.end and r.p[r.pos] == 0:
+        r.pos += 1
+        return None
+    return _r_unknown_tags(r)
+
+
+cdef object _r_unknown_tags(Reader* r):
+    cdef Py_ssize_t count = _r_tag_count(r)
     if count == 0:
         return None
     cdef int64_t last = -1
@@ -278,9 +318,9 @@ cdef int r_set_limit(Reader* r, object max_elements) except -1:
     if max_elements is None:
         return 0
     if isinstance(max_elements, bool) or not isinstance(max_elements, int):
-        raise TypeError(f"max_elements must be an int or None, not {type(max_elements).__name__}")
+        raise ArgumentTypeError(f"max_elements must be an int or None, not {type(max_elements).__name__}")
     if max_elements < 0:
-        raise ValueError(f"max_elements must be >= 0, got {max_elements}")
+        raise ArgumentValueError(f"max_elements must be >= 0, got {max_elements}")
     r.budget = <Py_ssize_t>max_elements if max_elements < PY_SSIZE_T_MAX else PY_SSIZE_T_MAX
     return 0
 
@@ -297,8 +337,9 @@ cdef object r_open(Reader* r, object data):
     cdef _Input inp = _Input.__new__(_Input)
     try:
         PyObject_GetBuffer(data, &inp.view, PyBUF_SIMPLE)
-    except (TypeError, BufferError):
-        raise TypeError(f"expected a bytes-like object, not {type(data).__name__}") from None
+    except (TypeError, BufferError, ValueError):
+        # ValueError: NumPy's refusal of a non-contiguous array.
+        raise ArgumentTypeError(f"expected a bytes-like object, not {type(data).__name__}") from None
     inp.held = True
     r.p = <const uint8_t*>inp.view.buf
     r.pos = 0
@@ -496,22 +537,27 @@ cdef int w_string(Writer* w, object v, bint compact, bint nullable) except -1:
     return w_raw(w, p, n)
 
 
+cdef int w_bytes_raw(Writer* w, const void* p, Py_ssize_t n, bint compact) except -1:
+    # The one length check of every bytes field, whichever way its bytes were reached.
+    if n > 0x7FFFFFFF:
+        raise EncodeError("bytes longer than 2^31-1")
+    w_length(w, n, compact, 1)
+    return w_raw(w, p, n)
+
+
 cdef int w_bytes_value(Writer* w, object v, bint compact, bint nullable) except -1:
     if v is None:
         return w_null(w, nullable, compact, 1)
     cdef Py_buffer view
     if PyBytes_CheckExact(v):
-        w_length(w, PyBytes_GET_SIZE(v), compact, 1)
-        return w_raw(w, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+        return w_bytes_raw(w, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), compact)
     try:
         PyObject_GetBuffer(v, &view, PyBUF_SIMPLE)
-    except (TypeError, BufferError):
+    except (TypeError, BufferError, ValueError):
+        # ValueError: NumPy's refusal of a non-contiguous array.
         raise EncodeError(f"expected a bytes-like object, got {type(v).__name__}") from None
     try:
-        if view.len > 0x7FFFFFFF:
-            raise EncodeError("bytes longer than 2^31-1")
-        w_length(w, view.len, compact, 1)
-        w_raw(w, view.buf, view.len)
+        w_bytes_raw(w, view.buf, view.len, compact)
     finally:
         PyBuffer_Release(&view)
     return 0
@@ -521,7 +567,7 @@ cdef int w_uuid(Writer* w, object v) except -1:
     cdef Py_buffer view
     try:
         PyObject_GetBuffer(v, &view, PyBUF_SIMPLE)
-    except (TypeError, BufferError):
+    except (TypeError, BufferError, ValueError):
         raise EncodeError(f"expected a bytes-like object, got {type(v).__name__}") from None
     try:
         if view.len != 16:
@@ -533,9 +579,13 @@ cdef int w_uuid(Writer* w, object v) except -1:
 
 
 cdef list as_list(object v):
-    """The elements of an array field (None is handled by the caller)."""
+    """A snapshot of the elements of an array field (None is handled by the caller).
+
+    Always a copy: an element's own code (an ``__index__``, a ``__str__``) may
+    change the list while it is written, and the count written first must stay
+    true.  The pure twin takes the same snapshot."""
     if PyList_CheckExact(v):
-        return <list>v
+        return PyList_GetSlice(v, 0, PY_SSIZE_T_MAX)
     if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__"):
         raise EncodeError(f"expected a list, got {type(v).__name__}")
     return list(v)
@@ -559,7 +609,7 @@ cdef int w_tags(Writer* w, object unknown, dict known) except -1:
             if not PyBytes_CheckExact(raw):
                 try:
                     raw = memoryview(raw).cast("B").tobytes()
-                except TypeError:
+                except (TypeError, ValueError):
                     raise EncodeError(f"expected a bytes-like object, got {type(raw).__name__}") from None
             fields[tag] = raw
     w_uvarint(w, <uint32_t>len(fields))
@@ -588,4 +638,8 @@ cdef int check_version(object version, int lo, int hi, str name, str valid) exce
 
 
 def _rebuild(cls, state):
-    return cls(**state)
+    version = state.pop("version", None)  # consumer data's decoded version: not a constructor argument
+    obj = cls(**state)
+    if version is not None:
+        obj.version = version
+    return obj

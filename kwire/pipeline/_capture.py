@@ -10,6 +10,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kwire.errors import CaptureFormatError
+
 #: Frame sent by the client (a request).
 CLIENT_TO_BROKER = 0
 #: Frame sent by the broker (a response).
@@ -117,6 +119,6 @@ def read_capture(path) -> pa.Table:
     table = pq.read_table(path)
     missing = [n for n in COLUMNS if n not in table.column_names]
     if missing:
-        raise ValueError(f"{path} is not a kwire capture: missing columns {missing}")
+        raise CaptureFormatError(f"{path} is not a kwire capture: missing columns {missing}")
     table = table.select(COLUMNS).cast(SCHEMA)
     return table.sort_by("seq")

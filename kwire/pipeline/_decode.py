@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from kwire import _impl
+from kwire.errors import ArgumentTypeError
 from kwire.pipeline._capture import read_capture
 
 
@@ -40,7 +41,7 @@ def binary_views(arr):
     elif pa.types.is_binary(arr.type):
         off_dtype = np.int32
     else:
-        raise TypeError(f"frame column must be binary, got {arr.type}")
+        raise ArgumentTypeError(f"frame column must be binary, got {arr.type}")
     _validity, off_buf, data_buf = arr.buffers()
     width = np.dtype(off_dtype).itemsize
     offsets = np.frombuffer(off_buf, dtype=off_dtype, count=len(arr) + 1, offset=arr.offset * width)

@@ -22,7 +22,7 @@ import socket
 
 import dpkt
 
-from kwire.errors import DecodeError
+from kwire.errors import CaptureFormatError, DecodeError
 from kwire.codec import FrameSplitter
 from kwire.pipeline._capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
 
@@ -122,7 +122,7 @@ def _ip_packet(linktype, buf):
         elif linktype in (dpkt.pcap.DLT_RAW, 12, 14, 101):
             pkt = dpkt.ip6.IP6(buf) if buf and buf[0] >> 4 == 6 else dpkt.ip.IP(buf)
         else:
-            raise ValueError(f"unsupported pcap link type {linktype}")
+            raise CaptureFormatError(f"unsupported pcap link type {linktype}")
     except (dpkt.UnpackError, IndexError):
         return None
     return pkt if isinstance(pkt, (dpkt.ip.IP, dpkt.ip6.IP6)) else None

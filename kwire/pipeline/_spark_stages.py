@@ -30,7 +30,7 @@ import time
 
 import pyarrow as pa
 
-from kwire.errors import KwireError
+from kwire.errors import ArgumentTypeError, CaptureFormatError
 from kwire.pipeline import _analysis as analysis
 from kwire.pipeline import _report as report
 from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
@@ -42,7 +42,7 @@ DEFAULT_BUCKETS_PER_CORE = 4
 DECODE_COLUMNS = ("seq", "ts", "conn", "direction", "frame", "truncated")
 
 
-class CaptureError(KwireError, ValueError):
+class CaptureError(CaptureFormatError):
     """The capture cannot be read: missing, not Parquet, or without the
     columns of the capture schema.  The command line exits 2 on it."""
 
@@ -69,7 +69,7 @@ def spark_type(t):
         return T.ArrayType(spark_type(t.value_type), True)
     if pa.types.is_struct(t):
         return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in t])
-    raise TypeError(f"no Spark type for {t}")
+    raise ArgumentTypeError(f"no Spark type for {t}")
 
 
 def spark_schema(schema: pa.Schema):

@@ -1,0 +1,125 @@
+"""Inputs on which the twins once disagreed, and the 2^31 bytes limit (issue 15's correctness debts).
+
+Each case must give identical bytes or the identical typed error in both codecs."""
+
+import mmap
+import tracemalloc
+
+import pytest
+
+import kwire
+from kwire import _impl
+
+np = pytest.importorskip("numpy")
+
+IMPLS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
+CODECS = [_impl.load("codec", impl, package="kwire.codec") for impl in IMPLS]
+
+
+def _outcome(call):
+    try:
+        return ("ok", call())
+    except kwire.KwireError as e:
+        return ("err", type(e).__name__, str(e))
+
+
+def _same_in_both(make):
+    """``make(codec)`` -> a thunk; the outcome, identical across the twins (and typed when it is an error)."""
+    results = [_outcome(make(codec)) for codec in CODECS]
+    for r in results[1:]:
+        assert r == results[0]
+    return results[0]
+
+
+def _protocol(codec, metadata):
+    return codec.JoinGroupRequest(group_id="g", member_id="m", protocol_type="consumer",
+                                  protocols=[codec.JoinGroupRequestProtocol(name="range", metadata=metadata)])
+
+
+@pytest.fixture(scope="module")
+def huge_buffer(tmp_path_factory):
+    """A read-only mapping of a sparse file one byte past 2^31-1: no page of it is ever touched."""
+    path = tmp_path_factory.mktemp("huge") / "sparse"
+    with open(path, "wb") as fh:
+        fh.truncate(0x80000000)
+    with open(path, "rb") as fh:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    yield mapped
+    mapped.close()
+
+
+@pytest.mark.parametrize("version", [0, 9])  # classic int32 length, compact varint length
+def test_a_bytes_field_of_2_31_bytes_is_refused_without_copying_it(huge_buffer, version):
+    tracemalloc.start()
+    try:
+        out = _same_in_both(lambda c: lambda: _protocol(c, huge_buffer).encode(version))
+        _cur, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert out == ("err", "EncodeError", "bytes longer than 2^31-1 (at protocols[0].metadata)")
+    assert peak < 1 << 20
+
+
+def test_a_non_contiguous_array_in_a_bytes_field():
+    strided = np.arange(64, dtype=np.uint8)[::2]
+    out = _same_in_both(lambda c: lambda: _protocol(c, strided).encode(9))
+    assert out == ("err", "EncodeError", "expected a bytes-like object, got ndarray (at protocols[0].metadata)")
+    fortran = np.asfortranarray(np.arange(16, dtype=np.uint8).reshape(4, 4))
+    assert _same_in_both(lambda c: lambda: _protocol(c, fortran).encode(9))[0] == "err"
+    # A contiguous one is its bytes.
+    flat = np.arange(8, dtype=np.uint8)
+    assert _same_in_both(lambda c: lambda: _protocol(c, flat).encode(9)) == ("ok", _protocol(CODECS[0], bytes(range(8))).encode(9))
+
+
+def test_a_non_contiguous_buffer_to_decode_is_a_typed_error():
+    strided = np.zeros(64, dtype=np.uint8)[::2]
+    out = _same_in_both(lambda c: lambda: c.HeartbeatResponse.decode(strided, 0))
+    assert out == ("err", "ArgumentTypeError", "expected a bytes-like object, not ndarray")
+
+
+class LoudStr(str):
+    def encode(self, *args, **kwargs):  # noqa: ARG002 - what a str subclass may do
+        return b"not these bytes"
+
+
+def test_a_str_subclass_is_written_by_its_characters():
+    out = _same_in_both(lambda c: lambda: c.HeartbeatRequest(group_id=LoudStr("grüppe"), member_id="m").encode(4))
+    assert out == ("ok", kwire.HeartbeatRequest(group_id="grüppe", member_id="m").encode(4))
+
+
+def test_a_list_that_grows_while_it_is_encoded_is_written_as_it_was():
+    class Growing(int):
+        """An int32 element whose conversion appends to the list being written."""
+        target = None
+
+        def __index__(self):
+            if self.target is not None and len(self.target) < 10:
+                self.target.append(Growing(int(self) + 1))
+            return int(self)
+
+    def make(codec):
+        def encode():
+            first = Growing(1)
+            parts = [first, 2, 3]
+            Growing.target = parts
+            try:
+                topic = codec.SubscriptionTopicPartition(topic="t", partitions=parts)
+                return codec.Subscription(topics=["t"], owned_partitions=[topic]).encode(1)
+            finally:
+                Growing.target = None
+        return encode
+
+    out = _same_in_both(make)
+    assert out == ("ok", kwire.Subscription(
+        topics=["t"], owned_partitions=[kwire.SubscriptionTopicPartition(topic="t", partitions=[1, 2, 3])]).encode(1))
+
+
+def test_a_list_subclass_that_shrinks_while_iterated():
+    class Shrinking(list):
+        def __iter__(self):
+            items = list(super().__iter__())
+            self.clear()
+            return iter(items)
+
+    out = _same_in_both(lambda c: lambda: c.Subscription(topics=Shrinking(["a", "b"])).encode(0))
+    assert out == ("ok", kwire.Subscription(topics=["a", "b"]).encode(0))
