@@ -8,7 +8,7 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 
 from ._arrays import ArrayAssignment, ArrayGroup
 from ._javaorder import java_sorted
-from ._model import Assignment, GroupInput, MemberInput
+from ._model import MemberAssignments, GroupInput, MemberInput
 from ._api import (
     STRATEGIES,
     GroupMember,
@@ -21,6 +21,7 @@ from ._api import (
     leader_assignments,
     member_input,
     register_strategy,
+    unregister_strategy,
 )
 
 # range and roundrobin register in ._api; sticky and cooperative-sticky
@@ -30,7 +31,7 @@ from . import _sticky  # noqa: F401,E402
 __all__ = [
     "ArrayAssignment",
     "ArrayGroup",
-    "Assignment",
+    "MemberAssignments",
     "GroupInput",
     "GroupMember",
     "MemberInput",
@@ -45,4 +46,5 @@ __all__ = [
     "leader_assignments",
     "member_input",
     "register_strategy",
+    "unregister_strategy",
 ]

@@ -2,7 +2,7 @@
 
 Every strategy has an array form (``ArrayGroup -> ArrayAssignment``, what the
 Spark pipeline and :func:`assign` run) and may have a reference form
-(``GroupInput -> Assignment``, a plain-Python statement used to cross-check
+(``GroupInput -> MemberAssignments``, a plain-Python statement used to cross-check
 it).  Where a strategy finds a member's owned partitions and generation --
 Subscription fields, userData, or nowhere -- is answered once, by
 :func:`member_input`, before any assignor sees the group.
@@ -20,12 +20,12 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from .. import codec
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, group_input_of
-from ._model import Assignment, GroupInput, MemberInput
+from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import assign_range, reference_range
 from ._roundrobin import assign_roundrobin, reference_roundrobin
 
 ArrayFn = Callable[..., ArrayAssignment]
-ReferenceFn = Callable[[GroupInput], Assignment]
+ReferenceFn = Callable[[GroupInput], MemberAssignments]
 MemberInputFn = Callable[[str, Any], MemberInput]
 
 
@@ -47,7 +47,7 @@ class Strategy:
     name: str
     #: ``fn(group: ArrayGroup, implementation=None) -> ArrayAssignment``; None if only a reference exists.
     arrays: Optional[ArrayFn] = None
-    #: ``fn(group: GroupInput) -> Assignment``, plain Python, for cross-checks.
+    #: ``fn(group: GroupInput) -> MemberAssignments``, plain Python, for cross-checks.
     reference: Optional[ReferenceFn] = None
     #: ``fn(strategy_name, member) -> MemberInput``; None means "topics and rack only".
     member_input: Optional[MemberInputFn] = None
@@ -74,7 +74,7 @@ def register_strategy(
     ``fn`` is the array form: ``fn(group: ArrayGroup, implementation=None)``
     returning an :class:`ArrayAssignment` (a function without an
     ``implementation`` parameter is also accepted).  ``reference`` is an
-    optional ``GroupInput -> Assignment`` form; at least one is required.
+    optional ``GroupInput -> MemberAssignments`` form; at least one is required.
     ``member_input`` builds a :class:`MemberInput` from a :class:`GroupMember`
     for strategies that read owned partitions or userData."""
     if not isinstance(name, str) or not name:
@@ -87,6 +87,16 @@ def register_strategy(
     entry = Strategy(name, fn, reference, member_input, fn is not None and _takes_implementation(fn))
     with _LOCK:
         _REGISTRY[name] = entry
+    return entry
+
+
+def unregister_strategy(name: str) -> Strategy:
+    """Remove a strategy registered under ``name`` and return it (so a test or
+    a plugin can put the previous entry back with :func:`register_strategy`)."""
+    with _LOCK:
+        entry = _REGISTRY.pop(name, None)
+    if entry is None:
+        raise AssignmentError(f"no strategy registered as {name!r}")
     return entry
 
 
@@ -150,10 +160,19 @@ def group_input(strategy: str, members: Iterable, partitions_per_topic, *, parti
         raise AssignmentError("partition_racks must be a mapping of topic -> per-partition replica racks")
     counts = dict(partitions_per_topic)
     return GroupInput(
-        members=[_sanitized(member_input(strategy, m), counts) for m in members],
+        members=[_sanitized(member_input(strategy, m), counts) for m in _member_list(members)],
         partitions_per_topic=counts,
         partition_racks=dict(partition_racks) if partition_racks is not None else None,
     )
+
+
+def _member_list(members) -> list:
+    if members is None or isinstance(members, (str, bytes)):
+        raise AssignmentError(f"members must be a list of group members, got {members!r}")
+    try:
+        return list(members)
+    except TypeError as exc:
+        raise AssignmentError(f"members must be a list of group members, got {type(members).__name__}") from exc
 
 
 def _sanitized(member: MemberInput, counts) -> MemberInput:
@@ -194,7 +213,7 @@ def assign_arrays(strategy: str, group: ArrayGroup, *, implementation: Optional[
     return array_assignment_of(group, entry.reference(group_input_of(group)))
 
 
-def assign_group(strategy: str, group: GroupInput, *, implementation: Optional[str] = None) -> Assignment:
+def assign_group(strategy: str, group: GroupInput, *, implementation: Optional[str] = None) -> MemberAssignments:
     """Run ``strategy`` on a :class:`GroupInput`; every member appears in the result."""
     entry = get_strategy(strategy)
     if entry.arrays is None:
@@ -211,7 +230,7 @@ def assign_members_arrays(
     return assign_arrays(strategy, ArrayGroup.from_group_input(group), implementation=implementation)
 
 
-def reference_assign(strategy: str, group: GroupInput) -> Assignment:
+def reference_assign(strategy: str, group: GroupInput) -> MemberAssignments:
     """The strategy's plain-Python reference result (tests cross-check the array form with it)."""
     entry = get_strategy(strategy)
     if entry.reference is None:
@@ -263,10 +282,15 @@ def leader_assignments(
     ``group_instance_id`` and ``metadata`` bytes), decodes each member's
     Subscription, assigns, and returns one ``kwire.SyncGroupRequestAssignment``
     per member, in response order."""
+    if join_group_response is None:
+        raise AssignmentError("leader_assignments needs a JoinGroupResponse, got None")
     members = []
-    for m in getattr(join_group_response, "members", None) or ():
-        sub = codec.Subscription.decode(m.metadata)
-        members.append(GroupMember(m.member_id, getattr(m, "group_instance_id", None), sub))
+    for i, m in enumerate(_member_list(getattr(join_group_response, "members", None))):
+        metadata = getattr(m, "metadata", None)
+        if not isinstance(metadata, (bytes, bytearray, memoryview)):
+            raise AssignmentError(f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}")
+        sub = codec.Subscription.decode(metadata)
+        members.append(GroupMember(getattr(m, "member_id", None), getattr(m, "group_instance_id", None), sub))
     result = assign_members_arrays(
         strategy, members, partitions_per_topic, partition_racks=partition_racks, implementation=implementation
     ).topic_groups()

@@ -21,7 +21,7 @@ import numpy as np
 from .. import _impl
 from ._javaorder import capacity_after, hashmap_positions, java_sorted, member_info_order
 from ..errors import AssignmentError
-from ._model import Assignment, GroupInput
+from ._model import MemberAssignments, GroupInput
 
 _I32 = np.int32
 _I64 = np.int64
@@ -57,6 +57,30 @@ def _as(arr, dtype, name, ndim=1):
             raise AssignmentError(f"{name}: values out of range for {np.dtype(dtype).name}")
         a = b
     return np.ascontiguousarray(a)
+
+
+#: The most partitions one group's metadata may hold.  The kernels index
+#: partitions with int32 (2^31 - 1 at most), and every assignor allocates a
+#: few words per partition: 2^27 keeps the largest group within a few GiB and
+#: is far beyond any Kafka cluster.  The sticky kernels check the same limit.
+MAX_PARTITIONS = 1 << 27
+
+
+def _names(values, what) -> List:
+    if values is None or isinstance(values, (str, bytes)):
+        raise AssignmentError(f"{what} must be a list of str, got {values!r}")
+    try:
+        return list(values)
+    except TypeError as exc:
+        raise AssignmentError(f"{what} must be a list of str, got {type(values).__name__}") from exc
+
+
+def check_partition_total(total: int) -> None:
+    """Refuse a metadata total past :data:`MAX_PARTITIONS` before anything per partition is allocated."""
+    if total > MAX_PARTITIONS:
+        raise AssignmentError(
+            f"the metadata holds {total} partitions; kwire assigns at most {MAX_PARTITIONS} in one group"
+        )
 
 
 def _check_csr(indptr, values, rows, name):
@@ -97,8 +121,8 @@ class ArrayGroup:
         replica_racks=None,
         validate: bool = True,
     ):
-        self.topics: List[str] = list(topics)
-        self.member_ids: List[str] = list(member_ids)
+        self.topics: List[str] = _names(topics, "topics")
+        self.member_ids: List[str] = _names(member_ids, "member_ids")
         T, M = len(self.topics), len(self.member_ids)
         self.partition_counts = _as(partition_counts, _I32, "partition_counts")
         self.sub_indptr = _as(sub_indptr, _I64, "sub_indptr")
@@ -121,6 +145,7 @@ class ArrayGroup:
         self.topic_offset = np.zeros(T + 1, dtype=_I64)
         if T:
             np.cumsum(self.partition_counts, out=self.topic_offset[1:])
+            check_partition_total(int(self.topic_offset[-1]))
         self.rack_names: List[str] = list(rack_names) if rack_names is not None else []
         # Without replica racks the indptr would be a zero array over every
         # partition; it is only materialized if someone asks for it.
@@ -166,6 +191,7 @@ class ArrayGroup:
         topics = java_sorted(names)
         index = {t: i for i, t in enumerate(topics)}
         counts = np.array([ppt.get(t, 0) for t in topics], dtype=_I32)
+        check_partition_total(int(counts.sum(dtype=_I64)))
 
         M = len(group.members)
         sub_indptr = np.zeros(M + 1, dtype=_I64)
@@ -465,7 +491,7 @@ class ArrayAssignment:
             out[mid] = list(groups.items())
         return out
 
-    def to_dict(self) -> Assignment:
+    def to_dict(self) -> MemberAssignments:
         """``{member_id: [(topic, partition), ...]}`` -- one Python tuple per partition, so not for hot paths."""
         self._need("to_dict()", "member_ids", "topics")
         topics = self.topics
@@ -531,7 +557,7 @@ def group_input_of(group: ArrayGroup) -> GroupInput:
     return GroupInput(members=members, partitions_per_topic=ppt, partition_racks=racks)
 
 
-def array_assignment_of(group: ArrayGroup, assignment: Assignment) -> ArrayAssignment:
+def array_assignment_of(group: ArrayGroup, assignment: MemberAssignments) -> ArrayAssignment:
     """Pack a ``{member_id: [(topic, partition), ...]}`` result into an :class:`ArrayAssignment`."""
     index = group.topic_index()
     indptr = np.zeros(group.num_members + 1, dtype=_I64)

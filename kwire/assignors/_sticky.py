@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
-from ._model import Assignment, GroupInput
+from ._model import MemberAssignments, GroupInput
 from . import _sticky_py
 from ._api import register_strategy
 from ._userdata import member_input_for
@@ -50,11 +50,11 @@ def assign_cooperative_sticky(group: ArrayGroup, implementation: Optional[str] =
     return _run(group, True, implementation)
 
 
-def reference_sticky(group: GroupInput) -> Assignment:
+def reference_sticky(group: GroupInput) -> MemberAssignments:
     return _sticky_py.sticky_assign(group, False)
 
 
-def reference_cooperative_sticky(group: GroupInput) -> Assignment:
+def reference_cooperative_sticky(group: GroupInput) -> MemberAssignments:
     return _sticky_py.sticky_assign(group, True)
 
 

@@ -239,8 +239,8 @@ def member_input_for(strategy: str, member) -> MemberInput:
     instance = _field(member, "group_instance_id")
     if instance is not None and not isinstance(instance, str):
         raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None")
-    topics = _field(sub, "topics", default=()) or ()
-    if isinstance(topics, (str, bytes)) or not all(isinstance(t, str) for t in topics):
+    topics = _field(sub, "topics")
+    if topics is None or isinstance(topics, (str, bytes)) or not all(isinstance(t, str) for t in topics):
         raise AssignmentError(f"member {member_id!r}: subscription topics must be a list of str")
     topics = tuple(topics)
     user_data = _field(sub, "user_data", "userdata")
