@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from .. import codec
 from ..errors import AssignmentError
-from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, group_input_of
+from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, group_input_of, required_list
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import assign_range, reference_range
 from ._roundrobin import assign_roundrobin, reference_roundrobin
@@ -160,19 +160,10 @@ def group_input(strategy: str, members: Iterable, partitions_per_topic, *, parti
         raise AssignmentError("partition_racks must be a mapping of topic -> per-partition replica racks")
     counts = dict(partitions_per_topic)
     return GroupInput(
-        members=[_sanitized(member_input(strategy, m), counts) for m in _member_list(members)],
+        members=[_sanitized(member_input(strategy, m), counts) for m in required_list(members, "members")],
         partitions_per_topic=counts,
         partition_racks=dict(partition_racks) if partition_racks is not None else None,
     )
-
-
-def _member_list(members) -> list:
-    if members is None or isinstance(members, (str, bytes)):
-        raise AssignmentError(f"members must be a list of group members, got {members!r}")
-    try:
-        return list(members)
-    except TypeError as exc:
-        raise AssignmentError(f"members must be a list of group members, got {type(members).__name__}") from exc
 
 
 def _sanitized(member: MemberInput, counts) -> MemberInput:
@@ -285,7 +276,7 @@ def leader_assignments(
     if join_group_response is None:
         raise AssignmentError("leader_assignments needs a JoinGroupResponse, got None")
     members = []
-    for i, m in enumerate(_member_list(getattr(join_group_response, "members", None))):
+    for i, m in enumerate(required_list(getattr(join_group_response, "members", None), "join_group_response.members")):
         metadata = getattr(m, "metadata", None)
         if not isinstance(metadata, (bytes, bytearray, memoryview)):
             raise AssignmentError(f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}")

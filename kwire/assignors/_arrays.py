@@ -66,13 +66,15 @@ def _as(arr, dtype, name, ndim=1):
 MAX_PARTITIONS = 1 << 27
 
 
-def _names(values, what) -> List:
+def required_list(values, what: str) -> List:
+    """``list(values)``, or an AssignmentError naming ``what`` for None, a
+    bare str/bytes or anything not iterable."""
     if values is None or isinstance(values, (str, bytes)):
-        raise AssignmentError(f"{what} must be a list of str, got {values!r}")
+        raise AssignmentError(f"{what} must be a list, got {values!r}")
     try:
         return list(values)
     except TypeError as exc:
-        raise AssignmentError(f"{what} must be a list of str, got {type(values).__name__}") from exc
+        raise AssignmentError(f"{what} must be a list, got {type(values).__name__}") from exc
 
 
 def check_partition_total(total: int) -> None:
@@ -121,8 +123,8 @@ class ArrayGroup:
         replica_racks=None,
         validate: bool = True,
     ):
-        self.topics: List[str] = _names(topics, "topics")
-        self.member_ids: List[str] = _names(member_ids, "member_ids")
+        self.topics: List[str] = required_list(topics, "topics")
+        self.member_ids: List[str] = required_list(member_ids, "member_ids")
         T, M = len(self.topics), len(self.member_ids)
         self.partition_counts = _as(partition_counts, _I32, "partition_counts")
         self.sub_indptr = _as(sub_indptr, _I64, "sub_indptr")

@@ -26,6 +26,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from .. import codec
 from ..errors import AssignmentError, DecodeError
+from ._javaorder import hashmap_capacity, hashmap_order, string_hash
 from ._model import DEFAULT_GENERATION, MemberInput
 
 TopicPartition = Tuple[str, int]
@@ -162,6 +163,27 @@ def encode_sticky_userdata(partitions: Sequence[TopicPartition], generation: Opt
     return codec.StickyAssignorUserData(previous_assignment=entries, generation=generation).encode(1)
 
 
+def sticky_user_data(partitions: Optional[Sequence[TopicPartition]], generation: int) -> Optional[bytes]:
+    """The userData a Java ``StickyAssignor`` member sends: None before its
+    first assignment, else its partitions and their generation (V1).
+
+    Java groups the partitions with ``CollectionUtils.groupPartitionsByTopic``,
+    a ``HashMap<String, List<Integer>>``, so the topics come in that map's
+    iteration order (partitions within a topic keep their order)."""
+    if partitions is None:
+        return None
+    grouped: dict = {}
+    for topic, p in partitions:
+        grouped.setdefault(topic, []).append(p)
+    names = list(grouped)
+    hashes = [string_hash(t) for t in names]
+    entries = [
+        codec.StickyTopicAssignment(topic=t, partitions=grouped[t])
+        for t in hashmap_order(names, hashes, hashmap_capacity(hashes))
+    ]
+    return codec.StickyAssignorUserData(previous_assignment=entries, generation=generation).encode(1)
+
+
 def decode_cooperative_userdata(data: Optional[bytes]) -> Optional[int]:
     """The generation in CooperativeStickyAssignor userData: None when there is
     no userData, -1 when it is too short to hold an int32."""
@@ -172,6 +194,7 @@ def decode_cooperative_userdata(data: Optional[bytes]) -> Optional[int]:
 
 
 def encode_cooperative_userdata(generation: int) -> bytes:
+    """The userData a Java ``CooperativeStickyAssignor`` member sends: its generation."""
     return codec.CooperativeStickyUserData(generation=generation).encode(0)
 
 
