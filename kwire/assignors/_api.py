@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from .. import codec
 from ..errors import AssignmentError
-from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, group_input_of, required_list
+from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, checked_counts, group_input_of, required_list
+from ._leader import assignment_payloads, join_members_group, member_objects_group
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import assign_range, reference_range
 from ._roundrobin import assign_roundrobin, reference_roundrobin
@@ -217,8 +218,24 @@ def assign_members_arrays(
     strategy: str, members: Sequence, partitions_per_topic, *, partition_racks=None, implementation=None
 ) -> ArrayAssignment:
     """Like :func:`assign` but returns the :class:`ArrayAssignment` (no tuple per partition)."""
-    group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
-    return assign_arrays(strategy, ArrayGroup.from_group_input(group), implementation=implementation)
+    entry = get_strategy(strategy)
+    if entry.arrays is None:
+        group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
+        return assign_arrays(strategy, ArrayGroup.from_group_input(group), implementation=implementation)
+    counts = _counts_of(partitions_per_topic)
+    group = member_objects_group(members, counts, _facts(strategy, counts), partition_racks)
+    return assign_arrays(strategy, group, implementation=implementation)
+
+
+def _counts_of(partitions_per_topic) -> Dict[str, int]:
+    if isinstance(partitions_per_topic, (str, bytes)) or not hasattr(partitions_per_topic, "items"):
+        raise AssignmentError("partitions_per_topic must be a mapping of topic -> partition count")
+    return checked_counts(partitions_per_topic)
+
+
+def _facts(strategy: str, counts: Dict[str, int]):
+    """The strategy's reading of one member, cleaned up like :func:`group_input` does."""
+    return lambda member: _sanitized(member_input(strategy, member), counts)
 
 
 def reference_assign(strategy: str, group: GroupInput) -> MemberAssignments:
@@ -244,8 +261,12 @@ def assign(
     to one list of replica racks per partition, for rack-aware assignment.
     Returns ``{member_id: [(topic, partition), ...]}`` with every member
     present and each list in Java's order."""
-    group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
-    return assign_group(strategy, group, implementation=implementation)
+    if get_strategy(strategy).arrays is None:
+        group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
+        return assign_group(strategy, group, implementation=implementation)
+    return assign_members_arrays(
+        strategy, members, partitions_per_topic, partition_racks=partition_racks, implementation=implementation
+    ).to_dict()
 
 
 # -- the leader's SyncGroup payload -----------------------------------------------------------
@@ -275,19 +296,18 @@ def leader_assignments(
     per member, in response order."""
     if join_group_response is None:
         raise AssignmentError("leader_assignments needs a JoinGroupResponse, got None")
-    members = []
-    for i, m in enumerate(required_list(getattr(join_group_response, "members", None), "join_group_response.members")):
-        metadata = getattr(m, "metadata", None)
-        if not isinstance(metadata, (bytes, bytearray, memoryview)):
-            raise AssignmentError(f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}")
-        sub = codec.Subscription.decode(metadata)
-        members.append(GroupMember(getattr(m, "member_id", None), getattr(m, "group_instance_id", None), sub))
-    result = assign_members_arrays(
-        strategy, members, partitions_per_topic, partition_racks=partition_racks, implementation=implementation
-    ).topic_groups()
+    counts = _counts_of(partitions_per_topic)
+    group = join_members_group(
+        getattr(join_group_response, "members", None), counts, _facts(strategy, counts), partition_racks
+    )
+    result = assign_arrays(strategy, group, implementation=implementation)
+    payloads = assignment_payloads(result, version, implementation)
+    if payloads is None:
+        groups = result.topic_groups()
+        payloads = [encode_member_assignment(groups[mid], version) for mid in group.member_ids]
     return [
-        codec.SyncGroupRequestAssignment(member_id=m.member_id, assignment=encode_member_assignment(result[m.member_id], version))
-        for m in members
+        codec.SyncGroupRequestAssignment(member_id=mid, assignment=payload)
+        for mid, payload in zip(group.member_ids, payloads)
     ]
 
 

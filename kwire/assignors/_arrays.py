@@ -94,6 +94,76 @@ def _check_csr(indptr, values, rows, name):
         raise AssignmentError(f"{name}: indptr must be non-decreasing")
 
 
+def checked_counts(partitions_per_topic) -> Dict[str, int]:
+    """``partitions_per_topic`` as a dict, every name a str and every count a non-negative int32."""
+    for t, n in partitions_per_topic.items():
+        if not isinstance(t, str):
+            raise AssignmentError(f"topic names must be str, got {t!r}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0 or n > 0x7FFFFFFF:
+            raise AssignmentError(f"partition count of {t!r} must be a non-negative int32, got {n!r}")
+    return dict(partitions_per_topic)
+
+
+def interned_topics(names, counts: Dict[str, int]) -> Tuple[List[str], Dict[str, int], np.ndarray]:
+    """``(topics, index, partition_counts)`` for a set of topic names: the
+    names in Java String order, each name's index, and each topic's count
+    (0 where the metadata does not know it).  Refuses a partition total past
+    :data:`MAX_PARTITIONS` before anything per partition exists."""
+    # Checking distinct names is enough: every subscription entry is one of them.
+    for t in names:
+        if not isinstance(t, str):
+            raise AssignmentError(f"topic names must be str, got {t!r}")
+    topics = java_sorted(names)
+    index = {t: i for i, t in enumerate(topics)}
+    partition_counts = np.array([counts.get(t, 0) for t in topics], dtype=_I32)
+    check_partition_total(int(partition_counts.sum(dtype=_I64)))
+    return topics, index, partition_counts
+
+
+def replica_rack_columns(partition_racks, index: Dict[str, int], counts: np.ndarray):
+    """``(rack_names, replica_rack_indptr, replica_racks)`` from
+    ``{topic: [replica racks of each partition]}``; ``([], None, None)`` without racks."""
+    rack_names: List[str] = []
+    if not partition_racks:
+        return rack_names, None, None
+    rack_index: Dict[str, int] = {}
+    total = int(counts.sum(dtype=_I64))
+    per_partition: List[Sequence] = [()] * total
+    offsets = np.concatenate(([0], np.cumsum(counts, dtype=_I64)))
+    for t, lists in partition_racks.items():
+        if t not in index:
+            continue  # racks of a topic nobody mentions cannot matter
+        ti = index[t]
+        if isinstance(lists, (str, bytes)) or not hasattr(lists, "__len__"):
+            raise AssignmentError(f"partition_racks[{t!r}] must be a list with one entry per partition")
+        if len(lists) != counts[ti]:
+            raise AssignmentError(
+                f"partition_racks[{t!r}] has {len(lists)} entries but the topic has {counts[ti]} partitions"
+            )
+        base = int(offsets[ti])
+        for p, replicas in enumerate(lists):
+            if replicas is None:
+                replicas = ()
+            if isinstance(replicas, (str, bytes)) or not hasattr(replicas, "__iter__"):
+                raise AssignmentError(f"partition_racks[{t!r}][{p}] must be a list of racks")
+            per_partition[base + p] = replicas
+    rr_indptr = np.zeros(total + 1, dtype=_I64)
+    flat: List[int] = []
+    for g, replicas in enumerate(per_partition):
+        for r in replicas:
+            if r is None:
+                continue  # a broker without broker.rack contributes nothing
+            if not isinstance(r, str):
+                raise AssignmentError(f"replica racks must be str or None, got {r!r}")
+            k = rack_index.get(r)
+            if k is None:
+                k = rack_index[r] = len(rack_names)
+                rack_names.append(r)
+            flat.append(k)
+        rr_indptr[g + 1] = len(flat)
+    return rack_names, rr_indptr, np.array(flat, dtype=_I32)
+
+
 class ArrayGroup:
     """A consumer group as arrays: see docs/ASSIGNORS.md for the full layout.
 
@@ -169,14 +239,8 @@ class ArrayGroup:
     def from_group_input(cls, group: GroupInput) -> "ArrayGroup":
         if not isinstance(group, GroupInput):
             raise AssignmentError(f"expected a GroupInput, got {type(group).__name__}")
-        ppt = group.partitions_per_topic or {}
-        names = set()
-        for t, n in ppt.items():
-            if not isinstance(t, str):
-                raise AssignmentError(f"topic names must be str, got {t!r}")
-            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0 or n > 0x7FFFFFFF:
-                raise AssignmentError(f"partition count of {t!r} must be a non-negative int32, got {n!r}")
-            names.add(t)
+        ppt = checked_counts(group.partitions_per_topic or {})
+        names = set(ppt)
         for m in group.members:
             try:
                 names.update(m.topics)
@@ -186,14 +250,7 @@ class ArrayGroup:
                 if not (isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str)):
                     raise AssignmentError(f"member {m.member_id!r}: owned partitions must be (topic, partition)")
                 names.add(tp[0])
-        # Checking distinct names is enough: every subscription entry is one of them.
-        for t in names:
-            if not isinstance(t, str):
-                raise AssignmentError(f"topic names must be str, got {t!r}")
-        topics = java_sorted(names)
-        index = {t: i for i, t in enumerate(topics)}
-        counts = np.array([ppt.get(t, 0) for t in topics], dtype=_I32)
-        check_partition_total(int(counts.sum(dtype=_I64)))
+        topics, index, counts = interned_topics(names, ppt)
 
         M = len(group.members)
         sub_indptr = np.zeros(M + 1, dtype=_I64)
@@ -211,46 +268,7 @@ class ArrayGroup:
                 owned_p.append(p)
             owned_indptr[i + 1] = len(owned_t)
 
-        rack_names: List[str] = []
-        rack_index: Dict[str, int] = {}
-        rr_indptr = None
-        rr = None
-        if group.partition_racks:
-            total = int(counts.sum(dtype=_I64))
-            per_partition: List[Sequence] = [()] * total
-            offsets = np.concatenate(([0], np.cumsum(counts, dtype=_I64)))
-            for t, lists in group.partition_racks.items():
-                if t not in index:
-                    continue  # racks of a topic nobody mentions cannot matter
-                ti = index[t]
-                if isinstance(lists, (str, bytes)) or not hasattr(lists, "__len__"):
-                    raise AssignmentError(f"partition_racks[{t!r}] must be a list with one entry per partition")
-                if len(lists) != counts[ti]:
-                    raise AssignmentError(
-                        f"partition_racks[{t!r}] has {len(lists)} entries but the topic has {counts[ti]} partitions"
-                    )
-                base = int(offsets[ti])
-                for p, replicas in enumerate(lists):
-                    if replicas is None:
-                        replicas = ()
-                    if isinstance(replicas, (str, bytes)) or not hasattr(replicas, "__iter__"):
-                        raise AssignmentError(f"partition_racks[{t!r}][{p}] must be a list of racks")
-                    per_partition[base + p] = replicas
-            rr_indptr = np.zeros(total + 1, dtype=_I64)
-            flat: List[int] = []
-            for g, replicas in enumerate(per_partition):
-                for r in replicas:
-                    if r is None:
-                        continue  # a broker without broker.rack contributes nothing
-                    if not isinstance(r, str):
-                        raise AssignmentError(f"replica racks must be str or None, got {r!r}")
-                    k = rack_index.get(r)
-                    if k is None:
-                        k = rack_index[r] = len(rack_names)
-                        rack_names.append(r)
-                    flat.append(k)
-                rr_indptr[g + 1] = len(flat)
-            rr = np.array(flat, dtype=_I32)
+        rack_names, rr_indptr, rr = replica_rack_columns(group.partition_racks, index, counts)
 
         return cls(
             topics,
