@@ -104,6 +104,10 @@ def random_group(rng, strategy):
         if strategy == "cooperative-sticky" and rng.random() < 0.5:
             owned = [codec.SubscriptionTopicPartition(topic=t, partitions=rng.sample(range(counts[t]), min(2, counts[t])))
                      for t in mine[:1]]
+            # stale or malformed claims: past the topic's end, a topic gone, a negative index
+            extra = rng.choice([None, None, (mine[0], [counts[mine[0]] + 1, 0]), ("gone", [3]), (mine[0], [-1])])
+            if extra:
+                owned.append(codec.SubscriptionTopicPartition(topic=extra[0], partitions=extra[1]))
         user_data = None
         if strategy == "sticky" and rng.random() < 0.5:
             t = mine[0]

@@ -23,6 +23,7 @@ from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, checked_c
 from ._leader import assignment_payloads, join_members_group, member_objects_group
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import assign_range, reference_range
+from ._userdata import cooperative_member_input, member_input_for, sticky_member_input
 from ._roundrobin import assign_roundrobin, reference_roundrobin
 
 ArrayFn = Callable[..., ArrayAssignment]
@@ -167,7 +168,7 @@ def group_input(strategy: str, members: Iterable, partitions_per_topic, *, parti
     )
 
 
-def _sanitized(member: MemberInput, counts) -> MemberInput:
+def _sanitized(member: MemberInput, counts, unique_topics: Optional[Dict[tuple, tuple]] = None) -> MemberInput:
     """Clean up what no Java client sends but a hostile or stale peer can.
 
     The two places kwire departs from Java, both only on input a Java
@@ -179,14 +180,23 @@ def _sanitized(member: MemberInput, counts) -> MemberInput:
       recreated with fewer partitions) is dropped, like a claim on a deleted
       topic; negative indexes are malformed and left for validation to refuse;
     - a topic listed twice in one subscription is kept once (Java's
-      ConsumerProtocol writes topics from a set)."""
+      ConsumerProtocol writes topics from a set).
+
+    ``unique_topics`` remembers each topic list's cleaned form, so members
+    that subscribe alike share one tuple (and its topic-id array later)."""
     try:
-        topics = tuple(dict.fromkeys(member.topics))
-        owned = tuple(tp for tp in member.owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
+        topics = unique_topics.get(member.topics) if unique_topics is not None else None
+        if topics is None:
+            topics = tuple(dict.fromkeys(member.topics))
+            if unique_topics is not None:
+                topics = unique_topics.setdefault(member.topics, topics)
+        owned = member.owned
+        if owned:
+            owned = tuple(tp for tp in owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
     except TypeError:
         return member  # malformed names or indexes: left for validation to refuse with a typed error
-    if topics == member.topics and len(owned) == len(member.owned):
-        return member
+    if len(topics) == len(member.topics) and len(owned) == len(member.owned):
+        return member  # nothing listed twice, nothing stale
     return dataclasses.replace(member, topics=topics, owned=owned)
 
 
@@ -233,9 +243,40 @@ def _counts_of(partitions_per_topic) -> Dict[str, int]:
     return checked_counts(partitions_per_topic)
 
 
-def _facts(strategy: str, counts: Dict[str, int]):
-    """The strategy's reading of one member, cleaned up like :func:`group_input` does."""
-    return lambda member: _sanitized(member_input(strategy, member), counts)
+def _facts(strategy: str, counts: Dict[str, int], decoded: bool = False):
+    """The strategy's reading of one member, cleaned up like :func:`group_input`
+    does: ``facts(member) -> (MemberInput, owned_groups)``.
+
+    For Subscriptions the codec has just ``decoded``, every type the
+    member-level readers check is already right (topics are str, the
+    generation an int32, userData bytes, each owned index an int32), so the
+    sticky pair's readers are called with the fields directly; and a
+    cooperative-sticky member's owned partitions stay the codec's
+    ``[(topic, partitions), ...]`` lists (``owned_groups``), which the columns
+    are built from at C speed, without a tuple per partition (the cleanup --
+    refusing negative indexes, dropping those past a topic's end -- is done
+    there).  Anything else goes through :func:`member_input`."""
+    unique_topics: Dict[tuple, tuple] = {}
+    if not (decoded and get_strategy(strategy).member_input is member_input_for):
+        return lambda member: (_sanitized(member_input(strategy, member), counts, unique_topics), None)
+    cooperative = strategy == "cooperative-sticky"
+
+    def facts(member):
+        member_id, instance, sub = member.member_id, member.group_instance_id, member.subscription
+        if not isinstance(member_id, str):
+            raise AssignmentError(f"member_id must be str, got {member_id!r}")
+        if instance is not None and not isinstance(instance, str):
+            raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None")
+        topics = tuple(sub.topics)
+        if cooperative:
+            groups = [(e.topic, e.partitions) for e in sub.owned_partitions]
+            found = cooperative_member_input(member_id, topics, (), sub.generation_id, sub.user_data, instance, sub.rack_id)
+        else:
+            groups = None
+            found = sticky_member_input(member_id, topics, sub.user_data, sub.generation_id, instance, sub.rack_id)
+        return _sanitized(found, counts, unique_topics), groups
+
+    return facts
 
 
 def reference_assign(strategy: str, group: GroupInput) -> MemberAssignments:
@@ -298,7 +339,7 @@ def leader_assignments(
         raise AssignmentError("leader_assignments needs a JoinGroupResponse, got None")
     counts = _counts_of(partitions_per_topic)
     group = join_members_group(
-        getattr(join_group_response, "members", None), counts, _facts(strategy, counts), partition_racks
+        getattr(join_group_response, "members", None), counts, _facts(strategy, counts, decoded=True), partition_racks
     )
     result = assign_arrays(strategy, group, implementation=implementation)
     payloads = assignment_payloads(result, version, implementation)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import struct
+from itertools import repeat
 from typing import List, Optional, Sequence, Tuple
 
 from .. import codec
@@ -263,7 +264,7 @@ def member_input_for(strategy: str, member) -> MemberInput:
     if instance is not None and not isinstance(instance, str):
         raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None")
     topics = _field(sub, "topics")
-    if topics is None or isinstance(topics, (str, bytes)) or not all(isinstance(t, str) for t in topics):
+    if topics is None or isinstance(topics, (str, bytes)) or not all(map(isinstance, topics, repeat(str))):
         raise AssignmentError(f"member {member_id!r}: subscription topics must be a list of str")
     topics = tuple(topics)
     user_data = _field(sub, "user_data", "userdata")
