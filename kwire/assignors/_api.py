@@ -251,8 +251,8 @@ def _facts(strategy: str, counts: Dict[str, int], decoded: bool = False):
     member-level readers check is already right (topics are str, the
     generation an int32, userData bytes, each owned index an int32), so the
     sticky pair's readers are called with the fields directly; and a
-    cooperative-sticky member's owned partitions stay the codec's
-    ``[(topic, partitions), ...]`` lists (``owned_groups``), which the columns
+    cooperative-sticky member's owned partitions stay the codec's entries
+    (``owned_groups``, each with a ``topic`` and a ``partitions`` list), which the columns
     are built from at C speed, without a tuple per partition (the cleanup --
     refusing negative indexes, dropping those past a topic's end -- is done
     there).  Anything else goes through :func:`member_input`."""
@@ -269,7 +269,7 @@ def _facts(strategy: str, counts: Dict[str, int], decoded: bool = False):
             raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None")
         topics = tuple(sub.topics)
         if cooperative:
-            groups = [(e.topic, e.partitions) for e in sub.owned_partitions]
+            groups = sub.owned_partitions
             found = cooperative_member_input(member_id, topics, (), sub.generation_id, sub.user_data, instance, sub.rack_id)
         else:
             groups = None

@@ -19,6 +19,7 @@ it once per member.
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -39,13 +40,16 @@ from ._model import MemberInput
 
 _I32 = np.int32
 _I64 = np.int64
+_TOPIC = operator.attrgetter("topic")
+_PARTITIONS = operator.attrgetter("partitions")
 
 
 #: ``facts(member) -> (MemberInput, owned_groups)``: the strategy's reading of
 #: one member, cleaned up (``_api`` binds the strategy and the partition
-#: counts).  ``owned_groups`` is None, or ``[(topic, [partition, ...]), ...]``
-#: owned partitions not yet in the MemberInput, checked when the columns are built.
-Facts = Tuple[MemberInput, Optional[List[Tuple[str, list]]]]
+#: counts).  ``owned_groups`` is None, or the codec's owned-partition entries
+#: (``.topic``, ``.partitions``) not yet in the MemberInput, checked when the
+#: columns are built.
+Facts = Tuple[MemberInput, Optional[list]]
 FactsFn = Callable[[object], Facts]
 
 
@@ -100,9 +104,8 @@ def member_objects_group(members, counts: Dict[str, int], facts: FactsFn, partit
         mi, groups = fact = facts(m)
         member_ids.append(mi.member_id)
         instance_ids.append(mi.group_instance_id)
-        key = (mi.topics, mi.owned, mi.generation, mi.subscription_generation, mi.rack, groups and None)
-        if groups:
-            key = None  # owned partitions read apart: this member's own entry
+        # Owned partitions read apart (``groups``) make the member its own entry.
+        key = None if groups is not None else (mi.topics, mi.owned, mi.generation, mi.subscription_generation, mi.rack)
         try:
             k = seen.get(key) if key is not None else None
         except TypeError:  # unhashable junk in a field: its own entry, refused when the columns are built
@@ -138,15 +141,16 @@ def _gather_rows(flat: np.ndarray, ptr: np.ndarray, which: np.ndarray) -> Tuple[
     return indptr, flat[index]
 
 
-def _owned_columns(distinct: List["Facts"], index: Dict[str, int], counts: Dict[str, int]):
+def _owned_columns(distinct: List["Facts"], group_topics: List[str], index: Dict[str, int], counts: Dict[str, int]):
     """Every distinct member's owned partitions as CSR ``(topic, partition, ptr)``.
 
-    From ``owned_groups`` (what the codec decoded, every index an int32) in
+    From ``owned_groups`` (the codec's entries, every index an int32) in
     a few array operations over all members at once, with the checks and
     cleanup of the per-partition path: a negative index is refused, one past
     its topic's known partition count is dropped (see ``_api._sanitized``).
-    From MemberInput tuples otherwise, one partition at a time."""
-    group_topics: List[str] = []
+    From MemberInput tuples otherwise, one partition at a time.
+    ``group_topics`` is the topic of every entry, in order (already collected
+    to intern the names)."""
     group_parts: List[list] = []
     groups_per_distinct = np.zeros(len(distinct), dtype=_I64)
     tuple_rows: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
@@ -155,9 +159,7 @@ def _owned_columns(distinct: List["Facts"], index: Dict[str, int], counts: Dict[
             tuple_rows[k] = _owned_tuples_columns(d.member_id, d.owned, index)
             continue
         groups_per_distinct[k] = len(groups)
-        for t, parts in groups:
-            group_topics.append(t)
-            group_parts.append(parts)
+        group_parts.extend(map(_PARTITIONS, groups))
     sizes = np.fromiter(map(len, group_parts), dtype=_I64, count=len(group_parts))
     flat_p = np.fromiter(itertools.chain.from_iterable(group_parts), dtype=_I32, count=int(sizes.sum()))
     group_t = np.fromiter(map(index.__getitem__, group_topics), dtype=_I32, count=len(group_topics))
@@ -245,6 +247,7 @@ def columns_group(
     if partition_racks is not None and not hasattr(partition_racks, "items"):
         raise AssignmentError("partition_racks must be a mapping of topic -> per-partition replica racks")
     names = set(counts)
+    owned_group_topics: List[str] = []  # the topic of every owned-partition entry read apart
     topic_lists: Dict[tuple, int] = {}  # each distinct topic list, numbered
     list_of_distinct = []
     for d, groups in distinct:
@@ -264,13 +267,14 @@ def columns_group(
                 raise AssignmentError(f"member {d.member_id!r}: owned partitions must be (topic, partition)")
             names.add(tp[0])
         if groups:
-            names.update(t for t, _ in groups)
+            owned_group_topics.extend(map(_TOPIC, groups))
+    names.update(owned_group_topics)
     topics, index, partition_counts = interned_topics(names, counts)
 
     ids_of_list = [np.fromiter(map(index.__getitem__, ts), dtype=_I32, count=len(ts)) for ts in topic_lists]
     sub_rows = [ids_of_list[k] for k in list_of_distinct]
     sub_flat, sub_ptr = _flat_rows(sub_rows)
-    owned_t, owned_p, owned_ptr = _owned_columns(distinct, index, counts)
+    owned_t, owned_p, owned_ptr = _owned_columns(distinct, owned_group_topics, index, counts)
 
     M = len(member_ids)
     sub_indptr, sub_topics = _gather_rows(sub_flat, sub_ptr, which)
