@@ -18,6 +18,7 @@ from kwire.assignors import (
     assign_arrays,
     member_input,
     register_strategy,
+    unregister_strategy,
 )
 from kwire.assignors._arrays import load_kernels
 from kwire.assignors._javaorder import string_hashes as java_string_hashes
@@ -223,10 +224,11 @@ def test_registry_accepts_array_and_reference_forms():
         g = ArrayGroup.from_group_input(GroupInput([MemberInput("a", topics=("t",))], {"t": 1}))
         assert assign_arrays("test-everything-to-first", g).to_dict() == {"a": [("t", 0)]}
     finally:
-        from kwire.assignors._api import _REGISTRY
-
-        _REGISTRY.pop("test-everything-to-first", None)
+        removed = unregister_strategy("test-everything-to-first")
+    assert removed.name == "test-everything-to-first"
     assert "test-everything-to-first" not in STRATEGIES
+    with pytest.raises(AssignmentError):
+        unregister_strategy("test-everything-to-first")
     with pytest.raises(AssignmentError):
         register_strategy("nothing")
 

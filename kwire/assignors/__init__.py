@@ -8,7 +8,7 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 
 from ._arrays import ArrayAssignment, ArrayGroup
 from ._javaorder import java_sorted
-from ._model import Assignment, GroupInput, MemberInput
+from ._model import MemberAssignments, GroupInput, MemberInput
 from ._api import (
     STRATEGIES,
     GroupMember,
@@ -21,16 +21,18 @@ from ._api import (
     leader_assignments,
     member_input,
     register_strategy,
+    unregister_strategy,
 )
 
 # range and roundrobin register in ._api; sticky and cooperative-sticky
 # register when their module is imported, here, so STRATEGIES is complete.
 from . import _sticky  # noqa: F401,E402
+from ._userdata import encode_cooperative_userdata as cooperative_user_data, sticky_user_data  # noqa: E402
 
 __all__ = [
     "ArrayAssignment",
     "ArrayGroup",
-    "Assignment",
+    "MemberAssignments",
     "GroupInput",
     "GroupMember",
     "MemberInput",
@@ -40,9 +42,12 @@ __all__ = [
     "assign_arrays",
     "assign_group",
     "assign_members_arrays",
+    "cooperative_user_data",
     "get_strategy",
     "java_sorted",
     "leader_assignments",
     "member_input",
     "register_strategy",
+    "sticky_user_data",
+    "unregister_strategy",
 ]

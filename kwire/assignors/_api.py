@@ -2,7 +2,7 @@
 
 Every strategy has an array form (``ArrayGroup -> ArrayAssignment``, what the
 Spark pipeline and :func:`assign` run) and may have a reference form
-(``GroupInput -> Assignment``, a plain-Python statement used to cross-check
+(``GroupInput -> MemberAssignments``, a plain-Python statement used to cross-check
 it).  Where a strategy finds a member's owned partitions and generation --
 Subscription fields, userData, or nowhere -- is answered once, by
 :func:`member_input`, before any assignor sees the group.
@@ -19,13 +19,15 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from .. import codec
 from ..errors import AssignmentError
-from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, group_input_of
-from ._model import Assignment, GroupInput, MemberInput
+from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, checked_counts, group_input_of, required_list
+from ._leader import assignment_payloads, join_members_group, member_objects_group
+from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import assign_range, reference_range
+from ._userdata import cooperative_member_input, member_input_for, sticky_member_input
 from ._roundrobin import assign_roundrobin, reference_roundrobin
 
 ArrayFn = Callable[..., ArrayAssignment]
-ReferenceFn = Callable[[GroupInput], Assignment]
+ReferenceFn = Callable[[GroupInput], MemberAssignments]
 MemberInputFn = Callable[[str, Any], MemberInput]
 
 
@@ -47,12 +49,16 @@ class Strategy:
     name: str
     #: ``fn(group: ArrayGroup, implementation=None) -> ArrayAssignment``; None if only a reference exists.
     arrays: Optional[ArrayFn] = None
-    #: ``fn(group: GroupInput) -> Assignment``, plain Python, for cross-checks.
+    #: ``fn(group: GroupInput) -> MemberAssignments``, plain Python, for cross-checks.
     reference: Optional[ReferenceFn] = None
     #: ``fn(strategy_name, member) -> MemberInput``; None means "topics and rack only".
     member_input: Optional[MemberInputFn] = None
     #: Whether ``arrays`` accepts ``implementation=`` (decided once, at registration).
     arrays_takes_implementation: bool = False
+    #: Whether ``arrays`` and ``reference`` accept ``java_exact=``: a strategy whose
+    #: default may depart from Java's answer (the sticky pair, docs/ASSIGNORS.md)
+    #: takes it; for the others Java's answer is the only one.
+    takes_java_exact: bool = False
 
 
 _REGISTRY: Dict[str, Strategy] = {}
@@ -74,7 +80,7 @@ def register_strategy(
     ``fn`` is the array form: ``fn(group: ArrayGroup, implementation=None)``
     returning an :class:`ArrayAssignment` (a function without an
     ``implementation`` parameter is also accepted).  ``reference`` is an
-    optional ``GroupInput -> Assignment`` form; at least one is required.
+    optional ``GroupInput -> MemberAssignments`` form; at least one is required.
     ``member_input`` builds a :class:`MemberInput` from a :class:`GroupMember`
     for strategies that read owned partitions or userData."""
     if not isinstance(name, str) or not name:
@@ -84,9 +90,20 @@ def register_strategy(
     for label, f in (("fn", fn), ("reference", reference), ("member_input", member_input)):
         if f is not None and not callable(f):
             raise AssignmentError(f"strategy {name!r}: {label} is not callable")
-    entry = Strategy(name, fn, reference, member_input, fn is not None and _takes_implementation(fn))
+    entry = Strategy(name, fn, reference, member_input, fn is not None and _takes_implementation(fn),
+                     all(f is None or _takes_keyword(f, "java_exact") for f in (fn, reference)))
     with _LOCK:
         _REGISTRY[name] = entry
+    return entry
+
+
+def unregister_strategy(name: str) -> Strategy:
+    """Remove a strategy registered under ``name`` and return it (so a test or
+    a plugin can put the previous entry back with :func:`register_strategy`)."""
+    with _LOCK:
+        entry = _REGISTRY.pop(name, None)
+    if entry is None:
+        raise AssignmentError(f"no strategy registered as {name!r}")
     return entry
 
 
@@ -97,12 +114,16 @@ def get_strategy(name: str) -> Strategy:
     return entry
 
 
-def _takes_implementation(fn) -> bool:
+def _takes_keyword(fn, keyword: str) -> bool:
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
-    return "implementation" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return keyword in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _takes_implementation(fn) -> bool:
+    return _takes_keyword(fn, "implementation")
 
 
 # -- member-level input -----------------------------------------------------------------------
@@ -150,13 +171,13 @@ def group_input(strategy: str, members: Iterable, partitions_per_topic, *, parti
         raise AssignmentError("partition_racks must be a mapping of topic -> per-partition replica racks")
     counts = dict(partitions_per_topic)
     return GroupInput(
-        members=[_sanitized(member_input(strategy, m), counts) for m in members],
+        members=[_sanitized(member_input(strategy, m), counts) for m in required_list(members, "members")],
         partitions_per_topic=counts,
         partition_racks=dict(partition_racks) if partition_racks is not None else None,
     )
 
 
-def _sanitized(member: MemberInput, counts) -> MemberInput:
+def _sanitized(member: MemberInput, counts, unique_topics: Optional[Dict[tuple, tuple]] = None) -> MemberInput:
     """Clean up what no Java client sends but a hostile or stale peer can.
 
     The two places kwire departs from Java, both only on input a Java
@@ -168,50 +189,127 @@ def _sanitized(member: MemberInput, counts) -> MemberInput:
       recreated with fewer partitions) is dropped, like a claim on a deleted
       topic; negative indexes are malformed and left for validation to refuse;
     - a topic listed twice in one subscription is kept once (Java's
-      ConsumerProtocol writes topics from a set)."""
+      ConsumerProtocol writes topics from a set).
+
+    ``unique_topics`` remembers each topic list's cleaned form, so members
+    that subscribe alike share one tuple (and its topic-id array later)."""
     try:
-        topics = tuple(dict.fromkeys(member.topics))
-        owned = tuple(tp for tp in member.owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
+        topics = unique_topics.get(member.topics) if unique_topics is not None else None
+        if topics is None:
+            topics = tuple(dict.fromkeys(member.topics))
+            if unique_topics is not None:
+                topics = unique_topics.setdefault(member.topics, topics)
+        owned = member.owned
+        if owned:
+            owned = tuple(tp for tp in owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
     except TypeError:
         return member  # malformed names or indexes: left for validation to refuse with a typed error
-    if topics == member.topics and len(owned) == len(member.owned):
-        return member
+    if len(topics) == len(member.topics) and len(owned) == len(member.owned):
+        return member  # nothing listed twice, nothing stale
     return dataclasses.replace(member, topics=topics, owned=owned)
 
 
 # -- running a strategy -----------------------------------------------------------------------
 
 
-def assign_arrays(strategy: str, group: ArrayGroup, *, implementation: Optional[str] = None) -> ArrayAssignment:
-    """Run ``strategy`` on an :class:`ArrayGroup`; the fast path."""
+def _java_exact_option(entry: Strategy, java_exact: bool) -> Dict[str, bool]:
+    if not isinstance(java_exact, bool):
+        raise AssignmentError(f"java_exact must be True or False, not {java_exact!r}")
+    # Only a strategy that can depart from Java's answer has a Java-exact form to ask for.
+    return {"java_exact": True} if java_exact and entry.takes_java_exact else {}
+
+
+def assign_arrays(
+    strategy: str, group: ArrayGroup, *, implementation: Optional[str] = None, java_exact: bool = False
+) -> ArrayAssignment:
+    """Run ``strategy`` on an :class:`ArrayGroup`; the fast path.
+
+    ``java_exact=True`` returns exactly what Java's assignor returns, even where
+    that is not a valid assignment (see docs/ASSIGNORS.md); by default kwire
+    returns Java's answer whenever it is valid."""
     if not isinstance(group, ArrayGroup):
         raise AssignmentError(f"assign_arrays needs an ArrayGroup, got {type(group).__name__}")
     entry = get_strategy(strategy)
+    options = _java_exact_option(entry, java_exact)
     if entry.arrays is not None:
         if entry.arrays_takes_implementation:
-            return entry.arrays(group, implementation=implementation)
-        return entry.arrays(group)
-    return array_assignment_of(group, entry.reference(group_input_of(group)))
+            options["implementation"] = implementation
+        return entry.arrays(group, **options)
+    return array_assignment_of(group, entry.reference(group_input_of(group), **options))
 
 
-def assign_group(strategy: str, group: GroupInput, *, implementation: Optional[str] = None) -> Assignment:
+def assign_group(
+    strategy: str, group: GroupInput, *, implementation: Optional[str] = None, java_exact: bool = False
+) -> MemberAssignments:
     """Run ``strategy`` on a :class:`GroupInput`; every member appears in the result."""
     entry = get_strategy(strategy)
     if entry.arrays is None:
-        result = entry.reference(group)
+        result = entry.reference(group, **_java_exact_option(entry, java_exact))
         return {m.member_id: list(result.get(m.member_id, ())) for m in group.members}
-    return assign_arrays(strategy, ArrayGroup.from_group_input(group), implementation=implementation).to_dict()
+    return assign_arrays(
+        strategy, ArrayGroup.from_group_input(group), implementation=implementation, java_exact=java_exact
+    ).to_dict()
 
 
 def assign_members_arrays(
-    strategy: str, members: Sequence, partitions_per_topic, *, partition_racks=None, implementation=None
+    strategy: str, members: Sequence, partitions_per_topic, *, partition_racks=None, implementation=None,
+    java_exact: bool = False,
 ) -> ArrayAssignment:
     """Like :func:`assign` but returns the :class:`ArrayAssignment` (no tuple per partition)."""
-    group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
-    return assign_arrays(strategy, ArrayGroup.from_group_input(group), implementation=implementation)
+    entry = get_strategy(strategy)
+    if entry.arrays is None:
+        group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
+        return assign_arrays(
+            strategy, ArrayGroup.from_group_input(group), implementation=implementation, java_exact=java_exact
+        )
+    counts = _counts_of(partitions_per_topic)
+    group = member_objects_group(members, counts, _facts(strategy, counts), partition_racks)
+    return assign_arrays(strategy, group, implementation=implementation, java_exact=java_exact)
 
 
-def reference_assign(strategy: str, group: GroupInput) -> Assignment:
+def _counts_of(partitions_per_topic) -> Dict[str, int]:
+    if isinstance(partitions_per_topic, (str, bytes)) or not hasattr(partitions_per_topic, "items"):
+        raise AssignmentError("partitions_per_topic must be a mapping of topic -> partition count")
+    return checked_counts(partitions_per_topic)
+
+
+def _facts(strategy: str, counts: Dict[str, int], decoded: bool = False):
+    """The strategy's reading of one member, cleaned up like :func:`group_input`
+    does: ``facts(member) -> (MemberInput, owned_groups)``.
+
+    For Subscriptions the codec has just ``decoded``, every type the
+    member-level readers check is already right (topics are str, the
+    generation an int32, userData bytes, each owned index an int32), so the
+    sticky pair's readers are called with the fields directly; and a
+    cooperative-sticky member's owned partitions stay the codec's entries
+    (``owned_groups``, each with a ``topic`` and a ``partitions`` list), which the columns
+    are built from at C speed, without a tuple per partition (the cleanup --
+    refusing negative indexes, dropping those past a topic's end -- is done
+    there).  Anything else goes through :func:`member_input`."""
+    unique_topics: Dict[tuple, tuple] = {}
+    if not (decoded and get_strategy(strategy).member_input is member_input_for):
+        return lambda member: (_sanitized(member_input(strategy, member), counts, unique_topics), None)
+    cooperative = strategy == "cooperative-sticky"
+
+    def facts(member):
+        member_id, instance, sub = member.member_id, member.group_instance_id, member.subscription
+        if not isinstance(member_id, str):
+            raise AssignmentError(f"member_id must be str, got {member_id!r}")
+        if instance is not None and not isinstance(instance, str):
+            raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None")
+        topics = tuple(sub.topics)
+        if cooperative:
+            groups = sub.owned_partitions
+            found = cooperative_member_input(member_id, topics, (), sub.generation_id, sub.user_data, instance, sub.rack_id)
+        else:
+            groups = None
+            found = sticky_member_input(member_id, topics, sub.user_data, sub.generation_id, instance, sub.rack_id)
+        return _sanitized(found, counts, unique_topics), groups
+
+    return facts
+
+
+def reference_assign(strategy: str, group: GroupInput) -> MemberAssignments:
     """The strategy's plain-Python reference result (tests cross-check the array form with it)."""
     entry = get_strategy(strategy)
     if entry.reference is None:
@@ -226,6 +324,7 @@ def assign(
     *,
     partition_racks: Optional[Mapping[str, List[Sequence[Optional[str]]]]] = None,
     implementation: Optional[str] = None,
+    java_exact: bool = False,
 ) -> Dict[str, List[Tuple[str, int]]]:
     """Assign partitions the way Kafka's Java client leader would.
 
@@ -233,9 +332,16 @@ def assign(
     (that order matters to Java's result).  ``partition_racks`` maps a topic
     to one list of replica racks per partition, for rack-aware assignment.
     Returns ``{member_id: [(topic, partition), ...]}`` with every member
-    present and each list in Java's order."""
-    group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
-    return assign_group(strategy, group, implementation=implementation)
+    present and each list in Java's order.  Where Java's sticky assignors
+    would answer with an invalid assignment (or throw), kwire's default
+    answer is a valid one; ``java_exact=True`` gives Java's (docs/ASSIGNORS.md)."""
+    if get_strategy(strategy).arrays is None:
+        group = group_input(strategy, members, partitions_per_topic, partition_racks=partition_racks)
+        return assign_group(strategy, group, implementation=implementation, java_exact=java_exact)
+    return assign_members_arrays(
+        strategy, members, partitions_per_topic, partition_racks=partition_racks, implementation=implementation,
+        java_exact=java_exact,
+    ).to_dict()
 
 
 # -- the leader's SyncGroup payload -----------------------------------------------------------
@@ -256,23 +362,28 @@ def leader_assignments(
     partition_racks=None,
     version: int = 3,
     implementation: Optional[str] = None,
+    java_exact: bool = False,
 ) -> list:
     """Everything the group leader puts in its SyncGroupRequest.
 
     Takes a decoded JoinGroupResponse (members with ``member_id``,
     ``group_instance_id`` and ``metadata`` bytes), decodes each member's
     Subscription, assigns, and returns one ``kwire.SyncGroupRequestAssignment``
-    per member, in response order."""
-    members = []
-    for m in getattr(join_group_response, "members", None) or ():
-        sub = codec.Subscription.decode(m.metadata)
-        members.append(GroupMember(m.member_id, getattr(m, "group_instance_id", None), sub))
-    result = assign_members_arrays(
-        strategy, members, partitions_per_topic, partition_racks=partition_racks, implementation=implementation
-    ).topic_groups()
+    per member, in response order.  ``java_exact`` as for :func:`assign`."""
+    if join_group_response is None:
+        raise AssignmentError("leader_assignments needs a JoinGroupResponse, got None")
+    counts = _counts_of(partitions_per_topic)
+    group = join_members_group(
+        getattr(join_group_response, "members", None), counts, _facts(strategy, counts, decoded=True), partition_racks
+    )
+    result = assign_arrays(strategy, group, implementation=implementation, java_exact=java_exact)
+    payloads = assignment_payloads(result, version, implementation)
+    if payloads is None:
+        groups = result.topic_groups()
+        payloads = [encode_member_assignment(groups[mid], version) for mid in group.member_ids]
     return [
-        codec.SyncGroupRequestAssignment(member_id=m.member_id, assignment=encode_member_assignment(result[m.member_id], version))
-        for m in members
+        codec.SyncGroupRequestAssignment(member_id=mid, assignment=payload)
+        for mid, payload in zip(group.member_ids, payloads)
     ]
 
 

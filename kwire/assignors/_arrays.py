@@ -21,7 +21,7 @@ import numpy as np
 from .. import _impl
 from ._javaorder import capacity_after, hashmap_positions, java_sorted, member_info_order
 from ..errors import AssignmentError
-from ._model import Assignment, GroupInput
+from ._model import MemberAssignments, GroupInput
 
 _I32 = np.int32
 _I64 = np.int64
@@ -59,6 +59,32 @@ def _as(arr, dtype, name, ndim=1):
     return np.ascontiguousarray(a)
 
 
+#: The most partitions one group's metadata may hold.  The kernels index
+#: partitions with int32 (2^31 - 1 at most), and every assignor allocates a
+#: few words per partition: 2^27 keeps the largest group within a few GiB and
+#: is far beyond any Kafka cluster.  The sticky kernels check the same limit.
+MAX_PARTITIONS = 1 << 27
+
+
+def required_list(values, what: str) -> List:
+    """``list(values)``, or an AssignmentError naming ``what`` for None, a
+    bare str/bytes or anything not iterable."""
+    if values is None or isinstance(values, (str, bytes)):
+        raise AssignmentError(f"{what} must be a list, got {values!r}")
+    try:
+        return list(values)
+    except TypeError as exc:
+        raise AssignmentError(f"{what} must be a list, got {type(values).__name__}") from exc
+
+
+def check_partition_total(total: int) -> None:
+    """Refuse a metadata total past :data:`MAX_PARTITIONS` before anything per partition is allocated."""
+    if total > MAX_PARTITIONS:
+        raise AssignmentError(
+            f"the metadata holds {total} partitions; kwire assigns at most {MAX_PARTITIONS} in one group"
+        )
+
+
 def _check_csr(indptr, values, rows, name):
     if len(indptr) != rows + 1:
         raise AssignmentError(f"{name}: indptr must have {rows + 1} entries, has {len(indptr)}")
@@ -66,6 +92,76 @@ def _check_csr(indptr, values, rows, name):
         raise AssignmentError(f"{name}: indptr must start at 0 and end at {len(values)}")
     if len(indptr) > 1 and np.any(np.diff(indptr) < 0):
         raise AssignmentError(f"{name}: indptr must be non-decreasing")
+
+
+def checked_counts(partitions_per_topic) -> Dict[str, int]:
+    """``partitions_per_topic`` as a dict, every name a str and every count a non-negative int32."""
+    for t, n in partitions_per_topic.items():
+        if not isinstance(t, str):
+            raise AssignmentError(f"topic names must be str, got {t!r}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0 or n > 0x7FFFFFFF:
+            raise AssignmentError(f"partition count of {t!r} must be a non-negative int32, got {n!r}")
+    return dict(partitions_per_topic)
+
+
+def interned_topics(names, counts: Dict[str, int]) -> Tuple[List[str], Dict[str, int], np.ndarray]:
+    """``(topics, index, partition_counts)`` for a set of topic names: the
+    names in Java String order, each name's index, and each topic's count
+    (0 where the metadata does not know it).  Refuses a partition total past
+    :data:`MAX_PARTITIONS` before anything per partition exists."""
+    # Checking distinct names is enough: every subscription entry is one of them.
+    for t in names:
+        if not isinstance(t, str):
+            raise AssignmentError(f"topic names must be str, got {t!r}")
+    topics = java_sorted(names)
+    index = {t: i for i, t in enumerate(topics)}
+    partition_counts = np.array([counts.get(t, 0) for t in topics], dtype=_I32)
+    check_partition_total(int(partition_counts.sum(dtype=_I64)))
+    return topics, index, partition_counts
+
+
+def replica_rack_columns(partition_racks, index: Dict[str, int], counts: np.ndarray):
+    """``(rack_names, replica_rack_indptr, replica_racks)`` from
+    ``{topic: [replica racks of each partition]}``; ``([], None, None)`` without racks."""
+    rack_names: List[str] = []
+    if not partition_racks:
+        return rack_names, None, None
+    rack_index: Dict[str, int] = {}
+    total = int(counts.sum(dtype=_I64))
+    per_partition: List[Sequence] = [()] * total
+    offsets = np.concatenate(([0], np.cumsum(counts, dtype=_I64)))
+    for t, lists in partition_racks.items():
+        if t not in index:
+            continue  # racks of a topic nobody mentions cannot matter
+        ti = index[t]
+        if isinstance(lists, (str, bytes)) or not hasattr(lists, "__len__"):
+            raise AssignmentError(f"partition_racks[{t!r}] must be a list with one entry per partition")
+        if len(lists) != counts[ti]:
+            raise AssignmentError(
+                f"partition_racks[{t!r}] has {len(lists)} entries but the topic has {counts[ti]} partitions"
+            )
+        base = int(offsets[ti])
+        for p, replicas in enumerate(lists):
+            if replicas is None:
+                replicas = ()
+            if isinstance(replicas, (str, bytes)) or not hasattr(replicas, "__iter__"):
+                raise AssignmentError(f"partition_racks[{t!r}][{p}] must be a list of racks")
+            per_partition[base + p] = replicas
+    rr_indptr = np.zeros(total + 1, dtype=_I64)
+    flat: List[int] = []
+    for g, replicas in enumerate(per_partition):
+        for r in replicas:
+            if r is None:
+                continue  # a broker without broker.rack contributes nothing
+            if not isinstance(r, str):
+                raise AssignmentError(f"replica racks must be str or None, got {r!r}")
+            k = rack_index.get(r)
+            if k is None:
+                k = rack_index[r] = len(rack_names)
+                rack_names.append(r)
+            flat.append(k)
+        rr_indptr[g + 1] = len(flat)
+    return rack_names, rr_indptr, np.array(flat, dtype=_I32)
 
 
 class ArrayGroup:
@@ -97,8 +193,8 @@ class ArrayGroup:
         replica_racks=None,
         validate: bool = True,
     ):
-        self.topics: List[str] = list(topics)
-        self.member_ids: List[str] = list(member_ids)
+        self.topics: List[str] = required_list(topics, "topics")
+        self.member_ids: List[str] = required_list(member_ids, "member_ids")
         T, M = len(self.topics), len(self.member_ids)
         self.partition_counts = _as(partition_counts, _I32, "partition_counts")
         self.sub_indptr = _as(sub_indptr, _I64, "sub_indptr")
@@ -121,6 +217,7 @@ class ArrayGroup:
         self.topic_offset = np.zeros(T + 1, dtype=_I64)
         if T:
             np.cumsum(self.partition_counts, out=self.topic_offset[1:])
+            check_partition_total(int(self.topic_offset[-1]))
         self.rack_names: List[str] = list(rack_names) if rack_names is not None else []
         # Without replica racks the indptr would be a zero array over every
         # partition; it is only materialized if someone asks for it.
@@ -142,14 +239,8 @@ class ArrayGroup:
     def from_group_input(cls, group: GroupInput) -> "ArrayGroup":
         if not isinstance(group, GroupInput):
             raise AssignmentError(f"expected a GroupInput, got {type(group).__name__}")
-        ppt = group.partitions_per_topic or {}
-        names = set()
-        for t, n in ppt.items():
-            if not isinstance(t, str):
-                raise AssignmentError(f"topic names must be str, got {t!r}")
-            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0 or n > 0x7FFFFFFF:
-                raise AssignmentError(f"partition count of {t!r} must be a non-negative int32, got {n!r}")
-            names.add(t)
+        ppt = checked_counts(group.partitions_per_topic or {})
+        names = set(ppt)
         for m in group.members:
             try:
                 names.update(m.topics)
@@ -159,13 +250,7 @@ class ArrayGroup:
                 if not (isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str)):
                     raise AssignmentError(f"member {m.member_id!r}: owned partitions must be (topic, partition)")
                 names.add(tp[0])
-        # Checking distinct names is enough: every subscription entry is one of them.
-        for t in names:
-            if not isinstance(t, str):
-                raise AssignmentError(f"topic names must be str, got {t!r}")
-        topics = java_sorted(names)
-        index = {t: i for i, t in enumerate(topics)}
-        counts = np.array([ppt.get(t, 0) for t in topics], dtype=_I32)
+        topics, index, counts = interned_topics(names, ppt)
 
         M = len(group.members)
         sub_indptr = np.zeros(M + 1, dtype=_I64)
@@ -183,46 +268,7 @@ class ArrayGroup:
                 owned_p.append(p)
             owned_indptr[i + 1] = len(owned_t)
 
-        rack_names: List[str] = []
-        rack_index: Dict[str, int] = {}
-        rr_indptr = None
-        rr = None
-        if group.partition_racks:
-            total = int(counts.sum(dtype=_I64))
-            per_partition: List[Sequence] = [()] * total
-            offsets = np.concatenate(([0], np.cumsum(counts, dtype=_I64)))
-            for t, lists in group.partition_racks.items():
-                if t not in index:
-                    continue  # racks of a topic nobody mentions cannot matter
-                ti = index[t]
-                if isinstance(lists, (str, bytes)) or not hasattr(lists, "__len__"):
-                    raise AssignmentError(f"partition_racks[{t!r}] must be a list with one entry per partition")
-                if len(lists) != counts[ti]:
-                    raise AssignmentError(
-                        f"partition_racks[{t!r}] has {len(lists)} entries but the topic has {counts[ti]} partitions"
-                    )
-                base = int(offsets[ti])
-                for p, replicas in enumerate(lists):
-                    if replicas is None:
-                        replicas = ()
-                    if isinstance(replicas, (str, bytes)) or not hasattr(replicas, "__iter__"):
-                        raise AssignmentError(f"partition_racks[{t!r}][{p}] must be a list of racks")
-                    per_partition[base + p] = replicas
-            rr_indptr = np.zeros(total + 1, dtype=_I64)
-            flat: List[int] = []
-            for g, replicas in enumerate(per_partition):
-                for r in replicas:
-                    if r is None:
-                        continue  # a broker without broker.rack contributes nothing
-                    if not isinstance(r, str):
-                        raise AssignmentError(f"replica racks must be str or None, got {r!r}")
-                    k = rack_index.get(r)
-                    if k is None:
-                        k = rack_index[r] = len(rack_names)
-                        rack_names.append(r)
-                    flat.append(k)
-                rr_indptr[g + 1] = len(flat)
-            rr = np.array(flat, dtype=_I32)
+        rack_names, rr_indptr, rr = replica_rack_columns(group.partition_racks, index, counts)
 
         return cls(
             topics,
@@ -465,7 +511,7 @@ class ArrayAssignment:
             out[mid] = list(groups.items())
         return out
 
-    def to_dict(self) -> Assignment:
+    def to_dict(self) -> MemberAssignments:
         """``{member_id: [(topic, partition), ...]}`` -- one Python tuple per partition, so not for hot paths."""
         self._need("to_dict()", "member_ids", "topics")
         topics = self.topics
@@ -531,7 +577,7 @@ def group_input_of(group: ArrayGroup) -> GroupInput:
     return GroupInput(members=members, partitions_per_topic=ppt, partition_racks=racks)
 
 
-def array_assignment_of(group: ArrayGroup, assignment: Assignment) -> ArrayAssignment:
+def array_assignment_of(group: ArrayGroup, assignment: MemberAssignments) -> ArrayAssignment:
     """Pack a ``{member_id: [(topic, partition), ...]}`` result into an :class:`ArrayAssignment`."""
     index = group.topic_index()
     indptr = np.zeros(group.num_members + 1, dtype=_I64)

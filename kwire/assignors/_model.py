@@ -49,5 +49,6 @@ class GroupInput:
     partition_racks: Optional[Dict[str, List[Sequence[Optional[str]]]]] = None
 
 
-#: The result: member id -> partitions in Java's list order.
-Assignment = Dict[str, List[TopicPartition]]
+#: The member-level result: member id -> partitions in Java's list order.  Not
+#: the ``kwire.Assignment`` message (what one member receives on the wire).
+MemberAssignments = Dict[str, List[TopicPartition]]

@@ -16,7 +16,7 @@ import numpy as np
 from ._javaorder import capacity_after, hashmap_buckets, member_info_order, string_hashmap_order, topic_partition_sort_key
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
-from ._model import Assignment, GroupInput, MemberInput
+from ._model import MemberAssignments, GroupInput, MemberInput
 
 def java_topic_order(group: ArrayGroup, kernels, subscribed: np.ndarray, active: np.ndarray) -> np.ndarray:
     """Topics with partitions and subscribers, in the order Java's range assignor visits them.
@@ -163,7 +163,7 @@ class _TopicState:
                 self.give(c, ps, out)
 
 
-def reference_range(group: GroupInput) -> Assignment:
+def reference_range(group: GroupInput) -> MemberAssignments:
     members = members_in_map_order(group)
     counts = group.partitions_per_topic
     inserted = list(dict.fromkeys(t for m in members for t in m.topics))  # a HashSet fed in this order
@@ -173,7 +173,7 @@ def reference_range(group: GroupInput) -> Assignment:
 
     consumer_rack = {m.member_id: m.rack for m in members if m.rack}
     racks_in = group.partition_racks or {}
-    out: Assignment = {m.member_id: [] for m in group.members}
+    out: MemberAssignments = {m.member_id: [] for m in group.members}
     states = []
     for t in topic_order:
         subscribers = member_info_sorted([m for m in members for tt in m.topics if tt == t])

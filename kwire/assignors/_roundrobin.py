@@ -13,7 +13,7 @@ import numpy as np
 from ._javaorder import java_sorted
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
-from ._model import Assignment, GroupInput
+from ._model import MemberAssignments, GroupInput
 from ._range import member_info_sorted, members_in_map_order
 
 def assign_roundrobin(group: ArrayGroup, implementation: Optional[str] = None) -> ArrayAssignment:
@@ -32,13 +32,13 @@ def assign_roundrobin(group: ArrayGroup, implementation: Optional[str] = None) -
     return ArrayAssignment.for_group(group, *out)
 
 
-def reference_roundrobin(group: GroupInput) -> Assignment:
+def reference_roundrobin(group: GroupInput) -> MemberAssignments:
     """Java's RoundRobinAssignor over dicts and lists, independent of the kernels."""
     if not group.members:
         raise AssignmentError("roundrobin needs at least one member")
     members = member_info_sorted(members_in_map_order(group))
     topics = java_sorted({t for m in group.members for t in m.topics})
-    out: Assignment = {m.member_id: [] for m in group.members}
+    out: MemberAssignments = {m.member_id: [] for m in group.members}
     cursor = 0
     for t in topics:
         for p in range(group.partitions_per_topic.get(t, 0)):

@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
-from ._model import Assignment, GroupInput
+from ._model import GroupInput, MemberAssignments
 from . import _sticky_py, _sticky_repair
 from ._api import register_strategy
 from ._sticky_rules import JavaAssignorFailure, validate
@@ -119,7 +119,7 @@ def assign_cooperative_sticky(group: ArrayGroup, implementation: Optional[str] =
     return _run(group, True, implementation, java_exact)
 
 
-def _reference(group: GroupInput, cooperative: bool, java_exact: bool) -> Assignment:
+def _reference(group: GroupInput, cooperative: bool, java_exact: bool) -> MemberAssignments:
     if java_exact:
         return _sticky_py.sticky_assign(group, cooperative)
     validate(group)
@@ -129,12 +129,12 @@ def _reference(group: GroupInput, cooperative: bool, java_exact: bool) -> Assign
     return ArrayAssignment.for_group(array_group, *sticky_arrays(array_group, cooperative, "python")).to_dict()
 
 
-def reference_sticky(group: GroupInput, *, java_exact: bool = False) -> Assignment:
+def reference_sticky(group: GroupInput, *, java_exact: bool = False) -> MemberAssignments:
     """The pure twin on a :class:`GroupInput`, with the same default as :func:`assign_sticky`."""
     return _reference(group, False, java_exact)
 
 
-def reference_cooperative_sticky(group: GroupInput, *, java_exact: bool = False) -> Assignment:
+def reference_cooperative_sticky(group: GroupInput, *, java_exact: bool = False) -> MemberAssignments:
     """The pure twin on a :class:`GroupInput`, with the same default as :func:`assign_cooperative_sticky`."""
     return _reference(group, True, java_exact)
 

@@ -5,7 +5,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kwire.assignors._arrays import ArrayGroup
-from kwire.assignors._model import Assignment, GroupInput
+from kwire.assignors._model import GroupInput, MemberAssignments
 
 IMPLEMENTATION: Literal["cython"]
 
@@ -16,6 +16,6 @@ def sticky_arrays(group: ArrayGroup, cooperative: bool) -> Optional[tuple[
     input needs what only the pure twin models (``kwire.assignors._sticky``
     then runs it)."""
 
-def sticky_assign(group: GroupInput, cooperative: bool) -> Optional[Assignment]:
+def sticky_assign(group: GroupInput, cooperative: bool) -> Optional[MemberAssignments]:
     """``_sticky_py.sticky_assign`` for the inputs this module covers;
     ``None`` for the others (see ``sticky_arrays``)."""

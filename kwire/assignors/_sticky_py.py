@@ -28,7 +28,7 @@ from ._javaorder import (
     topic_partition_hash,
     utf16_key,
 )
-from ._model import Assignment, GroupInput, MemberInput
+from ._model import GroupInput, MemberAssignments, MemberInput
 from ._sticky_rules import JavaAssignorFailure, balance_score, move_budget, validate
 
 IMPLEMENTATION = "python"
@@ -771,7 +771,7 @@ def _computed_transfers(order: List[str], by_id, assignment: Dict[str, List[TP]]
     return {tp: mid for tp, mid in added.items() if tp in revoked}
 
 
-def sticky_assign(group: GroupInput, cooperative: bool) -> Assignment:
+def sticky_assign(group: GroupInput, cooperative: bool) -> MemberAssignments:
     """Assign partitions as Java's sticky (``cooperative=False``) or
     cooperative-sticky (``cooperative=True``) assignor does."""
     validate(group)

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import re
 import struct
+from itertools import repeat
 from typing import List, Optional, Sequence, Tuple
 
 from .. import codec
 from ..errors import AssignmentError, DecodeError
+from ._javaorder import hashmap_capacity, hashmap_order, string_hash
 from ._model import DEFAULT_GENERATION, MemberInput
 
 TopicPartition = Tuple[str, int]
@@ -162,6 +164,27 @@ def encode_sticky_userdata(partitions: Sequence[TopicPartition], generation: Opt
     return codec.StickyAssignorUserData(previous_assignment=entries, generation=generation).encode(1)
 
 
+def sticky_user_data(partitions: Optional[Sequence[TopicPartition]], generation: int) -> Optional[bytes]:
+    """The userData a Java ``StickyAssignor`` member sends: None before its
+    first assignment, else its partitions and their generation (V1).
+
+    Java groups the partitions with ``CollectionUtils.groupPartitionsByTopic``,
+    a ``HashMap<String, List<Integer>>``, so the topics come in that map's
+    iteration order (partitions within a topic keep their order)."""
+    if partitions is None:
+        return None
+    grouped: dict = {}
+    for topic, p in partitions:
+        grouped.setdefault(topic, []).append(p)
+    names = list(grouped)
+    hashes = [string_hash(t) for t in names]
+    entries = [
+        codec.StickyTopicAssignment(topic=t, partitions=grouped[t])
+        for t in hashmap_order(names, hashes, hashmap_capacity(hashes))
+    ]
+    return codec.StickyAssignorUserData(previous_assignment=entries, generation=generation).encode(1)
+
+
 def decode_cooperative_userdata(data: Optional[bytes]) -> Optional[int]:
     """The generation in CooperativeStickyAssignor userData: None when there is
     no userData, -1 when it is too short to hold an int32."""
@@ -172,6 +195,7 @@ def decode_cooperative_userdata(data: Optional[bytes]) -> Optional[int]:
 
 
 def encode_cooperative_userdata(generation: int) -> bytes:
+    """The userData a Java ``CooperativeStickyAssignor`` member sends: its generation."""
     return codec.CooperativeStickyUserData(generation=generation).encode(0)
 
 
@@ -239,8 +263,8 @@ def member_input_for(strategy: str, member) -> MemberInput:
     instance = _field(member, "group_instance_id")
     if instance is not None and not isinstance(instance, str):
         raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None")
-    topics = _field(sub, "topics", default=()) or ()
-    if isinstance(topics, (str, bytes)) or not all(isinstance(t, str) for t in topics):
+    topics = _field(sub, "topics")
+    if topics is None or isinstance(topics, (str, bytes)) or not all(map(isinstance, topics, repeat(str))):
         raise AssignmentError(f"member {member_id!r}: subscription topics must be a list of str")
     topics = tuple(topics)
     user_data = _field(sub, "user_data", "userdata")

@@ -78,3 +78,20 @@ class RoundRobinStrategy:
 
     name = "roundrobin"
     strategy = "roundrobin"
+
+
+class StickyStrategy:
+    """Java's eager ``StickyAssignor``: the previous assignment travels in userData."""
+
+    name = "sticky"
+    strategy = "sticky"
+
+
+class CooperativeStickyStrategy:
+    """Java's ``CooperativeStickyAssignor`` (KIP-429): owned partitions and the
+    generation travel in the Subscription; a partition changing hands is
+    withheld until its owner has revoked it and rejoined."""
+
+    name = "cooperative-sticky"
+    strategy = "cooperative-sticky"
+

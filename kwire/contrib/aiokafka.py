@@ -2,25 +2,39 @@
 
 Usage::
 
-    from kwire.contrib.aiokafka import KwireRangeAssignor, KwireRoundRobinAssignor
-    AIOKafkaConsumer(..., partition_assignment_strategy=(KwireRoundRobinAssignor,))
+    from kwire.contrib.aiokafka import KwireRangeAssignor, KwireStickyAssignor
+    AIOKafkaConsumer(..., partition_assignment_strategy=(KwireStickyAssignor,))
 
+``KwireRangeAssignor``, ``KwireRoundRobinAssignor`` and ``KwireStickyAssignor``
+carry Java's protocol names, so a group may mix these with Java consumers.
 aiokafka passes the assignor classes themselves and decodes member metadata
 as Subscription v0 (topics and userData only), so there are no instance
-ids or racks to use: members are dynamic and range is not rack-aware.  The
-protocol names are Java's, so a group may mix these with Java consumers.
+ids or racks to use: members are dynamic and range is not rack-aware.
+
+``KwireStickyAssignor`` writes and reads Java's eager ``StickyAssignor``
+userData (V1, the same layout aiokafka's own sticky assignor uses, so the
+two interoperate).  aiokafka never tells an assignor its generation, so the
+generation written is -1, as aiokafka's own writes.  Like aiokafka's own, it
+keeps the last assignment on the class: give each consumer in one process
+its own subclass.
+
+There is no cooperative-sticky adapter for aiokafka: aiokafka 0.14 only
+rebalances eagerly (a member revokes everything before it joins), and its
+leader decodes Subscriptions as v0, which drops the owned partitions a Java
+cooperative member reports, so an aiokafka leader could hand out a partition
+a Java member still consumes.
 """
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List, Optional, Tuple
 
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 
-from ..assignors import GroupMember
-from ._base import RangeStrategy, RoundRobinStrategy, assign_topic_groups, partition_counts, subscribed_topics
-from ._base import subscription_topics
+from ..assignors import GroupMember, sticky_user_data
+from ._base import RangeStrategy, RoundRobinStrategy, StickyStrategy, assign_topic_groups, partition_counts
+from ._base import subscribed_topics, subscription_topics
 
 
 class _Subscription:
@@ -59,6 +73,25 @@ class _KwireAssignor(AbstractPartitionAssignor):
         pass
 
 
+class KwireStickyAssignor(StickyStrategy, _KwireAssignor):
+    """Java's eager ``StickyAssignor``: the previous assignment travels in userData."""
+
+    #: The partitions of the last assignment; None before the first.
+    member_assignment: Optional[List[Tuple[str, int]]] = None
+    #: aiokafka does not pass the generation to assignors (see the module docstring).
+    generation = -1
+
+    @classmethod
+    def metadata(cls, topics) -> ConsumerProtocolMemberMetadata:
+        # None (a null userData, as Java sends) before the first assignment.
+        user_data = sticky_user_data(cls.member_assignment, cls.generation)
+        return ConsumerProtocolMemberMetadata(cls.version, subscription_topics(topics), user_data)
+
+    @classmethod
+    def on_assignment(cls, assignment):
+        cls.member_assignment = [(t, p) for t, ps in assignment.assignment for p in ps]
+
+
 class KwireRangeAssignor(RangeStrategy, _KwireAssignor):
     """Java's ``RangeAssignor``."""
 
@@ -67,4 +100,4 @@ class KwireRoundRobinAssignor(RoundRobinStrategy, _KwireAssignor):
     """Java's ``RoundRobinAssignor`` (works with unequal subscriptions)."""
 
 
-__all__ = ["KwireRangeAssignor", "KwireRoundRobinAssignor"]
+__all__ = ["KwireRangeAssignor", "KwireRoundRobinAssignor", "KwireStickyAssignor"]

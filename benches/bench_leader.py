@@ -1,0 +1,183 @@
+"""The group leader's whole path, bytes to bytes (issue 12, item 1).
+
+    python benches/bench_leader.py [--quick] [--rounds N] [--no-kafka-python]
+
+One case is one group shape and strategy.  Every timing is the best of
+``--rounds`` runs of:
+
+    JoinGroupResponse frame -> kwire.decode_response -> leader_assignments
+    -> SyncGroupRequest -> kwire.encode_request frame
+
+next to the array core alone (``assign_arrays`` on the same group, already
+built) and, for the two small shapes, kafka-python 3.0.12's own leader path on
+the same frame (its JoinGroupResponse and ConsumerProtocolSubscription
+decoders, its assignor, its ConsumerProtocolAssignment and SyncGroupRequest
+encoders).  The "leader" column is leader_assignments alone (decoded members
+in, payload bytes out).  Memory is tracemalloc's peak during one whole path
+beyond the input frame, in its own run (tracing slows the timed runs).
+
+Cooperative-sticky "2nd gen" members each report the partitions a first
+rebalance gave them, with 10% of the members gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+import tracemalloc
+
+import numpy as np
+
+import kwire
+from kwire import codec
+from kwire.assignors import GroupMember, assign_arrays, cooperative_user_data, leader_assignments
+
+# The array core is timed on the very ArrayGroup the leader path builds, which
+# only these two internal helpers hand out (no public API returns it).
+from kwire.assignors._api import _facts
+from kwire.assignors._leader import join_members_group
+
+SHAPES = {
+    "100x1k": (100, 10, 100),
+    "1000x10k": (1000, 100, 100),
+    "2000x1M": (2000, 1000, 1000),
+}
+MEMBER = "consumer-{:05d}-0f6b7c2e-5d1a-4b7e-9e0f"
+
+
+def topics_of(T):
+    return [f"topic-{t:04d}" for t in range(T)]
+
+
+def join_frame(subscriptions, strategy):
+    members = [codec.JoinGroupResponseMember(member_id=mid, metadata=raw) for mid, raw in subscriptions]
+    resp = codec.JoinGroupResponse(generation_id=2, protocol_type="consumer", protocol_name=strategy,
+                                   leader=members[0].member_id, member_id=members[0].member_id, members=members)
+    return kwire.encode_response(resp, 9, correlation_id=1)
+
+
+def first_generation(M, T):
+    sub = codec.Subscription(topics=topics_of(T)).encode(3)
+    return [(MEMBER.format(i), sub) for i in range(M)]
+
+
+def second_generation(M, T, P):
+    """Every member owning what a first cooperative-sticky rebalance gave it; 10% gone."""
+    counts = {t: P for t in topics_of(T)}
+    first = [GroupMember(mid, None, codec.Subscription.decode(raw)) for mid, raw in first_generation(M, T)]
+    result = kwire.assignors.assign_members_arrays("cooperative-sticky", first, counts).topic_groups()
+    out = []
+    for i, m in enumerate(first):
+        if i % 10 == 9:
+            continue
+        owned = [codec.SubscriptionTopicPartition(topic=t, partitions=ps) for t, ps in result[m.member_id]]
+        out.append((m.member_id, codec.Subscription(topics=topics_of(T), owned_partitions=owned, generation_id=1,
+                                                    user_data=cooperative_user_data(1)).encode(3)))
+    return out
+
+
+def kwire_path(frame, counts, strategy):
+    _header, resp = kwire.decode_response(frame, 11, 9)
+    payloads = leader_assignments(strategy, resp, counts)
+    req = codec.SyncGroupRequest(group_id="g", generation_id=2, member_id=resp.leader, protocol_type="consumer",
+                                 protocol_name=strategy, assignments=payloads)
+    return kwire.encode_request(req, 5, correlation_id=2)
+
+
+def kafka_python_path(frame, cluster, assignor):
+    from kafka.protocol.consumer.group import JoinGroupResponse, SyncGroupRequest
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+    resp = JoinGroupResponse.decode(frame[4 + 4 + 1:], version=9)  # size, correlation id, no tags
+    for m in resp.members:
+        m.metadata = ConsumerProtocolSubscription.decode(m.metadata)
+    out = assignor.assign(cluster, resp.members)
+    A = SyncGroupRequest.SyncGroupRequestAssignment
+    req = SyncGroupRequest(version=5, group_id="g", generation_id=2, member_id=resp.leader, group_instance_id=None,
+                           protocol_type="consumer", protocol_name=assignor.name,
+                           assignments=[A(member_id=mid, assignment=a.encode(), version=5) for mid, a in out.items()])
+    req.with_header(correlation_id=2)
+    return req.encode(version=5, header=True, framed=True)
+
+
+def kafka_python_setup(T, P, strategy):
+    from kafka.cluster import ClusterMetadata
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.protocol.metadata import MetadataResponse
+
+    V = 1
+    Tp = MetadataResponse.MetadataResponseTopic
+    Pp = Tp.MetadataResponsePartition
+    topics = [Tp(error_code=0, name=t, is_internal=False, version=V,
+                 partitions=[Pp(error_code=0, partition_index=p, leader_id=0, replica_nodes=[0], isr_nodes=[0], version=V)
+                             for p in range(P)])
+              for t in topics_of(T)]
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=0, host="h", port=9092, rack=None, version=V)]
+    cluster = ClusterMetadata(bootstrap_servers="localhost:9092")
+    cluster.update_metadata(MetadataResponse(version=V, brokers=brokers, controller_id=0, topics=topics))
+    assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
+                "cooperative-sticky": CooperativeStickyAssignor}[strategy]
+    return cluster, (assignor() if strategy == "cooperative-sticky" else assignor)
+
+
+def best(fn, rounds):
+    times = []
+    for _ in range(rounds):
+        gc.collect()
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def peak_beyond_input(fn):
+    gc.collect()
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="skip the 2000x1M shape")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--no-kafka-python", action="store_true")
+    args = ap.parse_args(argv)
+    cases = []
+    for shape, (M, T, P) in SHAPES.items():
+        if args.quick and shape == "2000x1M":
+            continue
+        for strategy in ("range", "roundrobin", "cooperative-sticky"):
+            cases.append((shape, strategy, "1st gen"))
+        cases.append((shape, "cooperative-sticky", "2nd gen"))
+    print(f"{'group':9} {'strategy':19} {'gen':7} {'whole path':>11} {'leader':>9} {'array core':>11} "
+          f"{'÷ core':>7} {'peak MB':>8} {'kafka-python':>13} {'× faster':>9}")
+    for shape, strategy, gen in cases:
+        M, T, P = SHAPES[shape]
+        rounds = max(2, args.rounds // 3) if shape == "2000x1M" else args.rounds
+        subs = first_generation(M, T) if gen == "1st gen" else second_generation(M, T, P)
+        frame = join_frame(subs, strategy)
+        counts = {t: P for t in topics_of(T)}
+        _h, resp = kwire.decode_response(frame, 11, 9)
+        array_group = join_members_group(resp.members, dict(counts), _facts(strategy, counts, decoded=True))
+        whole = best(lambda: kwire_path(frame, counts, strategy), rounds)
+        leader = best(lambda: leader_assignments(strategy, resp, counts), rounds)
+        core = best(lambda: assign_arrays(strategy, array_group), rounds)
+        peak = peak_beyond_input(lambda: kwire_path(frame, counts, strategy)) if shape != "100x1k" else 0
+        kp = ""
+        ratio = ""
+        if not args.no_kafka_python and shape != "2000x1M" and gen == "1st gen":
+            cluster, assignor = kafka_python_setup(T, P, strategy)
+            kp_time = best(lambda: kafka_python_path(frame, cluster, assignor), max(2, rounds // 2))
+            kp, ratio = f"{kp_time * 1e3:10.1f} ms", f"{kp_time / whole:8.0f}×"
+        print(f"{shape:9} {strategy:19} {gen:7} {whole * 1e3:8.2f} ms {leader * 1e3:6.2f} ms {core * 1e3:8.2f} ms "
+              f"{whole / core:6.1f}× {peak / 2**20:8.1f} {kp:>13} {ratio:>9}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

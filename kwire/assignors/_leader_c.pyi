@@ -1,0 +1,7 @@
+from typing import List
+
+import numpy as np
+
+def assignment_bytes(
+    indptr: np.ndarray, topic: np.ndarray, partition: np.ndarray, name_offsets: np.ndarray, name_blob: bytes, version: int
+) -> List[bytes]: ...

@@ -1,0 +1,46 @@
+"""What both leader kernels (``_leader_c``, ``_leader_py``) share: the byte
+layout of the ``ConsumerProtocolAssignment`` they write, and the table of
+topic names they copy from.
+
+The layout is the codec schema's ``ConsumerProtocolAssignment`` (kwire/codec/
+_schema.py) at every version kwire knows, 0 to 3, which all have the same
+fields; tests/test_leader_path.py holds the schema to this and the kernels'
+bytes to ``kwire.codec.Assignment(...).encode(version)``:
+
+    int16   version
+    int32   number of topics, then per topic (in order of first appearance
+            in the member's list):
+        int16   topic name length, then the UTF-8 name
+        int32   number of partitions, then each partition as int32
+    int32   userData length: -1 (null), as Java's leader writes it
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+#: Versions whose layout is the one above.
+ASSIGNMENT_VERSIONS = range(0, 4)
+#: An int16 string length.
+MAX_NAME_BYTES = 0x7FFF
+
+
+def topic_name_table(topics: List[str]) -> Optional[Tuple[np.ndarray, bytes]]:
+    """``(offsets, blob)``: topic ``t``'s UTF-8 name is ``blob[offsets[t]:offsets[t + 1]]``.
+
+    None when a name cannot be written (not encodable as UTF-8, or longer
+    than an int16 length): the caller then encodes with the codec, which
+    refuses such a name with its own typed error."""
+    try:
+        encoded = [t.encode("utf-8") for t in topics]
+    except UnicodeEncodeError:
+        return None
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    if encoded:
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        if lengths.max() > MAX_NAME_BYTES:
+            return None
+        np.cumsum(lengths, out=offsets[1:])
+    return offsets, b"".join(encoded)

@@ -1,0 +1,96 @@
+"""Issue 15's assignor API items: the member-level result type has its own
+name, a missing value or an absurd partition total is a typed kwire error
+(never a bare TypeError or MemoryError), and strategies can be unregistered."""
+
+from types import SimpleNamespace
+
+import pytest
+
+import kwire
+import kwire.assignors as ka
+from kwire.assignors import ArrayGroup, GroupMember, assign, assign_arrays, leader_assignments
+from kwire.codec import JoinGroupResponseMember, Subscription
+from kwire.errors import AssignmentError, KwireError
+
+STRATEGY_NAMES = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+def test_member_level_result_type_is_not_the_assignment_message():
+    assert not hasattr(ka, "Assignment")
+    assert "Assignment" not in ka.__all__
+    assert ka.MemberAssignments.__origin__ is dict
+    # the message keeps the name
+    assert kwire.codec.Assignment.decode(kwire.codec.Assignment(assigned_partitions=[]).encode(0)) is not None
+
+
+def sub(topics=("t",), **kw):
+    return Subscription(topics=None if topics is None else list(topics), **kw)
+
+
+def join_response(*members):
+    return SimpleNamespace(members=list(members))
+
+
+MISSING = {
+    "member id": lambda s: assign(s, [GroupMember(None, None, sub())], {"t": 2}),
+    "topics": lambda s: assign(s, [GroupMember("a", None, sub(None))], {"t": 2}),
+    "a topic": lambda s: assign(s, [GroupMember("a", None, sub([None]))], {"t": 2}),
+    "members": lambda s: assign(s, None, {"t": 2}),
+    "a member": lambda s: assign(s, [None], {"t": 2}),
+    "partitions_per_topic": lambda s: assign(s, [GroupMember("a", None, sub())], None),
+    "a partition count": lambda s: assign(s, [GroupMember("a", None, sub())], {"t": None}),
+    "a topic key": lambda s: assign(s, [GroupMember("a", None, sub())], {None: 2}),
+    "subscription": lambda s: assign(s, [GroupMember("a", None, None)], {"t": 2}),
+    "strategy": lambda s: assign(None, [GroupMember("a", None, sub())], {"t": 2}),
+    "join response": lambda s: leader_assignments(s, None, {"t": 2}),
+    "join response members": lambda s: leader_assignments(s, SimpleNamespace(members=None), {"t": 2}),
+    "a join member": lambda s: leader_assignments(s, join_response(None), {"t": 2}),
+    "metadata": lambda s: leader_assignments(s, join_response(JoinGroupResponseMember(member_id="a", metadata=None)), {"t": 2}),
+    "join member id": lambda s: leader_assignments(
+        s, join_response(JoinGroupResponseMember(member_id=None, metadata=sub().encode(0))), {"t": 2}
+    ),
+    "ArrayGroup topics": lambda s: assign_arrays(s, ArrayGroup(None, [1], ["a"], [0, 1], [0])),
+    "ArrayGroup counts": lambda s: assign_arrays(s, ArrayGroup(["t"], None, ["a"], [0, 1], [0])),
+    "ArrayGroup member ids": lambda s: assign_arrays(s, ArrayGroup(["t"], [1], None, [0, 1], [0])),
+    "ArrayGroup sub_indptr": lambda s: assign_arrays(s, ArrayGroup(["t"], [1], ["a"], None, [0])),
+    "ArrayGroup sub_topics": lambda s: assign_arrays(s, ArrayGroup(["t"], [1], ["a"], [0, 1], None)),
+    "ArrayGroup a member id": lambda s: assign_arrays(s, ArrayGroup(["t"], [1], [None], [0, 1], [0])),
+    "ArrayGroup a count": lambda s: assign_arrays(s, ArrayGroup(["t"], [None], ["a"], [0, 1], [0])),
+}
+
+
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+@pytest.mark.parametrize("what", sorted(MISSING))
+def test_none_where_a_value_is_required_is_a_typed_error(strategy, what):
+    with pytest.raises(KwireError):
+        MISSING[what](strategy)
+
+
+HUGE = {
+    "one topic of 2^31-1": lambda s: assign(s, [GroupMember("a", None, sub())], {"t": 2**31 - 1}),
+    "two topics past int32": lambda s: assign(s, [GroupMember("a", None, sub(["t", "u"]))], {"t": 2**30, "u": 2**30}),
+    "ArrayGroup of 2^31-1": lambda s: assign_arrays(s, ArrayGroup(["t"], [2**31 - 1], ["a"], [0, 1], [0])),
+    "leader of 2^31-1": lambda s: leader_assignments(
+        s, join_response(JoinGroupResponseMember(member_id="a", metadata=sub().encode(0))), {"t": 2**31 - 1}
+    ),
+}
+
+
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+@pytest.mark.parametrize("what", sorted(HUGE))
+def test_partition_totals_past_the_cap_are_refused_before_allocating(strategy, what):
+    import resource
+
+    # A refusal costs nothing; allocating would need gigabytes.  Cap the
+    # address space at 2 GiB past what the process maps now, so a missing
+    # refusal fails fast as a MemoryError instead of swapping.
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/status") as status:
+        mapped_kib = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
+    limit = (mapped_kib << 10) + (2 << 30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    try:
+        with pytest.raises(AssignmentError, match="partitions"):
+            HUGE[what](strategy)
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

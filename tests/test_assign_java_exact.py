@@ -1,0 +1,75 @@
+"""``java_exact`` through the member-level API: Java's answer on request, a valid one by default.
+
+The departure cases (tests/data/golden/kwire-departures.jsonl) are inputs where
+Java's sticky assignors answer with an invalid assignment; on those, the
+default and ``java_exact=True`` must differ exactly as the file says, through
+``kwire.assign`` and ``kwire.leader_assignments`` alike."""
+
+import json
+
+import pytest
+
+import kwire
+from kwire.assignors import assign_arrays
+from kwire.assignors._arrays import ArrayGroup
+from kwire.errors import AssignmentError
+from tests._data import DATA
+from tests.conftest import assignor_implementations
+
+# Cases a member-level caller can send as they are: no owned claims (those go through the
+# strategies' userData rules and are covered at array level by tests/test_assign_sticky.py), and no topic
+# listed twice (the member level keeps a subscription's topics once before any strategy runs, java_exact or
+# not, as Java's own ConsumerProtocol writes them from a set).
+CASES = [c for c in map(json.loads, (DATA / "golden" / "kwire-departures.jsonl").read_text().splitlines())
+         if not any(m["owned"] for m in c["members"]) and "error" not in c["java"]
+         and c["kind"] != "topic-listed-twice"]
+
+
+def _members(case):
+    return [kwire.GroupMember(m["member_id"], None, kwire.Subscription(topics=m["topics"])) for m in case["members"]]
+
+
+def _plain(result):
+    return {mid: [list(tp) for tp in parts] for mid, parts in result.items()}
+
+
+@pytest.mark.parametrize("implementation", assignor_implementations())
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_assign_default_is_valid_and_java_exact_is_java(case, implementation):
+    members, counts = _members(case), case["partitions_per_topic"]
+    strategy = case["assignor"]
+    assert _plain(kwire.assign(strategy, members, counts, implementation=implementation)) == case["kwire"]
+    assert _plain(kwire.assign(strategy, members, counts, implementation=implementation,
+                               java_exact=True)) == case["java"]
+
+
+@pytest.mark.parametrize("case", CASES[:1], ids=[c["id"] for c in CASES[:1]])
+def test_leader_assignments_passes_java_exact(case):
+    members = [kwire.JoinGroupResponseMember(member_id=m["member_id"],
+                                             metadata=kwire.Subscription(topics=m["topics"]).encode(3))
+               for m in case["members"]]
+    response = kwire.JoinGroupResponse(protocol_name=case["assignor"], leader=members[0].member_id, members=members)
+
+    def decoded(java_exact):
+        out = kwire.leader_assignments(case["assignor"], response, case["partitions_per_topic"], java_exact=java_exact)
+        return {a.member_id: [[tp.topic, p] for tp in kwire.Assignment.decode(a.assignment).assigned_partitions
+                              for p in tp.partitions] for a in out}
+
+    def as_sets(d):
+        return {k: sorted(map(tuple, v)) for k, v in d.items()}
+
+    assert as_sets(decoded(False)) == as_sets(case["kwire"])
+    assert as_sets(decoded(True)) == as_sets(case["java"])
+
+
+def test_java_exact_is_Java_for_strategies_without_a_departure():
+    """range and roundrobin are Java's by construction: the option changes nothing."""
+    members = [kwire.GroupMember(f"m{i}", None, kwire.Subscription(topics=["t"])) for i in range(3)]
+    for strategy in ("range", "roundrobin"):
+        assert kwire.assign(strategy, members, {"t": 7}, java_exact=True) == kwire.assign(strategy, members, {"t": 7})
+
+
+def test_java_exact_must_be_a_bool():
+    group = ArrayGroup(["t"], [1], ["m"], [0, 1], [0])
+    with pytest.raises(AssignmentError):
+        assign_arrays("sticky", group, java_exact="yes")

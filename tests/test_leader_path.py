@@ -1,0 +1,203 @@
+"""The leader's column path (kwire/assignors/_leader*.py): its hand-written
+Assignment writer is held to the codec's schema and to the codec's bytes,
+in both twins, and ``leader_assignments`` gives the SyncGroup payloads the
+member-level path gives -- for random groups and for every Java golden case."""
+
+import random
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kwire import codec
+from kwire.assignors import GroupMember, assign, leader_assignments
+from kwire.assignors._api import encode_member_assignment
+from kwire.assignors._arrays import ArrayAssignment, load_kernels
+from kwire.assignors._leader_common import ASSIGNMENT_VERSIONS, topic_name_table
+from kwire.codec._schema import CONSUMER_PROTOCOL_ASSIGNMENT
+from kwire.errors import KwireError
+from tests._data import golden_cases
+from tests.conftest import assignor_implementations
+
+IMPLEMENTATIONS = assignor_implementations()
+STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
+def test_schema_is_the_layout_the_kernels_write():
+    msg = CONSUMER_PROTOCOL_ASSIGNMENT
+    assert (msg.valid.lo, msg.valid.hi) == (ASSIGNMENT_VERSIONS.start, ASSIGNMENT_VERSIONS.stop - 1)
+    assert msg.version_prefixed
+    for v in ASSIGNMENT_VERSIONS:
+        assert v not in msg.flexible
+        fields = [f for f in msg.fields if v in f.versions]
+        assert [(f.name, f.type) for f in fields] == [("AssignedPartitions", "[]TopicPartition"), ("UserData", "bytes")]
+        assigned, user_data = fields
+        assert v not in assigned.nullable and v in user_data.nullable and not user_data.tag
+        inner = [(f.name, f.type, v in f.nullable) for f in assigned.fields if v in f.versions]
+        assert inner == [("Topic", "string", False), ("Partitions", "[]int32", False)]
+
+
+NAMES = ["t", "orders", "\u00e9t\u00e9", "\U0001f600", "a" * 300, "", "zz", "\uffee"]
+
+
+def random_assignment(rng):
+    topics = sorted(rng.sample(NAMES, rng.randint(1, len(NAMES))))
+    members = rng.randint(0, 6)
+    indptr, topic, partition = [0], [], []
+    for _ in range(members):
+        for _ in range(rng.choice([0, 1, 3, 12])):
+            topic.append(rng.randrange(len(topics)))
+            partition.append(rng.choice([0, 1, 7, 255, 256, 2**31 - 1, rng.randrange(2**31)]))
+        indptr.append(len(topic))
+    return ArrayAssignment(
+        np.array(indptr), np.array(topic, dtype=np.int32), np.array(partition, dtype=np.int32),
+        member_ids=[f"m{i}" for i in range(members)], topics=topics,
+    )
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_kernels_write_the_codecs_bytes(implementation):
+    kernels = load_kernels("leader", implementation)
+    rng = random.Random(15)
+    for _ in range(300):
+        a = random_assignment(rng)
+        offsets, blob = topic_name_table(a.topics)
+        groups = a.topic_groups() if len(a) else {}
+        for version in ASSIGNMENT_VERSIONS:
+            got = kernels.assignment_bytes(a.indptr, a.topic, a.partition, offsets, blob, version)
+            want = [encode_member_assignment(groups[mid], version) for mid in a.member_ids]
+            assert got == want
+            for g, mid in zip(got, a.member_ids):
+                assert codec.Assignment.decode(g).assigned_partitions == [
+                    codec.AssignmentTopicPartition(topic=t, partitions=ps) for t, ps in groups[mid]
+                ]
+
+
+def join_response(subs):
+    return SimpleNamespace(
+        members=[SimpleNamespace(member_id=mid, group_instance_id=inst, metadata=raw) for mid, inst, raw in subs]
+    )
+
+
+def old_leader_path(strategy, subs, counts, racks, implementation):
+    """What leader_assignments gave before the column path: decode every
+    member, assign at member level, encode every member with the codec."""
+    members = [GroupMember(mid, inst, codec.Subscription.decode(raw)) for mid, inst, raw in subs]
+    result = assign(strategy, members, counts, partition_racks=racks, implementation=implementation)
+    out = []
+    for mid, _, _ in subs:
+        groups = {}
+        for t, p in result[mid]:
+            groups.setdefault(t, []).append(p)
+        out.append((mid, encode_member_assignment(list(groups.items()))))
+    return out
+
+
+def random_group(rng, strategy):
+    topics = rng.sample(["a", "b", "c", "d", "\u00e9"], rng.randint(1, 5))
+    counts = {t: rng.randint(0, 7) for t in topics}
+    shared = sorted(rng.sample(topics, rng.randint(1, len(topics))))
+    subs = []
+    for i in range(rng.randint(1, 9)):
+        mine = shared if rng.random() < 0.6 else sorted(rng.sample(topics, rng.randint(1, len(topics))))
+        owned = []
+        if strategy == "cooperative-sticky" and rng.random() < 0.5:
+            owned = [codec.SubscriptionTopicPartition(topic=t, partitions=rng.sample(range(counts[t]), min(2, counts[t])))
+                     for t in mine[:1]]
+            # stale or malformed claims: past the topic's end, a topic gone, a negative index
+            extra = rng.choice([None, None, (mine[0], [counts[mine[0]] + 1, 0]), ("gone", [3]), (mine[0], [-1])])
+            if extra:
+                owned.append(codec.SubscriptionTopicPartition(topic=extra[0], partitions=extra[1]))
+        user_data = None
+        if strategy == "sticky" and rng.random() < 0.5:
+            t = mine[0]
+            user_data = codec.StickyAssignorUserData(
+                previous_assignment=[codec.StickyTopicAssignment(topic=t, partitions=list(range(counts[t]))[i::5])],
+                generation=rng.randint(1, 3),
+            ).encode(1)
+        sub = codec.Subscription(topics=mine, owned_partitions=owned, user_data=user_data,
+                                 generation_id=rng.choice([-1, 1, 2]), rack_id=rng.choice([None, "r0", "r1"]))
+        subs.append((f"member-{rng.randrange(10**6)}-{i}", rng.choice([None, f"inst-{i}"]), sub.encode(rng.choice([0, 1, 2, 3]))))
+    racks = None
+    if rng.random() < 0.3:
+        racks = {t: [[rng.choice(["r0", "r1"])] for _ in range(n)] for t, n in counts.items()}
+    return subs, counts, racks
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_leader_path_gives_the_member_level_bytes(strategy, implementation):
+    rng = random.Random(strategy)
+    for _ in range(60):
+        subs, counts, racks = random_group(rng, strategy)
+        try:
+            want = old_leader_path(strategy, subs, counts, racks, implementation)
+        except KwireError as exc:
+            with pytest.raises(type(exc)):
+                leader_assignments(strategy, join_response(subs), counts, partition_racks=racks, implementation=implementation)
+            continue
+        got = leader_assignments(strategy, join_response(subs), counts, partition_racks=racks, implementation=implementation)
+        assert [(x.member_id, x.assignment) for x in got] == want
+
+
+CASES = golden_cases()
+
+
+def _golden_subscription_bytes(case, m):
+    strategy = case["assignor"]
+    user_data = bytes.fromhex(m["user_data_hex"]) if m.get("user_data_hex") else None
+    owned, generation_id = {}, -1
+    if strategy == "cooperative-sticky":
+        for t, p in m.get("owned_partitions") or []:
+            owned.setdefault(t, []).append(p)
+        if m.get("generation") is not None:
+            generation_id = m["generation"]
+    elif strategy == "sticky" and m.get("subscription_generation_id") is not None:
+        generation_id = m["subscription_generation_id"]
+    return codec.Subscription(
+        topics=list(m["topics"]), user_data=user_data, generation_id=generation_id, rack_id=m.get("rack"),
+        owned_partitions=[codec.SubscriptionTopicPartition(topic=t, partitions=ps) for t, ps in owned.items()],
+    ).encode(3)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_leader_path_writes_javas_golden_answers(implementation):
+    assert CASES
+    for case in CASES:
+        subs = [(m["member_id"], m["group_instance_id"], _golden_subscription_bytes(case, m)) for m in case["members"]]
+        got = leader_assignments(case["assignor"], join_response(subs), case["partitions_per_topic"],
+                                 partition_racks=case.get("partition_racks"), implementation=implementation)
+        assert [x.member_id for x in got] == [m["member_id"] for m in case["members"]]
+        for x in got:
+            groups = {}
+            for t, p in case["expected"][x.member_id]:
+                groups.setdefault(t, []).append(p)
+            assert x.assignment == encode_member_assignment(list(groups.items())), case["id"]
+
+
+def test_distinct_metadata_is_decoded_once(monkeypatch):
+    calls = []
+    real = codec.Subscription.decode
+
+    class Counting:
+        @staticmethod
+        def decode(data, *a, **k):
+            calls.append(data)
+            return real(data, *a, **k)
+
+    import kwire.assignors._leader as leader
+
+    monkeypatch.setattr(leader, "codec", SimpleNamespace(Subscription=Counting))
+    same = codec.Subscription(topics=["a", "b"]).encode(3)
+    other = codec.Subscription(topics=["b"]).encode(3)
+    subs = [(f"m{i}", None, bytes(same)) for i in range(50)] + [("x", None, other), ("y", None, bytes(same))]
+    leader_assignments("range", join_response(subs), {"a": 10, "b": 10})
+    assert sorted(calls) == sorted([same, other])
+
+
+def test_bad_version_and_unwritable_names_still_get_the_codecs_answer():
+    subs = [("m", None, codec.Subscription(topics=["a"]).encode(0))]
+    with pytest.raises(KwireError):
+        leader_assignments("range", join_response(subs), {"a": 1}, version=4)
+    v0 = leader_assignments("range", join_response(subs), {"a": 1}, version=0)
+    assert v0[0].assignment == encode_member_assignment([("a", [0])], 0)
