@@ -326,9 +326,6 @@ def test_colliding_member_ids_grow_the_hashmap(impl):
 _DECLINED = {
     "claim past the end": lambda: _g([dict(member_id="a", topics=("t",), owned=(("t", 5),), generation=1,
                                            subscription_generation=1), dict(member_id="b", topics=("t",))], {"t": 3}),
-    "racks, general path": lambda: GroupInput(
-        [MemberInput(member_id="a", topics=("t", "u"), rack="r1"), MemberInput(member_id="b", topics=("t",), rack="r2")],
-        {"t": 2, "u": 2}, {"t": [["r1"], ["r2"]], "u": [["r1"], ["r1"]]}),
 }
 
 
@@ -443,3 +440,26 @@ def test_departure(case, implementation):
     if case["assignor"] == "sticky":
         wanted = {(t, p) for s in subscribed.values() for t in s for p in range(group.partitions_per_topic.get(t, 0))}
         assert seen == wanted
+
+
+@needs_compiled
+@pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
+def test_compiled_covers_racks_on_the_general_path(cooperative):
+    """Formerly handed over: the compiled twin answers, and as the pure one.
+    b holds u-0 on a rack without a replica (revoked), t-1 has no consumer on
+    its rack (second pass), a takes t-0 on its rack ahead of b."""
+    from kwire.assignors import ArrayGroup
+
+    group = GroupInput(
+        [MemberInput(member_id="a", topics=("t", "u"), rack="r1"),
+         MemberInput(member_id="b", topics=("t", "u"), rack="r2", owned=(("u", 0),), generation=1,
+                     subscription_generation=1),
+         MemberInput(member_id="c", topics=("u",))],
+        {"t": 2, "u": 2}, {"t": [["r1"], ["r3"]], "u": [["r1"], ["r2"]]})
+    compiled = importlib.import_module("kwire.assignors._sticky_c")
+    array_group = ArrayGroup.from_group_input(group)
+    got = compiled.sticky_arrays(array_group, cooperative)
+    assert got is not None
+    want = _sticky_py.sticky_arrays(array_group, cooperative)
+    assert all(a.tolist() == b.tolist() for a, b in zip(got, want))
+    assert compiled.sticky_assign(group, cooperative) == _sticky_py.sticky_assign(group, cooperative)

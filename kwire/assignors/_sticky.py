@@ -30,9 +30,8 @@ def _java(kernels, group: ArrayGroup, cooperative: bool):
     out = kernels.sticky_arrays(group, cooperative)
     if out is None:
         # The one place the compiled kernel hands a group to the pure twin:
-        # a claim past its topic's end, or consumer racks on the general
-        # path.  A known performance cliff (the reference is plain Python),
-        # tracked by issue 12.
+        # a claim past its topic's end.  A known performance cliff (the
+        # reference is plain Python), tracked by issue 12.
         out = _sticky_py.sticky_arrays(group, cooperative)
     return out
 

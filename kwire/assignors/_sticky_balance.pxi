@@ -151,6 +151,11 @@ cdef class _Heaps:
     cdef const int32_t[::1] id_rank
     cdef int64_t[::1] topic_class_start    # per topic, CSR into topic_class
     cdef int32_t[::1] topic_class
+    # rack-aware mode: each class's rack (-1: none) and the replica racks
+    # per partition (CSR), for first_on_racks
+    cdef int32_t[::1] class_rack
+    cdef const int64_t[::1] replica_rack_start
+    cdef const int32_t[::1] replica_rack
 
     cdef inline int64_t key(self, int member) noexcept nogil:
         return <int64_t>self.load[member] * self.n_members + self.id_rank[member]
@@ -245,8 +250,30 @@ cdef class _Heaps:
                 best_key = k
         return best
 
+    cdef int first_on_racks(self, int topic, int64_t partition) noexcept nogil:
+        """first_taking among members on a rack of ``partition`` or without
+        a rack (Java's rack-filtered ``sortedCurrentSubscriptions`` walk);
+        -1 if none.  first_taking's loop plus the rack filter, written twice
+        so that the hot unfiltered search carries no rack branch."""
+        cdef int best = -1, cls, member, rack
+        cdef int64_t best_key = 0, k
+        cdef int64_t entry
+        for entry in range(self.topic_class_start[topic], self.topic_class_start[topic + 1]):
+            cls = self.topic_class[entry]
+            if self.class_length[cls] == 0:
+                continue
+            rack = self.class_rack[cls]
+            if rack >= 0 and not _on_rack(partition, rack, self.replica_rack_start, self.replica_rack):
+                continue
+            member = self.heap[self.class_start[cls]]
+            k = self.key(member)
+            if best < 0 or k < best_key:
+                best = member
+                best_key = k
+        return best
 
-def _heaps_for(_Run r, classes, topic_class_start, topic_class):
+
+def _heaps_for(_Run r, classes, class_rack, topic_class_start, topic_class, replica_rack_start, replica_rack):
     cdef _Heaps heaps = _Heaps()
     heaps.n_members = r.n_members
     heaps.load = r.load
@@ -264,6 +291,9 @@ def _heaps_for(_Run r, classes, topic_class_start, topic_class):
     heaps.heap_pos = np.full(r.n_members, -1, dtype=np.int32)
     heaps.topic_class_start = topic_class_start
     heaps.topic_class = topic_class
+    heaps.class_rack = class_rack
+    heaps.replica_rack_start = replica_rack_start
+    heaps.replica_rack = replica_rack
     return heaps
 
 

@@ -16,9 +16,9 @@ Include files, not cimported modules: the phases call each other's ``cdef``
 methods in the inner loops, and inside one extension those stay direct C
 calls that the compiler can inline.
 
-Inputs the kernels do not model -- a claimed partition number past the
-topic's size, and rack-aware assignment on the general path -- make the entry
-points return ``None``; ``kwire.assignors._sticky`` then runs the pure twin.
+The one input the kernels do not model -- a claimed partition number past
+the topic's size -- makes the entry points return ``None``;
+``kwire.assignors._sticky`` then runs the pure twin.
 Where Java throws, the entry points raise ``JavaAssignorFailure``.
 """
 
@@ -67,11 +67,10 @@ def sticky_arrays(group, bint cooperative):
         if cooperative:
             _withhold_transferring(r, transferring)
         return r.export()
-    if rack_active:
-        # the general path's rack matching is only in the pure twin
-        return None
-    classes, topic_class_start, topic_class = _classes(group, assignable)
-    _general(r, classes, topic_class_start, topic_class, _topic_sort(group, assignable))
+    classes, class_rack, topic_class_start, topic_class = _classes(
+        group, assignable, member_rack if rack_active else None)
+    _general(r, classes, class_rack, topic_class_start, topic_class, _topic_sort(group, assignable),
+             rack_active, member_rack, replica_rack_start, replica_rack)
     if cooperative:
         _withhold_computed(r)
     return r.export()

@@ -7,7 +7,7 @@
 # constrained_assign is the same algorithm over Python lists.
 
 cdef inline bint _on_rack(int64_t partition, int rack, const int64_t[::1] replica_rack_start,
-                          const int32_t[::1] replica_rack) noexcept:
+                          const int32_t[::1] replica_rack) noexcept nogil:
     cdef int64_t entry
     if rack < 0 or partition + 1 >= replica_rack_start.shape[0]:
         return False

@@ -6,25 +6,40 @@
 # then balance(): the unassigned partitions to the least loaded member, fixed
 # members out, performReassignments twice, and the revert when the score did
 # not improve.  The balancing itself is in _sticky_balance.pxi.
+#
+# Racks (rack-aware mode) enter in two places here: the claims a member may
+# keep and the first pass over the unassigned partitions.  Java's
+# performReassignments also asks a rack question first (does a member on the
+# partition's racks hold 2+ fewer?), but a yes there leads to the same move
+# as the unfiltered question that follows it, which is asked over a superset
+# of the same members; so the reassignment below needs no rack check.
 
-def _classes(group, assignable):
-    """Members with the same set of assignable subscribed topics share a
-    class.  Returns (class per member, per-topic CSR of the classes that
-    subscribe to it)."""
+def _classes(group, assignable, member_rack=None):
+    """Members with the same set of assignable subscribed topics (and, with
+    ``member_rack`` given, the same rack) share a class.  Returns (class per
+    member, rack per class (-1: none), per-topic CSR of the classes that
+    subscribe to it).
+
+    Splitting classes by rack lets the rack-aware first step ask for the
+    least loaded member on a partition's racks as a min over the classes on
+    those racks; the unfiltered question is still a min over all classes."""
     index = {}
     classes = np.empty(group.num_members, dtype=np.int32)
     subscription_start = group.sub_indptr
     subscription_topic = group.sub_topics
     assignable_mask = assignable.astype(bool)
     topic_lists = []
+    class_rack = []
     for member in range(group.num_members):
         topics = subscription_topic[subscription_start[member]:subscription_start[member + 1]]
         topics = np.sort(topics[assignable_mask[topics]])
-        key = topics.tobytes()
+        rack = -1 if member_rack is None else int(member_rack[member])
+        key = (topics.tobytes(), rack)
         cls = index.get(key)
         if cls is None:
             cls = index[key] = len(index)
             topic_lists.append(topics)
+            class_rack.append(rack)
         classes[member] = cls
     n_topics = len(group.topics)
     per_topic = [[] for _ in range(n_topics)]
@@ -34,7 +49,7 @@ def _classes(group, assignable):
     topic_class_start = np.zeros(n_topics + 1, dtype=np.int64)
     topic_class_start[1:] = np.cumsum([len(x) for x in per_topic])
     topic_class = np.array([cls for x in per_topic for cls in x], dtype=np.int32)
-    return classes, topic_class_start, topic_class
+    return classes, np.array(class_rack, dtype=np.int32), topic_class_start, topic_class
 
 
 def _topic_sort(group, assignable):
@@ -49,14 +64,17 @@ def _topic_sort(group, assignable):
     return topics[np.lexsort((topics, n_consumers[topics]))].astype(np.int32)
 
 
-cdef void _general(_Run r, classes, topic_class_start, topic_class, topic_sort) except *:
+cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, topic_sort, bint rack_active,
+                   const int32_t[::1] member_rack, const int64_t[::1] replica_rack_start,
+                   const int32_t[::1] replica_rack) except *:
     cdef int n_members = r.n_members, n_topics = r.n_topics
     cdef int i, member, topic, n_assignable_topics = 0, n_member_topics
     cdef int64_t entry, partition, total = 0, member_total
     cdef int32_t listed
     cdef bint revocation_required = False, initializing = True, performed
     r.init_lists()
-    cdef _Balancer b = _Balancer(r, _heaps_for(r, classes, topic_class_start, topic_class))
+    cdef _Balancer b = _Balancer(r, _heaps_for(r, classes, class_rack, topic_class_start, topic_class,
+                                               replica_rack_start, replica_rack))
     cdef int32_t[::1] n_consumers = np.zeros(n_topics, dtype=np.int32)
     cdef uint8_t[::1] subscribed = np.zeros(n_topics, dtype=np.uint8)
     cdef int32_t[::1] sorted_topics = topic_sort
@@ -105,7 +123,9 @@ cdef void _general(_Run r, classes, topic_class_start, topic_class, topic_sort) 
                 b.prev_generation[partition] = r.generation[member]
 
     # assignOwnedPartitions: keep surviving claims on topics the member still
-    # subscribes to; any other claim means a revocation is required
+    # subscribes to (in rack-aware mode: on a partition with a replica on the
+    # member's rack, when the member has one); any other claim means a
+    # revocation is required
     for member in range(n_members):
         for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
             subscribed[r.subscription_topic[entry]] = 1
@@ -113,8 +133,10 @@ cdef void _general(_Run r, classes, topic_class_start, topic_class, topic_sort) 
             if not r.owned_kept[entry]:
                 continue
             topic = r.owned_topic[entry]
-            if subscribed[topic]:
-                r.append(member, <int32_t>(r.first_partition[topic] + r.owned_number[entry]))
+            partition = r.first_partition[topic] + r.owned_number[entry]
+            if subscribed[topic] and not (rack_active and member_rack[member] >= 0 and not _on_rack(
+                    partition, member_rack[member], replica_rack_start, replica_rack)):
+                r.append(member, <int32_t>partition)
             else:
                 revocation_required = True
         for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
@@ -127,9 +149,13 @@ cdef void _general(_Run r, classes, topic_class_start, topic_class, topic_sort) 
         b.active[member] = 1
 
     # balance(), first step: each unassigned partition, in sortedAllPartitions
-    # order, to the first member of sortedCurrentSubscriptions that can take it
-    cdef int n_unassigned = 0
+    # order, to the first member of sortedCurrentSubscriptions that can take
+    # it.  In rack-aware mode a first pass offers each partition only to
+    # members on its racks (or without a rack); what it leaves goes to
+    # anyone in a second pass, in the same order.
+    cdef int n_unassigned = 0, n_left = 0
     cdef int32_t[::1] unassigned = np.empty(max(total, 1), dtype=np.int32)
+    cdef int32_t[::1] left = np.empty(max(total, 1) if rack_active else 1, dtype=np.int32)
     for i in range(len(sorted_topics)):
         topic = sorted_topics[i]
         for partition in range(r.first_partition[topic], r.first_partition[topic + 1]):
@@ -137,11 +163,26 @@ cdef void _general(_Run r, classes, topic_class_start, topic_class, topic_sort) 
                 unassigned[n_unassigned] = <int32_t>partition
                 n_unassigned += 1
     with nogil:
-        for i in range(n_unassigned):
-            listed = unassigned[i]
-            member = b.heaps.first_taking(b.topic_of[listed])
-            if member >= 0:
-                b.give(member, listed)
+        if rack_active:
+            for i in range(n_unassigned):
+                listed = unassigned[i]
+                member = b.heaps.first_on_racks(b.topic_of[listed], listed)
+                if member >= 0:
+                    b.give(member, listed)
+                else:
+                    left[n_left] = listed
+                    n_left += 1
+            for i in range(n_left):
+                listed = left[i]
+                member = b.heaps.first_taking(b.topic_of[listed])
+                if member >= 0:
+                    b.give(member, listed)
+        else:
+            for i in range(n_unassigned):
+                listed = unassigned[i]
+                member = b.heaps.first_taking(b.topic_of[listed])
+                if member >= 0:
+                    b.give(member, listed)
 
     # fixed partitions (topics with fewer than two potential consumers) and
     # fixed members (full, and holding nothing that could move) drop out
