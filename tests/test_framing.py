@@ -65,9 +65,9 @@ def test_bad_frames():
     with pytest.raises(kwire.DecodeError):
         kwire.decode_request(frame[:3])
     # An api key kwire has no codec for: the header still reads.
-    other = struct.pack(">hhih", 3, 12, 9, 1) + b"c" + b"\x00\x00"
+    other = struct.pack(">hhih", 0, 12, 9, 1) + b"c" + b"\x00\x00"
     header, body = decode_request_header(struct.pack(">i", len(other)) + other)
-    assert (header.request_api_key, header.correlation_id, bytes(body)) == (3, 9, b"\x00\x00")
+    assert (header.request_api_key, header.correlation_id, bytes(body)) == (0, 9, b"\x00\x00")
     with pytest.raises(kwire.UnsupportedVersionError):
         kwire.decode_request(struct.pack(">i", len(other)) + other)
     # A corrupt body reports its offset within the whole frame.
