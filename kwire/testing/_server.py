@@ -286,7 +286,13 @@ class ClusterServer:
         fill = conn.slot()
 
         def answer(response):
-            frame = DEFAULT.encode_response(response, version, correlation_id)
+            try:
+                frame = DEFAULT.encode_response(response, version, correlation_id)
+            except KwireError as e:
+                # A server bug, not the client's: that connection cannot be answered, the others go on.
+                log.error("cannot encode the api key %d v%d answer: %s", key, version, e)
+                conn.close("internal error")
+                return
             if latency_ms:
                 self._loop.call_later(latency_ms / 1000, fill, frame)
             else:
@@ -387,7 +393,8 @@ class ClusterServer:
             for p in t.partitions:
                 if self.partition_exists(t.name, p.partition_index):
                     parts.append(ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=0,
-                                                              timestamp=-1, offset=0, leader_epoch=0))
+                                                              timestamp=-1, offset=0,
+                                                              leader_epoch=0 if version >= 4 else -1))
                 else:
                     parts.append(ListOffsetsPartitionResponse(partition_index=p.partition_index,
                                                               error_code=errors.UNKNOWN_TOPIC_OR_PARTITION))
