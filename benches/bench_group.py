@@ -110,7 +110,7 @@ def _cpu_seconds(pid):
 def _read_exactly(sock, n):
     buf = bytearray()
     while len(buf) < n:
-        chunk = sock.recv(max(65536, n - len(buf)))
+        chunk = sock.recv(n - len(buf))
         if not chunk:
             raise ConnectionError("the server closed the connection")
         buf += chunk

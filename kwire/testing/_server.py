@@ -99,6 +99,7 @@ class _Connection(asyncio.Protocol):
         # Answers owed, oldest first: [frame or None (not ready yet)].  Only the ready prefix is written.
         self.owed = deque()
         self.closed = False
+        self.batching = False
 
     def connection_made(self, transport):
         self.transport = transport
@@ -127,10 +128,16 @@ class _Connection(asyncio.Protocol):
                 self.server.request(self, frame)
             self.close(f"bad frame: {e}")
             return
-        for frame in frames:
-            if self.closed:
-                return
-            self.server.request(self, frame)
+        # Answers ready while this batch is read go out in one write, not one system call each.
+        self.batching = True
+        try:
+            for frame in frames:
+                if self.closed:
+                    return
+                self.server.request(self, frame)
+        finally:
+            self.batching = False
+        self.flush()
 
     def close(self, reason):
         if not self.closed:
@@ -146,7 +153,8 @@ class _Connection(asyncio.Protocol):
 
         def fill(frame):
             cell[0] = frame
-            self.flush()
+            if not self.batching:
+                self.flush()
         return fill
 
     def flush(self):
@@ -263,7 +271,8 @@ class ClusterServer:
             conn.close(f"api key {key} version {version} is not supported (versions {span[0]}-{span[1]})")
             return
         try:
-            _header, req = DEFAULT.decode_request(frame)
+            # The header is read once: the body decodes from where it ends.
+            req = DEFAULT.message_class(key, "request").decode(body, version)
         except KwireError as e:
             conn.close(f"malformed api key {key} v{version} request: {e}")
             return
