@@ -159,3 +159,32 @@ def test_group_covers_rebalances_and_keeps_offsets(server, libs, strategy):
     finally:
         for m in members + ([fresh] if fresh else []):
             m.stop()
+
+
+STATIC_CASES = [("kafka-python", "range"), ("confluent-kafka", "range")]
+
+
+@pytest.mark.parametrize("lib,strategy", STATIC_CASES, ids=lambda v: v)
+def test_static_member_restart_gets_its_partitions_back_without_a_rebalance(server, lib, strategy):
+    if not _have(LIBS[lib]):
+        pytest.skip(f"{lib} is not installed")
+    group = f"static-{lib}-{strategy}"
+    members = [Proc([sys.executable, CLIENT, lib, strategy, server, group, "orders", f"instance-{i}"])
+               for i in range(3)]
+    try:
+        before = wait_cover(members)
+        for m in members[1:]:
+            m.drain()
+        seen = [m.assignment for m in members[1:]]
+        # Restart member 0 with its instance id, well within the session timeout.
+        members[0].stop()
+        members[0] = Proc([sys.executable, CLIENT, lib, strategy, server, group, "orders", "instance-0"])
+        after = wait_cover(members, timeout=SESSION_S)
+        assert after == before
+        # The others printed no new assignment: no rebalance reached them.
+        for m, was in zip(members[1:], seen):
+            assert [line for line in m.drain() if line.startswith("ASSIGN ")] == []
+            assert m.assignment == was
+    finally:
+        for m in members:
+            m.stop()
