@@ -154,6 +154,8 @@ def error_response(req, key, version, code):
     if key == 3:
         names = [] if req.topics is None else [t.name for t in req.topics]
         return MetadataResponse(topics=[MetadataResponseTopic(error_code=code, name=n) for n in names])
+    # OffsetCommit's and ListOffsets' answers below look alike (topics of partitions with an error code)
+    # because Kafka shapes them alike; each builds its own api's classes, so they stay two.
     if key == 8:
         return OffsetCommitResponse(topics=[
             OffsetCommitResponseTopic(name=t.name, partitions=[
