@@ -112,7 +112,7 @@ def test_malformed_frames_become_rows_with_an_error(tmp_path, impl):
     assert errors[4].startswith("unpaired response")
     assert errors[5].startswith("DecodeError")
     assert errors[6] is None and rows[6]["api_key"] == 0 and rows[6]["group_id"] is None
-    assert errors[7] is None and rows[7]["api_key"] == 3
+    assert errors[7] is None and rows[7]["api_key"] == 0
     assert errors[8].startswith("UnsupportedVersionError")
 
 
