@@ -6,6 +6,9 @@ response, runs an assignor and builds the SyncGroup request; each member
 decodes its Assignment.  Every frame goes through kwire's codec, so this
 doubles as a smoke test of an installation.
 
+``serve``: a mock single-node Kafka cluster that real consumers join
+(kwire.testing, docs/GROUP.md).
+
 ``synth``, ``pipeline``, ``record``, ``import-pcap``: the rebalance analysis
 pipeline (docs/PIPELINE.md); they need the ``pipeline`` extra.
 """
@@ -209,7 +212,12 @@ def main(argv=None):
     i.add_argument("--port", type=_port, action="append", default=None,
                    help="broker port (repeatable; default 9092)")
 
+    from kwire import testing  # the mock cluster: imported here, the other commands do not need it
+    testing.add_serve_parser(sub)
+
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        return testing.serve(args)
     if args.command == "demo":
         return demo(args.strategy)
     return {"synth": cmd_synth, "pipeline": cmd_pipeline, "record": cmd_record,

@@ -23,7 +23,7 @@ _bytes = st.binary(max_size=24)
 def _scalar(t):
     if t == "string":
         return _text
-    if t == "bytes":
+    if t in ("bytes", "records"):
         return _bytes
     if t == "bool":
         return st.booleans()

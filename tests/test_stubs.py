@@ -206,12 +206,12 @@ def test_codec_stub_fields_are_the_runtime_fields(impl):
 
 def test_codec_stub_class_attributes_match_the_runtime():
     for node in _codec_classes():
-        cls = getattr(kwire, node.name)
+        cls = getattr(kwire.codec, node.name)
         for item in node.body:
             if isinstance(item, ast.AnnAssign) and ast.unparse(item.annotation).startswith("TypeAlias"):
                 # Nested struct aliases: the same class object at run time.
                 target = ast.unparse(item.value).lstrip("_")
-                assert getattr(cls, item.target.id) is getattr(kwire, target), f"{node.name}.{item.target.id}"
+                assert getattr(cls, item.target.id) is getattr(kwire.codec, target), f"{node.name}.{item.target.id}"
             elif isinstance(item, ast.AnnAssign) and ast.unparse(item.annotation).startswith("ClassVar[Literal"):
                 literal = ast.literal_eval(item.annotation.slice.slice)
                 assert getattr(cls, item.target.id) == literal, f"{node.name}.{item.target.id}"

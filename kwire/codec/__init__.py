@@ -69,6 +69,66 @@ AssignmentTopicPartition = _codec.AssignmentTopicPartition
 StickyAssignorUserData = _codec.StickyAssignorUserData
 StickyTopicAssignment = _codec.StickyTopicAssignment
 CooperativeStickyUserData = _codec.CooperativeStickyUserData
+# The apis a mock cluster answers beyond the group's own (kwire.testing).
+MetadataRequest = _codec.MetadataRequest
+MetadataRequestTopic = _codec.MetadataRequestTopic
+MetadataResponse = _codec.MetadataResponse
+MetadataResponseTopic = _codec.MetadataResponseTopic
+MetadataResponsePartition = _codec.MetadataResponsePartition
+MetadataResponseBroker = _codec.MetadataResponseBroker
+OffsetCommitRequest = _codec.OffsetCommitRequest
+OffsetCommitRequestTopic = _codec.OffsetCommitRequestTopic
+OffsetCommitRequestPartition = _codec.OffsetCommitRequestPartition
+OffsetCommitResponse = _codec.OffsetCommitResponse
+OffsetCommitResponseTopic = _codec.OffsetCommitResponseTopic
+OffsetCommitResponsePartition = _codec.OffsetCommitResponsePartition
+OffsetFetchRequest = _codec.OffsetFetchRequest
+OffsetFetchRequestGroup = _codec.OffsetFetchRequestGroup
+OffsetFetchRequestTopics = _codec.OffsetFetchRequestTopics
+OffsetFetchRequestTopic = _codec.OffsetFetchRequestTopic
+OffsetFetchResponse = _codec.OffsetFetchResponse
+OffsetFetchResponseGroup = _codec.OffsetFetchResponseGroup
+OffsetFetchResponseTopics = _codec.OffsetFetchResponseTopics
+OffsetFetchResponsePartitions = _codec.OffsetFetchResponsePartitions
+OffsetFetchResponseTopic = _codec.OffsetFetchResponseTopic
+OffsetFetchResponsePartition = _codec.OffsetFetchResponsePartition
+ListOffsetsRequest = _codec.ListOffsetsRequest
+ListOffsetsTopic = _codec.ListOffsetsTopic
+ListOffsetsPartition = _codec.ListOffsetsPartition
+ListOffsetsResponse = _codec.ListOffsetsResponse
+ListOffsetsTopicResponse = _codec.ListOffsetsTopicResponse
+ListOffsetsPartitionResponse = _codec.ListOffsetsPartitionResponse
+FetchRequest = _codec.FetchRequest
+ForgottenTopic = _codec.ForgottenTopic
+FetchTopic = _codec.FetchTopic
+FetchPartition = _codec.FetchPartition
+ReplicaState = _codec.ReplicaState
+FetchResponse = _codec.FetchResponse
+NodeEndpoint = _codec.NodeEndpoint
+FetchableTopicResponse = _codec.FetchableTopicResponse
+PartitionData = _codec.PartitionData
+AbortedTransaction = _codec.AbortedTransaction
+SnapshotId = _codec.SnapshotId
+LeaderIdAndEpoch = _codec.LeaderIdAndEpoch
+EpochEndOffset = _codec.EpochEndOffset
+DescribeGroupsRequest = _codec.DescribeGroupsRequest
+DescribeGroupsResponse = _codec.DescribeGroupsResponse
+DescribedGroup = _codec.DescribedGroup
+DescribedGroupMember = _codec.DescribedGroupMember
+ListGroupsRequest = _codec.ListGroupsRequest
+ListGroupsResponse = _codec.ListGroupsResponse
+ListedGroup = _codec.ListedGroup
+ConsumerGroupHeartbeatRequest = _codec.ConsumerGroupHeartbeatRequest
+ConsumerGroupHeartbeatRequestTopicPartitions = _codec.ConsumerGroupHeartbeatRequestTopicPartitions
+ConsumerGroupHeartbeatResponse = _codec.ConsumerGroupHeartbeatResponse
+ConsumerGroupHeartbeatAssignment = _codec.ConsumerGroupHeartbeatAssignment
+ConsumerGroupHeartbeatResponseTopicPartitions = _codec.ConsumerGroupHeartbeatResponseTopicPartitions
+ConsumerGroupDescribeRequest = _codec.ConsumerGroupDescribeRequest
+ConsumerGroupDescribeResponse = _codec.ConsumerGroupDescribeResponse
+ConsumerGroupDescribedGroup = _codec.ConsumerGroupDescribedGroup
+ConsumerGroupDescribedMember = _codec.ConsumerGroupDescribedMember
+ConsumerGroupDescribeAssignment = _codec.ConsumerGroupDescribeAssignment
+ConsumerGroupDescribeTopicPartitions = _codec.ConsumerGroupDescribeTopicPartitions
 
 _MESSAGE_NAMES = (
     'RequestHeader', 'ResponseHeader', 'FindCoordinatorRequest', 'FindCoordinatorResponse', 'Coordinator',
@@ -77,6 +137,22 @@ _MESSAGE_NAMES = (
     'SyncGroupRequest', 'SyncGroupRequestAssignment', 'SyncGroupResponse', 'ApiVersionsRequest', 'ApiVersionsResponse',
     'ApiVersion', 'SupportedFeatureKey', 'FinalizedFeatureKey', 'Subscription', 'SubscriptionTopicPartition',
     'Assignment', 'AssignmentTopicPartition', 'StickyAssignorUserData', 'StickyTopicAssignment', 'CooperativeStickyUserData',
+    'MetadataRequest', 'MetadataRequestTopic', 'MetadataResponse', 'MetadataResponseTopic',
+    'MetadataResponsePartition', 'MetadataResponseBroker', 'OffsetCommitRequest', 'OffsetCommitRequestTopic',
+    'OffsetCommitRequestPartition', 'OffsetCommitResponse', 'OffsetCommitResponseTopic',
+    'OffsetCommitResponsePartition', 'OffsetFetchRequest', 'OffsetFetchRequestGroup', 'OffsetFetchRequestTopics',
+    'OffsetFetchRequestTopic', 'OffsetFetchResponse', 'OffsetFetchResponseGroup', 'OffsetFetchResponseTopics',
+    'OffsetFetchResponsePartitions', 'OffsetFetchResponseTopic', 'OffsetFetchResponsePartition',
+    'ListOffsetsRequest', 'ListOffsetsTopic', 'ListOffsetsPartition', 'ListOffsetsResponse',
+    'ListOffsetsTopicResponse', 'ListOffsetsPartitionResponse', 'FetchRequest', 'ForgottenTopic', 'FetchTopic',
+    'FetchPartition', 'ReplicaState', 'FetchResponse', 'NodeEndpoint', 'FetchableTopicResponse', 'PartitionData',
+    'AbortedTransaction', 'SnapshotId', 'LeaderIdAndEpoch', 'EpochEndOffset', 'DescribeGroupsRequest',
+    'DescribeGroupsResponse', 'DescribedGroup', 'DescribedGroupMember', 'ListGroupsRequest', 'ListGroupsResponse',
+    'ListedGroup', 'ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatRequestTopicPartitions',
+    'ConsumerGroupHeartbeatResponse', 'ConsumerGroupHeartbeatAssignment',
+    'ConsumerGroupHeartbeatResponseTopicPartitions', 'ConsumerGroupDescribeRequest',
+    'ConsumerGroupDescribeResponse', 'ConsumerGroupDescribedGroup', 'ConsumerGroupDescribedMember',
+    'ConsumerGroupDescribeAssignment', 'ConsumerGroupDescribeTopicPartitions',
 )
 
 __all__ = [

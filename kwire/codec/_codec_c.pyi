@@ -555,6 +555,1281 @@ class ApiVersionsResponse:
     def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[ApiVersionsResponse, int]: ...
 
 
+class MetadataRequestTopic:
+    """Kafka's MetadataRequest MetadataRequestTopic (versions 0-12)."""
+
+    topic_id: bytes
+    name: str | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, topic_id: bytes = ..., name: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_MetadataRequestTopic = MetadataRequestTopic
+
+
+class MetadataRequest:
+    """Kafka's MetadataRequest (versions 0-12)."""
+
+    topics: list[MetadataRequestTopic] | None
+    allow_auto_topic_creation: bool
+    include_cluster_authorized_operations: bool
+    include_topic_authorized_operations: bool
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[3]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    MetadataRequestTopic: TypeAlias = _MetadataRequestTopic
+
+    def __init__(self, *, topics: list[MetadataRequestTopic] | None = ..., allow_auto_topic_creation: bool = ..., include_cluster_authorized_operations: bool = ..., include_topic_authorized_operations: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> MetadataRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[MetadataRequest, int]: ...
+
+
+class MetadataResponseBroker:
+    """Kafka's MetadataResponse MetadataResponseBroker (versions 0-12)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_MetadataResponseBroker = MetadataResponseBroker
+
+
+class MetadataResponsePartition:
+    """Kafka's MetadataResponse MetadataResponsePartition (versions 0-12)."""
+
+    error_code: int
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: list[int]
+    isr_nodes: list[int]
+    offline_replicas: list[int]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, error_code: int = ..., partition_index: int = ..., leader_id: int = ..., leader_epoch: int = ..., replica_nodes: list[int] = ..., isr_nodes: list[int] = ..., offline_replicas: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_MetadataResponsePartition = MetadataResponsePartition
+
+
+class MetadataResponseTopic:
+    """Kafka's MetadataResponse MetadataResponseTopic (versions 0-12)."""
+
+    error_code: int
+    name: str | None
+    topic_id: bytes
+    is_internal: bool
+    partitions: list[MetadataResponsePartition]
+    topic_authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, error_code: int = ..., name: str | None = ..., topic_id: bytes = ..., is_internal: bool = ..., partitions: list[MetadataResponsePartition] = ..., topic_authorized_operations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_MetadataResponseTopic = MetadataResponseTopic
+
+
+class MetadataResponse:
+    """Kafka's MetadataResponse (versions 0-12)."""
+
+    throttle_time_ms: int
+    brokers: list[MetadataResponseBroker]
+    cluster_id: str | None
+    controller_id: int
+    topics: list[MetadataResponseTopic]
+    cluster_authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[3]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    MetadataResponseBroker: TypeAlias = _MetadataResponseBroker
+    MetadataResponsePartition: TypeAlias = _MetadataResponsePartition
+    MetadataResponseTopic: TypeAlias = _MetadataResponseTopic
+
+    def __init__(self, *, throttle_time_ms: int = ..., brokers: list[MetadataResponseBroker] = ..., cluster_id: str | None = ..., controller_id: int = ..., topics: list[MetadataResponseTopic] = ..., cluster_authorized_operations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> MetadataResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[MetadataResponse, int]: ...
+
+
+class OffsetCommitRequestPartition:
+    """Kafka's OffsetCommitRequest OffsetCommitRequestPartition (versions 0-9)."""
+
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    commit_timestamp: int
+    committed_metadata: str | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, partition_index: int = ..., committed_offset: int = ..., committed_leader_epoch: int = ..., commit_timestamp: int = ..., committed_metadata: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetCommitRequestPartition = OffsetCommitRequestPartition
+
+
+class OffsetCommitRequestTopic:
+    """Kafka's OffsetCommitRequest OffsetCommitRequestTopic (versions 0-9)."""
+
+    name: str
+    partitions: list[OffsetCommitRequestPartition]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., partitions: list[OffsetCommitRequestPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetCommitRequestTopic = OffsetCommitRequestTopic
+
+
+class OffsetCommitRequest:
+    """Kafka's OffsetCommitRequest (versions 0-9)."""
+
+    group_id: str
+    generation_id_or_member_epoch: int
+    member_id: str
+    group_instance_id: str | None
+    retention_time_ms: int
+    topics: list[OffsetCommitRequestTopic]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[8]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    OffsetCommitRequestPartition: TypeAlias = _OffsetCommitRequestPartition
+    OffsetCommitRequestTopic: TypeAlias = _OffsetCommitRequestTopic
+
+    def __init__(self, *, group_id: str = ..., generation_id_or_member_epoch: int = ..., member_id: str = ..., group_instance_id: str | None = ..., retention_time_ms: int = ..., topics: list[OffsetCommitRequestTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> OffsetCommitRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[OffsetCommitRequest, int]: ...
+
+
+class OffsetCommitResponsePartition:
+    """Kafka's OffsetCommitResponse OffsetCommitResponsePartition (versions 0-9)."""
+
+    partition_index: int
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, partition_index: int = ..., error_code: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetCommitResponsePartition = OffsetCommitResponsePartition
+
+
+class OffsetCommitResponseTopic:
+    """Kafka's OffsetCommitResponse OffsetCommitResponseTopic (versions 0-9)."""
+
+    name: str
+    partitions: list[OffsetCommitResponsePartition]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., partitions: list[OffsetCommitResponsePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetCommitResponseTopic = OffsetCommitResponseTopic
+
+
+class OffsetCommitResponse:
+    """Kafka's OffsetCommitResponse (versions 0-9)."""
+
+    throttle_time_ms: int
+    topics: list[OffsetCommitResponseTopic]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[8]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    OffsetCommitResponsePartition: TypeAlias = _OffsetCommitResponsePartition
+    OffsetCommitResponseTopic: TypeAlias = _OffsetCommitResponseTopic
+
+    def __init__(self, *, throttle_time_ms: int = ..., topics: list[OffsetCommitResponseTopic] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> OffsetCommitResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[OffsetCommitResponse, int]: ...
+
+
+class OffsetFetchRequestTopic:
+    """Kafka's OffsetFetchRequest OffsetFetchRequestTopic (versions 0-7)."""
+
+    name: str
+    partition_indexes: list[int]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., partition_indexes: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetFetchRequestTopic = OffsetFetchRequestTopic
+
+
+class OffsetFetchRequestTopics:
+    """Kafka's OffsetFetchRequest OffsetFetchRequestTopics (versions 8-9)."""
+
+    name: str
+    partition_indexes: list[int]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., partition_indexes: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetFetchRequestTopics = OffsetFetchRequestTopics
+
+
+class OffsetFetchRequestGroup:
+    """Kafka's OffsetFetchRequest OffsetFetchRequestGroup (versions 8-9)."""
+
+    group_id: str
+    member_id: str | None
+    member_epoch: int
+    topics: list[OffsetFetchRequestTopics] | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, group_id: str = ..., member_id: str | None = ..., member_epoch: int = ..., topics: list[OffsetFetchRequestTopics] | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetFetchRequestGroup = OffsetFetchRequestGroup
+
+
+class OffsetFetchRequest:
+    """Kafka's OffsetFetchRequest (versions 0-9)."""
+
+    group_id: str
+    topics: list[OffsetFetchRequestTopic] | None
+    groups: list[OffsetFetchRequestGroup]
+    require_stable: bool
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[9]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    OffsetFetchRequestTopic: TypeAlias = _OffsetFetchRequestTopic
+    OffsetFetchRequestTopics: TypeAlias = _OffsetFetchRequestTopics
+    OffsetFetchRequestGroup: TypeAlias = _OffsetFetchRequestGroup
+
+    def __init__(self, *, group_id: str = ..., topics: list[OffsetFetchRequestTopic] | None = ..., groups: list[OffsetFetchRequestGroup] = ..., require_stable: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> OffsetFetchRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[OffsetFetchRequest, int]: ...
+
+
+class OffsetFetchResponsePartition:
+    """Kafka's OffsetFetchResponse OffsetFetchResponsePartition (versions 0-7)."""
+
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    metadata: str | None
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, partition_index: int = ..., committed_offset: int = ..., committed_leader_epoch: int = ..., metadata: str | None = ..., error_code: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetFetchResponsePartition = OffsetFetchResponsePartition
+
+
+class OffsetFetchResponseTopic:
+    """Kafka's OffsetFetchResponse OffsetFetchResponseTopic (versions 0-7)."""
+
+    name: str
+    partitions: list[OffsetFetchResponsePartition]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., partitions: list[OffsetFetchResponsePartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetFetchResponseTopic = OffsetFetchResponseTopic
+
+
+class OffsetFetchResponsePartitions:
+    """Kafka's OffsetFetchResponse OffsetFetchResponsePartitions (versions 8-9)."""
+
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    metadata: str | None
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, partition_index: int = ..., committed_offset: int = ..., committed_leader_epoch: int = ..., metadata: str | None = ..., error_code: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetFetchResponsePartitions = OffsetFetchResponsePartitions
+
+
+class OffsetFetchResponseTopics:
+    """Kafka's OffsetFetchResponse OffsetFetchResponseTopics (versions 8-9)."""
+
+    name: str
+    partitions: list[OffsetFetchResponsePartitions]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., partitions: list[OffsetFetchResponsePartitions] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetFetchResponseTopics = OffsetFetchResponseTopics
+
+
+class OffsetFetchResponseGroup:
+    """Kafka's OffsetFetchResponse OffsetFetchResponseGroup (versions 8-9)."""
+
+    group_id: str
+    topics: list[OffsetFetchResponseTopics]
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, group_id: str = ..., topics: list[OffsetFetchResponseTopics] = ..., error_code: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_OffsetFetchResponseGroup = OffsetFetchResponseGroup
+
+
+class OffsetFetchResponse:
+    """Kafka's OffsetFetchResponse (versions 0-9)."""
+
+    throttle_time_ms: int
+    topics: list[OffsetFetchResponseTopic]
+    error_code: int
+    groups: list[OffsetFetchResponseGroup]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[9]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    OffsetFetchResponsePartition: TypeAlias = _OffsetFetchResponsePartition
+    OffsetFetchResponseTopic: TypeAlias = _OffsetFetchResponseTopic
+    OffsetFetchResponsePartitions: TypeAlias = _OffsetFetchResponsePartitions
+    OffsetFetchResponseTopics: TypeAlias = _OffsetFetchResponseTopics
+    OffsetFetchResponseGroup: TypeAlias = _OffsetFetchResponseGroup
+
+    def __init__(self, *, throttle_time_ms: int = ..., topics: list[OffsetFetchResponseTopic] = ..., error_code: int = ..., groups: list[OffsetFetchResponseGroup] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> OffsetFetchResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[OffsetFetchResponse, int]: ...
+
+
+class ListOffsetsPartition:
+    """Kafka's ListOffsetsRequest ListOffsetsPartition (versions 1-11)."""
+
+    partition_index: int
+    current_leader_epoch: int
+    timestamp: int
+    max_num_offsets: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, partition_index: int = ..., current_leader_epoch: int = ..., timestamp: int = ..., max_num_offsets: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ListOffsetsPartition = ListOffsetsPartition
+
+
+class ListOffsetsTopic:
+    """Kafka's ListOffsetsRequest ListOffsetsTopic (versions 1-11)."""
+
+    name: str
+    partitions: list[ListOffsetsPartition]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., partitions: list[ListOffsetsPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ListOffsetsTopic = ListOffsetsTopic
+
+
+class ListOffsetsRequest:
+    """Kafka's ListOffsetsRequest (versions 1-11)."""
+
+    replica_id: int
+    isolation_level: int
+    topics: list[ListOffsetsTopic]
+    timeout_ms: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[2]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    ListOffsetsPartition: TypeAlias = _ListOffsetsPartition
+    ListOffsetsTopic: TypeAlias = _ListOffsetsTopic
+
+    def __init__(self, *, replica_id: int = ..., isolation_level: int = ..., topics: list[ListOffsetsTopic] = ..., timeout_ms: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> ListOffsetsRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[ListOffsetsRequest, int]: ...
+
+
+class ListOffsetsPartitionResponse:
+    """Kafka's ListOffsetsResponse ListOffsetsPartitionResponse (versions 1-11)."""
+
+    partition_index: int
+    error_code: int
+    old_style_offsets: list[int]
+    timestamp: int
+    offset: int
+    leader_epoch: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, partition_index: int = ..., error_code: int = ..., old_style_offsets: list[int] = ..., timestamp: int = ..., offset: int = ..., leader_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ListOffsetsPartitionResponse = ListOffsetsPartitionResponse
+
+
+class ListOffsetsTopicResponse:
+    """Kafka's ListOffsetsResponse ListOffsetsTopicResponse (versions 1-11)."""
+
+    name: str
+    partitions: list[ListOffsetsPartitionResponse]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., partitions: list[ListOffsetsPartitionResponse] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ListOffsetsTopicResponse = ListOffsetsTopicResponse
+
+
+class ListOffsetsResponse:
+    """Kafka's ListOffsetsResponse (versions 1-11)."""
+
+    throttle_time_ms: int
+    topics: list[ListOffsetsTopicResponse]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[2]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    ListOffsetsPartitionResponse: TypeAlias = _ListOffsetsPartitionResponse
+    ListOffsetsTopicResponse: TypeAlias = _ListOffsetsTopicResponse
+
+    def __init__(self, *, throttle_time_ms: int = ..., topics: list[ListOffsetsTopicResponse] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> ListOffsetsResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[ListOffsetsResponse, int]: ...
+
+
+class ReplicaState:
+    """Kafka's FetchRequest ReplicaState (versions 15-18)."""
+
+    replica_id: int
+    replica_epoch: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, replica_id: int = ..., replica_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ReplicaState = ReplicaState
+
+
+class FetchPartition:
+    """Kafka's FetchRequest FetchPartition (versions 4-18)."""
+
+    partition: int
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int
+    partition_max_bytes: int
+    replica_directory_id: bytes
+    high_watermark: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, partition: int = ..., current_leader_epoch: int = ..., fetch_offset: int = ..., last_fetched_epoch: int = ..., log_start_offset: int = ..., partition_max_bytes: int = ..., replica_directory_id: bytes = ..., high_watermark: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_FetchPartition = FetchPartition
+
+
+class FetchTopic:
+    """Kafka's FetchRequest FetchTopic (versions 4-18)."""
+
+    topic: str
+    topic_id: bytes
+    partitions: list[FetchPartition]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, topic: str = ..., topic_id: bytes = ..., partitions: list[FetchPartition] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_FetchTopic = FetchTopic
+
+
+class ForgottenTopic:
+    """Kafka's FetchRequest ForgottenTopic (versions 7-18)."""
+
+    topic: str
+    topic_id: bytes
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, topic: str = ..., topic_id: bytes = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ForgottenTopic = ForgottenTopic
+
+
+class FetchRequest:
+    """Kafka's FetchRequest (versions 4-18)."""
+
+    cluster_id: str | None
+    replica_id: int
+    replica_state: ReplicaState | None
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    session_id: int
+    session_epoch: int
+    topics: list[FetchTopic]
+    forgotten_topics_data: list[ForgottenTopic]
+    rack_id: str
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[1]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    ReplicaState: TypeAlias = _ReplicaState
+    FetchPartition: TypeAlias = _FetchPartition
+    FetchTopic: TypeAlias = _FetchTopic
+    ForgottenTopic: TypeAlias = _ForgottenTopic
+
+    def __init__(self, *, cluster_id: str | None = ..., replica_id: int = ..., replica_state: ReplicaState | None = ..., max_wait_ms: int = ..., min_bytes: int = ..., max_bytes: int = ..., isolation_level: int = ..., session_id: int = ..., session_epoch: int = ..., topics: list[FetchTopic] = ..., forgotten_topics_data: list[ForgottenTopic] = ..., rack_id: str = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> FetchRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[FetchRequest, int]: ...
+
+
+class EpochEndOffset:
+    """Kafka's FetchResponse EpochEndOffset (versions 12-18)."""
+
+    epoch: int
+    end_offset: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, epoch: int = ..., end_offset: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_EpochEndOffset = EpochEndOffset
+
+
+class LeaderIdAndEpoch:
+    """Kafka's FetchResponse LeaderIdAndEpoch (versions 12-18)."""
+
+    leader_id: int
+    leader_epoch: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, leader_id: int = ..., leader_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_LeaderIdAndEpoch = LeaderIdAndEpoch
+
+
+class SnapshotId:
+    """Kafka's FetchResponse SnapshotId (versions 12-18)."""
+
+    end_offset: int
+    epoch: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, end_offset: int = ..., epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_SnapshotId = SnapshotId
+
+
+class AbortedTransaction:
+    """Kafka's FetchResponse AbortedTransaction (versions 4-18)."""
+
+    producer_id: int
+    first_offset: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, producer_id: int = ..., first_offset: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_AbortedTransaction = AbortedTransaction
+
+
+class PartitionData:
+    """Kafka's FetchResponse PartitionData (versions 4-18)."""
+
+    partition_index: int
+    error_code: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    diverging_epoch: EpochEndOffset | None
+    current_leader: LeaderIdAndEpoch | None
+    snapshot_id: SnapshotId | None
+    aborted_transactions: list[AbortedTransaction] | None
+    preferred_read_replica: int
+    records: bytes | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, partition_index: int = ..., error_code: int = ..., high_watermark: int = ..., last_stable_offset: int = ..., log_start_offset: int = ..., diverging_epoch: EpochEndOffset | None = ..., current_leader: LeaderIdAndEpoch | None = ..., snapshot_id: SnapshotId | None = ..., aborted_transactions: list[AbortedTransaction] | None = ..., preferred_read_replica: int = ..., records: bytes | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_PartitionData = PartitionData
+
+
+class FetchableTopicResponse:
+    """Kafka's FetchResponse FetchableTopicResponse (versions 4-18)."""
+
+    topic: str
+    topic_id: bytes
+    partitions: list[PartitionData]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, topic: str = ..., topic_id: bytes = ..., partitions: list[PartitionData] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_FetchableTopicResponse = FetchableTopicResponse
+
+
+class NodeEndpoint:
+    """Kafka's FetchResponse NodeEndpoint (versions 16-18)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_NodeEndpoint = NodeEndpoint
+
+
+class FetchResponse:
+    """Kafka's FetchResponse (versions 4-18)."""
+
+    throttle_time_ms: int
+    error_code: int
+    session_id: int
+    responses: list[FetchableTopicResponse]
+    node_endpoints: list[NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[1]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    EpochEndOffset: TypeAlias = _EpochEndOffset
+    LeaderIdAndEpoch: TypeAlias = _LeaderIdAndEpoch
+    SnapshotId: TypeAlias = _SnapshotId
+    AbortedTransaction: TypeAlias = _AbortedTransaction
+    PartitionData: TypeAlias = _PartitionData
+    FetchableTopicResponse: TypeAlias = _FetchableTopicResponse
+    NodeEndpoint: TypeAlias = _NodeEndpoint
+
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., session_id: int = ..., responses: list[FetchableTopicResponse] = ..., node_endpoints: list[NodeEndpoint] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> FetchResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[FetchResponse, int]: ...
+
+
+class DescribeGroupsRequest:
+    """Kafka's DescribeGroupsRequest (versions 0-6)."""
+
+    groups: list[str]
+    include_authorized_operations: bool
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[15]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+
+    def __init__(self, *, groups: list[str] = ..., include_authorized_operations: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> DescribeGroupsRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[DescribeGroupsRequest, int]: ...
+
+
+class DescribedGroupMember:
+    """Kafka's DescribeGroupsResponse DescribedGroupMember (versions 0-6)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    member_metadata: bytes
+    member_assignment: bytes
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, member_id: str = ..., group_instance_id: str | None = ..., client_id: str = ..., client_host: str = ..., member_metadata: bytes = ..., member_assignment: bytes = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_DescribedGroupMember = DescribedGroupMember
+
+
+class DescribedGroup:
+    """Kafka's DescribeGroupsResponse DescribedGroup (versions 0-6)."""
+
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    protocol_type: str
+    protocol_data: str
+    members: list[DescribedGroupMember]
+    authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, error_code: int = ..., error_message: str | None = ..., group_id: str = ..., group_state: str = ..., protocol_type: str = ..., protocol_data: str = ..., members: list[DescribedGroupMember] = ..., authorized_operations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_DescribedGroup = DescribedGroup
+
+
+class DescribeGroupsResponse:
+    """Kafka's DescribeGroupsResponse (versions 0-6)."""
+
+    throttle_time_ms: int
+    groups: list[DescribedGroup]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[15]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    DescribedGroupMember: TypeAlias = _DescribedGroupMember
+    DescribedGroup: TypeAlias = _DescribedGroup
+
+    def __init__(self, *, throttle_time_ms: int = ..., groups: list[DescribedGroup] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> DescribeGroupsResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[DescribeGroupsResponse, int]: ...
+
+
+class ListGroupsRequest:
+    """Kafka's ListGroupsRequest (versions 0-5)."""
+
+    states_filter: list[str]
+    types_filter: list[str]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[16]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+
+    def __init__(self, *, states_filter: list[str] = ..., types_filter: list[str] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> ListGroupsRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[ListGroupsRequest, int]: ...
+
+
+class ListedGroup:
+    """Kafka's ListGroupsResponse ListedGroup (versions 0-5)."""
+
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: str
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, group_id: str = ..., protocol_type: str = ..., group_state: str = ..., group_type: str = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ListedGroup = ListedGroup
+
+
+class ListGroupsResponse:
+    """Kafka's ListGroupsResponse (versions 0-5)."""
+
+    throttle_time_ms: int
+    error_code: int
+    groups: list[ListedGroup]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[16]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    ListedGroup: TypeAlias = _ListedGroup
+
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., groups: list[ListedGroup] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> ListGroupsResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[ListGroupsResponse, int]: ...
+
+
+class ConsumerGroupHeartbeatRequestTopicPartitions:
+    """Kafka's ConsumerGroupHeartbeatRequest ConsumerGroupHeartbeatRequestTopicPartitions (versions 0-1)."""
+
+    topic_id: bytes
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, topic_id: bytes = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ConsumerGroupHeartbeatRequestTopicPartitions = ConsumerGroupHeartbeatRequestTopicPartitions
+
+
+class ConsumerGroupHeartbeatRequest:
+    """Kafka's ConsumerGroupHeartbeatRequest (versions 0-1)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[68]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    TopicPartitions: TypeAlias = _ConsumerGroupHeartbeatRequestTopicPartitions
+    ConsumerGroupHeartbeatRequestTopicPartitions: TypeAlias = _ConsumerGroupHeartbeatRequestTopicPartitions
+
+    def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., instance_id: str | None = ..., rack_id: str | None = ..., rebalance_timeout_ms: int = ..., subscribed_topic_names: list[str] | None = ..., subscribed_topic_regex: str | None = ..., server_assignor: str | None = ..., topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> ConsumerGroupHeartbeatRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[ConsumerGroupHeartbeatRequest, int]: ...
+
+
+class ConsumerGroupHeartbeatResponseTopicPartitions:
+    """Kafka's ConsumerGroupHeartbeatResponse ConsumerGroupHeartbeatResponseTopicPartitions (versions 0-1)."""
+
+    topic_id: bytes
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, topic_id: bytes = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ConsumerGroupHeartbeatResponseTopicPartitions = ConsumerGroupHeartbeatResponseTopicPartitions
+
+
+class ConsumerGroupHeartbeatAssignment:
+    """Kafka's ConsumerGroupHeartbeatResponse ConsumerGroupHeartbeatAssignment (versions 0-1)."""
+
+    topic_partitions: list[ConsumerGroupHeartbeatResponseTopicPartitions]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, topic_partitions: list[ConsumerGroupHeartbeatResponseTopicPartitions] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ConsumerGroupHeartbeatAssignment = ConsumerGroupHeartbeatAssignment
+
+
+class ConsumerGroupHeartbeatResponse:
+    """Kafka's ConsumerGroupHeartbeatResponse (versions 0-1)."""
+
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: ConsumerGroupHeartbeatAssignment | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[68]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    TopicPartitions: TypeAlias = _ConsumerGroupHeartbeatResponseTopicPartitions
+    ConsumerGroupHeartbeatResponseTopicPartitions: TypeAlias = _ConsumerGroupHeartbeatResponseTopicPartitions
+    Assignment: TypeAlias = _ConsumerGroupHeartbeatAssignment
+    ConsumerGroupHeartbeatAssignment: TypeAlias = _ConsumerGroupHeartbeatAssignment
+
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., member_id: str | None = ..., member_epoch: int = ..., heartbeat_interval_ms: int = ..., assignment: ConsumerGroupHeartbeatAssignment | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> ConsumerGroupHeartbeatResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[ConsumerGroupHeartbeatResponse, int]: ...
+
+
+class ConsumerGroupDescribeRequest:
+    """Kafka's ConsumerGroupDescribeRequest (versions 0-1)."""
+
+    group_ids: list[str]
+    include_authorized_operations: bool
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[69]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+
+    def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> ConsumerGroupDescribeRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[ConsumerGroupDescribeRequest, int]: ...
+
+
+class ConsumerGroupDescribeTopicPartitions:
+    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribeTopicPartitions (versions 0)."""
+
+    topic_id: bytes
+    topic_name: str
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, topic_id: bytes = ..., topic_name: str = ..., partitions: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ConsumerGroupDescribeTopicPartitions = ConsumerGroupDescribeTopicPartitions
+
+
+class ConsumerGroupDescribeAssignment:
+    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribeAssignment (versions 0)."""
+
+    topic_partitions: list[ConsumerGroupDescribeTopicPartitions]
+    error: int
+    metadata_version: int
+    metadata_bytes: bytes
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, topic_partitions: list[ConsumerGroupDescribeTopicPartitions] = ..., error: int = ..., metadata_version: int = ..., metadata_bytes: bytes = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ConsumerGroupDescribeAssignment = ConsumerGroupDescribeAssignment
+
+
+class ConsumerGroupDescribedMember:
+    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribedMember (versions 0)."""
+
+    member_id: bytes
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: ConsumerGroupDescribeAssignment | None
+    target_assignment: ConsumerGroupDescribeAssignment | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, member_id: bytes = ..., instance_id: str | None = ..., rack_id: str | None = ..., member_epoch: int = ..., client_id: str = ..., client_host: str = ..., subscribed_topic_names: list[str] = ..., subscribed_topic_regex: str | None = ..., assignment: ConsumerGroupDescribeAssignment | None = ..., target_assignment: ConsumerGroupDescribeAssignment | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ConsumerGroupDescribedMember = ConsumerGroupDescribedMember
+
+
+class ConsumerGroupDescribedGroup:
+    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribedGroup (versions 0)."""
+
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: list[ConsumerGroupDescribedMember]
+    authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, error_code: int = ..., error_message: str | None = ..., group_id: str = ..., group_state: str = ..., group_epoch: int = ..., assignment_epoch: int = ..., assignor_name: str = ..., members: list[ConsumerGroupDescribedMember] = ..., authorized_operations: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ConsumerGroupDescribedGroup = ConsumerGroupDescribedGroup
+
+
+class ConsumerGroupDescribeResponse:
+    """Kafka's ConsumerGroupDescribeResponse (versions 0)."""
+
+    throttle_time_ms: int
+    groups: list[ConsumerGroupDescribedGroup]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[69]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    TopicPartitions: TypeAlias = _ConsumerGroupDescribeTopicPartitions
+    ConsumerGroupDescribeTopicPartitions: TypeAlias = _ConsumerGroupDescribeTopicPartitions
+    Assignment: TypeAlias = _ConsumerGroupDescribeAssignment
+    ConsumerGroupDescribeAssignment: TypeAlias = _ConsumerGroupDescribeAssignment
+    Member: TypeAlias = _ConsumerGroupDescribedMember
+    ConsumerGroupDescribedMember: TypeAlias = _ConsumerGroupDescribedMember
+    DescribedGroup: TypeAlias = _ConsumerGroupDescribedGroup
+    ConsumerGroupDescribedGroup: TypeAlias = _ConsumerGroupDescribedGroup
+
+    def __init__(self, *, throttle_time_ms: int = ..., groups: list[ConsumerGroupDescribedGroup] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> ConsumerGroupDescribeResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[ConsumerGroupDescribeResponse, int]: ...
+
+
 class SubscriptionTopicPartition:
     """Kafka's ConsumerProtocolSubscription SubscriptionTopicPartition (versions 1-3)."""
 
@@ -711,8 +1986,8 @@ class CooperativeStickyUserData:
     def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> tuple[CooperativeStickyUserData, int]: ...
 
 
-_AnyRequest = Union[FindCoordinatorRequest, JoinGroupRequest, HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest, ApiVersionsRequest]
-_AnyResponse = Union[FindCoordinatorResponse, JoinGroupResponse, HeartbeatResponse, LeaveGroupResponse, SyncGroupResponse, ApiVersionsResponse]
+_AnyRequest = Union[FindCoordinatorRequest, JoinGroupRequest, HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest, ApiVersionsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ListOffsetsRequest, FetchRequest, DescribeGroupsRequest, ListGroupsRequest, ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest]
+_AnyResponse = Union[FindCoordinatorResponse, JoinGroupResponse, HeartbeatResponse, LeaveGroupResponse, SyncGroupResponse, ApiVersionsResponse, MetadataResponse, OffsetCommitResponse, OffsetFetchResponse, ListOffsetsResponse, FetchResponse, DescribeGroupsResponse, ListGroupsResponse, ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse]
 
 def encode_request(msg: _AnyRequest, version: int, correlation_id: int, client_id: str | None = None) -> bytes: ...
 def encode_response(msg: _AnyResponse, version: int, correlation_id: int) -> bytes: ...

@@ -251,7 +251,7 @@ class _StructPlan:
 def _read_scalar(r, plan, t):
     if t == "string":
         return r.string(plan.compact, plan.nullable)
-    if t == "bytes":
+    if t in ("bytes", "records"):
         return r.bytes(plan.compact, plan.nullable)
     if t == "bool":
         return r.bool()
@@ -274,6 +274,9 @@ def _read_value(r, plan):
                 raise e.prepend_path(i)
         return out
     if f.is_struct:
+        # Kafka marks a nullable struct with an int8: -1 null, 1 present.
+        if plan.nullable and r.fixed("int8") < 0:
+            return None
         return _read_struct(r, plan.sub)
     return _read_scalar(r, plan, f.type)
 
@@ -347,7 +350,7 @@ def _write_scalar(out, v, plan, t):
         b = _utf8(v)
         _w_length(out, len(b), plan.compact, False)
         out += b
-    elif t == "bytes":
+    elif t in ("bytes", "records"):
         if v is None:
             _w_null(out, plan, True)
             return
@@ -395,6 +398,11 @@ def _write_value(out, v, plan):
                 raise e.prepend_path(i)
         return
     if f.is_struct:
+        if plan.nullable:
+            if v is None:
+                out.append(0xFF)
+                return
+            out.append(1)
         _write_struct(out, v, plan.sub, f)
         return
     _write_scalar(out, v, plan, f.type)

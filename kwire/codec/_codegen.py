@@ -134,7 +134,7 @@ class _StructGen:
     def _read_scalar(self, f, t):
         if t == "string":
             return f"r_string(r, {self._compact(f)}, {self._nullable(f)})"
-        if t == "bytes":
+        if t in ("bytes", "records"):
             return f"r_bytes(r, {self._compact(f)}, {self._nullable(f)})"
         if t == "bool":
             return "r_bool(r)"
@@ -167,7 +167,12 @@ class _StructGen:
                 f"    {target} = lst",
             ]
         if f.is_struct:
-            return [f"{target} = _r_{self._elem_cls(f)}(r, version)"]
+            read = f"{target} = _r_{self._elem_cls(f)}(r, version)"
+            nullable = self._nullable(f)
+            if nullable == "0":
+                return [read]
+            # Kafka marks a nullable struct with an int8: -1 null, 1 present.
+            return [f"if ({nullable}) and r_int8(r) < 0:", f"    {target} = None", "else:", "    " + read]
         return [f"{target} = {self._read_scalar(f, f.type)}"]
 
     def read_function(self):
@@ -238,7 +243,7 @@ class _StructGen:
     def _write_scalar(self, f, t, expr, w):
         if t == "string":
             return f"w_string({w}, {expr}, {self._compact(f)}, {self._nullable(f)})"
-        if t == "bytes":
+        if t in ("bytes", "records"):
             return f"w_bytes_value({w}, {expr}, {self._compact(f)}, {self._nullable(f)})"
         if t == "bool":
             return f"w_bool({w}, {expr})"
@@ -270,7 +275,12 @@ class _StructGen:
                 "        raise",
             ]
         if f.is_struct:
-            return [f"_w_{self._elem_cls(f)}({w}, {expr}, version)"]
+            write = f"_w_{self._elem_cls(f)}({w}, {expr}, version)"
+            nullable = self._nullable(f)
+            if nullable == "0":
+                return [write]
+            return [f"if ({nullable}) and {expr} is None:", f"    w_int8({w}, -1)", "else:",
+                    f"    if {nullable}:", f"        w_int8({w}, 1)", "    " + write]
         return [self._write_scalar(f, f.type, expr, w)]
 
     def write_function(self):

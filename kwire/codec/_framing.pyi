@@ -5,6 +5,18 @@ from typing import Any, Final, Literal, overload
 
 from typing_extensions import Buffer
 
+# The mock cluster's apis (kwire.testing).
+from kwire.codec._codec_c import (
+    MetadataResponse,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+    ListOffsetsResponse,
+    FetchResponse,
+    DescribeGroupsResponse,
+    ListGroupsResponse,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupDescribeResponse,
+)
 from kwire.codec._codec_c import (
     ApiVersionsResponse,
     FindCoordinatorResponse,
@@ -56,6 +68,24 @@ def decode_response(frame: Buffer, api_key: Literal[13], version: int, *, max_el
 def decode_response(frame: Buffer, api_key: Literal[14], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, SyncGroupResponse]: ...
 @overload
 def decode_response(frame: Buffer, api_key: Literal[18], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, ApiVersionsResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[3], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, MetadataResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[8], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, OffsetCommitResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[9], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, OffsetFetchResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[2], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, ListOffsetsResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[1], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, FetchResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[15], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, DescribeGroupsResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[16], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, ListGroupsResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[68], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, ConsumerGroupHeartbeatResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[69], version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, ConsumerGroupDescribeResponse]: ...
 @overload
 def decode_response(frame: Buffer, api_key: int, version: int, *, max_elements: int | None = None) -> tuple[ResponseHeader, _AnyResponse]: ...
 

@@ -17,7 +17,9 @@ import re
 #: Upper bound used for open-ended version ranges ("3+").
 MAX_VERSION = 0x7FFF
 
-PRIMITIVES = ("bool", "int8", "int16", "int32", "int64", "uint16", "float64", "string", "bytes", "uuid")
+# "records" is Fetch's record data: on the wire, nullable bytes (kwire leaves the
+# record batches inside undecoded).
+PRIMITIVES = ("bool", "int8", "int16", "int32", "int64", "uint16", "float64", "string", "bytes", "uuid", "records")
 
 
 class VersionRange:
@@ -147,9 +149,13 @@ class Message:
         """Every nested struct as (class name, Kafka name, fields, version range), depth first."""
         out = []
 
+        seen = set()
+
         def walk(fields, outer):
             for f in fields:
-                if f.is_struct:
+                # A struct two fields share (Kafka's commonStructs) is one class.
+                if f.is_struct and f.struct_name not in seen:
+                    seen.add(f.struct_name)
                     rng = f.versions.intersect(outer)
                     walk(f.fields, rng)
                     out.append((self.struct_class_names.get(f.struct_name, f.struct_name), f.struct_name, f.fields, rng))
@@ -409,7 +415,7 @@ def element_min_size(field, version, flexible):
             if version in sub.versions and not (flexible and version in sub.tagged):
                 size += sub_min_size(sub, version, flexible)
         return max(size, 1)
-    if t in ("string", "bytes"):
+    if t in ("string", "bytes", "records"):
         if is_compact(field, version, flexible):
             return 1
         return 2 if t == "string" else 4
@@ -420,6 +426,8 @@ def sub_min_size(field, version, flexible):
     """Fewest bytes the whole value of ``field`` can take."""
     if field.is_array:
         return 1 if is_compact(field, version, flexible) else 4
+    if field.is_struct and version in field.nullable:
+        return 1  # the null marker alone
     return element_min_size(field, version, flexible)
 
 
@@ -463,3 +471,393 @@ def response_header_version(api_key, api_version):
 
 
 _BY_KEY = {(m.api_key, m.kind): m for m in API_MESSAGES}
+
+
+# ==========================================================================
+# The apis a mock cluster answers beyond the group's own (kwire.testing):
+# Metadata, OffsetCommit, OffsetFetch, ListOffsets, Fetch, DescribeGroups,
+# ListGroups, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe.
+# ==========================================================================
+
+# --------------------------------------------------------------------------
+# Metadata (3): the topics, partitions and brokers a client starts from
+# --------------------------------------------------------------------------
+METADATA_REQUEST = Message("MetadataRequest", "request", "0-12", "9+", api_key=3, fields=[
+    F("Topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=[
+        F("TopicId", "uuid", "10+", ignorable=True),
+        F("Name", "string", "0+", nullable="10+"),
+    ]),
+    F("AllowAutoTopicCreation", "bool", "4+", default=True),
+    F("IncludeClusterAuthorizedOperations", "bool", "8-10"),
+    F("IncludeTopicAuthorizedOperations", "bool", "8+"),
+])
+
+METADATA_RESPONSE = Message("MetadataResponse", "response", "0-12", "9+", api_key=3, fields=[
+    F("ThrottleTimeMs", "int32", "3+", ignorable=True),
+    F("Brokers", "[]MetadataResponseBroker", "0+", fields=[
+        F("NodeId", "int32", "0+", map_key=True),
+        F("Host", "string", "0+"),
+        F("Port", "int32", "0+"),
+        F("Rack", "string", "1+", nullable="1+", default=None, ignorable=True),
+    ]),
+    F("ClusterId", "string", "2+", nullable="2+", default=None, ignorable=True),
+    F("ControllerId", "int32", "1+", default=-1, ignorable=True),
+    F("Topics", "[]MetadataResponseTopic", "0+", fields=[
+        F("ErrorCode", "int16", "0+"),
+        F("Name", "string", "0+", nullable="12+", map_key=True),
+        F("TopicId", "uuid", "10+", ignorable=True),
+        F("IsInternal", "bool", "1+", ignorable=True),
+        F("Partitions", "[]MetadataResponsePartition", "0+", fields=[
+            F("ErrorCode", "int16", "0+"),
+            F("PartitionIndex", "int32", "0+"),
+            F("LeaderId", "int32", "0+"),
+            F("LeaderEpoch", "int32", "7+", default=-1, ignorable=True),
+            F("ReplicaNodes", "[]int32", "0+"),
+            F("IsrNodes", "[]int32", "0+"),
+            F("OfflineReplicas", "[]int32", "5+", ignorable=True),
+        ]),
+        F("TopicAuthorizedOperations", "int32", "8+", default=-2147483648),
+    ]),
+    F("ClusterAuthorizedOperations", "int32", "8-10", default=-2147483648),
+])
+
+# --------------------------------------------------------------------------
+# OffsetCommit (8) and OffsetFetch (9): committed offsets, checked against
+# the group's generation and member
+# --------------------------------------------------------------------------
+OFFSET_COMMIT_REQUEST = Message("OffsetCommitRequest", "request", "0-9", "8+", api_key=8, fields=[
+    F("GroupId", "string", "0+"),
+    F("GenerationIdOrMemberEpoch", "int32", "1+", default=-1, ignorable=True),
+    F("MemberId", "string", "1+", ignorable=True),
+    F("GroupInstanceId", "string", "7+", nullable="7+", default=None),
+    F("RetentionTimeMs", "int64", "2-4", default=-1, ignorable=True),
+    F("Topics", "[]OffsetCommitRequestTopic", "0+", fields=[
+        F("Name", "string", "0+"),
+        F("Partitions", "[]OffsetCommitRequestPartition", "0+", fields=[
+            F("PartitionIndex", "int32", "0+"),
+            F("CommittedOffset", "int64", "0+"),
+            F("CommittedLeaderEpoch", "int32", "6+", default=-1, ignorable=True),
+            F("CommitTimestamp", "int64", "1", default=-1),
+            F("CommittedMetadata", "string", "0+", nullable="0+"),
+        ]),
+    ]),
+])
+
+OFFSET_COMMIT_RESPONSE = Message("OffsetCommitResponse", "response", "0-9", "8+", api_key=8, fields=[
+    F("ThrottleTimeMs", "int32", "3+", ignorable=True),
+    F("Topics", "[]OffsetCommitResponseTopic", "0+", fields=[
+        F("Name", "string", "0+"),
+        F("Partitions", "[]OffsetCommitResponsePartition", "0+", fields=[
+            F("PartitionIndex", "int32", "0+"),
+            F("ErrorCode", "int16", "0+"),
+        ]),
+    ]),
+])
+
+OFFSET_FETCH_REQUEST = Message("OffsetFetchRequest", "request", "0-9", "6+", api_key=9, fields=[
+    F("GroupId", "string", "0-7"),
+    F("Topics", "[]OffsetFetchRequestTopic", "0-7", nullable="2-7", fields=[
+        F("Name", "string", "0-7"),
+        F("PartitionIndexes", "[]int32", "0-7"),
+    ]),
+    F("Groups", "[]OffsetFetchRequestGroup", "8+", fields=[
+        F("GroupId", "string", "8+"),
+        F("MemberId", "string", "9+", nullable="9+", default=None, ignorable=True),
+        F("MemberEpoch", "int32", "9+", default=-1, ignorable=True),
+        F("Topics", "[]OffsetFetchRequestTopics", "8+", nullable="8+", fields=[
+            F("Name", "string", "8+"),
+            F("PartitionIndexes", "[]int32", "8+"),
+        ]),
+    ]),
+    F("RequireStable", "bool", "7+"),
+])
+
+OFFSET_FETCH_RESPONSE = Message("OffsetFetchResponse", "response", "0-9", "6+", api_key=9, fields=[
+    F("ThrottleTimeMs", "int32", "3+", ignorable=True),
+    F("Topics", "[]OffsetFetchResponseTopic", "0-7", fields=[
+        F("Name", "string", "0-7"),
+        F("Partitions", "[]OffsetFetchResponsePartition", "0-7", fields=[
+            F("PartitionIndex", "int32", "0-7"),
+            F("CommittedOffset", "int64", "0-7"),
+            F("CommittedLeaderEpoch", "int32", "5-7", default=-1, ignorable=True),
+            F("Metadata", "string", "0-7", nullable="0-7"),
+            F("ErrorCode", "int16", "0-7"),
+        ]),
+    ]),
+    F("ErrorCode", "int16", "2-7", ignorable=True),
+    F("Groups", "[]OffsetFetchResponseGroup", "8+", fields=[
+        F("GroupId", "string", "8+"),
+        F("Topics", "[]OffsetFetchResponseTopics", "8+", fields=[
+            F("Name", "string", "8+"),
+            F("Partitions", "[]OffsetFetchResponsePartitions", "8+", fields=[
+                F("PartitionIndex", "int32", "8+"),
+                F("CommittedOffset", "int64", "8+"),
+                F("CommittedLeaderEpoch", "int32", "8+", default=-1, ignorable=True),
+                F("Metadata", "string", "8+", nullable="8+"),
+                F("ErrorCode", "int16", "8+"),
+            ]),
+        ]),
+        F("ErrorCode", "int16", "8+"),
+    ]),
+])
+
+# --------------------------------------------------------------------------
+# ListOffsets (2): where a consumer without a committed offset starts
+# --------------------------------------------------------------------------
+LIST_OFFSETS_REQUEST = Message("ListOffsetsRequest", "request", "1-11", "6+", api_key=2, fields=[
+    F("ReplicaId", "int32", "0+"),
+    F("IsolationLevel", "int8", "2+"),
+    F("Topics", "[]ListOffsetsTopic", "0+", fields=[
+        F("Name", "string", "0+"),
+        F("Partitions", "[]ListOffsetsPartition", "0+", fields=[
+            F("PartitionIndex", "int32", "0+"),
+            F("CurrentLeaderEpoch", "int32", "4+", default=-1, ignorable=True),
+            F("Timestamp", "int64", "0+"),
+            F("MaxNumOffsets", "int32", "0", default=1),
+        ]),
+    ]),
+    F("TimeoutMs", "int32", "10+", ignorable=True),
+])
+
+LIST_OFFSETS_RESPONSE = Message("ListOffsetsResponse", "response", "1-11", "6+", api_key=2, fields=[
+    F("ThrottleTimeMs", "int32", "2+", ignorable=True),
+    F("Topics", "[]ListOffsetsTopicResponse", "0+", fields=[
+        F("Name", "string", "0+"),
+        F("Partitions", "[]ListOffsetsPartitionResponse", "0+", fields=[
+            F("PartitionIndex", "int32", "0+"),
+            F("ErrorCode", "int16", "0+"),
+            F("OldStyleOffsets", "[]int64", "0"),
+            F("Timestamp", "int64", "1+", default=-1),
+            F("Offset", "int64", "1+", default=-1),
+            F("LeaderEpoch", "int32", "4+", default=-1),
+        ]),
+    ]),
+])
+
+# --------------------------------------------------------------------------
+# Fetch (1): Kafka 4.x dropped versions 0-3 (KIP-896); its fields still carry
+# their old version ranges, which is why some start below the message's
+# --------------------------------------------------------------------------
+FETCH_REQUEST = Message("FetchRequest", "request", "4-18", "12+", api_key=1, fields=[
+    F("ClusterId", "string", "12+", nullable="12+", default=None, ignorable=True, tag=0, tagged="12+"),
+    F("ReplicaId", "int32", "0-14", default=-1),
+    F("ReplicaState", "ReplicaState", "15+", tag=1, tagged="15+", fields=[
+        F("ReplicaId", "int32", "15+", default=-1),
+        F("ReplicaEpoch", "int64", "15+", default=-1),
+    ]),
+    F("MaxWaitMs", "int32", "0+"),
+    F("MinBytes", "int32", "0+"),
+    F("MaxBytes", "int32", "3+", default=2147483647, ignorable=True),
+    F("IsolationLevel", "int8", "4+", ignorable=True),
+    F("SessionId", "int32", "7+", ignorable=True),
+    F("SessionEpoch", "int32", "7+", default=-1, ignorable=True),
+    F("Topics", "[]FetchTopic", "0+", fields=[
+        F("Topic", "string", "0-12", ignorable=True),
+        F("TopicId", "uuid", "13+", ignorable=True),
+        F("Partitions", "[]FetchPartition", "0+", fields=[
+            F("Partition", "int32", "0+"),
+            F("CurrentLeaderEpoch", "int32", "9+", default=-1, ignorable=True),
+            F("FetchOffset", "int64", "0+"),
+            F("LastFetchedEpoch", "int32", "12+", default=-1),
+            F("LogStartOffset", "int64", "5+", default=-1, ignorable=True),
+            F("PartitionMaxBytes", "int32", "0+"),
+            F("ReplicaDirectoryId", "uuid", "17+", ignorable=True, tag=0, tagged="17+"),
+            F("HighWatermark", "int64", "18+", default=9223372036854775807, ignorable=True, tag=1, tagged="18+"),
+        ]),
+    ]),
+    F("ForgottenTopicsData", "[]ForgottenTopic", "7+", fields=[
+        F("Topic", "string", "7-12", ignorable=True),
+        F("TopicId", "uuid", "13+", ignorable=True),
+        F("Partitions", "[]int32", "7+"),
+    ]),
+    F("RackId", "string", "11+", ignorable=True),
+])
+
+FETCH_RESPONSE = Message("FetchResponse", "response", "4-18", "12+", api_key=1, fields=[
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("ErrorCode", "int16", "7+", ignorable=True),
+    F("SessionId", "int32", "7+"),
+    F("Responses", "[]FetchableTopicResponse", "0+", fields=[
+        F("Topic", "string", "0-12", ignorable=True),
+        F("TopicId", "uuid", "13+", ignorable=True),
+        F("Partitions", "[]PartitionData", "0+", fields=[
+            F("PartitionIndex", "int32", "0+"),
+            F("ErrorCode", "int16", "0+"),
+            F("HighWatermark", "int64", "0+"),
+            F("LastStableOffset", "int64", "4+", default=-1, ignorable=True),
+            F("LogStartOffset", "int64", "5+", default=-1, ignorable=True),
+            F("DivergingEpoch", "EpochEndOffset", "12+", tag=0, tagged="12+", fields=[
+                F("Epoch", "int32", "12+", default=-1),
+                F("EndOffset", "int64", "12+", default=-1),
+            ]),
+            F("CurrentLeader", "LeaderIdAndEpoch", "12+", tag=1, tagged="12+", fields=[
+                F("LeaderId", "int32", "12+", default=-1),
+                F("LeaderEpoch", "int32", "12+", default=-1),
+            ]),
+            F("SnapshotId", "SnapshotId", "12+", tag=2, tagged="12+", fields=[
+                F("EndOffset", "int64", "0+", default=-1),
+                F("Epoch", "int32", "0+", default=-1),
+            ]),
+            F("AbortedTransactions", "[]AbortedTransaction", "4+", nullable="4+", ignorable=True, fields=[
+                F("ProducerId", "int64", "4+"),
+                F("FirstOffset", "int64", "4+"),
+            ]),
+            F("PreferredReadReplica", "int32", "11+", default=-1),
+            F("Records", "records", "0+", nullable="0+", default=None),
+        ]),
+    ]),
+    F("NodeEndpoints", "[]NodeEndpoint", "16+", tag=0, tagged="16+", fields=[
+        F("NodeId", "int32", "16+", map_key=True),
+        F("Host", "string", "16+"),
+        F("Port", "int32", "16+"),
+        F("Rack", "string", "16+", nullable="16+", default=None),
+    ]),
+])
+
+# --------------------------------------------------------------------------
+# DescribeGroups (15) and ListGroups (16)
+# --------------------------------------------------------------------------
+DESCRIBE_GROUPS_REQUEST = Message("DescribeGroupsRequest", "request", "0-6", "5+", api_key=15, fields=[
+    F("Groups", "[]string", "0+"),
+    F("IncludeAuthorizedOperations", "bool", "3+"),
+])
+
+DESCRIBE_GROUPS_RESPONSE = Message("DescribeGroupsResponse", "response", "0-6", "5+", api_key=15, fields=[
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("Groups", "[]DescribedGroup", "0+", fields=[
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "6+", nullable="6+", default=None),
+        F("GroupId", "string", "0+"),
+        F("GroupState", "string", "0+"),
+        F("ProtocolType", "string", "0+"),
+        F("ProtocolData", "string", "0+"),
+        F("Members", "[]DescribedGroupMember", "0+", fields=[
+            F("MemberId", "string", "0+"),
+            F("GroupInstanceId", "string", "4+", nullable="4+", default=None, ignorable=True),
+            F("ClientId", "string", "0+"),
+            F("ClientHost", "string", "0+"),
+            F("MemberMetadata", "bytes", "0+"),
+            F("MemberAssignment", "bytes", "0+"),
+        ]),
+        F("AuthorizedOperations", "int32", "3+", default=-2147483648),
+    ]),
+])
+
+LIST_GROUPS_REQUEST = Message("ListGroupsRequest", "request", "0-5", "3+", api_key=16, fields=[
+    F("StatesFilter", "[]string", "4+"),
+    F("TypesFilter", "[]string", "5+"),
+])
+
+LIST_GROUPS_RESPONSE = Message("ListGroupsResponse", "response", "0-5", "3+", api_key=16, fields=[
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("ErrorCode", "int16", "0+"),
+    F("Groups", "[]ListedGroup", "0+", fields=[
+        F("GroupId", "string", "0+"),
+        F("ProtocolType", "string", "0+"),
+        F("GroupState", "string", "4+", ignorable=True),
+        F("GroupType", "string", "5+", ignorable=True),
+    ]),
+])
+
+# --------------------------------------------------------------------------
+# ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69): KIP-848's
+# protocol.  Their nested structs reuse names the classic messages and the
+# consumer protocol already hold (Assignment, TopicPartitions, DescribedGroup),
+# so they get kwire names prefixed by their message
+# --------------------------------------------------------------------------
+CONSUMER_GROUP_HEARTBEAT_REQUEST = Message("ConsumerGroupHeartbeatRequest", "request", "0-1", "0+", api_key=68,
+    struct_class_names={"TopicPartitions": "ConsumerGroupHeartbeatRequestTopicPartitions"}, fields=[
+    F("GroupId", "string", "0+"),
+    F("MemberId", "string", "0+"),
+    F("MemberEpoch", "int32", "0+"),
+    F("InstanceId", "string", "0+", nullable="0+", default=None),
+    F("RackId", "string", "0+", nullable="0+", default=None),
+    F("RebalanceTimeoutMs", "int32", "0+", default=-1),
+    F("SubscribedTopicNames", "[]string", "0+", nullable="0+", default=None),
+    F("SubscribedTopicRegex", "string", "1+", nullable="1+", default=None),
+    F("ServerAssignor", "string", "0+", nullable="0+", default=None),
+    F("TopicPartitions", "[]TopicPartitions", "0+", nullable="0+", default=None, fields=[
+        F("TopicId", "uuid", "0+"),
+        F("Partitions", "[]int32", "0+"),
+    ]),
+])
+
+CONSUMER_GROUP_HEARTBEAT_RESPONSE = Message("ConsumerGroupHeartbeatResponse", "response", "0-1", "0+", api_key=68,
+    struct_class_names={"Assignment": "ConsumerGroupHeartbeatAssignment",
+                        "TopicPartitions": "ConsumerGroupHeartbeatResponseTopicPartitions"}, fields=[
+    F("ThrottleTimeMs", "int32", "0+"),
+    F("ErrorCode", "int16", "0+"),
+    F("ErrorMessage", "string", "0+", nullable="0+", default=None),
+    F("MemberId", "string", "0+", nullable="0+", default=None),
+    F("MemberEpoch", "int32", "0+"),
+    F("HeartbeatIntervalMs", "int32", "0+"),
+    F("Assignment", "Assignment", "0+", nullable="0+", default=None, fields=[
+        F("TopicPartitions", "[]TopicPartitions", "0+", fields=[
+            F("TopicId", "uuid", "0+"),
+            F("Partitions", "[]int32", "0+"),
+        ]),
+    ]),
+])
+
+CONSUMER_GROUP_DESCRIBE_REQUEST = Message("ConsumerGroupDescribeRequest", "request", "0-1", "0+", api_key=69, fields=[
+    F("GroupIds", "[]string", "0+"),
+    F("IncludeAuthorizedOperations", "bool", "0+"),
+])
+
+# Kafka's commonStructs: Assignment and TargetAssignment are one struct; sharing
+# its fields makes both one class.
+_CONSUMER_GROUP_DESCRIBE_ASSIGNMENT = [
+    F("TopicPartitions", "[]TopicPartitions", "0+", fields=[
+        F("TopicId", "uuid", "0+"),
+        F("TopicName", "string", "0+"),
+        F("Partitions", "[]int32", "0+"),
+    ]),
+    F("Error", "int8", "0+"),
+    F("MetadataVersion", "int32", "0+"),
+    F("MetadataBytes", "bytes", "0+"),
+]
+
+CONSUMER_GROUP_DESCRIBE_RESPONSE = Message("ConsumerGroupDescribeResponse", "response", "0", "0+", api_key=69,
+    struct_class_names={"DescribedGroup": "ConsumerGroupDescribedGroup", "Member": "ConsumerGroupDescribedMember",
+                        "Assignment": "ConsumerGroupDescribeAssignment",
+                        "TopicPartitions": "ConsumerGroupDescribeTopicPartitions"}, fields=[
+    F("ThrottleTimeMs", "int32", "0+"),
+    F("Groups", "[]DescribedGroup", "0+", fields=[
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "0+", nullable="0+", default=None),
+        F("GroupId", "string", "0+"),
+        F("GroupState", "string", "0+"),
+        F("GroupEpoch", "int32", "0+"),
+        F("AssignmentEpoch", "int32", "0+"),
+        F("AssignorName", "string", "0+"),
+        F("Members", "[]Member", "0+", fields=[
+            F("MemberId", "uuid", "0+"),
+            F("InstanceId", "string", "0+", nullable="0+", default=None),
+            F("RackId", "string", "0+", nullable="0+", default=None),
+            F("MemberEpoch", "int32", "0+"),
+            F("ClientId", "string", "0+"),
+            F("ClientHost", "string", "0+"),
+            F("SubscribedTopicNames", "[]string", "0+"),
+            F("SubscribedTopicRegex", "string", "0+", nullable="0+", default=None),
+            F("Assignment", "Assignment", "0+", fields=_CONSUMER_GROUP_DESCRIBE_ASSIGNMENT),
+            F("TargetAssignment", "Assignment", "0+", fields=_CONSUMER_GROUP_DESCRIBE_ASSIGNMENT),
+        ]),
+        F("AuthorizedOperations", "int32", "0+", default=-2147483648),
+    ]),
+])
+
+_CLUSTER_MESSAGES = [
+    METADATA_REQUEST, METADATA_RESPONSE,
+    OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE,
+    OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE,
+    LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE,
+    FETCH_REQUEST, FETCH_RESPONSE,
+    DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE,
+    LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE,
+    CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_HEARTBEAT_RESPONSE,
+    CONSUMER_GROUP_DESCRIBE_REQUEST, CONSUMER_GROUP_DESCRIBE_RESPONSE,
+]
+API_MESSAGES += _CLUSTER_MESSAGES
+ALL_MESSAGES = HEADERS + API_MESSAGES + DATA_MESSAGES
+SPEC_CHECKED = HEADERS + API_MESSAGES + [CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT]
+_BY_KEY.update({(m.api_key, m.kind): m for m in _CLUSTER_MESSAGES})

@@ -26,7 +26,7 @@ from typing_extensions import Buffer
 
 _SCALARS = {
     "bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int32": "int", "int64": "int",
-    "float64": "float", "string": "str", "bytes": "bytes", "uuid": "bytes",
+    "float64": "float", "string": "str", "bytes": "bytes", "records": "bytes", "uuid": "bytes",
 }
 
 

@@ -33,6 +33,7 @@ from kwire.group._member import (
     PartitionsRevoked,
     Send,
 )
+from kwire.group._driver import MemberDriver
 from kwire.group._errors import ERROR_NAMES, GroupMemberFatalError, GroupProtocolError
 
 __all__ = [
@@ -40,5 +41,5 @@ __all__ = [
     "ERROR_NAMES", "GroupCoordinator", "GroupMemberFatalError", "GroupProtocolError", "GroupView", "MemberView",
     "Reply", "errors",
     "COOPERATIVE", "DEFAULT_VERSIONS", "EAGER", "ConsumerMember", "CoordinatorFound", "GroupJoined", "MemberFailed",
-    "PartitionsAssigned", "PartitionsLost", "PartitionsRevoked", "Send",
+    "PartitionsAssigned", "PartitionsLost", "PartitionsRevoked", "Send", "MemberDriver",
 ]

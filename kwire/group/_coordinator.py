@@ -27,6 +27,10 @@ import os
 from typing import Any, NamedTuple, Optional
 
 from kwire.codec import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -34,7 +38,21 @@ from kwire.codec import (
     JoinGroupResponseMember,
     LeaveGroupRequest,
     LeaveGroupResponse,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
     MemberResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -54,9 +72,11 @@ from ._errors import (
     MEMBER_ID_REQUIRED,
     NONE,
     NOT_COORDINATOR,
+    OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
     UNKNOWN_SERVER_ERROR,
+    UNKNOWN_TOPIC_OR_PARTITION,
     GroupProtocolError,
 )
 from ._timers import Timers
@@ -299,7 +319,8 @@ class GroupCoordinator:
     """
 
     def __init__(self, *, initial_rebalance_delay_ms=3000, min_session_timeout_ms=6000,
-                 max_session_timeout_ms=1_800_000, max_group_size=2**31 - 1, member_id_factory=None):
+                 max_session_timeout_ms=1_800_000, max_group_size=2**31 - 1, member_id_factory=None,
+                 partition_exists=None, offset_metadata_max_bytes=4096):
         if max_group_size < 1:
             raise GroupProtocolError("max_group_size must be at least 1 (group.max.size)")
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
@@ -307,7 +328,14 @@ class GroupCoordinator:
         self.max_session_timeout_ms = max_session_timeout_ms
         self.max_group_size = max_group_size
         self._new_member_id = member_id_factory or _random_member_id
+        # ``partition_exists(topic, partition)``: the cluster's answer to "is this a partition?", for
+        # OffsetCommit's UNKNOWN_TOPIC_OR_PARTITION; None accepts every partition (a coordinator alone).
+        self._partition_exists = partition_exists
+        self.offset_metadata_max_bytes = offset_metadata_max_bytes
         self._groups = {}
+        # group id -> {(topic, partition): (offset, leader_epoch, metadata)}.  Kept apart from the groups:
+        # committed offsets live in Kafka's log and outlast a group's unloading (a coordinator move).
+        self._offsets = {}
         self._timers = Timers()
         self._out = []
         self._handlers = {
@@ -315,6 +343,10 @@ class GroupCoordinator:
             SyncGroupRequest: self._sync_group,
             HeartbeatRequest: self._heartbeat,
             LeaveGroupRequest: self._leave_group,
+            OffsetCommitRequest: self._offset_commit,
+            OffsetFetchRequest: self._offset_fetch,
+            DescribeGroupsRequest: self._describe_groups,
+            ListGroupsRequest: self._list_groups,
         }
 
     # -- the driving surface ----------------------------------------------------------------------------
@@ -327,7 +359,8 @@ class GroupCoordinator:
         handler = self._handlers.get(type(request))
         if handler is None:
             raise GroupProtocolError(
-                f"GroupCoordinator handles JoinGroup, SyncGroup, Heartbeat and LeaveGroup requests, "
+                f"GroupCoordinator handles JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, "
+                f"DescribeGroups and ListGroups requests, "
                 f"not {type(request).__name__}")
         if not request.min_version <= version <= request.max_version:
             raise UnsupportedVersionError(
@@ -375,6 +408,9 @@ class GroupCoordinator:
 
     def group_ids(self):
         return list(self._groups)
+
+    def has_group(self, group_id):
+        return group_id in self._groups
 
     def describe_group(self, group_id):
         """A :class:`GroupView`, or None for a group this coordinator does not have (DescribeGroups then
@@ -430,6 +466,110 @@ class GroupCoordinator:
             member = group.members[member_id]
             self._arm_session(group, member_id, now + member.session_timeout_ms)
         return NONE
+
+    # -- OffsetCommit (§8.1) ----------------------------------------------------------------------------
+
+    def _offset_commit(self, handle, req, version, now, client_id, client_host):
+        generation = req.generation_id_or_member_epoch if version >= 1 else -1
+        member_id = req.member_id if version >= 1 else ""
+        instance_id = req.group_instance_id if version >= 7 else None
+        # The group-level verdict, copied into every partition (OffsetCommitRequest.getErrorResponse).
+        error = self.validate_offset_commit(req.group_id, generation, member_id, instance_id, version=version,
+                                            now=now)
+        exists = self._partition_exists
+        stored = self._offsets.setdefault(req.group_id, {}) if not error else None
+        topics = []
+        for topic in req.topics:
+            partitions = []
+            for p in topic.partitions:
+                code = error
+                if not code and exists is not None and not exists(topic.name, p.partition_index):
+                    code = UNKNOWN_TOPIC_OR_PARTITION
+                metadata = p.committed_metadata or ""  # null is stored as ""
+                if not code and len(metadata.encode()) > self.offset_metadata_max_bytes:
+                    code = OFFSET_METADATA_TOO_LARGE
+                if not code:
+                    epoch = p.committed_leader_epoch if version >= 6 else -1
+                    stored[(topic.name, p.partition_index)] = (p.committed_offset, epoch, metadata)
+                partitions.append(OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code))
+            topics.append(OffsetCommitResponseTopic(name=topic.name, partitions=partitions))
+        self._out.append(Reply(handle, version, OffsetCommitResponse(topics=topics)))
+
+    # -- OffsetFetch (§8.3): every state, no member or generation checks for classic groups -----------
+
+    def committed(self, group_id, topic, partition):
+        """``(offset, leader_epoch, metadata)`` committed for a partition, or ``(-1, -1, "")``."""
+        return self._offsets.get(group_id, {}).get((topic, partition), (-1, -1, ""))
+
+    def _fetch_group(self, group_id, topics):
+        """``[(topic, [(partition, offset, epoch, metadata)])]`` for the requested topics (a list of
+        ``(name, partition_indexes)``), or every committed offset when ``topics`` is None."""
+        stored = self._offsets.get(group_id, {})
+        if topics is None:
+            by_topic = {}
+            for (name, partition), (offset, epoch, metadata) in stored.items():
+                by_topic.setdefault(name, []).append((partition, offset, epoch, metadata))
+            return [(name, sorted(rows)) for name, rows in by_topic.items()]
+        out = []
+        for name, indexes in topics:
+            out.append((name, [(i, *stored.get((name, i), (-1, -1, ""))) for i in indexes]))
+        return out
+
+    def _offset_fetch(self, handle, req, version, now, client_id, client_host):
+        if version >= 8:
+            groups = []
+            for g in req.groups:
+                topics = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
+                rows = self._fetch_group(g.group_id, topics)
+                groups.append(OffsetFetchResponseGroup(group_id=g.group_id, error_code=NONE, topics=[
+                    OffsetFetchResponseTopics(name=name, partitions=[
+                        OffsetFetchResponsePartitions(partition_index=i, committed_offset=o, committed_leader_epoch=e,
+                                                      metadata=m, error_code=NONE)
+                        for i, o, e, m in parts])
+                    for name, parts in rows]))
+            self._out.append(Reply(handle, version, OffsetFetchResponse(groups=groups)))
+            return
+        topics = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
+        rows = self._fetch_group(req.group_id, topics)
+        with_epoch = version >= 5
+        response = OffsetFetchResponse(topics=[
+            OffsetFetchResponseTopic(name=name, partitions=[
+                OffsetFetchResponsePartition(partition_index=i, committed_offset=o,
+                                             committed_leader_epoch=e if with_epoch else -1, metadata=m,
+                                             error_code=NONE)
+                for i, o, e, m in parts])
+            for name, parts in rows])
+        self._out.append(Reply(handle, version, response))
+
+    # -- DescribeGroups (§8.4) and ListGroups (§8.5) ----------------------------------------------------
+
+    def _describe_groups(self, handle, req, version, now, client_id, client_host):
+        described = []
+        for group_id in req.groups:
+            view = self.describe_group(group_id)
+            if view is None:
+                # Unknown: NONE with state Dead, as GroupMetadataManager.describeGroups answers.
+                described.append(DescribedGroup(group_id=group_id, group_state=DEAD))
+                continue
+            described.append(DescribedGroup(
+                group_id=group_id, group_state=view.state, protocol_type=view.protocol_type,
+                protocol_data=view.protocol_name,
+                members=[DescribedGroupMember(member_id=m.member_id,
+                                              group_instance_id=m.group_instance_id if version >= 4 else None,
+                                              client_id=m.client_id, client_host=m.client_host,
+                                              member_metadata=m.metadata, member_assignment=m.assignment)
+                         for m in view.members]))
+        self._out.append(Reply(handle, version, DescribeGroupsResponse(groups=described)))
+
+    def _list_groups(self, handle, req, version, now, client_id, client_host):
+        states = req.states_filter if version >= 4 else None
+        if version >= 5 and req.types_filter and "classic" not in {t.strip().lower() for t in req.types_filter}:
+            listed = []  # every group here is a classic group
+        else:
+            listed = [ListedGroup(group_id=g, protocol_type=p, group_state=s if version >= 4 else "",
+                                  group_type="classic" if version >= 5 else "")
+                      for g, p, s in self.list_groups(states)]
+        self._out.append(Reply(handle, version, ListGroupsResponse(groups=listed)))
 
     # -- JoinGroup (§4) ---------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ GROUP_ID_NOT_FOUND = 69
 MEMBER_ID_REQUIRED = 79
 GROUP_MAX_SIZE_REACHED = 81
 FENCED_INSTANCE_ID = 82
+UNKNOWN_TOPIC_ID = 100
 
 ERROR_NAMES = {code: name for name, code in list(globals().items()) if name.isupper() and isinstance(code, int)}
 

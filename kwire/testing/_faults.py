@@ -1,0 +1,188 @@
+"""Fault injection for the mock cluster: errors for the next N requests of an api, added latency, dropped
+connections; and each api's answer carrying an error code where Kafka would put it."""
+
+from typing import NamedTuple, Optional
+
+from kwire.codec import (
+    ApiVersionsResponse,
+    Coordinator,
+    DescribedGroup,
+    DescribeGroupsResponse,
+    FetchableTopicResponse,
+    FetchResponse,
+    FindCoordinatorResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+    MetadataResponse,
+    MetadataResponseTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+    PartitionData,
+    SyncGroupResponse,
+)
+
+#: Api names the command line and the Python API accept, with their keys.
+API_KEYS = {
+    "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10,
+    "JoinGroup": 11, "Heartbeat": 12, "LeaveGroup": 13, "SyncGroup": 14, "DescribeGroups": 15,
+    "ListGroups": 16, "ApiVersions": 18,
+}
+
+
+def api_key(api):
+    """An api as its key: an int, a digit string, or a name from :data:`API_KEYS` (any case)."""
+    if isinstance(api, int):
+        return api
+    text = str(api).strip()
+    if text.isdigit():
+        return int(text)
+    for name, key in API_KEYS.items():
+        if name.lower() == text.lower():
+            return key
+    raise ValueError(f"unknown api {api!r}; one of {', '.join(API_KEYS)} or a number")
+
+
+class Fault(NamedTuple):
+    error: Optional[int]
+    latency_ms: int
+    drop: bool
+
+
+_NO_FAULT = Fault(None, 0, False)
+
+
+class Faults:
+    """The faults armed now.  Counted faults apply to the next ``count`` requests of their api."""
+
+    def __init__(self):
+        self._errors = {}      # api key -> [error code, requests left]
+        self._drops = {}       # api key -> requests left
+        self._latency = {}     # api key (None: every api) -> ms
+        self.armed = False     # a fast path: most requests meet no fault at all
+
+    def fail(self, api, error_code, count=1):
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        self._errors[api_key(api)] = [int(error_code), count]
+        self.armed = True
+
+    def drop(self, api, count=1):
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        self._drops[api_key(api)] = count
+        self.armed = True
+
+    def add_latency(self, ms, api=None):
+        if ms < 0:
+            raise ValueError("latency must be >= 0")
+        key = None if api is None else api_key(api)
+        if ms:
+            self._latency[key] = ms
+        else:
+            self._latency.pop(key, None)
+        self.armed = bool(self._errors or self._drops or self._latency)
+
+    def clear(self):
+        self._errors.clear()
+        self._drops.clear()
+        self._latency.clear()
+        self.armed = False
+
+    def take(self, key):
+        """The fault the next request of api ``key`` meets, counting it down."""
+        if not self.armed:
+            return _NO_FAULT
+        drop = _count_down(self._drops, key)
+        error = None
+        entry = self._errors.get(key)
+        if entry is not None:
+            error = entry[0]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._errors[key]
+        latency = self._latency.get(key, self._latency.get(None, 0))
+        self.armed = bool(self._errors or self._drops or self._latency)
+        return Fault(error, latency, drop)
+
+
+def _count_down(table, key):
+    left = table.get(key)
+    if left is None:
+        return False
+    if left == 1:
+        del table[key]
+    else:
+        table[key] = left - 1
+    return True
+
+
+def error_response(req, key, version, code):
+    """The answer to ``req`` that carries ``code`` where Kafka puts a request's error: the top-level error
+    code where the api has one, else every partition's, group's or topic's."""
+    if key == 18:
+        return ApiVersionsResponse(error_code=code)
+    if key == 10:
+        if version >= 4:
+            return FindCoordinatorResponse(coordinators=[Coordinator(key=k, node_id=-1, host="", port=-1,
+                                                                     error_code=code)
+                                                         for k in req.coordinator_keys])
+        return FindCoordinatorResponse(error_code=code, node_id=-1, host="", port=-1)
+    if key == 11:
+        # v0-6 cannot carry a null protocol name (see GroupCoordinator._join_error).
+        return JoinGroupResponse(error_code=code, generation_id=-1, member_id=req.member_id, leader="",
+                                 protocol_name=None if version >= 7 else "")
+    if key == 12:
+        return HeartbeatResponse(error_code=code)
+    if key == 13:
+        return LeaveGroupResponse(error_code=code)
+    if key == 14:
+        return SyncGroupResponse(error_code=code)
+    if key == 16:
+        return ListGroupsResponse(error_code=code)
+    if key == 15:
+        return DescribeGroupsResponse(groups=[DescribedGroup(error_code=code, group_id=g) for g in req.groups])
+    if key == 3:
+        names = [] if req.topics is None else [t.name for t in req.topics]
+        return MetadataResponse(topics=[MetadataResponseTopic(error_code=code, name=n) for n in names])
+    # OffsetCommit's and ListOffsets' answers below look alike (topics of partitions with an error code)
+    # because Kafka shapes them alike; each builds its own api's classes, so they stay two.
+    if key == 8:
+        return OffsetCommitResponse(topics=[
+            OffsetCommitResponseTopic(name=t.name, partitions=[
+                OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+                for p in t.partitions])
+            for t in req.topics])
+    if key == 9:
+        if version >= 8:
+            return OffsetFetchResponse(groups=[OffsetFetchResponseGroup(group_id=g.group_id, error_code=code)
+                                               for g in req.groups])
+        if version >= 2:
+            return OffsetFetchResponse(error_code=code)
+        # v0-1 have no top-level error: it goes into every partition (OffsetFetchResponse(List, version)).
+        return OffsetFetchResponse(topics=[
+            OffsetFetchResponseTopic(name=t.name, partitions=[
+                OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, metadata="", error_code=code)
+                for i in t.partition_indexes])
+            for t in req.topics or []])
+    if key == 2:
+        return ListOffsetsResponse(topics=[
+            ListOffsetsTopicResponse(name=t.name, partitions=[
+                ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code)
+                for p in t.partitions])
+            for t in req.topics])
+    if key == 1:
+        return FetchResponse(responses=[
+            FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
+                PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1) for p in t.partitions])
+            for t in req.topics])
+    raise ValueError(f"no error answer for api key {key}")

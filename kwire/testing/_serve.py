@@ -1,0 +1,145 @@
+"""``kwire serve``: the mock cluster as a process.
+
+Prints ``kwire serve: listening on HOST:PORT`` once it accepts connections and stops cleanly on SIGTERM
+or SIGINT.  Faults are armed at start with ``--fail``/``--latency-ms``/``--drop``, and while it runs by
+lines on standard input with ``--control stdin``::
+
+    fail API CODE [COUNT]     answer the next COUNT (1) requests of API with error CODE
+    latency MS [API]          delay every answer (of API) by MS; 0 removes it
+    drop API [COUNT]          close the connection of the next COUNT (1) requests of API
+    drop-connections          close every connection now
+    move [GROUP]              move GROUP's coordinator (every group's)
+    clear                     disarm every fault
+
+Each control line is answered on standard output with ``ok: ...`` or ``error: ...``.
+"""
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+
+from ._server import ClusterServer, Limits, log
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def add_serve_parser(sub):
+    """Add the ``serve`` subcommand to an argparse subparsers object; returns its parser."""
+    s = sub.add_parser("serve", help="run a mock single-node Kafka cluster that real consumers join")
+    s.add_argument("--listen", default="127.0.0.1:9092", help="HOST:PORT to listen on (port 0: any free port)")
+    s.add_argument("--topic", action="append", default=[], metavar="NAME:PARTITIONS",
+                   help="a topic and its partition count (repeatable)")
+    s.add_argument("--initial-rebalance-delay-ms", type=int, default=0,
+                   help="group.initial.rebalance.delay.ms (default 0)")
+    s.add_argument("--min-session-timeout-ms", type=int, default=1)
+    s.add_argument("--max-session-timeout-ms", type=int, default=1_800_000)
+    s.add_argument("--max-frame-size", type=int, default=1 << 20)
+    s.add_argument("--max-members-per-group", type=int, default=10_000)
+    s.add_argument("--max-groups", type=int, default=10_000)
+    s.add_argument("--max-connections", type=int, default=1_000)
+    s.add_argument("--fail", action="append", default=[], metavar="API:CODE[:COUNT]",
+                   help="answer the next COUNT requests of API with error CODE (repeatable)")
+    s.add_argument("--drop", action="append", default=[], metavar="API[:COUNT]",
+                   help="close the connection of the next COUNT requests of API (repeatable)")
+    s.add_argument("--latency-ms", type=int, default=0, help="delay every answer by this much")
+    s.add_argument("--control", choices=["none", "stdin"], default="none",
+                   help="read fault commands from standard input while running")
+    s.add_argument("--log-level", default="WARNING")
+    return s
+
+
+def _host_port(text):
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise SystemExit(f"kwire serve: --listen wants HOST:PORT, not {text!r}")
+    return host, int(port)
+
+
+def _topics(specs):
+    topics = {}
+    for spec in specs:
+        name, _, n = spec.rpartition(":")
+        if not name or not n.isdigit() or int(n) < 1:
+            raise SystemExit(f"kwire serve: --topic wants NAME:PARTITIONS, not {spec!r}")
+        topics[name] = int(n)
+    return topics
+
+
+def control(server, line):
+    """Apply one control line to ``server``; returns what to print."""
+    words = line.split()
+    if not words:
+        return None
+    cmd, rest = words[0], words[1:]
+    faults = server.faults
+    try:
+        if cmd == "fail" and len(rest) in (2, 3):
+            faults.fail(rest[0], int(rest[1]), int(rest[2]) if len(rest) == 3 else 1)
+        elif cmd == "latency" and len(rest) in (1, 2):
+            faults.add_latency(int(rest[0]), rest[1] if len(rest) == 2 else None)
+        elif cmd == "drop" and len(rest) in (1, 2):
+            faults.drop(rest[0], int(rest[1]) if len(rest) == 2 else 1)
+        elif cmd == "drop-connections" and not rest:
+            server.drop_connections()
+        elif cmd == "move" and len(rest) <= 1:
+            server.move_coordinator(rest[0] if rest else None)
+        elif cmd == "clear" and not rest:
+            faults.clear()
+        else:
+            return f"error: cannot read {line.strip()!r}"
+    except ValueError as e:
+        return f"error: {e}"
+    return f"ok: {line.strip()}"
+
+
+async def _serve(args):
+    host, port = _host_port(args.listen)
+    limits = Limits(max_frame_size=args.max_frame_size, max_members_per_group=args.max_members_per_group,
+                    max_groups=args.max_groups, max_connections=args.max_connections)
+    server = ClusterServer(_topics(args.topic), host=host, port=port,
+                           initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                           min_session_timeout_ms=args.min_session_timeout_ms,
+                           max_session_timeout_ms=args.max_session_timeout_ms, limits=limits)
+    try:
+        for spec in args.fail:
+            parts = spec.split(":")
+            if len(parts) not in (2, 3):
+                raise ValueError(f"--fail wants API:CODE[:COUNT], not {spec!r}")
+            server.faults.fail(parts[0], int(parts[1]), int(parts[2]) if len(parts) == 3 else 1)
+        for spec in args.drop:
+            api, _, count = spec.partition(":")
+            server.faults.drop(api, int(count) if count else 1)
+        server.faults.add_latency(args.latency_ms)
+    except ValueError as e:
+        raise SystemExit(f"kwire serve: {e}") from None
+    loop = asyncio.get_running_loop()
+    stop = loop.create_future()
+    for sig in _STOP_SIGNALS:
+        loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
+    await server.start()
+    if args.control == "stdin":
+        def read():
+            for line in sys.stdin:
+                loop.call_soon_threadsafe(lambda line=line: _print(control(server, line)))
+        threading.Thread(target=read, name="kwire-serve-control", daemon=True).start()
+    topics = ", ".join(f"{n}:{p}" for n, p in server.topics.items()) or "no topics"
+    print(f"kwire serve: listening on {server.host}:{server.port} ({topics})", flush=True)
+    await stop
+    await server.stop()
+    print("kwire serve: stopped", flush=True)
+
+
+def _print(text):
+    if text:
+        print(text, flush=True)
+
+
+def serve(args):
+    """Run ``kwire serve`` with parsed arguments until SIGTERM/SIGINT; returns the exit status."""
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+                        format="kwire serve: %(levelname)s %(message)s", stream=sys.stderr)
+    log.debug("starting")
+    asyncio.run(_serve(args))
+    return 0

@@ -1,0 +1,254 @@
+"""The mock cluster over real sockets: ``kwire serve`` as a process and ``kwire.testing.MockCluster``.
+
+Everything listens on 127.0.0.1; every process is bounded in time and stopped by pid.
+"""
+
+import asyncio
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kwire import codec
+from kwire.group import errors as E
+from kwire.testing import MockCluster
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIMEOUT_S = 10
+
+
+class Client:
+    """A blocking client on one socket: send a request, read its answer."""
+
+    def __init__(self, cluster):
+        self.sock = socket.create_connection((cluster.host, cluster.port), timeout=TIMEOUT_S)
+        self.correlation = 0
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def read_frame(self):
+        head = self._exactly(4)
+        (size,) = struct.unpack(">i", head)
+        return head + self._exactly(size)
+
+    def _exactly(self, n):
+        out = b""
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("closed by the server")
+            out += chunk
+        return out
+
+    def call(self, request, version):
+        self.correlation += 1
+        self.send_raw(codec.encode_request(request, version, correlation_id=self.correlation, client_id="t"))
+        header, response = codec.decode_response(self.read_frame(), request.api_key, version)
+        assert header.correlation_id == self.correlation
+        return response
+
+    def is_closed(self):
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def cluster():
+    with MockCluster(topics={"orders": 12, "audit": 2}) as c:
+        yield c
+
+
+def test_api_versions_and_metadata_at_every_version(cluster):
+    client = Client(cluster)
+    for version in range(codec.ApiVersionsRequest.min_version, codec.ApiVersionsRequest.max_version + 1):
+        keys = {k.api_key: (k.min_version, k.max_version) for k in client.call(codec.ApiVersionsRequest(), version).api_keys}
+        assert keys[11] == (0, 9) and keys[1] == (4, 18) and 68 not in keys
+    for version in range(13):
+        topics = None if version >= 1 else []
+        response = client.call(codec.MetadataRequest(topics=topics), version)
+        assert {t.name: len(t.partitions) for t in response.topics} == {"orders": 12, "audit": 2}
+        assert [(b.node_id, b.host, b.port) for b in response.brokers] == [(0, cluster.host, cluster.port)]
+    one = client.call(codec.MetadataRequest(topics=[codec.MetadataRequestTopic(name="nope")]), 9)
+    assert [(t.name, t.error_code) for t in one.topics] == [("nope", E.UNKNOWN_TOPIC_OR_PARTITION)]
+
+
+def test_an_api_versions_version_beyond_ours_is_answered_at_v0(cluster):
+    client = Client(cluster)
+    frame = codec.encode_request(codec.ApiVersionsRequest(), 4, correlation_id=3)
+    payload = bytearray(frame)
+    struct.pack_into(">h", payload, 6, 9)  # claim v9
+    client.send_raw(bytes(payload))
+    _header, response = codec.decode_response(client.read_frame(), 18, 0)
+    assert response.error_code == E.UNSUPPORTED_VERSION and response.api_keys
+
+
+def test_fetch_is_empty_and_waits_max_wait_ms(cluster):
+    client = Client(cluster)
+    for version, max_wait in ((4, 0), (12, 300), (13, 0), (18, 0)):
+        by_id = version >= 13
+        topic = codec.FetchTopic(topic="" if by_id else "orders", topic_id=cluster.server.topic_ids["orders"],
+                                 partitions=[codec.FetchPartition(partition=3, fetch_offset=0, partition_max_bytes=1024)])
+        start = time.monotonic()
+        response = client.call(codec.FetchRequest(max_wait_ms=max_wait, min_bytes=1, topics=[topic]), version)
+        waited = time.monotonic() - start
+        assert waited >= max_wait / 1000 * 0.9
+        (part,) = response.responses[0].partitions
+        assert (part.partition_index, part.error_code, part.high_watermark) == (3, 0, 0)
+        assert not part.records
+
+
+def test_list_offsets_are_zero_and_unknown_partitions_refused(cluster):
+    client = Client(cluster)
+    for version in range(1, 12):
+        req = codec.ListOffsetsRequest(replica_id=-1, topics=[codec.ListOffsetsTopic(name="orders", partitions=[
+            codec.ListOffsetsPartition(partition_index=0, timestamp=-1),
+            codec.ListOffsetsPartition(partition_index=99, timestamp=-2)])])
+        good, bad = client.call(req, version).topics[0].partitions
+        assert (good.error_code, good.offset) == (0, 0)
+        assert bad.error_code == E.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_malformed_frame_closes_only_its_connection(cluster):
+    good, bad, worse = Client(cluster), Client(cluster), Client(cluster)
+    bad.send_raw(struct.pack(">i", -5))
+    assert bad.is_closed()
+    # A well-sized frame whose body does not decode.
+    worse.send_raw(struct.pack(">ihhih", 10, 11, 9, 1, 1) + b"\xff\xff")
+    assert worse.is_closed()
+    assert good.call(codec.ApiVersionsRequest(), 3).error_code == 0
+
+
+def test_an_unknown_api_closes_the_connection(cluster):
+    client = Client(cluster)
+    client.send_raw(codec.encode_request(codec.ConsumerGroupHeartbeatRequest(group_id="g"), 0, correlation_id=1))
+    assert client.is_closed()
+    assert Client(cluster).call(codec.ApiVersionsRequest(), 0).error_code == 0
+
+
+def test_frame_size_and_connection_limits():
+    with MockCluster(topics={"t": 1}, max_frame_size=64, max_connections=2) as cluster:
+        a = Client(cluster)
+        a.send_raw(struct.pack(">i", 65) + b"\x00" * 65)
+        assert a.is_closed()
+        b, c = Client(cluster), Client(cluster)
+        d = Client(cluster)
+        assert d.is_closed()
+        assert b.call(codec.ApiVersionsRequest(), 0).error_code == 0
+
+
+def test_group_limit_and_members_per_group_limit():
+    with MockCluster(topics={"t": 1}, max_groups=1, max_members_per_group=1) as cluster:
+        client = Client(cluster)
+
+        def join(group, member_id=""):
+            return client.call(codec.JoinGroupRequest(
+                group_id=group, session_timeout_ms=6000, rebalance_timeout_ms=6000, member_id=member_id,
+                protocol_type="consumer", protocols=[codec.JoinGroupRequestProtocol(name="range", metadata=b"")]), 3)
+        assert join("one").error_code == 0
+        assert join("two").error_code == E.UNKNOWN_SERVER_ERROR  # a second group is over the limit
+        assert join("one").error_code == E.GROUP_MAX_SIZE_REACHED
+
+
+def test_injected_errors_count_down_and_latency_delays(cluster):
+    client = Client(cluster)
+    cluster.fail("FindCoordinator", E.COORDINATOR_NOT_AVAILABLE, count=2)
+    req = codec.FindCoordinatorRequest(key="g")
+    assert [client.call(req, 3).error_code for _ in range(3)] == [E.COORDINATOR_NOT_AVAILABLE] * 2 + [0]
+    cluster.add_latency(200, "ApiVersions")
+    start = time.monotonic()
+    client.call(codec.ApiVersionsRequest(), 3)
+    assert time.monotonic() - start >= 0.18
+    cluster.add_latency(0, "ApiVersions")
+    cluster.drop("Metadata")
+    client.send_raw(codec.encode_request(codec.MetadataRequest(topics=None), 9, correlation_id=9))
+    assert client.is_closed()
+
+
+def test_coordinator_move_answers_not_coordinator_until_found_again(cluster):
+    client = Client(cluster)
+    join = codec.JoinGroupRequest(group_id="g", session_timeout_ms=6000, rebalance_timeout_ms=6000, member_id="",
+                                  protocol_type="consumer",
+                                  protocols=[codec.JoinGroupRequestProtocol(name="range", metadata=b"")])
+    assert client.call(join, 3).error_code == 0
+    cluster.move_coordinator("g")
+    assert client.call(join, 3).error_code == E.NOT_COORDINATOR
+    assert client.call(codec.HeartbeatRequest(group_id="g", generation_id=1, member_id="x"), 3).error_code == \
+        E.NOT_COORDINATOR
+    client.call(codec.FindCoordinatorRequest(coordinator_keys=["g"]), 4)
+    assert client.call(join, 3).error_code == 0
+
+
+def test_drop_connections_closes_every_client(cluster):
+    a, b = Client(cluster), Client(cluster)
+    a.call(codec.ApiVersionsRequest(), 0)
+    cluster.drop_connections()
+    assert a.is_closed() and b.is_closed()
+    assert Client(cluster).call(codec.ApiVersionsRequest(), 0).error_code == 0
+
+
+def test_async_context_manager():
+    asyncio.run(_async_round_trip())
+
+
+async def _async_round_trip():
+    async with MockCluster(topics={"t": 3}) as cluster:
+        reader, writer = await asyncio.open_connection(cluster.host, cluster.port)
+        writer.write(codec.encode_request(codec.ApiVersionsRequest(), 3, correlation_id=1))
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        frame = struct.pack(">i", size) + await reader.readexactly(size)
+        assert codec.decode_response(frame, 18, 3)[1].error_code == 0
+        writer.close()
+
+
+def _serve(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+
+
+def _listening(proc):
+    line = proc.stdout.readline()
+    assert "listening on 127.0.0.1:" in line, line + proc.stderr.read()
+    return int(line.split("listening on 127.0.0.1:")[1].split()[0])
+
+
+def test_kwire_serve_prints_its_port_answers_and_stops_on_sigterm():
+    proc = _serve("--topic", "orders:12", "--topic", "audit:1", "--initial-rebalance-delay-ms", "0",
+                  "--control", "stdin")
+    try:
+        port = _listening(proc)
+        sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
+        sock.sendall(codec.encode_request(codec.MetadataRequest(topics=None), 12, correlation_id=1))
+        head = sock.recv(4)
+        body = b""
+        while len(body) < struct.unpack(">i", head)[0]:
+            body += sock.recv(65536)
+        topics = codec.decode_response(head + body, 3, 12)[1].topics
+        assert {t.name: len(t.partitions) for t in topics} == {"orders": 12, "audit": 1}
+        proc.stdin.write("fail Heartbeat 27 2\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith("ok: fail Heartbeat 27 2")
+        proc.stdin.write("fail Nope 1\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith("error:")
+        sock.close()
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(5) == 0
+        assert time.monotonic() - start < 5
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(TIMEOUT_S)
