@@ -27,7 +27,6 @@ import gc
 import time
 import tracemalloc
 
-import numpy as np
 
 import kwire
 from kwire import codec

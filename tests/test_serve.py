@@ -141,7 +141,8 @@ def test_frame_size_and_connection_limits():
         a = Client(cluster)
         a.send_raw(struct.pack(">i", 65) + b"\x00" * 65)
         assert a.is_closed()
-        b, c = Client(cluster), Client(cluster)
+        # b and the second client fill the two connections; a third is refused.
+        b, _second = Client(cluster), Client(cluster)
         d = Client(cluster)
         assert d.is_closed()
         assert b.call(codec.ApiVersionsRequest(), 0).error_code == 0

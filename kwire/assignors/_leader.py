@@ -29,7 +29,6 @@ from ..errors import AssignmentError
 from ._arrays import (
     ArrayAssignment,
     ArrayGroup,
-    checked_counts,
     interned_topics,
     load_kernels,
     replica_rack_columns,
