@@ -250,7 +250,7 @@ class ClusterServer:
 
     def request(self, conn, frame):
         try:
-            header, body = DEFAULT.decode_request_header(frame)
+            header, body = DEFAULT.split_request(frame)
         except KwireError as e:
             conn.close(f"malformed request header: {e}")
             return
