@@ -73,3 +73,29 @@ def test_java_exact_must_be_a_bool():
     group = ArrayGroup(["t"], [1], ["m"], [0, 1], [0])
     with pytest.raises(AssignmentError):
         assign_arrays("sticky", group, java_exact="yes")
+
+
+def test_is_valid_agrees_with_invalid_entries():
+    """The sticky default's fast validity check and the repair's entry-by-entry one are the same rule."""
+    import numpy as np
+
+    from kwire.assignors._sticky_repair import invalid_entries, is_valid
+
+    rng = np.random.default_rng(7)
+    verdicts = set()
+    for _ in range(400):
+        n_members, n_topics = int(rng.integers(1, 6)), int(rng.integers(1, 5))
+        counts = rng.integers(0, 4, n_topics).astype(np.int32)
+        subs = [sorted(set(rng.integers(0, n_topics, rng.integers(0, n_topics + 1)).tolist())) for _ in range(n_members)]
+        sub_indptr = np.cumsum([0] + [len(s) for s in subs]).astype(np.int64)
+        sub_topics = np.array([t for s in subs for t in s], dtype=np.int32)
+        group = ArrayGroup([f"t{i}" for i in range(n_topics)], counts, [f"m{i}" for i in range(n_members)],
+                           sub_indptr, sub_topics)
+        sizes = rng.integers(0, 4, n_members)
+        indptr = np.cumsum(np.concatenate([[0], sizes])).astype(np.int64)
+        topic = rng.integers(0, n_topics, int(indptr[-1])).astype(np.int32)
+        number = rng.integers(-1, 4, int(indptr[-1])).astype(np.int32)
+        verdict = is_valid(group, indptr, topic, number)
+        assert verdict == (not invalid_entries(group, indptr, topic, number).any())
+        verdicts.add(verdict)
+    assert verdicts == {True, False}
