@@ -76,31 +76,20 @@ def _sticky_1000():
     return g, after_leave(g, assign_sticky(g), list(range(0, 1000, 10)))
 
 
-@compiled_only
-@pytest.mark.benchmark(group="coop-1M-equal")
-@pytest.mark.parametrize("phase", ["fresh", "after-leave"])
-def test_coop_uniform_1m(benchmark, phase):
-    g = _case("u1m", _uniform_1m)[0 if phase == "fresh" else 1]
-    benchmark.pedantic(assign_cooperative_sticky, args=(g,), kwargs={"implementation": IMPL},
-                       rounds=5, iterations=1, warmup_rounds=1)
+# The 1M-partition sticky cases, each fresh and after 10% of the members leave.
+_CASES_1M = {"equal": ("u1m", _uniform_1m, 5), "unequal": ("n1m", _unequal_1m, 5),
+             "random-halves": ("r1m", _random_halves_1m, 3)}
 
 
 @compiled_only
-@pytest.mark.benchmark(group="coop-1M-unequal")
 @pytest.mark.parametrize("phase", ["fresh", "after-leave"])
-def test_coop_unequal_1m(benchmark, phase):
-    g = _case("n1m", _unequal_1m)[0 if phase == "fresh" else 1]
+@pytest.mark.parametrize("shape", list(_CASES_1M))
+def test_coop_1m(benchmark, shape, phase):
+    key, build, rounds = _CASES_1M[shape]
+    benchmark.group = f"coop-1M-{shape}"
+    g = _case(key, build)[0 if phase == "fresh" else 1]
     benchmark.pedantic(assign_cooperative_sticky, args=(g,), kwargs={"implementation": IMPL},
-                       rounds=5, iterations=1, warmup_rounds=1)
-
-
-@compiled_only
-@pytest.mark.benchmark(group="coop-1M-random-halves")
-@pytest.mark.parametrize("phase", ["fresh", "after-leave"])
-def test_coop_random_halves_1m(benchmark, phase):
-    g = _case("r1m", _random_halves_1m)[0 if phase == "fresh" else 1]
-    benchmark.pedantic(assign_cooperative_sticky, args=(g,), kwargs={"implementation": IMPL},
-                       rounds=3, iterations=1, warmup_rounds=0)
+                       rounds=rounds, iterations=1, warmup_rounds=1 if rounds > 3 else 0)
 
 
 @pytest.mark.benchmark(group="coop-20k-halves")

@@ -47,3 +47,16 @@ def assignor_implementations():
     except ImportError:
         return ["python"]
     return ["python", "cython"]
+
+
+def stop_process(proc, grace_s=5, kill_wait_s=10):
+    """Stop a server a test started: SIGTERM, then SIGKILL by pid if it has not exited within ``grace_s``."""
+    import signal
+    import subprocess
+
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(kill_wait_s)

@@ -32,6 +32,9 @@ def commands():
     return q
 
 
+# The three run_* functions share the shape of their loop (poll, report a changed assignment, serve one
+# command) but not one call: each client names poll, assignment, commit and committed differently, and aiokafka's
+# are coroutines. A loop taking seven callables would hide which client API each line exercises.
 def run_kafka_python(strategy, bootstrap, group, topic, instance, q):
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
     from kafka.coordinator.assignors.range import RangePartitionAssignor

@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from tests.conftest import stop_process
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIENT = os.path.join(ROOT, "tests", "group_client.py")
 PARTITIONS = 12
@@ -92,12 +94,7 @@ def server():
         assert "listening on " in line, line
         yield line.split("listening on ")[1].split()[0]
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(TIMEOUT_S)
+        stop_process(proc, kill_wait_s=TIMEOUT_S)
 
 
 def wait_cover(members, timeout=TIMEOUT_S):

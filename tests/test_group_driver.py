@@ -4,13 +4,14 @@ cluster and against the Tansu broker.  Servers listen on 127.0.0.1, are bounded 
 import asyncio
 import importlib.util
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 
 import pytest
+
+from tests.conftest import stop_process
 
 from kwire.group import ConsumerMember, MemberDriver, PartitionsAssigned
 from kwire.testing import MockCluster
@@ -90,9 +91,4 @@ def test_example_group_forms_against_tansu():
         result = asyncio.run(asyncio.wait_for(form_group(f"127.0.0.1:{port}", "orders"), 60))
         assert sorted(tp for tps in result.values() for tp in tps) == [("orders", p) for p in range(12)]
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_process(proc, kill_wait_s=10)
