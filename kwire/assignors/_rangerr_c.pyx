@@ -367,6 +367,8 @@ def range_rack(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
     cdef int32_t t, P, p, max_p = 0
     cdef int64_t g
     cdef bint ok, spent
+    # The kernel's inputs handed to the walker's state one field at a time (a cdef class has no keyword
+    # constructor worth its cost here); `duplicates` pairs this with other plain attribute records by shape.
     cdef _RangeState s = _RangeState()
     s.partition_counts = partition_counts
     s.topic_offset = topic_offset
