@@ -92,7 +92,14 @@ def sticky_arrays(group: ArrayGroup, cooperative: bool, implementation: Optional
         try:
             eager = _java(kernels, _with_claims(group, _consistent_claims(group)), False)
         except JavaAssignorFailure:
-            eager = _java(kernels, _with_claims(group, np.zeros(len(group.owned_topic), dtype=bool)), False)
+            try:
+                eager = _java(kernels, _with_claims(group, np.zeros(len(group.owned_topic), dtype=bool)), False)
+            except JavaAssignorFailure:
+                # Java's algorithm fails on this group even with no claim at all (seen with consumer racks on
+                # the constrained path): the repair then places every partition from nothing, which is always
+                # a valid assignment, so the default still never fails a group.
+                eager = (np.zeros(group.num_members + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                         np.zeros(0, dtype=np.int32))
     out = _sticky_repair.repair(group, *eager)
     if cooperative:
         out = _sticky_repair.withhold_transfers(group, *out)
