@@ -99,3 +99,27 @@ def test_is_valid_agrees_with_invalid_entries():
         assert verdict == (not invalid_entries(group, indptr, topic, number).any())
         verdicts.add(verdict)
     assert verdicts == {True, False}
+
+
+@pytest.mark.parametrize("implementation", assignor_implementations())
+@pytest.mark.parametrize("strategy", ["sticky", "cooperative-sticky"])
+def test_default_answers_where_java_fails_with_no_claim_at_all(strategy, implementation):
+    """A fresh group (no claims) with consumer racks on the constrained path, where Java's rack-aware
+    constrained path cannot reach its quota and throws: the default still assigns every partition, each once,
+    only to subscribers."""
+    from kwire.assignors._sticky_rules import JavaAssignorFailure
+
+    racks = ["r2", "r0", None, "r1", "r1"]
+    members = [kwire.GroupMember(f"m{i}", None, kwire.Subscription(topics=["t0", "t1", "t2"], rack_id=rack))
+               for i, rack in enumerate(racks)]
+    counts = {"t0": 3, "t1": 5, "t2": 3}
+    replica_racks = {"t0": [["r0", "r1"], ["r2"], ["r2"]],
+                     "t1": [["r1"], ["r0", "r1"], ["r1", "r2"], ["r0"], ["r2"]],
+                     "t2": [["r0"], ["r0", "r2"], ["r0"]]}
+    with pytest.raises(JavaAssignorFailure):
+        kwire.assign("sticky", members, counts, partition_racks=replica_racks, implementation=implementation,
+                     java_exact=True)
+    got = kwire.assign(strategy, members, counts, partition_racks=replica_racks, implementation=implementation)
+    every = sorted(tp for parts in got.values() for tp in parts)
+    assert every == sorted((t, p) for t, n in counts.items() for p in range(n))
+    assert max(map(len, got.values())) - min(map(len, got.values())) <= 1
