@@ -1,5 +1,5 @@
 """Hand-checked frames: every byte below was laid out by reading
-../shared/kafka-spec/LAYOUTS.md, not by running kwire.
+the byte layouts of Kafka's protocol guide (the layouts of each message and version), not by running kwire.
 
 The first three are the seed flow of a consumer group: FindCoordinator v0
 for group "test", a "range" JoinGroup v0 whose one protocol carries 21 bytes
