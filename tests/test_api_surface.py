@@ -15,8 +15,13 @@ from kwire.codec._framing import FrameSplitter, Framing, split_frames
 
 IMPLS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
 
-MESSAGE_NAMES = {m.class_name for m in _schema.ALL_MESSAGES} | {
-    cname for m in _schema.ALL_MESSAGES for cname, _k, _f, _r in m.structs()}
+# The top level has the group-coordination apis a client or coordinator speaks (FindCoordinator, JoinGroup,
+# Heartbeat, LeaveGroup, SyncGroup, ApiVersions), the headers and the consumer protocol; the other apis the mock
+# cluster answers (Metadata, offsets, Fetch, ...) are reached as kwire.codec.X.
+TOP_LEVEL_APIS = {10, 11, 12, 13, 14, 18}
+TOP_MESSAGES = [m for m in _schema.ALL_MESSAGES if getattr(m, "api_key", None) in TOP_LEVEL_APIS | {None}]
+MESSAGE_NAMES = {m.class_name for m in TOP_MESSAGES} | {
+    cname for m in TOP_MESSAGES for cname, _k, _f, _r in m.structs()}
 TOP_LEVEL = MESSAGE_NAMES | {
     "encode_request", "encode_response", "decode_request", "decode_response", "FrameSplitter",
     "assign", "leader_assignments", "GroupMember",
@@ -33,6 +38,10 @@ def codec(request):
 
 def test_the_top_level_holds_messages_framing_assign_and_errors_only():
     assert set(kwire.__all__) == TOP_LEVEL
+    # every message of the schema, top level or not, is in kwire.codec
+    from kwire import codec as kwire_codec
+
+    assert {m.class_name for m in _schema.ALL_MESSAGES} <= set(kwire_codec.__all__)
     assert isinstance(kwire.__version__, str)
     for name in ("message_class", "ArrayGroup", "ArrayAssignment", "assign_arrays", "STRATEGIES",
                  "register_strategy", "split_frames", "Framing"):
