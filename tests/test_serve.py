@@ -192,7 +192,10 @@ def test_coordinator_move_answers_not_coordinator_until_found_again(cluster):
 
 def test_drop_connections_closes_every_client(cluster):
     a, b = Client(cluster), Client(cluster)
+    # A connect returns once the kernel has the connection, which can be before the server's loop has
+    # accepted it; an answered request proves the server holds each connection it is asked to drop.
     a.call(codec.ApiVersionsRequest(), 0)
+    b.call(codec.ApiVersionsRequest(), 0)
     cluster.drop_connections()
     assert a.is_closed() and b.is_closed()
     assert Client(cluster).call(codec.ApiVersionsRequest(), 0).error_code == 0
