@@ -178,24 +178,61 @@ def test_leader_path_writes_javas_golden_answers(implementation):
             assert x.assignment == encode_member_assignment(list(groups.items())), case["id"]
 
 
-def test_distinct_metadata_is_decoded_once(monkeypatch):
-    calls = []
-    real = codec.Subscription.decode
-
-    class Counting:
-        @staticmethod
-        def decode(data, *a, **k):
-            calls.append(data)
-            return real(data, *a, **k)
-
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_distinct_metadata_is_read_once(monkeypatch, implementation):
     import kwire.assignors._leader as leader
 
-    monkeypatch.setattr(leader, "codec", SimpleNamespace(Subscription=Counting))
+    real = load_kernels("leader", implementation)
+    reads = []
+
+    def subscription_columns(metadata):
+        reads.append(list(metadata))
+        return real.subscription_columns(metadata)
+
+    spy = SimpleNamespace(subscription_columns=subscription_columns, assignment_bytes=real.assignment_bytes)
+    monkeypatch.setattr(leader, "load_kernels", lambda name, impl=None: spy if name == "leader" else load_kernels(name, impl))
     same = codec.Subscription(topics=["a", "b"]).encode(3)
     other = codec.Subscription(topics=["b"]).encode(3)
-    subs = [(f"m{i}", None, bytes(same)) for i in range(50)] + [("x", None, other), ("y", None, bytes(same))]
-    leader_assignments("range", join_response(subs), {"a": 10, "b": 10})
-    assert sorted(calls) == sorted([same, other])
+    subs = [(f"m{i}", None, bytes(same)) for i in range(50)] + [("x", None, other), ("y", None, bytearray(same))]
+    leader_assignments("range", join_response(subs), {"a": 10, "b": 10}, implementation=implementation)
+    assert reads == [[same, other]]
+
+
+def second_generation_group():
+    """Cooperative members that each own what a first rebalance gave them (so every member's bytes differ)."""
+    counts = {t: 6 for t in ("a", "b", "\u00e9")}
+    first = [GroupMember(f"m{i}", None, codec.Subscription(topics=sorted(counts))) for i in range(5)]
+    result = assign("cooperative-sticky", first, counts)
+    subs = []
+    for i, m in enumerate(first):
+        owned = {}
+        for t, p in result[m.member_id]:
+            owned.setdefault(t, []).append(p)
+        sub = codec.Subscription(topics=sorted(counts), generation_id=1, rack_id=None,
+                                 owned_partitions=[codec.SubscriptionTopicPartition(topic=t, partitions=ps)
+                                                   for t, ps in owned.items()])
+        subs.append((m.member_id, None, sub.encode(3 - i % 4)))
+    return subs, counts
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_compiled_leader_path_never_decodes_subscription_objects(monkeypatch, strategy):
+    """Every built-in strategy reads the members' bytes with the compiled
+    reader: neither the codec's Subscription objects nor the pure twin."""
+    if "cython" not in IMPLEMENTATIONS:
+        pytest.skip("compiled kernels not built")
+    import kwire.assignors._leader as leader
+    import kwire.assignors._leader_py as leader_py
+
+    def refuse(*_a, **_k):
+        raise AssertionError("the compiled leader path decoded Subscription objects")
+
+    subs, counts = second_generation_group()
+    want = old_leader_path(strategy, subs, counts, None, "cython")
+    monkeypatch.setattr(leader, "codec", SimpleNamespace(Subscription=SimpleNamespace(decode=refuse)))
+    monkeypatch.setattr(leader_py, "subscription_columns", refuse)
+    got = leader_assignments(strategy, join_response(subs), counts, implementation="cython")
+    assert [(x.member_id, x.assignment) for x in got] == want
 
 
 def test_bad_version_and_unwritable_names_still_get_the_codecs_answer():
