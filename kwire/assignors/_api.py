@@ -317,17 +317,19 @@ def _column_reading(strategy: str, counts: Dict[str, int]) -> Optional[ColumnRea
     check = functools.partial(_checked_ids, shown=False)
     if strategy == "cooperative-sticky":
 
-        def cooperative_row(cols, k):
-            generation_id = int(cols.generation[k])
-            return cooperative_generation(generation_id, cols.user_data[k]), protocol_generation(generation_id), ()
+        def cooperative_rows(cols):
+            ids = cols.generation.tolist()
+            generation = [cooperative_generation(g, user_data) for g, user_data in zip(ids, cols.user_data)]
+            return generation, [protocol_generation(g) for g in ids], None
 
-        return ColumnReading(check, True, cooperative_row)
+        return ColumnReading(check, True, cooperative_rows)
 
-    def sticky_row(cols, k):
-        owned, generation = sticky_claims(cols.user_data[k])
-        return generation, protocol_generation(int(cols.generation[k])), _kept_claims(owned, counts)
+    def sticky_rows(cols):
+        read = [sticky_claims(user_data) for user_data in cols.user_data]
+        claims = [_kept_claims(owned, counts) for owned, _ in read]
+        return [generation for _, generation in read], [protocol_generation(g) for g in cols.generation.tolist()], claims
 
-    return ColumnReading(check, False, sticky_row)
+    return ColumnReading(check, False, sticky_rows)
 
 
 def reference_assign(strategy: str, group: GroupInput) -> MemberAssignments:

@@ -58,10 +58,11 @@ class ColumnReading(NamedTuple):
     check_ids: Callable[[object, object], None]
     #: Whether the Subscription's owned partitions are the member's claims.
     owned_entries: bool
-    #: ``row(columns, k) -> (generation, subscription_generation, claims)``
-    #: for distinct subscription ``k`` (claims: ``(topic, partition)`` pairs read
-    #: elsewhere, already cleaned up); None: every member has the defaults.
-    row: Optional[Callable[[SubscriptionColumns, int], Tuple[int, int, Sequence]]]
+    #: ``rows(columns) -> (generation, subscription_generation, claims)``, one
+    #: entry per distinct subscription each (claims: ``(topic, partition)``
+    #: pairs read elsewhere, already cleaned up, or None for none at all);
+    #: None: every member has the defaults.
+    rows: Optional[Callable[[SubscriptionColumns], Tuple[Sequence[int], Sequence[int], Optional[list]]]]
 
 
 def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partition_racks=None,
@@ -122,21 +123,20 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
     """The :class:`ArrayGroup` of members whose subscription is row
     ``which[i]`` of ``cols`` (``first_ids[k]``: the first member with row ``k``)."""
     D = len(first_ids)
-    if reading.row is None:
+    claims: Optional[list] = None
+    if reading.rows is None:
         generation = subscription_generation = np.full(D, DEFAULT_GENERATION, dtype=_I64)
-        claims: List[Sequence] = [()] * D
     else:
-        rows = [reading.row(cols, k) for k in range(D)]
-        generation = np.array([r[0] for r in rows], dtype=_I64)
-        subscription_generation = np.array([r[1] for r in rows], dtype=_I64)
-        claims = [r[2] for r in rows]
+        generation, subscription_generation, claims = reading.rows(cols)
+        generation = np.array(generation, dtype=_I64)
+        subscription_generation = np.array(subscription_generation, dtype=_I64)
     mentioned = np.zeros(len(cols.names), dtype=bool)
     mentioned[cols.list_topic] = True
     if reading.owned_entries:
         mentioned[cols.entry_topic] = True
     names = set(counts)
     names.update(itertools.compress(cols.names, mentioned))
-    for owned in claims:
+    for owned in claims or ():
         names.update(t for t, _ in owned)
     topics, index, partition_counts = interned_topics(names, counts)
     topic_of_name = np.array([index.get(n, -1) for n in cols.names], dtype=_I32)
@@ -145,7 +145,7 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
         owned = _current_claims(topic_of_name[cols.owned_topic], cols.owned_partition, cols.owned_ptr,
                                 topics, index, counts)
     else:
-        owned = _claim_columns(first_ids, claims, index)
+        owned = _claim_columns(first_ids, claims or [()] * D, index)
     return _array_group(topics, partition_counts, index, member_ids, instance_ids, which, list_flat, list_ptr,
                         cols.topic_list, owned, generation, subscription_generation, cols.rack, partition_racks)
 
@@ -172,6 +172,8 @@ def _current_claims(flat_t, flat_p, ptr, topics: List[str], index: Dict[str, int
     for t, n in counts.items():
         limit_of_topic[index[t]] = n
     keep = flat_p < limit_of_topic[flat_t]
+    if keep.all():
+        return flat_t.astype(_I32, copy=False), flat_p.astype(_I32, copy=False), ptr
     kept_ptr = np.concatenate(([0], np.cumsum(keep, dtype=_I64)))[ptr]
     return flat_t[keep].astype(_I32, copy=False), flat_p[keep].astype(_I32, copy=False), kept_ptr
 
@@ -213,17 +215,20 @@ def _flat_rows(rows: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
     return flat.astype(_I32, copy=False), ptr
 
 
-def _gather_rows(flat: np.ndarray, ptr: np.ndarray, which: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Member ``i``'s row is row ``which[i]``: the members' CSR
-    ``(indptr, values)``, gathered with one index array (no per-member step)."""
+def _gather_rows(ptr: np.ndarray, which: np.ndarray, *flats: np.ndarray) -> Tuple[np.ndarray, ...]:
+    """Member ``i``'s row is row ``which[i]`` of each CSR ``(flat, ptr)``:
+    the members' ``(indptr, *values)``, gathered with one index array (no
+    per-member step)."""
+    if len(which) == len(ptr) - 1 and np.array_equal(which, np.arange(len(which))):
+        return (ptr, *flats)  # every member its own row, in order (a second generation)
     lengths = (ptr[1:] - ptr[:-1])[which]
     indptr = np.zeros(len(which) + 1, dtype=_I64)
     np.cumsum(lengths, out=indptr[1:])
     total = int(indptr[-1])
     if len(ptr) == 2:  # one row: every member's row is the same
-        return indptr, np.tile(flat, len(which))
+        return (indptr, *(np.tile(flat, len(which)) for flat in flats))
     index = np.repeat(ptr[:-1][which] - indptr[:-1], lengths) + np.arange(total, dtype=_I64)
-    return indptr, flat[index]
+    return (indptr, *(flat[index] for flat in flats))
 
 
 def _claim_columns(member_ids: List, claims: List[Sequence], index: Dict[str, int]):
@@ -326,9 +331,8 @@ def _array_group(topics, partition_counts, index, member_ids, instance_ids, whic
     M = len(member_ids)
     owned_t, owned_p, owned_ptr = owned
     list_of_member = np.asarray(list_of_distinct, dtype=_I64)[which] if M else np.zeros(0, dtype=_I64)
-    sub_indptr, sub_topics = _gather_rows(list_flat, list_ptr, list_of_member)
-    owned_indptr, owned_topic = _gather_rows(owned_t, owned_ptr, which)
-    _, owned_partition = _gather_rows(owned_p, owned_ptr, which)
+    sub_indptr, sub_topics = _gather_rows(list_ptr, list_of_member, list_flat)
+    owned_indptr, owned_topic, owned_partition = _gather_rows(owned_ptr, which, owned_t, owned_p)
     rack_names, rr_indptr, rr = replica_rack_columns(partition_racks, index, partition_counts)
     return ArrayGroup(
         topics,
