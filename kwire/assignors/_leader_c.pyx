@@ -261,6 +261,46 @@ cdef int _refuse(bytes raw) except -1:
     raise AssertionError(f"kwire bug: the Subscription reader refused bytes the codec reads: {raw!r}")
 
 
+ctypedef struct _Cursor:
+    const uint8_t* p
+    Py_ssize_t pos
+    Py_ssize_t end
+
+
+cdef inline int64_t _count(_Cursor* c, Py_ssize_t min_size) noexcept:
+    """An int32 array count, or -1 where the codec refuses it: truncated,
+    null, negative, or more elements of ``min_size`` bytes than are left."""
+    if c.end - c.pos < 4:
+        return -1
+    cdef int64_t n = _be32(c.p + c.pos)
+    c.pos += 4
+    if n < 0 or n > (c.end - c.pos) // min_size:
+        return -1
+    return n
+
+
+cdef inline int64_t _length(_Cursor* c, bint wide) noexcept:
+    """A nullable string's (int16) or bytes' (``wide``: int32) length, the
+    cursor moved to its content: -1 for null, -2 where the codec refuses it."""
+    cdef int64_t n
+    if c.end - c.pos < (4 if wide else 2):
+        return -2
+    n = _be32(c.p + c.pos) if wide else _be16(c.p + c.pos)
+    c.pos += 4 if wide else 2
+    if n < -1 or n > c.end - c.pos:
+        return -2
+    return n
+
+
+cdef inline int32_t _topic(_Cursor* c, _TopicIds ids) except -2:
+    """The id of the topic name at the cursor, or -1 where the codec refuses it."""
+    cdef int64_t n = _length(c, 0)
+    if n < 0:  # null is no topic name either
+        return -1
+    c.pos += n
+    return ids.id_of(c.p + c.pos - n, <int32_t>n)
+
+
 def subscription_columns(list metadata):
     """Each byte string of ``metadata`` (all ``bytes``) read into
     :class:`SubscriptionColumns`; bad bytes raise the codec's error."""
@@ -275,120 +315,86 @@ def subscription_columns(list metadata):
     # starts with the same bytes has the same topics, so nothing in it is read.
     cdef const uint8_t* last_topics = NULL
     cdef Py_ssize_t last_topics_size = -1
-    cdef Py_ssize_t k, pos, end, n, i, j, entries, start
-    cdef int32_t count, length, t, layout
+    cdef Py_ssize_t k, i, j, start
+    cdef int64_t count, entries, n
+    cdef int32_t t, layout
     cdef int16_t written_version
     cdef int32_t* topic_out
     cdef int32_t* partition_out
-    cdef const uint8_t* p
+    cdef _Cursor c
     cdef bytes raw
     list_ptr.push64(0)
     entry_ptr.push64(0)
     owned_ptr.push64(0)
     for k in range(rows):
         raw = metadata[k]
-        p = <const uint8_t*>PyBytes_AS_STRING(raw)
-        end = PyBytes_GET_SIZE(raw)
-        if end < 2:
+        c.p, c.pos, c.end = <const uint8_t*>PyBytes_AS_STRING(raw), 2, PyBytes_GET_SIZE(raw)
+        if c.end < 2:
             _refuse(raw)
-        written_version = _be16(p)
+        written_version = _be16(c.p)
         if written_version < 0:
             _refuse(raw)
         layout = min(<int32_t>written_version, <int32_t>NEWEST_LAYOUT)
-        pos = 2
-        if (last_topics != NULL and end - pos >= last_topics_size
-                and memcmp(p + pos, last_topics, last_topics_size) == 0):
-            pos += last_topics_size
+        if (last_topics != NULL and c.end - c.pos >= last_topics_size
+                and memcmp(c.p + c.pos, last_topics, last_topics_size) == 0):
+            c.pos += last_topics_size
         else:
-            start = pos
-            if end - pos < 4:
-                _refuse(raw)
-            count = _be32(p + pos)
-            pos += 4
-            if count < 0 or count > (end - pos) // 2:
+            start = c.pos
+            count = _count(&c, 2)
+            if count < 0:
                 _refuse(raw)
             for i in range(count):
-                if end - pos < 2:
-                    _refuse(raw)
-                length = _be16(p + pos)
-                pos += 2
-                if length < 0 or length > end - pos:
-                    _refuse(raw)
-                t = ids.id_of(p + pos, length)
+                t = _topic(&c, ids)
                 if t < 0:
                     _refuse(raw)
                 list_topic.push32(t)
-                pos += length
             list_ptr.push64(list_topic.used)
-            last_topics, last_topics_size = p + start, pos - start
+            last_topics, last_topics_size = c.p + start, c.pos - start
         topic_list.push32(<int32_t>(list_ptr.used - 2))
-        if end - pos < 4:
+        n = _length(&c, 1)
+        if n < -1:
             _refuse(raw)
-        length = _be32(p + pos)
-        pos += 4
-        if length >= 0:
-            if length > end - pos:
-                _refuse(raw)
-            user_data[k] = PyBytes_FromStringAndSize(<const char*>(p + pos), length)
-            pos += length
-        elif length != -1:
-            _refuse(raw)
+        if n >= 0:
+            user_data[k] = PyBytes_FromStringAndSize(<const char*>(c.p + c.pos), n)
+            c.pos += n
         if layout >= 1:
-            if end - pos < 4:
-                _refuse(raw)
-            entries = _be32(p + pos)
-            pos += 4
-            if entries < 0 or entries > (end - pos) // 6:
+            entries = _count(&c, 6)
+            if entries < 0:
                 _refuse(raw)
             for i in range(entries):
-                if end - pos < 2:
-                    _refuse(raw)
-                length = _be16(p + pos)
-                pos += 2
-                if length < 0 or length > end - pos:
-                    _refuse(raw)
-                t = ids.id_of(p + pos, length)
+                t = _topic(&c, ids)
                 if t < 0:
                     _refuse(raw)
-                pos += length
                 entry_topic.push32(t)
-                if end - pos < 4:
-                    _refuse(raw)
-                count = _be32(p + pos)
-                pos += 4
-                if count < 0 or count > (end - pos) // 4:
+                count = _count(&c, 4)
+                if count < 0:
                     _refuse(raw)
                 topic_out = <int32_t*>owned_topic.extend(count)
                 partition_out = <int32_t*>owned_partition.extend(count)
                 for j in range(count):
                     topic_out[j] = t
-                    partition_out[j] = _be32(p + pos)
-                    pos += 4
+                    partition_out[j] = _be32(c.p + c.pos)
+                    c.pos += 4
         entry_ptr.push64(entry_topic.used)
         owned_ptr.push64(owned_topic.used)
         if layout >= 2:
-            if end - pos < 4:
+            if c.end - c.pos < 4:
                 _refuse(raw)
-            generation.push32(_be32(p + pos))
-            pos += 4
+            generation.push32(_be32(c.p + c.pos))
+            c.pos += 4
         else:
             generation.push32(-1)
         if layout >= 3:
-            if end - pos < 2:
+            n = _length(&c, 0)
+            if n < -1:
                 _refuse(raw)
-            length = _be16(p + pos)
-            pos += 2
-            if length >= 0:
-                if length > end - pos:
-                    _refuse(raw)
+            if n >= 0:
                 try:
-                    racks[k] = PyUnicode_DecodeUTF8(<const char*>(p + pos), length, NULL)
+                    racks[k] = PyUnicode_DecodeUTF8(<const char*>(c.p + c.pos), n, NULL)
                 except UnicodeDecodeError:
                     _refuse(raw)
-                pos += length
-            elif length != -1:
-                _refuse(raw)
-        if pos != end and written_version <= NEWEST_LAYOUT:
+                c.pos += n
+        if c.pos != c.end and written_version <= NEWEST_LAYOUT:
             _refuse(raw)
         version.push32(written_version)
     return SubscriptionColumns(
