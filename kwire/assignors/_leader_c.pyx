@@ -267,38 +267,40 @@ ctypedef struct _Cursor:
     Py_ssize_t end
 
 
-cdef inline int64_t _count(_Cursor* c, Py_ssize_t min_size) noexcept:
-    """An int32 array count, or -1 where the codec refuses it: truncated,
+cdef inline int64_t _count(_Cursor* c, Py_ssize_t min_size, bytes raw) except -1:
+    """An int32 array count; refused (the codec's error) when truncated,
     null, negative, or more elements of ``min_size`` bytes than are left."""
     if c.end - c.pos < 4:
-        return -1
+        _refuse(raw)
     cdef int64_t n = _be32(c.p + c.pos)
     c.pos += 4
     if n < 0 or n > (c.end - c.pos) // min_size:
-        return -1
+        _refuse(raw)
     return n
 
 
-cdef inline int64_t _length(_Cursor* c, bint wide) noexcept:
-    """A nullable string's (int16) or bytes' (``wide``: int32) length, the
-    cursor moved to its content: -1 for null, -2 where the codec refuses it."""
-    cdef int64_t n
+cdef inline int64_t _length(_Cursor* c, bint wide, bytes raw) except -2:
+    """A nullable string's (int16) or bytes' (``wide``: int32) length, -1
+    for null, the cursor moved to its content; refused where the codec refuses it."""
     if c.end - c.pos < (4 if wide else 2):
-        return -2
-    n = _be32(c.p + c.pos) if wide else _be16(c.p + c.pos)
+        _refuse(raw)
+    cdef int64_t n = _be32(c.p + c.pos) if wide else _be16(c.p + c.pos)
     c.pos += 4 if wide else 2
     if n < -1 or n > c.end - c.pos:
-        return -2
+        _refuse(raw)
     return n
 
 
-cdef inline int32_t _topic(_Cursor* c, _TopicIds ids) except -2:
-    """The id of the topic name at the cursor, or -1 where the codec refuses it."""
-    cdef int64_t n = _length(c, 0)
+cdef inline int32_t _topic(_Cursor* c, _TopicIds ids, bytes raw) except -1:
+    """The id of the topic name at the cursor; refused where the codec refuses it."""
+    cdef int64_t n = _length(c, 0, raw)
     if n < 0:  # null is no topic name either
-        return -1
+        _refuse(raw)
     c.pos += n
-    return ids.id_of(c.p + c.pos - n, <int32_t>n)
+    cdef int32_t t = ids.id_of(c.p + c.pos - n, <int32_t>n)
+    if t < 0:
+        _refuse(raw)
+    return t
 
 
 def subscription_columns(list metadata):
@@ -316,7 +318,7 @@ def subscription_columns(list metadata):
     cdef const uint8_t* last_topics = NULL
     cdef Py_ssize_t last_topics_size = -1
     cdef Py_ssize_t k, i, j, start
-    cdef int64_t count, entries, n
+    cdef int64_t count, n
     cdef int32_t t, layout
     cdef int16_t written_version
     cdef int32_t* topic_out
@@ -340,35 +342,20 @@ def subscription_columns(list metadata):
             c.pos += last_topics_size
         else:
             start = c.pos
-            count = _count(&c, 2)
-            if count < 0:
-                _refuse(raw)
-            for i in range(count):
-                t = _topic(&c, ids)
-                if t < 0:
-                    _refuse(raw)
-                list_topic.push32(t)
+            for i in range(_count(&c, 2, raw)):
+                list_topic.push32(_topic(&c, ids, raw))
             list_ptr.push64(list_topic.used)
             last_topics, last_topics_size = c.p + start, c.pos - start
         topic_list.push32(<int32_t>(list_ptr.used - 2))
-        n = _length(&c, 1)
-        if n < -1:
-            _refuse(raw)
+        n = _length(&c, 1, raw)
         if n >= 0:
             user_data[k] = PyBytes_FromStringAndSize(<const char*>(c.p + c.pos), n)
             c.pos += n
         if layout >= 1:
-            entries = _count(&c, 6)
-            if entries < 0:
-                _refuse(raw)
-            for i in range(entries):
-                t = _topic(&c, ids)
-                if t < 0:
-                    _refuse(raw)
+            for i in range(_count(&c, 6, raw)):
+                t = _topic(&c, ids, raw)
                 entry_topic.push32(t)
-                count = _count(&c, 4)
-                if count < 0:
-                    _refuse(raw)
+                count = _count(&c, 4, raw)
                 topic_out = <int32_t*>owned_topic.extend(count)
                 partition_out = <int32_t*>owned_partition.extend(count)
                 for j in range(count):
@@ -385,9 +372,7 @@ def subscription_columns(list metadata):
         else:
             generation.push32(-1)
         if layout >= 3:
-            n = _length(&c, 0)
-            if n < -1:
-                _refuse(raw)
+            n = _length(&c, 0, raw)
             if n >= 0:
                 try:
                     racks[k] = PyUnicode_DecodeUTF8(<const char*>(c.p + c.pos), n, NULL)
