@@ -220,3 +220,21 @@ def test_every_truncation_is_refused(implementation):
         for cut in range(len(raw)):
             with pytest.raises(DecodeError):
                 columns_of(implementation, [raw[:cut]])
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_many_topic_names_keep_their_ids(implementation):
+    """Enough names to grow the reader's name table many times over, each
+    member subscribing to all of them and owning a few (the second
+    generation of a big group: every member's bytes differ)."""
+    names = [f"topic-{i:04d}" for i in range(1500)] + [f"\u00e9-{i}" for i in range(200)]
+    rng = random.Random(16)
+    rows = []
+    for m in range(40):
+        owned = [codec.SubscriptionTopicPartition(topic=t, partitions=[m, m + 1])
+                 for t in rng.sample(names, 30) + [f"only-owned-{m}"]]
+        rows.append(codec.Subscription(topics=names, owned_partitions=owned, generation_id=m).encode(3))
+    cols = columns_of(implementation, rows)
+    assert rows_of(cols) == codec_rows(rows)
+    check_interning(cols, rows)
+    assert len(cols.list_ptr) == 2 and len(cols.names) == len(names) + 40

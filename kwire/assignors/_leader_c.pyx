@@ -158,6 +158,14 @@ cdef class _Growing:
         return out
 
 
+cdef inline uint64_t _name_hash(const uint8_t* name, int32_t length) noexcept:
+    cdef uint64_t h = 14695981039346656037ULL  # FNV-1a: names are short, and this needs no set-up
+    cdef int32_t i
+    for i in range(length):
+        h = (h ^ name[i]) * 1099511628211ULL
+    return h
+
+
 cdef class _TopicIds:
     """Topic name bytes -> topic id, ids in order of first appearance.
 
@@ -184,11 +192,8 @@ cdef class _TopicIds:
 
     cdef int32_t id_of(self, const uint8_t* name, int32_t length) except -2:
         """The id of ``name``, or -1 if it is not UTF-8 (the codec refuses it)."""
-        cdef uint64_t h = 14695981039346656037ULL  # FNV-1a
-        cdef int32_t i, t
-        for i in range(length):
-            h = (h ^ name[i]) * 1099511628211ULL
-        cdef Py_ssize_t slot = <Py_ssize_t>(h & <uint64_t>self.mask)
+        cdef int32_t t
+        cdef Py_ssize_t slot = <Py_ssize_t>(_name_hash(name, length) & <uint64_t>self.mask)
         while True:
             t = self.slots[slot]
             if t < 0:
@@ -232,13 +237,8 @@ cdef class _TopicIds:
             raise MemoryError()
         memset(slots, 0xFF, (mask + 1) * sizeof(int32_t))
         cdef Py_ssize_t t, slot
-        cdef int32_t i
-        cdef uint64_t h
         for t in range(self.count):
-            h = 14695981039346656037ULL
-            for i in range(self.name_length[t]):
-                h = (h ^ self.name_at[t][i]) * 1099511628211ULL
-            slot = <Py_ssize_t>(h & <uint64_t>mask)
+            slot = <Py_ssize_t>(_name_hash(self.name_at[t], self.name_length[t]) & <uint64_t>mask)
             while slots[slot] >= 0:
                 slot = (slot + 1) & mask
             slots[slot] = <int32_t>t
