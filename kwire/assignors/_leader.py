@@ -13,11 +13,11 @@ and userData one value each.  The strategy's reading (``_api._facts``) then
 takes a member's generation from those values.  What is never built on the
 range, roundrobin and cooperative-sticky paths: a Python object per
 partition, per owned entry or per subscribed topic, or a per-member
-Subscription/Assignment message object -- at most one object per member
-(its ids, rack, userData and payload).  Eager sticky members' userData
-claims are still decoded into one ``(topic, partition)`` tuple each.  A
-strategy registered with its own ``member_input`` is handed decoded
-Subscriptions, one per distinct byte string.
+Subscription/Assignment message object; per member only a few (the rack
+and userData of its distinct subscription, its payload).  Eager sticky
+members' userData claims are still decoded into one ``(topic, partition)``
+tuple each.  A strategy registered with its own ``member_input`` is handed
+decoded Subscriptions, one per distinct byte string.
 """
 
 from __future__ import annotations
