@@ -46,19 +46,21 @@ class Proc:
     """A child process whose output lines are collected by a thread; its stderr goes to ``log``, whose tail
     failures quote."""
 
-    def __init__(self, args, log):
+    def __init__(self, args, log, server_log=None):
         self.log = log
+        self.server_log = server_log
         with open(log, "w") as err:
             self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                                          text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
         self.lines = Lines(self.proc.stdout)
         self.assignment = None
 
-    def tail(self, n=15):
-        with open(self.log, errors="replace") as f:
+    def tail(self, n=15, log=None):
+        log = log or self.log
+        with open(log, errors="replace") as f:
             lines = f.read().splitlines()[-n:]
-        return f"\n--- {os.path.basename(self.log)} (pid {self.proc.pid}, exit {self.proc.poll()}) ---\n" + \
-            "\n".join(lines)
+        who = f" (pid {self.proc.pid}, exit {self.proc.poll()})" if log == self.log else ""
+        return f"\n--- {os.path.basename(log)}{who} ---\n" + "\n".join(lines)
 
     def _note(self, line):
         if line.startswith("ASSIGN "):
@@ -114,7 +116,8 @@ def spawn(server, tmp_path):
 
     def start(lib, strategy, group, *extra):
         log = tmp_path / f"client-{len(procs)}-{lib}.log"
-        procs.append(Proc([sys.executable, CLIENT, lib, strategy, server, group, "orders", *extra], str(log)))
+        procs.append(Proc([sys.executable, CLIENT, lib, strategy, server, group, "orders", *extra], str(log),
+                          server_log=str(tmp_path / "serve.log")))
         return procs[-1]
     try:
         yield start
@@ -136,7 +139,7 @@ def wait_cover(members, timeout=TIMEOUT_S):
                 return got
         time.sleep(0.05)
     raise AssertionError(f"no disjoint cover within {timeout} s: {[m.assignment for m in members]}"
-                         + "".join(m.tail() for m in members))
+                         + "".join(m.tail() for m in members) + members[0].tail(log=members[0].server_log))
 
 
 CASES = [
