@@ -7,6 +7,9 @@ so a broken wheel cannot pass the suite.
 
 import importlib
 import os
+import queue
+import threading
+import time
 
 import pytest
 
@@ -68,9 +71,6 @@ class Lines:
     taken from the pipe, in order."""
 
     def __init__(self, stream):
-        import queue
-        import threading
-
         self._queue = queue.Queue()
         self.history = []
         self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
@@ -82,8 +82,6 @@ class Lines:
 
     def take(self, timeout):
         """The next line, or None after ``timeout`` seconds."""
-        import queue
-
         try:
             line = self._queue.get(timeout=timeout)
         except queue.Empty:
@@ -93,8 +91,6 @@ class Lines:
 
     def expect(self, prefix, timeout, why=""):
         """The first line starting with ``prefix`` (lines before it are consumed), within ``timeout`` s."""
-        import time
-
         end = time.monotonic() + timeout
         while (left := end - time.monotonic()) > 0:
             line = self.take(min(left, 0.1))
