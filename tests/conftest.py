@@ -90,10 +90,12 @@ class Lines:
         return line
 
     def expect(self, prefix, timeout, why=""):
-        """The first line starting with ``prefix`` (lines before it are consumed), within ``timeout`` s."""
+        """The first line starting with ``prefix`` (lines before it are consumed), within ``timeout`` s.
+        ``why`` (a string, or a callable giving one when it fails, such as a log's tail) ends the message."""
         end = time.monotonic() + timeout
         while (left := end - time.monotonic()) > 0:
             line = self.take(min(left, 0.1))
             if line is not None and line.startswith(prefix):
                 return line
-        raise AssertionError(f"no {prefix!r} line within {timeout} s; lines so far {self.history[-20:]}{why}")
+        raise AssertionError(f"no {prefix!r} line within {timeout} s; lines so far {self.history[-20:]}"
+                             + (why() if callable(why) else why))

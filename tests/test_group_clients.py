@@ -102,7 +102,8 @@ def server(tmp_path):
                                 stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT,
                                 env=dict(os.environ, PYTHONPATH=ROOT))
     try:
-        line = Lines(proc.stdout).expect("kwire serve: listening on ", TIMEOUT_S)
+        line = Lines(proc.stdout).expect("kwire serve: listening on ", TIMEOUT_S,
+                                         why=lambda: (tmp_path / "serve.log").read_text(errors="replace")[-3000:])
         yield line.split("listening on ")[1].split()[0]
     finally:
         stop_process(proc, kill_wait_s=TIMEOUT_S)

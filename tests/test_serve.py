@@ -237,13 +237,13 @@ class Serve:
         return "\n--- kwire serve stderr ---\n" + self.log.read_text(errors="replace")[-3000:]
 
     def listening(self):
-        line = self.lines.expect("kwire serve: listening on 127.0.0.1:", TIMEOUT_S, why=self.tail())
+        line = self.lines.expect("kwire serve: listening on 127.0.0.1:", TIMEOUT_S, why=self.tail)
         return int(line.split("listening on 127.0.0.1:")[1].split()[0])
 
     def control(self, line, answer="ok: "):
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
-        return self.lines.expect(answer, TIMEOUT_S, why=self.tail())
+        return self.lines.expect(answer, TIMEOUT_S, why=self.tail)
 
     def stop(self):
         if self.proc.poll() is None:
