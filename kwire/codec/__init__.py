@@ -13,7 +13,9 @@ The flow inside this package:
 - ``_batch_c.pyx`` / ``_batch_py.py`` decode whole captures into Arrow
   columns for the pipeline (loaded only by ``kwire.pipeline``); what the two
   share (output schema, column buffers, field extraction) is
-  ``_batch_common.py``.
+  ``_batch_common.py``;
+- what the two codec twins share, neither importing the other, is
+  ``_codec_common.py``.
 
 This module only re-exports: the message classes of the codec the switch
 selected (``kwire.IMPLEMENTATION``) and the framing functions over it.

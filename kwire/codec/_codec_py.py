@@ -13,6 +13,8 @@ import sys as _sys
 from operator import index as _index
 
 from kwire.codec import _schema
+from kwire.codec._codec_common import check_response_key as _check_response_key
+from kwire.codec._codec_common import rebuild as _rebuild
 from kwire.errors import ArgumentTypeError, ArgumentValueError, DecodeError, EncodeError, UnsupportedVersionError
 # Underscored: tests copy every public class name of a codec onto kwire.
 from kwire.errors import LimitExceededError as _LimitExceededError
@@ -512,14 +514,6 @@ class _Struct:
         return (_rebuild, (type(self), state))
 
 
-def _rebuild(cls, state):
-    version = state.pop("version", None)  # consumer data's decoded version: not a constructor argument
-    obj = cls(**state)
-    if version is not None:
-        obj.version = version
-    return obj
-
-
 class _Message(_Struct):
     __slots__ = ()
 
@@ -790,8 +784,7 @@ def decode_response(frame, api_key, version, *, max_elements=None):
     request with the same correlation id.  ``max_elements`` as for
     :func:`decode_request`."""
     # The api key and version come from the caller, not the frame: check them before reading it.
-    if not isinstance(api_key, int) or isinstance(api_key, bool) or api_key not in _RESPONSE_CLASSES:
-        raise UnsupportedVersionError(f"api key {api_key} (response) is not supported by kwire")
+    _check_response_key(api_key, _RESPONSE_CLASSES)
     cls = _RESPONSE_CLASSES[api_key]
     _check_version(cls, version)
     r = _open_frame(frame)
