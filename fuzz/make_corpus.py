@@ -43,7 +43,7 @@ def _value(f, version, variant):
 
 
 def _build(fields, version, variant):
-    cls = P._CLASSES[id(fields[0])]
+    cls = P.struct_class(fields)
     kw = {f.attr: _value(f, version, variant) for f in fields if version in f.versions}
     return cls(**kw)
 

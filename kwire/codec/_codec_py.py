@@ -419,6 +419,13 @@ def _is_default(field, v):
     return v is not None and v == d
 
 
+def decodes_to_default(field, version, flexible, raw):
+    """Whether ``raw``, one encoded value of ``field``, reads back as the field's
+    default: what the writer asks before it writes a tagged field.  Public for
+    fuzz/differential.py, which asks it of the bytes it canonicalises."""
+    return _is_default(field, _read_value(_Reader(raw), _FieldPlan(field, version, flexible)))
+
+
 def _write_struct(out, obj, splan, field=None):
     cls = _CLASSES[id(splan.fields[0].field)]
     if not isinstance(obj, cls):
@@ -626,6 +633,13 @@ def _make_class(name, fields, base, schema=None):
     cls = type(name, (base,), ns)
     _CLASSES[id(fields[0])] = cls
     return cls
+
+
+def struct_class(fields):
+    """This twin's class for the struct whose schema fields are ``fields``
+    (nested structs have no name of their own to look up; fuzz/make_corpus.py
+    builds them from the schema)."""
+    return _CLASSES[id(fields[0])]
 
 
 def _build_all():
