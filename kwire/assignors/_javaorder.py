@@ -187,7 +187,8 @@ class JavaHashTable:
         cap = self.capacity
         if n >= _TREEIFY_LEN and cap < _MIN_TREE_TABLE:
             cap *= 2
-        cap = _grown(len(self.seq), cap)
+        if len(self.seq) > cap * _LOAD_NUMERATOR // _LOAD_DENOMINATOR:
+            cap = _grown(len(self.seq), cap)
         if cap != self.capacity:
             self.capacity = cap
             self._rebin()
