@@ -30,12 +30,7 @@ import tracemalloc
 
 import kwire
 from kwire import codec
-from kwire.assignors import GroupMember, assign_arrays, cooperative_user_data, leader_assignments
-
-# The array core is timed on the very ArrayGroup the leader path builds, which
-# only these two internal helpers hand out (no public API returns it).
-from kwire.assignors._api import _facts
-from kwire.assignors._leader import join_members_group
+from kwire.assignors import GroupMember, assign_arrays, cooperative_user_data, leader_assignments, leader_group
 
 SHAPES = {
     "100x1k": (100, 10, 100),
@@ -163,7 +158,7 @@ def main(argv=None):
         frame = join_frame(subs, strategy)
         counts = {t: P for t in topics_of(T)}
         _h, resp = kwire.decode_response(frame, 11, 9)
-        array_group = join_members_group(resp.members, dict(counts), _facts(strategy, counts, decoded=True))
+        array_group = leader_group(strategy, resp, counts)
         whole = best(lambda: kwire_path(frame, counts, strategy), rounds)
         leader = best(lambda: leader_assignments(strategy, resp, counts), rounds)
         core = best(lambda: assign_arrays(strategy, array_group), rounds)

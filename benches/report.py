@@ -149,7 +149,7 @@ def _shape_a(strategy):
         except ImportError:
             pass
         else:
-            acluster = BS._Cluster({t: P for t in raw["topics"]})
+            acluster = BS.Cluster({t: P for t in raw["topics"]})
             amembers = _once("aio-A", lambda: _peer_members_aiokafka(raw["topics"], raw["member_ids"]))
             ours = KwireRangeAssignor if strategy == "range" else KwireRoundRobinAssignor
             theirs = RangePartitionAssignor if strategy == "range" else RoundRobinPartitionAssignor
@@ -193,7 +193,7 @@ def _sticky_small():
 
     from kwire.assignors._sticky import assign_sticky
 
-    g = BS._sticky_small()
+    g = BS.sticky_small()
     impl = _impl()
     fns = {"kwire": lambda: assign_sticky(g, implementation=impl)}
     counts = dict(zip(g.topics, g.partition_counts.tolist()))
@@ -202,7 +202,7 @@ def _sticky_small():
     except ImportError:
         pass
     else:
-        cluster = BS._Cluster(counts)
+        cluster = BS.Cluster(counts)
         members = [SimpleNamespace(member_id=m, metadata=SimpleNamespace(topics=list(g.topics), user_data=b""))
                    for m in g.member_ids]
         fns["kafka-python"] = lambda: KP().assign(cluster, members)
@@ -211,7 +211,7 @@ def _sticky_small():
     except ImportError:
         pass
     else:
-        acluster = BS._Cluster(counts)
+        acluster = BS.Cluster(counts)
         amembers = _peer_members_aiokafka(g.topics, g.member_ids)
         fns["aiokafka"] = lambda: AIO.assign(acluster, amembers)
     return fns
@@ -232,25 +232,25 @@ def assignor_cases():
         AssignorCase("10k-coop-rebalance", "cooperative-sticky, 10x1000, 1000 members, one leaves",
                      _coop(_coop_10k, "after"), java=("Coop", "10×1000", "rebalance")),
         AssignorCase("20k-halves-fresh", "cooperative-sticky, 100x200, 500 members in two halves, fresh",
-                     _coop(BS._halves_20k, "fresh"), java=("CooperativeSticky (general)", "100×200", "fresh")),
+                     _coop(BS.halves_20k, "fresh"), java=("CooperativeSticky (general)", "100×200", "fresh")),
         AssignorCase("20k-halves-rebalance", "cooperative-sticky, 100x200, 500 members in two halves, one leaves",
-                     _coop(BS._halves_20k, "after"), java=("CooperativeSticky (general)", "100×200", "rebalance")),
+                     _coop(BS.halves_20k, "after"), java=("CooperativeSticky (general)", "100×200", "rebalance")),
         AssignorCase("1M-range", "range, 500x2000 partitions, 2000 members", _arrays_only("range", *big),
                      java=("Range", "500×2000", "fresh"), quick=False, rounds=(7, 1)),
         AssignorCase("1M-roundrobin", "roundrobin, 500x2000 partitions, 2000 members",
                      _arrays_only("roundrobin", *big), java=("RoundRobin", "500×2000", "fresh"), quick=False,
                      rounds=(7, 1)),
         AssignorCase("1M-coop-equal-fresh", "cooperative-sticky, 1M partitions, 2000 members, fresh",
-                     _coop(BS._uniform_1m, "fresh"), java=("CooperativeSticky (constrained)", "500×2000", "fresh"),
+                     _coop(BS.uniform_1m, "fresh"), java=("CooperativeSticky (constrained)", "500×2000", "fresh"),
                      quick=False, rounds=(5, 1)),
         AssignorCase("1M-coop-equal-rebalance", "cooperative-sticky, 1M partitions, 2000 members, one leaves",
-                     _coop(BS._uniform_1m, "after"),
+                     _coop(BS.uniform_1m, "after"),
                      java=("CooperativeSticky (constrained)", "500×2000", "rebalance"), quick=False, rounds=(5, 1)),
         AssignorCase("1M-coop-unequal-fresh", "cooperative-sticky, 1M, last member on one topic, fresh",
-                     _coop(BS._unequal_1m, "fresh"), java=("CooperativeSticky (general)", "500×2000", "fresh"),
+                     _coop(BS.unequal_1m, "fresh"), java=("CooperativeSticky (general)", "500×2000", "fresh"),
                      quick=False, rounds=(5, 1)),
         AssignorCase("1M-coop-unequal-rebalance", "cooperative-sticky, 1M, last member on one topic, one leaves",
-                     _coop(BS._unequal_1m, "after"), java=("CooperativeSticky (general)", "500×2000", "rebalance"),
+                     _coop(BS.unequal_1m, "after"), java=("CooperativeSticky (general)", "500×2000", "rebalance"),
                      quick=False, rounds=(5, 1)),
     ]
 
@@ -315,7 +315,7 @@ def render_codec(results, libs):
         row = [cid, op]
         for lib in libs:
             lbl, samples = by_lib[lib]
-            text = codec_ratios._fmt_us(statistics.median(samples))
+            text = codec_ratios.fmt_us(statistics.median(samples))
             row.append(text if lbl == lib else f"{text} [{lbl.split('@')[1]}]")
         lines.append("| " + " | ".join(row) + " |")
     peers = [p for p in PEERS if p in libs]

@@ -361,3 +361,53 @@ def test_kwire_serve_takes_fault_commands_on_stdin(serve):
     assert _heartbeat(client) == E.UNKNOWN_MEMBER_ID
     for bad in ("latency", "drop", "move a b", "clear now", "frobnicate"):
         assert server.control(bad, answer="error:")
+
+
+def test_bad_arguments_to_the_mock_cluster_are_typed_errors():
+    from kwire.errors import ArgumentValueError
+    from kwire.testing import Limits, api_key
+
+    cases = {
+        "unknown api": lambda: api_key("NoSuchApi"),
+        "fail count 0": lambda: MockCluster(topics={"t": 1}).server.faults.fail("Heartbeat", 27, count=0),
+        "drop count 0": lambda: MockCluster(topics={"t": 1}).server.faults.drop("Heartbeat", count=0),
+        "negative latency": lambda: MockCluster(topics={"t": 1}).server.faults.add_latency(-1),
+        "limit 0": lambda: Limits(max_groups=0),
+        "topic of 0 partitions": lambda: MockCluster(topics={"t": 0}),
+    }
+    for what, call in cases.items():
+        with pytest.raises(ArgumentValueError):
+            call()
+        try:
+            call()
+        except ValueError as e:  # callers who caught the builtin still do
+            assert type(e).__module__ == "kwire.errors", what
+
+
+def test_no_error_answer_is_a_typed_error():
+    from kwire.errors import ArgumentValueError
+    from kwire.testing._faults import error_response
+
+    with pytest.raises(ArgumentValueError, match="no error answer for api key 9999"):
+        error_response(codec.HeartbeatRequest(), 9999, 4, 27)
+
+
+def test_a_thread_that_does_not_stop_is_a_typed_error(monkeypatch):
+    import threading
+
+    import kwire.testing._cluster as cluster_module
+    from kwire.errors import KwireError, ShutdownError
+
+    release = threading.Event()
+    stuck = threading.Thread(target=release.wait, daemon=True)
+    stuck.start()
+    monkeypatch.setattr(cluster_module, "_START_STOP_TIMEOUT_S", 0.05)
+    cluster = MockCluster(topics={"t": 1})
+    cluster._thread = stuck
+    try:
+        with pytest.raises(ShutdownError, match="did not stop"):
+            cluster.__exit__(None, None, None)
+    finally:
+        release.set()
+        stuck.join(TIMEOUT_S)
+    assert issubclass(ShutdownError, KwireError) and issubclass(ShutdownError, RuntimeError)
