@@ -971,8 +971,9 @@ def test_every_reply_of_a_whole_cycle_goes_through_the_framing_at_its_version(ve
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Every state × every request: the error code Kafka's classic coordinator answers, section by section of
-# ../shared/reference/classic-group-protocol.md
+# Every state × every request: the error code Kafka's classic coordinator answers, section by section of the
+# team's reference notes on the classic group protocol (classic-group-protocol.md, kept beside the repository
+# with Kafka's source references; docs/GROUP.md carries the same tables)
 # ---------------------------------------------------------------------------------------------------------
 
 PARKED = "parked"  # no answer yet: the request waits for the join or sync phase to end
