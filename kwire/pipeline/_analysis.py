@@ -1,8 +1,8 @@
 """Per-group analysis: rebalances, partition ownership, what-if assignors.
 
 Pure Python over one group's decoded events, so it is tested without
-Spark; the Spark stages call it once per hash bucket of group ids
-(``applyInPandas``), never once per group.
+Spark; the Spark stages call it once per bucket of groups, never once
+per group.  The what-if replays on arrays (:func:`replay`).
 
 Events are rows of the decoded frames table (see ``kwire.codec._batch_py``),
 reduced by the Spark stage: heartbeat requests are dropped and successful
@@ -13,10 +13,12 @@ Timestamps are integer microseconds.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -348,83 +350,222 @@ def assignment_rows(tl: Timeline) -> List[dict]:
     return rows
 
 
-def whatif_group_input(strategy, gg: Generation, prev: Optional[Generation], partition_counts):
-    """The GroupInput a leader running ``strategy`` would have seen at ``gg``,
-    given the ownership observed at ``prev``."""
-    from kwire.assignors import GroupInput, MemberInput
+# -- what-if -------------------------------------------------------------------------------------------
+#
+# Each generation is packed once into arrays (_ReplayInput, from the
+# timeline's dicts); the replay then runs every strategy on ArrayGroups and
+# reads moves, loads and reproduction off the ArrayAssignments with NumPy.
+# Partitions are int64 keys ``topic id << 32 | partition`` over the
+# generation's own topic ids; owners are codes over every member name seen,
+# -1 for no owner.
 
-    owned: Dict[str, List[Tuple[str, int]]] = defaultdict(list)
-    prev_gen = -1
-    if prev is not None and strategy in ("sticky", "cooperative-sticky"):
-        prev_gen = prev.generation_id
+_I32, _I64 = np.int32, np.int64
+
+
+class _ReplayInput:
+    __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "instance_ids", "total",
+                 "member_codes", "none_code", "has_prev", "prev_keys", "prev_codes", "obs_keys", "obs_codes",
+                 "obs_counts", "obs_lists", "plain", "sticky", "prev_generation")
+
+
+def _last_owner(keys, codes):
+    """``(sorted unique keys, owner codes)``: a partition listed twice keeps
+    its last owner, as the timeline's ownership dicts do."""
+    unique, first = np.unique(keys[::-1], return_index=True)
+    return unique, codes[::-1][first]
+
+
+def _group_arrays(topics_of_members, owned_lists, counts, tid):
+    """The ArrayGroup columns of one generation and the map from the group's
+    topic index to the generation's topic id; or the AssignmentError its
+    names earn.  The same group ``ArrayGroup.from_group_input`` built from
+    the member-level input the what-if used to describe: only subscribed
+    topics have sizes, topics only owned are known with none, subscription
+    lists are kept as sent.  ``owned_lists`` is None for the strategies that
+    claim nothing."""
+    from kwire.assignors import java_sorted
+    from kwire.errors import AssignmentError
+
+    subscribed = {t for ts in topics_of_members for t in ts}
+    names = set(subscribed)
+    for tps in owned_lists or ():
+        names.update(t for t, _p in tps)
+    for t in names:
+        if not isinstance(t, str):
+            return AssignmentError(f"topic names must be str, got {t!r}"), None
+    topics = java_sorted(names)
+    index = {t: i for i, t in enumerate(topics)}
+    sub_indptr = np.zeros(len(topics_of_members) + 1, dtype=_I64)
+    np.cumsum([len(ts) for ts in topics_of_members], out=sub_indptr[1:])
+    columns = {"topics": topics,
+               "partition_counts": np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], _I32),
+               "sub_indptr": sub_indptr,
+               "sub_topics": np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32)}
+    if owned_lists is not None:
+        owned_indptr = np.zeros(len(owned_lists) + 1, dtype=_I64)
+        np.cumsum([len(tps) for tps in owned_lists], out=owned_indptr[1:])
+        columns.update(owned_indptr=owned_indptr,
+                       owned_topic=np.array([index[t] for tps in owned_lists for t, _p in tps], dtype=_I32),
+                       owned_partition=np.array([p for tps in owned_lists for _t, p in tps], dtype=_I64))
+    return columns, np.array([tid(t) for t in topics], dtype=_I64)
+
+
+def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _ReplayInput:
+    """What a leader at ``gg`` would have seen, as arrays: ``gg``'s members and
+    subscriptions, and the ownership observed at ``prev`` (the last
+    generation that had one), which the sticky strategies claim."""
+    topic_ids: Dict[str, int] = {}
+    names: Dict[Optional[str], int] = {}
+
+    def tid(t):
+        return topic_ids.setdefault(t, len(topic_ids))
+
+    def code(m):
+        return names.setdefault(m, len(names))
+
+    def keys(tps):
+        return np.fromiter(((tid(t) << 32) | int(p) for t, p in tps), dtype=_I64, count=len(tps))
+
+    def owned_keys(lists):
+        owners = [m for m, l in lists for _ in l]
+        return keys([tp for _m, l in lists for tp in l]), np.fromiter(map(code, owners), _I64, len(owners))
+
+    inp = _ReplayInput()
+    inp.group_id, inp.generation_id, inp.protocol_name = tl.group_id, gg.generation_id, gg.protocol_name
+    inp.member_ids = [m[0] for m in gg.members]
+    inp.instance_ids = [m[1] for m in gg.members]
+    topics_of_members = [m[2] for m in gg.members]
+    inp.total = sum(tl.partition_counts.get(t, 0) for t in {t for ts in topics_of_members for t in ts})
+    inp.member_codes = np.array([code(m) for m in inp.member_ids], dtype=_I64)
+    observed = gg.assignment or gg.leader_assignment
+    inp.obs_keys, inp.obs_codes = _last_owner(*owned_keys(list(observed.items())))
+    mine = [observed.get(m, ()) for m in inp.member_ids]
+    inp.obs_counts = np.array([len(l) for l in mine], dtype=_I64)
+    inp.obs_lists = keys([tp for l in mine for tp in l])
+    inp.has_prev = prev is not None
+    inp.prev_generation = prev.generation_id if prev is not None else -1
+    owned = None
+    if prev is not None:
+        prev_lists = prev.assignment or prev.leader_assignment
+        inp.prev_keys, inp.prev_codes = _last_owner(*owned_keys(list(prev_lists.items())))
         # Each member claims its list in the order it received it, which
         # Java's sticky iteration order depends on.
-        for m, tps in (prev.assignment or prev.leader_assignment).items():
-            owned[m].extend(tps)
-    members = []
-    for mid, instance, topics in gg.members:
-        mine = tuple(owned.get(mid, ()))
-        gen = prev_gen if mine else -1
-        members.append(MemberInput(member_id=mid, group_instance_id=instance, topics=tuple(topics), owned=mine,
-                                   generation=gen, subscription_generation=gen))
-    subscribed = {t for _, _, ts in gg.members for t in ts}
-    return GroupInput(members=members, partitions_per_topic={t: partition_counts.get(t, 0) for t in subscribed})
+        owned = [prev_lists.get(m, ()) for m in inp.member_ids]
+    inp.plain = _group_arrays(topics_of_members, None, tl.partition_counts, tid)
+    inp.sticky = _group_arrays(topics_of_members, owned, tl.partition_counts, tid) if owned and any(owned) else inp.plain
+    # None is a name the dicts allow; only "no owner" and a None owner compare equal there.
+    inp.none_code = names.get(None, -2)
+    return inp
 
 
-def whatif_rows(tl: Timeline, strategies=STRATEGIES, implementation=None) -> List[dict]:
-    from kwire.assignors import assign_group
+def _loads(codes, inp):
+    return np.bincount(codes[codes >= 0], minlength=int(inp.member_codes.max()) + 1)[inp.member_codes]
+
+
+def _moved(keys, codes, inp):
+    if not inp.has_prev:
+        return None
+    if len(keys):
+        at = np.minimum(np.searchsorted(keys, inp.prev_keys), len(keys) - 1)
+        now = np.where(keys[at] == inp.prev_keys, codes[at], -1)
+    else:
+        now = np.full(len(inp.prev_keys), -1, dtype=_I64)
+    same = (now == inp.prev_codes) | ((now == -1) & (inp.prev_codes == inp.none_code))
+    return int(len(same) - np.count_nonzero(same))
+
+
+def _summary(rows, inp, name, is_observed, keys, codes, reproduces):
+    loads = _loads(codes, inp)
+    hi, lo = int(loads.max()), int(loads.min())
+    rows.append((inp.group_id, inp.generation_id, name, is_observed, len(inp.member_ids), inp.total, len(keys),
+                 _moved(keys, codes, inp), hi, lo, hi - lo, reproduces, None))
+
+
+def _reproduces(result, topic_ids, inp):
+    """Whether each member's list, as it reads back from the Assignment bytes
+    (topics grouped in order of first appearance, as the Java leader writes
+    them), is the list the member received."""
+    counts = np.diff(result.indptr)
+    if not np.array_equal(counts, inp.obs_counts):
+        return False
+    n = len(result.topic)
+    member = np.repeat(np.arange(len(counts), dtype=_I64), counts)
+    _u, first, inverse = np.unique(member * max(len(topic_ids), 1) + result.topic, return_index=True,
+                                   return_inverse=True)
+    order = np.lexsort((np.arange(n), first[inverse]))
+    keys = (topic_ids[result.topic] << 32) | result.partition.astype(_I64)
+    return bool(np.array_equal(keys[order], inp.obs_lists))
+
+
+def _array_group(columns, inp, owned):
+    from kwire.assignors import ArrayGroup
+
+    if owned:
+        claims = np.diff(columns["owned_indptr"]) > 0
+        generation = np.where(claims, inp.prev_generation, -1)
+        return ArrayGroup(member_ids=inp.member_ids, group_instance_ids=inp.instance_ids, generation=generation,
+                          subscription_generation=generation, **columns)
+    return ArrayGroup(member_ids=inp.member_ids, group_instance_ids=inp.instance_ids, **columns)
+
+
+def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=None) -> None:
+    """Append the generation's what-if rows (tuples in :data:`WHATIF_SCHEMA`
+    order) to ``rows``: the observed assignment, then each strategy's."""
+    from kwire.assignors import assign_arrays
     from kwire.errors import KwireError
 
-    rows = []
+    _summary(rows, inp, inp.protocol_name, True, inp.obs_keys, inp.obs_codes, None)
+    groups = {}
+    for strategy in strategies:
+        owned = strategy in ("sticky", "cooperative-sticky") and inp.sticky is not inp.plain
+        columns, topic_ids = inp.sticky if owned else inp.plain
+        try:
+            if topic_ids is None:
+                raise columns  # the names _group_arrays refused
+            if owned not in groups:
+                groups[owned] = _array_group(columns, inp, owned)
+            result = assign_arrays(strategy, groups[owned], implementation=implementation)
+        except KwireError as exc:
+            # The inputs the capture gives this generation are not a valid
+            # group (the bad frames were already left out): report it on
+            # this row and go on with the other groups.
+            rows.append((inp.group_id, inp.generation_id, strategy, False, len(inp.member_ids), inp.total,
+                         None, None, None, None, None, None, f"{type(exc).__name__}: {exc}"))
+            continue
+        keys = (topic_ids[result.topic] << 32) | result.partition.astype(_I64)
+        owners = inp.member_codes[np.repeat(np.arange(len(result), dtype=_I64), np.diff(result.indptr))]
+        keys, owners = _last_owner(keys, owners)
+        _summary(rows, inp, strategy, False, keys, owners, _reproduces(result, topic_ids, inp))
+
+
+def replay_inputs(tl: Timeline):
+    """The generations a what-if replays: formed, with members known and an
+    observed assignment, each with the last observed one before it."""
     prev = None
     for gg in completed_generations(tl):
-        observed = gg.ownership()
-        if not gg.members or not observed:
-            prev = gg if observed else prev
-            continue
-        prev_own = prev.ownership() if prev is not None else {}
-        member_ids = [m[0] for m in gg.members]
-        total = sum(tl.partition_counts.get(t, 0) for t in {t for _, _, ts in gg.members for t in ts})
-
-        def summary(name, is_observed, own, reproduces):
-            loads = Counter(own.values())
-            per_member = [loads.get(m, 0) for m in member_ids]
-            moved = sum(1 for tp, owner in prev_own.items() if own.get(tp) != owner) if prev is not None else None
-            return {"group_id": tl.group_id, "generation_id": gg.generation_id, "strategy": name,
-                    "observed": is_observed, "member_count": len(member_ids), "partitions": total,
-                    "assigned": len(own), "moved": moved, "max_load": max(per_member),
-                    "min_load": min(per_member), "imbalance": max(per_member) - min(per_member),
-                    "reproduces_observed": reproduces, "error": None}
-
-        rows.append(summary(gg.protocol_name, True, observed, None))
-        observed_lists = gg.assignment or gg.leader_assignment
-        for strategy in strategies:
-            try:
-                result = assign_group(strategy, whatif_group_input(strategy, gg, prev, tl.partition_counts),
-                                      implementation=implementation)
-            except KwireError as exc:
-                # The inputs the capture gives this generation are not a
-                # valid group (the bad frames were already left out): report
-                # it on this row and go on with the other groups.
-                rows.append({"group_id": tl.group_id, "generation_id": gg.generation_id, "strategy": strategy,
-                             "observed": False, "member_count": len(member_ids), "partitions": total,
-                             "error": f"{type(exc).__name__}: {exc}"})
-                continue
-            own = {tp: m for m, tps in result.items() for tp in tps}
-            reproduces = all(serialized_order(result.get(m, ())) == list(observed_lists.get(m, ()))
-                             for m in member_ids)
-            rows.append(summary(strategy, False, own, reproduces))
-        prev = gg
-    return rows
+        observed = gg.assignment or gg.leader_assignment
+        if gg.members and observed:
+            yield replay_input(tl, gg, prev)
+        if observed:
+            prev = gg
 
 
-def serialized_order(tps):
-    """A member's list as it reads back from the Assignment bytes: topics
-    grouped in order of first appearance, as the Java leader writes them."""
-    groups: Dict[str, List[int]] = {}
-    for t, p in tps:
-        groups.setdefault(t, []).append(p)
-    return [(t, p) for t, ps in groups.items() for p in ps]
+def whatif_table(timelines, strategies=STRATEGIES, implementation=None, timer=None) -> pa.Table:
+    """The what-if rows of ``timelines``.  ``timer``: gets ``add(seconds)``
+    with the time spent in :func:`replay` only, not in building timelines
+    or packing arrays."""
+    rows: list = []
+    spent = 0.0
+    for tl in timelines:
+        for inp in replay_inputs(tl):
+            t = time.perf_counter()
+            replay(inp, rows, strategies, implementation)
+            spent += time.perf_counter() - t
+    if timer is not None:
+        timer.add(spent)
+    columns = list(zip(*rows)) if rows else [()] * len(WHATIF_SCHEMA)
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, WHATIF_SCHEMA)],
+                                schema=WHATIF_SCHEMA)
 
 
 def events_from_frames(frames: pa.Table) -> pd.DataFrame:
@@ -456,15 +597,21 @@ def _frame(rows, schema):
     return table.to_pandas()
 
 
-def _groups(pdf, max_partitions=DEFAULT_MAX_PARTITIONS):
-    if pdf.empty:
-        return
-    records = pdf.to_dict("records")
+def _timelines(records, max_partitions=DEFAULT_MAX_PARTITIONS):
     by_group = defaultdict(list)
     for r in records:
         by_group[r["group_id"]].append(r)
     for gid in sorted(by_group):
         yield build_timeline(gid, by_group[gid], max_partitions, metadata_partition_counts(by_group[gid]))
+
+
+def _groups(pdf, max_partitions=DEFAULT_MAX_PARTITIONS):
+    return _timelines(pdf.to_dict("records") if not pdf.empty else (), max_partitions)
+
+
+def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS):
+    """Timelines of an Arrow table of events (:data:`EVENT_COLUMNS`), without pandas."""
+    return _timelines(events.select(EVENT_COLUMNS).to_pylist(), max_partitions)
 
 
 def rebalances_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
@@ -475,8 +622,8 @@ def assignments_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> 
     return _frame([r for tl in _groups(pdf, max_partitions) for r in assignment_rows(tl)], ASSIGNMENT_SCHEMA)
 
 
-def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf, max_partitions) for r in whatif_rows(tl)], WHATIF_SCHEMA)
+def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None) -> pd.DataFrame:
+    return whatif_table(_groups(pdf, max_partitions), timer=timer).to_pandas()
 
 
 def bad_frames_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:

@@ -246,18 +246,19 @@ _BUCKET_KINDS = {
 
 def analyse_bucket(pdf, kind, max_partitions, timer=None):
     """Runs in the Python worker: one bucket of groups' events (pandas) to the
-    rows of table ``kind``; adds the seconds it took to ``timer``."""
+    rows of table ``kind``.  ``timer`` (what-if only) gets the seconds spent
+    replaying, not building timelines."""
     fn, _schema = _BUCKET_KINDS[kind]
-    t = time.perf_counter()
-    out = fn(pdf.drop(columns=["bucket"]), max_partitions)
-    if timer is not None:
-        timer.add(time.perf_counter() - t)
-    return out
+    extra = (timer,) if kind == "whatif" else ()
+    return fn(pdf.drop(columns=["bucket"]), max_partitions, *extra)
 
 
 def analyse_bucket_arrow(table, kind, max_partitions, timer=None):
+    if kind == "whatif":
+        # Arrow in, Arrow out: the replay runs on arrays, no pandas between.
+        return analysis.whatif_table(analysis.timelines_of_arrow(table, max_partitions), timer=timer)
     _fn, schema = _BUCKET_KINDS[kind]
-    return pa.Table.from_pandas(analyse_bucket(table.to_pandas(), kind, max_partitions, timer), schema=schema,
+    return pa.Table.from_pandas(analyse_bucket(table.to_pandas(), kind, max_partitions), schema=schema,
                                 preserve_index=False)
 
 
