@@ -8,9 +8,10 @@
 2. **events**: group frames only; heartbeat requests dropped and successful
    heartbeats folded into the last one per (group, member, generation) --
    the bulk of the traffic, reduced in the JVM before Python sees it.
-3. **rebalances / assignments / what-if**: ``applyInArrow`` over hash
-   buckets of group ids (not one task per group), each bucket analysed by
-   :mod:`kwire.pipeline._analysis`.
+3. **rebalances / assignments / what-if**: ``applyInArrow`` over buckets
+   of groups (not one task per group) balanced by the groups' event counts,
+   each bucket analysed by :mod:`kwire.pipeline._analysis`; the what-if
+   stays in Arrow and NumPy from its input to its rows.
 4. ``bad_frames``: undecodable frames and the frames the analysis left out
    (:data:`kwire.pipeline._analysis.BAD_FRAME_SCHEMA`), with their reasons.
 5. ``report.md``, ``report.json`` and charts from small aggregates
@@ -23,6 +24,7 @@ The session is the user's whenever they configured one (see
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import sys
@@ -213,7 +215,7 @@ def decode_stage(spark, capture_path, partitions=None, implementation=None, arch
     return ordered.mapInArrow(lambda it: decode(it, implementation), schema)
 
 
-def events_stage(frames, buckets):
+def events_stage(frames):
     from pyspark.sql import functions as F
 
     f = frames.where(F.col("group_id").isNotNull() & F.col("api_key").isin(11, 12, 13, 14)
@@ -231,9 +233,49 @@ def events_stage(frames, buckets):
               else F.lit(0).cast("short").alias(c) if c == "error_code"
               else F.lit(None).cast(keep.schema[c].dataType).alias(c))
         for c in analysis.EVENT_COLUMNS])
-    events = keep.unionByName(hb)
-    return events.withColumn("bucket", F.pmod(F.xxhash64("group_id"), F.lit(buckets))).repartition(
-        buckets, "bucket")
+    return keep.unionByName(hb)
+
+
+def balanced_buckets(sizes, buckets):
+    """``{group_id: bucket index}`` from ``{group_id: events}``: largest group
+    first into the lightest bucket, so one large group does not share a task
+    with many others while another task idles."""
+    load = [(0, b) for b in range(buckets)]
+    out = {}
+    for gid, n in sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])):
+        total, b = heapq.heappop(load)
+        out[gid] = b
+        heapq.heappush(load, (total + n, b))
+    return out
+
+
+def partition_labels(spark, n):
+    """For each of ``n`` hash partitions, an int that Spark's hash
+    partitioning sends there: bucketing by these labels gives one bucket a
+    task, where bucket numbers 0..n-1 collide (8 buckets have landed in 4
+    partitions of 8)."""
+    from pyspark.sql import functions as F
+
+    probe = spark.range(0, 64 * n).select(F.col("id").cast("int").alias("label")).select(
+        "label", F.pmod(F.hash("label"), F.lit(n)).alias("part"))
+    rows = probe.groupBy("part").agg(F.min("label").alias("label")).collect()
+    labels = dict((r["part"], r["label"]) for r in rows)
+    return [labels[k] for k in range(n)]
+
+
+def bucketed(events, buckets):
+    """``events`` with a ``bucket`` column, balanced by each group's event
+    count (:func:`balanced_buckets`) and repartitioned one bucket a partition."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    spark = events.sparkSession
+    sizes = {r["group_id"]: r["n"] for r in events.groupBy("group_id").agg(F.count(F.lit(1)).alias("n")).collect()}
+    labels = partition_labels(spark, buckets)
+    plan = spark.createDataFrame([(gid, labels[b]) for gid, b in balanced_buckets(sizes, buckets).items()],
+                                 T.StructType([T.StructField("group_id", T.StringType(), False),
+                                               T.StructField("bucket", T.IntegerType(), False)]))
+    return events.join(F.broadcast(plan), "group_id").repartition(buckets, "bucket")
 
 
 _BUCKET_KINDS = {
@@ -345,7 +387,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         stages["decode"] = {"seconds": st.seconds, "frames": row["frames"]}
         s = {"frames": row["frames"], "decode_errors": row["errors"] or 0, "connections": row["conns"]}
 
-        events = events_stage(frames, buckets).persist()
+        events = bucketed(events_stage(frames), buckets).persist()
         tables = {}
         replay = sc.accumulator(0.0)
         for kind in ("rebalances", "assignments", "whatif", "bad_frames"):
