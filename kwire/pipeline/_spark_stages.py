@@ -204,15 +204,20 @@ def decode_partition(batches, implementation=None):
         yield decode_record_batch(batch, pairing, mod)
 
 
+def ordered_capture(spark, capture_path, partitions=None):
+    """The capture's :data:`DECODE_COLUMNS`, partitioned by connection and
+    sorted by ``seq`` within each: the order the decoder's pairing needs."""
+    capture = spark.read.parquet(str(capture_path)).select(*DECODE_COLUMNS)
+    n = partitions or spark.sparkContext.defaultParallelism
+    return capture.repartition(n, "conn").sortWithinPartitions("conn", "seq")
+
+
 def decode_stage(spark, capture_path, partitions=None, implementation=None, archive=None):
     from kwire.pipeline._decode import batch_module
 
-    capture = spark.read.parquet(str(capture_path)).select(*DECODE_COLUMNS)
-    n = partitions or spark.sparkContext.defaultParallelism
-    ordered = capture.repartition(n, "conn").sortWithinPartitions("conn", "seq")
     schema = spark_schema(batch_module(implementation).FRAMES_SCHEMA)
     decode = remote(__name__, "decode_partition", archive)
-    return ordered.mapInArrow(lambda it: decode(it, implementation), schema)
+    return ordered_capture(spark, capture_path, partitions).mapInArrow(lambda it: decode(it, implementation), schema)
 
 
 def events_stage(frames):
