@@ -22,6 +22,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from kwire import assignors
+from kwire.errors import KwireError
+
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 REQUEST, RESPONSE = 0, 1
 
@@ -352,20 +355,28 @@ def assignment_rows(tl: Timeline) -> List[dict]:
 
 # -- what-if -------------------------------------------------------------------------------------------
 #
-# Each generation is packed once into arrays (_ReplayInput, from the
-# timeline's dicts); the replay then runs every strategy on ArrayGroups and
-# reads moves, loads and reproduction off the ArrayAssignments with NumPy.
-# Partitions are int64 keys ``topic id << 32 | partition`` over the
-# generation's own topic ids; owners are codes over every member name seen,
-# -1 for no owner.
+# Each generation is packed once into arrays (_ReplayInput): its ArrayGroups
+# and the ownership observed before and at it.  The replay then runs every
+# strategy with assign_arrays and reads moves, loads and reproduction off
+# the ArrayAssignment with NumPy.  Observed partitions are int64 keys
+# ``topic id << 32 | partition`` over the generation's own topic ids;
+# owners are codes over every member name seen, -1 for no owner.
 
 _I32, _I64 = np.int32, np.int64
 
 
 class _ReplayInput:
-    __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "instance_ids", "total",
-                 "member_codes", "none_code", "has_prev", "prev_keys", "prev_codes", "obs_keys", "obs_codes",
-                 "obs_counts", "obs_lists", "plain", "sticky", "prev_generation")
+    __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "total", "member_codes",
+                 "none_code", "has_prev", "prev_keys", "prev_codes", "obs_keys", "obs_codes", "obs_counts",
+                 "obs_lists", "plain", "sticky")
+
+
+class _Variant:
+    """One ArrayGroup of a generation (the strategies that claim nothing share
+    one, the sticky ones claim the previous ownership), or the KwireError
+    its input earned; with where each previously owned partition sits in it."""
+
+    __slots__ = ("group", "error", "topic_ids", "prev_slots")
 
 
 def _last_owner(keys, codes):
@@ -375,39 +386,62 @@ def _last_owner(keys, codes):
     return unique, codes[::-1][first]
 
 
-def _group_arrays(topics_of_members, owned_lists, counts, tid):
-    """The ArrayGroup columns of one generation and the map from the group's
-    topic index to the generation's topic id; or the AssignmentError its
-    names earn.  The same group ``ArrayGroup.from_group_input`` built from
-    the member-level input the what-if used to describe: only subscribed
-    topics have sizes, topics only owned are known with none, subscription
-    lists are kept as sent.  ``owned_lists`` is None for the strategies that
-    claim nothing."""
-    from kwire.assignors import java_sorted
-    from kwire.errors import AssignmentError
+def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Variant:
+    """The ArrayGroup ``ArrayGroup.from_group_input`` built from the
+    member-level input the what-if used to describe: only subscribed topics
+    have sizes, topics only owned are known with none, subscription lists are
+    kept as sent.  ``owned_lists`` is None for the strategies that claim
+    nothing."""
+    from kwire.assignors import ArrayGroup, java_sorted
+    from kwire.errors import AssignmentError, KwireError
 
+    v = _Variant()
+    v.group = v.error = v.topic_ids = v.prev_slots = None
+    topics_of_members = [m[2] for m in gg.members]
     subscribed = {t for ts in topics_of_members for t in ts}
     names = set(subscribed)
     for tps in owned_lists or ():
         names.update(t for t, _p in tps)
-    for t in names:
-        if not isinstance(t, str):
-            return AssignmentError(f"topic names must be str, got {t!r}"), None
+    bad = [t for t in names if not isinstance(t, str)]
+    if bad:
+        v.error = AssignmentError(f"topic names must be str, got {bad[0]!r}")
+        return v
     topics = java_sorted(names)
     index = {t: i for i, t in enumerate(topics)}
     sub_indptr = np.zeros(len(topics_of_members) + 1, dtype=_I64)
     np.cumsum([len(ts) for ts in topics_of_members], out=sub_indptr[1:])
-    columns = {"topics": topics,
-               "partition_counts": np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], _I32),
-               "sub_indptr": sub_indptr,
-               "sub_topics": np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32)}
+    columns = {}
     if owned_lists is not None:
         owned_indptr = np.zeros(len(owned_lists) + 1, dtype=_I64)
         np.cumsum([len(tps) for tps in owned_lists], out=owned_indptr[1:])
-        columns.update(owned_indptr=owned_indptr,
-                       owned_topic=np.array([index[t] for tps in owned_lists for t, _p in tps], dtype=_I32),
-                       owned_partition=np.array([p for tps in owned_lists for _t, p in tps], dtype=_I64))
-    return columns, np.array([tid(t) for t in topics], dtype=_I64)
+        generation = np.where(np.diff(owned_indptr) > 0, prev_generation, -1)
+        columns = {"owned_indptr": owned_indptr,
+                   "owned_topic": np.array([index[t] for tps in owned_lists for t, _p in tps], dtype=_I32),
+                   "owned_partition": np.array([p for tps in owned_lists for _t, p in tps], dtype=_I64),
+                   "generation": generation, "subscription_generation": generation}
+    try:
+        v.group = ArrayGroup(topics, np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], _I32),
+                             [m[0] for m in gg.members], sub_indptr,
+                             np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32),
+                             group_instance_ids=[m[1] for m in gg.members], **columns)
+    except KwireError as exc:
+        v.error = exc
+        return v
+    v.topic_ids = np.array([tid(t) for t in topics], dtype=_I64)
+    return v
+
+
+def _place_prev(v: _Variant, prev_keys, n_topic_ids):
+    """Each previously owned partition's slot in the group's partition
+    layout; the slot past the end for one the group does not have."""
+    if v.group is None or prev_keys is None:
+        return
+    g = v.group
+    local = np.full(n_topic_ids, -1, dtype=_I64)
+    local[v.topic_ids] = np.arange(len(v.topic_ids))
+    t, p = local[prev_keys >> 32], prev_keys & 0xFFFFFFFF
+    inside = (t >= 0) & (p < g.partition_counts[np.maximum(t, 0)])
+    v.prev_slots = np.where(inside, g.topic_offset[np.maximum(t, 0)] + p, g.num_partitions)
 
 
 def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _ReplayInput:
@@ -433,9 +467,7 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
     inp = _ReplayInput()
     inp.group_id, inp.generation_id, inp.protocol_name = tl.group_id, gg.generation_id, gg.protocol_name
     inp.member_ids = [m[0] for m in gg.members]
-    inp.instance_ids = [m[1] for m in gg.members]
-    topics_of_members = [m[2] for m in gg.members]
-    inp.total = sum(tl.partition_counts.get(t, 0) for t in {t for ts in topics_of_members for t in ts})
+    inp.total = sum(tl.partition_counts.get(t, 0) for t in {t for m in gg.members for t in m[2]})
     inp.member_codes = np.array([code(m) for m in inp.member_ids], dtype=_I64)
     observed = gg.assignment or gg.leader_assignment
     inp.obs_keys, inp.obs_codes = _last_owner(*owned_keys(list(observed.items())))
@@ -443,99 +475,95 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
     inp.obs_counts = np.array([len(l) for l in mine], dtype=_I64)
     inp.obs_lists = keys([tp for l in mine for tp in l])
     inp.has_prev = prev is not None
-    inp.prev_generation = prev.generation_id if prev is not None else -1
-    owned = None
+    inp.prev_keys = inp.prev_codes = owned = None
     if prev is not None:
         prev_lists = prev.assignment or prev.leader_assignment
         inp.prev_keys, inp.prev_codes = _last_owner(*owned_keys(list(prev_lists.items())))
         # Each member claims its list in the order it received it, which
         # Java's sticky iteration order depends on.
         owned = [prev_lists.get(m, ()) for m in inp.member_ids]
-    inp.plain = _group_arrays(topics_of_members, None, tl.partition_counts, tid)
-    inp.sticky = _group_arrays(topics_of_members, owned, tl.partition_counts, tid) if owned and any(owned) else inp.plain
+    prev_generation = prev.generation_id if prev is not None else -1
+    inp.plain = _variant(gg, None, tl.partition_counts, tid, prev_generation)
+    inp.sticky = (_variant(gg, owned, tl.partition_counts, tid, prev_generation) if owned and any(owned)
+                  else inp.plain)
+    for v in {id(inp.plain): inp.plain, id(inp.sticky): inp.sticky}.values():
+        _place_prev(v, inp.prev_keys, len(topic_ids))
     # None is a name the dicts allow; only "no owner" and a None owner compare equal there.
     inp.none_code = names.get(None, -2)
     return inp
 
 
-def _loads(codes, inp):
-    return np.bincount(codes[codes >= 0], minlength=int(inp.member_codes.max()) + 1)[inp.member_codes]
-
-
-def _moved(keys, codes, inp):
+def _moved(now, inp):
+    """How many previously owned partitions have another owner (``now``:
+    the owner code of each, -1 for none)."""
     if not inp.has_prev:
         return None
-    if len(keys):
-        at = np.minimum(np.searchsorted(keys, inp.prev_keys), len(keys) - 1)
-        now = np.where(keys[at] == inp.prev_keys, codes[at], -1)
-    else:
-        now = np.full(len(inp.prev_keys), -1, dtype=_I64)
     same = (now == inp.prev_codes) | ((now == -1) & (inp.prev_codes == inp.none_code))
     return int(len(same) - np.count_nonzero(same))
 
 
-def _summary(rows, inp, name, is_observed, keys, codes, reproduces):
-    loads = _loads(codes, inp)
+def _row(rows, inp, name, is_observed, assigned, loads, moved, reproduces):
     hi, lo = int(loads.max()), int(loads.min())
-    rows.append((inp.group_id, inp.generation_id, name, is_observed, len(inp.member_ids), inp.total, len(keys),
-                 _moved(keys, codes, inp), hi, lo, hi - lo, reproduces, None))
+    rows.append((inp.group_id, inp.generation_id, name, is_observed, len(inp.member_ids), inp.total, assigned,
+                 moved, hi, lo, hi - lo, reproduces, None))
 
 
-def _reproduces(result, topic_ids, inp):
+def _observed_row(rows, inp):
+    codes = inp.obs_codes
+    loads = np.bincount(codes, minlength=int(inp.member_codes.max()) + 1)[inp.member_codes]
+    moved = None
+    if inp.has_prev:
+        keys = inp.obs_keys
+        at = np.minimum(np.searchsorted(keys, inp.prev_keys), len(keys) - 1)
+        moved = _moved(np.where(keys[at] == inp.prev_keys, codes[at], -1), inp)
+    _row(rows, inp, inp.protocol_name, True, len(inp.obs_keys), loads, moved, None)
+
+
+def _reproduces(result, topic_ids, counts, inp):
     """Whether each member's list, as it reads back from the Assignment bytes
     (topics grouped in order of first appearance, as the Java leader writes
     them), is the list the member received."""
-    counts = np.diff(result.indptr)
     if not np.array_equal(counts, inp.obs_counts):
         return False
-    n = len(result.topic)
-    member = np.repeat(np.arange(len(counts), dtype=_I64), counts)
-    _u, first, inverse = np.unique(member * max(len(topic_ids), 1) + result.topic, return_index=True,
-                                   return_inverse=True)
-    order = np.lexsort((np.arange(n), first[inverse]))
     keys = (topic_ids[result.topic] << 32) | result.partition.astype(_I64)
+    if np.array_equal(keys, inp.obs_lists):
+        return True  # received lists are grouped by topic, so this one is too
+    member = np.repeat(np.arange(len(counts), dtype=_I64), counts)
+    _u, first, inverse = np.unique(member * len(topic_ids) + result.topic, return_index=True,
+                                   return_inverse=True)
+    order = np.lexsort((np.arange(len(keys)), first[inverse]))
     return bool(np.array_equal(keys[order], inp.obs_lists))
-
-
-def _array_group(columns, inp, owned):
-    from kwire.assignors import ArrayGroup
-
-    if owned:
-        claims = np.diff(columns["owned_indptr"]) > 0
-        generation = np.where(claims, inp.prev_generation, -1)
-        return ArrayGroup(member_ids=inp.member_ids, group_instance_ids=inp.instance_ids, generation=generation,
-                          subscription_generation=generation, **columns)
-    return ArrayGroup(member_ids=inp.member_ids, group_instance_ids=inp.instance_ids, **columns)
 
 
 def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=None) -> None:
     """Append the generation's what-if rows (tuples in :data:`WHATIF_SCHEMA`
     order) to ``rows``: the observed assignment, then each strategy's."""
-    from kwire.assignors import assign_arrays
-    from kwire.errors import KwireError
-
-    _summary(rows, inp, inp.protocol_name, True, inp.obs_keys, inp.obs_codes, None)
-    groups = {}
+    _observed_row(rows, inp)
+    m = len(inp.member_ids)
     for strategy in strategies:
-        owned = strategy in ("sticky", "cooperative-sticky") and inp.sticky is not inp.plain
-        columns, topic_ids = inp.sticky if owned else inp.plain
+        v = inp.sticky if strategy in ("sticky", "cooperative-sticky") else inp.plain
         try:
-            if topic_ids is None:
-                raise columns  # the names _group_arrays refused
-            if owned not in groups:
-                groups[owned] = _array_group(columns, inp, owned)
-            result = assign_arrays(strategy, groups[owned], implementation=implementation)
+            if v.error is not None:
+                raise v.error
+            result = assignors.assign_arrays(strategy, v.group, implementation=implementation)
         except KwireError as exc:
             # The inputs the capture gives this generation are not a valid
             # group (the bad frames were already left out): report it on
             # this row and go on with the other groups.
-            rows.append((inp.group_id, inp.generation_id, strategy, False, len(inp.member_ids), inp.total,
+            rows.append((inp.group_id, inp.generation_id, strategy, False, m, inp.total,
                          None, None, None, None, None, None, f"{type(exc).__name__}: {exc}"))
             continue
-        keys = (topic_ids[result.topic] << 32) | result.partition.astype(_I64)
-        owners = inp.member_codes[np.repeat(np.arange(len(result), dtype=_I64), np.diff(result.indptr))]
-        keys, owners = _last_owner(keys, owners)
-        _summary(rows, inp, strategy, False, keys, owners, _reproduces(result, topic_ids, inp))
+        counts = np.diff(result.indptr)
+        # Owner per partition slot, and -1 in the slot past the end; a
+        # partition given twice keeps its last owner, as a dict would.
+        owner = np.full(v.group.num_partitions + 1, -1, dtype=_I64)
+        owner[v.group.topic_offset[result.topic] + result.partition] = np.repeat(np.arange(m), counts)
+        taken = owner[owner >= 0]
+        moved = None
+        if inp.has_prev:
+            moved = _moved(np.append(inp.member_codes, -1)[owner[v.prev_slots]], inp)
+        _row(rows, inp, strategy, False, len(taken), np.bincount(taken, minlength=m), moved,
+             _reproduces(result, v.topic_ids, counts, inp))
 
 
 def replay_inputs(tl: Timeline):
