@@ -367,7 +367,7 @@ _I32, _I64 = np.int32, np.int64
 
 class _ReplayInput:
     __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "total", "member_codes",
-                 "none_code", "has_prev", "prev_keys", "prev_codes", "obs_keys", "obs_codes", "obs_counts",
+                 "owner_codes", "none_code", "has_prev", "prev_keys", "prev_codes", "obs_keys", "obs_codes", "obs_counts",
                  "obs_lists", "plain", "sticky")
 
 
@@ -469,6 +469,7 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
     inp.member_ids = [m[0] for m in gg.members]
     inp.total = sum(tl.partition_counts.get(t, 0) for t in {t for m in gg.members for t in m[2]})
     inp.member_codes = np.array([code(m) for m in inp.member_ids], dtype=_I64)
+    inp.owner_codes = np.append(inp.member_codes, -1)  # indexed by member position, -1 for none
     observed = gg.assignment or gg.leader_assignment
     inp.obs_keys, inp.obs_codes = _last_owner(*owned_keys(list(observed.items())))
     mine = [observed.get(m, ()) for m in inp.member_ids]
@@ -523,10 +524,10 @@ def _reproduces(result, topic_ids, counts, inp):
     """Whether each member's list, as it reads back from the Assignment bytes
     (topics grouped in order of first appearance, as the Java leader writes
     them), is the list the member received."""
-    if not np.array_equal(counts, inp.obs_counts):
+    if not (counts == inp.obs_counts).all():
         return False
-    keys = (topic_ids[result.topic] << 32) | result.partition.astype(_I64)
-    if np.array_equal(keys, inp.obs_lists):
+    keys = (topic_ids[result.topic] << 32) | result.partition
+    if (keys == inp.obs_lists).all():
         return True  # received lists are grouped by topic, so this one is too
     member = np.repeat(np.arange(len(counts), dtype=_I64), counts)
     _u, first, inverse = np.unique(member * len(topic_ids) + result.topic, return_index=True,
@@ -553,7 +554,7 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
             rows.append((inp.group_id, inp.generation_id, strategy, False, m, inp.total,
                          None, None, None, None, None, None, f"{type(exc).__name__}: {exc}"))
             continue
-        counts = np.diff(result.indptr)
+        counts = result.indptr[1:] - result.indptr[:-1]
         # Owner per partition slot, and -1 in the slot past the end; a
         # partition given twice keeps its last owner, as a dict would.
         owner = np.full(v.group.num_partitions + 1, -1, dtype=_I64)
@@ -561,7 +562,7 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
         taken = owner[owner >= 0]
         moved = None
         if inp.has_prev:
-            moved = _moved(np.append(inp.member_codes, -1)[owner[v.prev_slots]], inp)
+            moved = _moved(inp.owner_codes[owner[v.prev_slots]], inp)
         _row(rows, inp, strategy, False, len(taken), np.bincount(taken, minlength=m), moved,
              _reproduces(result, v.topic_ids, counts, inp))
 
