@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kwire import assignors
-from kwire.errors import KwireError
+from kwire.errors import AssignmentError, KwireError
 
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 REQUEST, RESPONSE = 0, 1
@@ -367,8 +367,8 @@ _I32, _I64 = np.int32, np.int64
 
 class _ReplayInput:
     __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "total", "member_codes",
-                 "owner_codes", "none_code", "has_prev", "prev_keys", "prev_codes", "obs_keys", "obs_codes", "obs_counts",
-                 "obs_lists", "plain", "sticky")
+                 "owner_codes", "none_code", "has_prev", "prev_keys", "prev_codes", "obs_keys", "obs_codes",
+                 "obs_counts", "obs_lists", "plain", "sticky")
 
 
 class _Variant:
@@ -392,9 +392,6 @@ def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Vari
     have sizes, topics only owned are known with none, subscription lists are
     kept as sent.  ``owned_lists`` is None for the strategies that claim
     nothing."""
-    from kwire.assignors import ArrayGroup, java_sorted
-    from kwire.errors import AssignmentError, KwireError
-
     v = _Variant()
     v.group = v.error = v.topic_ids = v.prev_slots = None
     topics_of_members = [m[2] for m in gg.members]
@@ -406,7 +403,7 @@ def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Vari
     if bad:
         v.error = AssignmentError(f"topic names must be str, got {bad[0]!r}")
         return v
-    topics = java_sorted(names)
+    topics = assignors.java_sorted(names)
     index = {t: i for i, t in enumerate(topics)}
     sub_indptr = np.zeros(len(topics_of_members) + 1, dtype=_I64)
     np.cumsum([len(ts) for ts in topics_of_members], out=sub_indptr[1:])
@@ -419,11 +416,11 @@ def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Vari
                    "owned_topic": np.array([index[t] for tps in owned_lists for t, _p in tps], dtype=_I32),
                    "owned_partition": np.array([p for tps in owned_lists for _t, p in tps], dtype=_I64),
                    "generation": generation, "subscription_generation": generation}
+    sizes = np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], dtype=_I32)
+    sub_topics = np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32)
     try:
-        v.group = ArrayGroup(topics, np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], _I32),
-                             [m[0] for m in gg.members], sub_indptr,
-                             np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32),
-                             group_instance_ids=[m[1] for m in gg.members], **columns)
+        v.group = assignors.ArrayGroup(topics, sizes, [m[0] for m in gg.members], sub_indptr, sub_topics,
+                                       group_instance_ids=[m[1] for m in gg.members], **columns)
     except KwireError as exc:
         v.error = exc
         return v
