@@ -210,3 +210,13 @@ def test_buckets_are_balanced_by_size_one_a_partition(spark):
         part_of.setdefault(r["bucket"], set()).add(r["part"])
     assert len(part_of) == 8 and all(len(p) == 1 for p in part_of.values())
     assert len({p for ps in part_of.values() for p in ps}) == 8
+
+
+def test_partition_labels_hash_as_spark_does(spark):
+    from pyspark.sql import functions as F
+
+    from kwire.pipeline._spark_stages import spark_int_hash
+
+    values = [0, 1, -1, 7, 42, 2**31 - 1, -2**31, 123456789]
+    rows = spark.createDataFrame([(v,) for v in values], "v int").select("v", F.hash("v").alias("h")).collect()
+    assert {r["v"]: r["h"] for r in rows} == {v: spark_int_hash(v) for v in values}

@@ -254,17 +254,31 @@ def balanced_buckets(sizes, buckets):
     return out
 
 
-def partition_labels(spark, n):
+def spark_int_hash(value, seed=42):
+    """Spark's ``hash()`` of an int column (Murmur3 x86-32, seed 42), which
+    its hash partitioning takes modulo the partition count."""
+    def rotl(x, r):
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k = rotl((value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h = (rotl(seed ^ k, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= 4  # the input's length in bytes
+    h = (h ^ (h >> 16)) * 0x85EBCA6B & 0xFFFFFFFF
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_labels(n):
     """For each of ``n`` hash partitions, an int that Spark's hash
     partitioning sends there: bucketing by these labels gives one bucket a
     task, where bucket numbers 0..n-1 collide (8 buckets have landed in 4
-    partitions of 8)."""
-    from pyspark.sql import functions as F
-
-    probe = spark.range(0, 64 * n).select(F.col("id").cast("int").alias("label")).select(
-        "label", F.pmod(F.hash("label"), F.lit(n)).alias("part"))
-    rows = probe.groupBy("part").agg(F.min("label").alias("label")).collect()
-    labels = dict((r["part"], r["label"]) for r in rows)
+    partitions of 8).  Computed here, without a Spark job."""
+    labels = {}
+    label = 0
+    while len(labels) < n:
+        labels.setdefault(spark_int_hash(label) % n, label)
+        label += 1
     return [labels[k] for k in range(n)]
 
 
@@ -276,7 +290,7 @@ def bucketed(events, buckets):
 
     spark = events.sparkSession
     sizes = {r["group_id"]: r["n"] for r in events.groupBy("group_id").agg(F.count(F.lit(1)).alias("n")).collect()}
-    labels = partition_labels(spark, buckets)
+    labels = partition_labels(buckets)
     plan = spark.createDataFrame([(gid, labels[b]) for gid, b in balanced_buckets(sizes, buckets).items()],
                                  T.StructType([T.StructField("group_id", T.StringType(), False),
                                                T.StructField("bucket", T.IntegerType(), False)]))
