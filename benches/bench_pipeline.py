@@ -57,7 +57,7 @@ def bench_whatif(path):
 
     t = time.perf_counter()
     events = analysis.events_from_frames(decode_capture(path))
-    timelines = list(analysis._groups(events))
+    timelines = list(analysis.timelines_of(events))
     print(f"what-if input: {len(timelines):,} groups, {len(events):,} events, timelines built in "
           f"{time.perf_counter() - t:.1f} s (not counted below)")
 

@@ -103,7 +103,7 @@ def serialized_order(tps):
 
 
 def _oracle(events):
-    rows = [r for tl in analysis._groups(events) for r in whatif_rows(tl)]
+    rows = [r for tl in analysis.timelines_of(events) for r in whatif_rows(tl)]
     return _normalized(pd.DataFrame(rows, columns=analysis.WHATIF_SCHEMA.names))
 
 

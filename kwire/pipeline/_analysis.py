@@ -631,7 +631,7 @@ def _timelines(records, max_partitions=DEFAULT_MAX_PARTITIONS):
         yield build_timeline(gid, by_group[gid], max_partitions, metadata_partition_counts(by_group[gid]))
 
 
-def _groups(pdf, max_partitions=DEFAULT_MAX_PARTITIONS):
+def timelines_of(pdf, max_partitions=DEFAULT_MAX_PARTITIONS):
     return _timelines(pdf.to_dict("records") if not pdf.empty else (), max_partitions)
 
 
@@ -641,16 +641,16 @@ def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS):
 
 
 def rebalances_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf, max_partitions) for r in rebalance_rows(tl)], REBALANCE_SCHEMA)
+    return _frame([r for tl in timelines_of(pdf, max_partitions) for r in rebalance_rows(tl)], REBALANCE_SCHEMA)
 
 
 def assignments_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf, max_partitions) for r in assignment_rows(tl)], ASSIGNMENT_SCHEMA)
+    return _frame([r for tl in timelines_of(pdf, max_partitions) for r in assignment_rows(tl)], ASSIGNMENT_SCHEMA)
 
 
 def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None) -> pd.DataFrame:
-    return whatif_table(_groups(pdf, max_partitions), timer=timer).to_pandas()
+    return whatif_table(timelines_of(pdf, max_partitions), timer=timer).to_pandas()
 
 
 def bad_frames_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf, max_partitions) for r in tl.bad_frames], BAD_FRAME_SCHEMA)
+    return _frame([r for tl in timelines_of(pdf, max_partitions) for r in tl.bad_frames], BAD_FRAME_SCHEMA)
