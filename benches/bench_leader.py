@@ -30,12 +30,7 @@ import tracemalloc
 
 import kwire
 from kwire import codec
-from kwire.assignors import GroupMember, assign_arrays, cooperative_user_data, leader_assignments
-
-# The array core is timed on the very ArrayGroup the leader path builds, which
-# only these two internal helpers hand out (no public API returns it).
-from kwire.assignors._api import _facts
-from kwire.assignors._leader import join_members_group
+from kwire.assignors import GroupMember, assign_arrays, cooperative_user_data, leader_assignments, leader_group
 
 SHAPES = {
     "100x1k": (100, 10, 100),
@@ -141,41 +136,67 @@ def peak_beyond_input(fn):
     return peak
 
 
+#: Issue 12's targets for the whole path, in seconds (None: no absolute target for that case).
+TARGETS_S = {
+    ("100x1k", "range"): 0.3e-3, ("100x1k", "roundrobin"): 0.3e-3, ("100x1k", "cooperative-sticky"): 0.3e-3,
+    ("1000x10k", "range"): 3e-3, ("1000x10k", "roundrobin"): 3e-3, ("1000x10k", "cooperative-sticky"): 5e-3,
+    ("2000x1M", "range"): 0.1, ("2000x1M", "roundrobin"): 0.1, ("2000x1M", "cooperative-sticky"): 0.25,
+}
+
+
+def cases(quick=False):
+    """``(shape, strategy, generation)`` of every case, the 2000x1M shape left out when ``quick``."""
+    out = []
+    for shape in SHAPES:
+        if quick and shape == "2000x1M":
+            continue
+        for strategy in ("range", "roundrobin", "cooperative-sticky"):
+            out.append((shape, strategy, "1st gen"))
+        out.append((shape, "cooperative-sticky", "2nd gen"))
+    return out
+
+
+def measure(shape, strategy, gen, rounds=7, kafka_python=True, memory=True):
+    """One case, as a dict: ``whole`` (bytes to bytes), ``leader`` (leader_assignments alone), ``core``
+    (assign_arrays on the group the leader path builds), seconds, best of ``rounds``; ``peak`` bytes beyond
+    the input (None when not measured); ``kafka_python`` seconds of its own leader path (None where not run:
+    the 1M shape would take minutes, and kafka-python has no second-generation input here)."""
+    M, T, P = SHAPES[shape]
+    if shape == "2000x1M":
+        rounds = max(2, rounds // 3)
+    subs = first_generation(M, T) if gen == "1st gen" else second_generation(M, T, P)
+    frame = join_frame(subs, strategy)
+    counts = {t: P for t in topics_of(T)}
+    _h, resp = kwire.decode_response(frame, 11, 9)
+    array_group = leader_group(strategy, resp, counts)
+    row = {"shape": shape, "strategy": strategy, "gen": gen, "target": TARGETS_S.get((shape, strategy))}
+    row["whole"] = best(lambda: kwire_path(frame, counts, strategy), rounds)
+    row["leader"] = best(lambda: leader_assignments(strategy, resp, counts), rounds)
+    row["core"] = best(lambda: assign_arrays(strategy, array_group), rounds)
+    row["peak"] = peak_beyond_input(lambda: kwire_path(frame, counts, strategy)) if memory else None
+    row["kafka_python"] = None
+    if kafka_python and shape != "2000x1M" and gen == "1st gen":
+        cluster, assignor = kafka_python_setup(T, P, strategy)
+        row["kafka_python"] = best(lambda: kafka_python_path(frame, cluster, assignor), max(2, rounds // 2))
+    return row
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="skip the 2000x1M shape")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--no-kafka-python", action="store_true")
     args = ap.parse_args(argv)
-    cases = []
-    for shape, (M, T, P) in SHAPES.items():
-        if args.quick and shape == "2000x1M":
-            continue
-        for strategy in ("range", "roundrobin", "cooperative-sticky"):
-            cases.append((shape, strategy, "1st gen"))
-        cases.append((shape, "cooperative-sticky", "2nd gen"))
-    print(f"{'group':9} {'strategy':19} {'gen':7} {'whole path':>11} {'leader':>9} {'array core':>11} "
+    print(f"{'group':9} {'strategy':19} {'gen':7} {'whole path':>11} {'target':>8} {'leader':>9} {'array core':>11} "
           f"{'÷ core':>7} {'peak MB':>8} {'kafka-python':>13} {'× faster':>9}")
-    for shape, strategy, gen in cases:
-        M, T, P = SHAPES[shape]
-        rounds = max(2, args.rounds // 3) if shape == "2000x1M" else args.rounds
-        subs = first_generation(M, T) if gen == "1st gen" else second_generation(M, T, P)
-        frame = join_frame(subs, strategy)
-        counts = {t: P for t in topics_of(T)}
-        _h, resp = kwire.decode_response(frame, 11, 9)
-        array_group = join_members_group(resp.members, dict(counts), _facts(strategy, counts, decoded=True))
-        whole = best(lambda: kwire_path(frame, counts, strategy), rounds)
-        leader = best(lambda: leader_assignments(strategy, resp, counts), rounds)
-        core = best(lambda: assign_arrays(strategy, array_group), rounds)
-        peak = peak_beyond_input(lambda: kwire_path(frame, counts, strategy)) if shape != "100x1k" else 0
-        kp = ""
-        ratio = ""
-        if not args.no_kafka_python and shape != "2000x1M" and gen == "1st gen":
-            cluster, assignor = kafka_python_setup(T, P, strategy)
-            kp_time = best(lambda: kafka_python_path(frame, cluster, assignor), max(2, rounds // 2))
-            kp, ratio = f"{kp_time * 1e3:10.1f} ms", f"{kp_time / whole:8.0f}×"
-        print(f"{shape:9} {strategy:19} {gen:7} {whole * 1e3:8.2f} ms {leader * 1e3:6.2f} ms {core * 1e3:8.2f} ms "
-              f"{whole / core:6.1f}× {peak / 2**20:8.1f} {kp:>13} {ratio:>9}", flush=True)
+    for shape, strategy, gen in cases(args.quick):
+        r = measure(shape, strategy, gen, args.rounds, not args.no_kafka_python, memory=shape != "100x1k")
+        target = f"{r['target'] * 1e3:6.1f}ms" if r["target"] else ""
+        peak = f"{r['peak'] / 2**20:8.1f}" if r["peak"] is not None else ""
+        kp = f"{r['kafka_python'] * 1e3:10.1f} ms" if r["kafka_python"] else ""
+        ratio = f"{r['kafka_python'] / r['whole']:8.0f}×" if r["kafka_python"] else ""
+        print(f"{shape:9} {strategy:19} {gen:7} {r['whole'] * 1e3:8.2f} ms {target:>8} {r['leader'] * 1e3:6.2f} ms "
+              f"{r['core'] * 1e3:8.2f} ms {r['whole'] / r['core']:6.1f}× {peak:>8} {kp:>13} {ratio:>9}", flush=True)
 
 
 if __name__ == "__main__":

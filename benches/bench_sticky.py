@@ -45,17 +45,19 @@ def _case(key, build):
     return _cache[key]
 
 
-def _uniform_1m():
+# The group builders and Cluster are public: benches/report.py times the same
+# groups, so both read one definition of each.
+def uniform_1m():
     g = group(500, 2000, 2000)
     return g, after_leave(g, assign_cooperative_sticky(g), [0])
 
 
-def _unequal_1m():
+def unequal_1m():
     g = group(500, 2000, 2000, subs_of=lambda i: [0] if i == 1999 else range(500))
     return g, after_leave(g, assign_cooperative_sticky(g), [0])
 
 
-def _halves_20k():
+def halves_20k():
     g = group(100, 200, 500, subs_of=lambda i: range(0, 50) if i % 4 == 0 else range(50, 100))
     return g, after_leave(g, assign_cooperative_sticky(g), [0])
 
@@ -67,7 +69,7 @@ def _random_halves_1m():
     return g, after_leave(g, assign_cooperative_sticky(g), [0])
 
 
-def _sticky_small():
+def sticky_small():
     return group(10, 100, 100)
 
 
@@ -77,7 +79,7 @@ def _sticky_1000():
 
 
 # The 1M-partition sticky cases, each fresh and after 10% of the members leave.
-_CASES_1M = {"equal": ("u1m", _uniform_1m, 5), "unequal": ("n1m", _unequal_1m, 5),
+_CASES_1M = {"equal": ("u1m", uniform_1m, 5), "unequal": ("n1m", unequal_1m, 5),
              "random-halves": ("r1m", _random_halves_1m, 3)}
 
 
@@ -95,13 +97,13 @@ def test_coop_1m(benchmark, shape, phase):
 @pytest.mark.benchmark(group="coop-20k-halves")
 @pytest.mark.parametrize("phase", ["fresh", "after-leave"])
 def test_coop_halves_20k(benchmark, phase):
-    g = _case("h20k", _halves_20k)[0 if phase == "fresh" else 1]
+    g = _case("h20k", halves_20k)[0 if phase == "fresh" else 1]
     benchmark(assign_cooperative_sticky, g, implementation=IMPL)
 
 
 @pytest.mark.benchmark(group="sticky-10x100x100")
 def test_sticky_10x100x100(benchmark):
-    benchmark(assign_sticky, _case("s100", _sticky_small), implementation=IMPL)
+    benchmark(assign_sticky, _case("s100", sticky_small), implementation=IMPL)
 
 
 @pytest.mark.benchmark(group="sticky-100x100x1000")
@@ -113,7 +115,9 @@ def test_sticky_100x100x1000(benchmark, phase):
 
 # -- kafka-python's StickyPartitionAssignor on the same 10x100x100 group ----------------
 
-class _Cluster:
+class Cluster:
+    """What kafka-python's assignors read of its ClusterMetadata, for a fixed topic set."""
+
     def __init__(self, counts):
         self._parts = {t: set(range(n)) for t, n in counts.items()}
 
@@ -127,8 +131,8 @@ class _Cluster:
 @pytest.mark.benchmark(group="sticky-10x100x100")
 def test_kafka_python_sticky_10x100x100(benchmark):
     kp = pytest.importorskip("kafka.coordinator.assignors.sticky.sticky_assignor")
-    g = _case("s100", _sticky_small)
-    cluster = _Cluster(dict(zip(g.topics, g.partition_counts.tolist())))
+    g = _case("s100", sticky_small)
+    cluster = Cluster(dict(zip(g.topics, g.partition_counts.tolist())))
     members = [SimpleNamespace(member_id=m, metadata=SimpleNamespace(topics=list(g.topics), user_data=b""))
                for m in g.member_ids]
     assignor = kp.StickyPartitionAssignor()

@@ -68,7 +68,8 @@ def measure(repeat, target_time, libs, gc_on=False, timer=time.perf_counter):
     return results
 
 
-def _fmt_us(seconds):
+def fmt_us(seconds):
+    """Microseconds, with fewer decimals the larger they are; public: benches/report.py prints times the same way."""
     us = seconds * 1e6
     if us < 10:
         return f"{us:.3f}"
@@ -78,7 +79,7 @@ def _fmt_us(seconds):
 
 
 def _cell(lbl, lib, samples):
-    text = f"{_fmt_us(min(samples))} ({_fmt_us(statistics.median(samples))})"
+    text = f"{fmt_us(min(samples))} ({fmt_us(statistics.median(samples))})"
     return text if lbl == lib else f"{text} [{lbl.split('@')[1]}]"
 
 
@@ -182,7 +183,7 @@ def render_framing(rows):
              "| case | op | body | frame | frame / body | target | met |", "|---|---|---|---|---|---|---|"]
     for case, op, body, frame in rows:
         ratio = frame / body
-        lines.append(f"| {case} | {op} | {_fmt_us(body)} | {_fmt_us(frame)} | {ratio:.2f} | <= 1.5 | "
+        lines.append(f"| {case} | {op} | {fmt_us(body)} | {fmt_us(frame)} | {ratio:.2f} | <= 1.5 | "
                      f"{'yes' if ratio <= 1.5 else 'no'} |")
     return "\n".join(lines)
 

@@ -9,7 +9,8 @@ between two medians of this run; the only figures not measured here are Java's, 
 
 The cases are the other benchmark files' own: the codec cases and library adapters of ``bench_codec.py``
 (timed by ``codec_ratios.measure``), the shapes and kafka-python inputs of ``bench_assignors.py``, the
-sticky groups of ``bench_sticky.py``.  Run it on a quiet machine: the full run times 1M-partition groups and
+sticky groups of ``bench_sticky.py``, and the leader's whole path of ``bench_leader.py`` (JoinGroupResponse
+frame to SyncGroupRequest frame, beside the array core on the same group).  Run it on a quiet machine: the full run times 1M-partition groups and
 kafka-python's pure-Python assignors, and both cores' load shows up in the numbers (the load average before
 and after is printed in the report).
 
@@ -35,6 +36,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from benches import bench_assignors as BA  # noqa: E402
+from benches import bench_leader as BL  # noqa: E402
 from benches import bench_sticky as BS  # noqa: E402
 from benches import codec_ratios  # noqa: E402
 from benches.bench_codec import LIBRARIES, available  # noqa: E402
@@ -149,7 +151,7 @@ def _shape_a(strategy):
         except ImportError:
             pass
         else:
-            acluster = BS._Cluster({t: P for t in raw["topics"]})
+            acluster = BS.Cluster({t: P for t in raw["topics"]})
             amembers = _once("aio-A", lambda: _peer_members_aiokafka(raw["topics"], raw["member_ids"]))
             ours = KwireRangeAssignor if strategy == "range" else KwireRoundRobinAssignor
             theirs = RangePartitionAssignor if strategy == "range" else RoundRobinPartitionAssignor
@@ -193,7 +195,7 @@ def _sticky_small():
 
     from kwire.assignors._sticky import assign_sticky
 
-    g = BS._sticky_small()
+    g = BS.sticky_small()
     impl = _impl()
     fns = {"kwire": lambda: assign_sticky(g, implementation=impl)}
     counts = dict(zip(g.topics, g.partition_counts.tolist()))
@@ -202,7 +204,7 @@ def _sticky_small():
     except ImportError:
         pass
     else:
-        cluster = BS._Cluster(counts)
+        cluster = BS.Cluster(counts)
         members = [SimpleNamespace(member_id=m, metadata=SimpleNamespace(topics=list(g.topics), user_data=b""))
                    for m in g.member_ids]
         fns["kafka-python"] = lambda: KP().assign(cluster, members)
@@ -211,7 +213,7 @@ def _sticky_small():
     except ImportError:
         pass
     else:
-        acluster = BS._Cluster(counts)
+        acluster = BS.Cluster(counts)
         amembers = _peer_members_aiokafka(g.topics, g.member_ids)
         fns["aiokafka"] = lambda: AIO.assign(acluster, amembers)
     return fns
@@ -232,25 +234,25 @@ def assignor_cases():
         AssignorCase("10k-coop-rebalance", "cooperative-sticky, 10x1000, 1000 members, one leaves",
                      _coop(_coop_10k, "after"), java=("Coop", "10×1000", "rebalance")),
         AssignorCase("20k-halves-fresh", "cooperative-sticky, 100x200, 500 members in two halves, fresh",
-                     _coop(BS._halves_20k, "fresh"), java=("CooperativeSticky (general)", "100×200", "fresh")),
+                     _coop(BS.halves_20k, "fresh"), java=("CooperativeSticky (general)", "100×200", "fresh")),
         AssignorCase("20k-halves-rebalance", "cooperative-sticky, 100x200, 500 members in two halves, one leaves",
-                     _coop(BS._halves_20k, "after"), java=("CooperativeSticky (general)", "100×200", "rebalance")),
+                     _coop(BS.halves_20k, "after"), java=("CooperativeSticky (general)", "100×200", "rebalance")),
         AssignorCase("1M-range", "range, 500x2000 partitions, 2000 members", _arrays_only("range", *big),
                      java=("Range", "500×2000", "fresh"), quick=False, rounds=(7, 1)),
         AssignorCase("1M-roundrobin", "roundrobin, 500x2000 partitions, 2000 members",
                      _arrays_only("roundrobin", *big), java=("RoundRobin", "500×2000", "fresh"), quick=False,
                      rounds=(7, 1)),
         AssignorCase("1M-coop-equal-fresh", "cooperative-sticky, 1M partitions, 2000 members, fresh",
-                     _coop(BS._uniform_1m, "fresh"), java=("CooperativeSticky (constrained)", "500×2000", "fresh"),
+                     _coop(BS.uniform_1m, "fresh"), java=("CooperativeSticky (constrained)", "500×2000", "fresh"),
                      quick=False, rounds=(5, 1)),
         AssignorCase("1M-coop-equal-rebalance", "cooperative-sticky, 1M partitions, 2000 members, one leaves",
-                     _coop(BS._uniform_1m, "after"),
+                     _coop(BS.uniform_1m, "after"),
                      java=("CooperativeSticky (constrained)", "500×2000", "rebalance"), quick=False, rounds=(5, 1)),
         AssignorCase("1M-coop-unequal-fresh", "cooperative-sticky, 1M, last member on one topic, fresh",
-                     _coop(BS._unequal_1m, "fresh"), java=("CooperativeSticky (general)", "500×2000", "fresh"),
+                     _coop(BS.unequal_1m, "fresh"), java=("CooperativeSticky (general)", "500×2000", "fresh"),
                      quick=False, rounds=(5, 1)),
         AssignorCase("1M-coop-unequal-rebalance", "cooperative-sticky, 1M, last member on one topic, one leaves",
-                     _coop(BS._unequal_1m, "after"), java=("CooperativeSticky (general)", "500×2000", "rebalance"),
+                     _coop(BS.unequal_1m, "after"), java=("CooperativeSticky (general)", "500×2000", "rebalance"),
                      quick=False, rounds=(5, 1)),
     ]
 
@@ -288,6 +290,19 @@ def run_assignors(cases, quick, log):
             _shared_inputs.clear()  # the shape-A client inputs are not used again
 
 
+def run_leader(quick, log):
+    """The leader path's cases (``bench_leader.measure`` rows); the best of a few rounds each, since its
+    ratios compare two times of the same run."""
+    rows = []
+    for shape, strategy, gen in BL.cases(quick):
+        t0 = time.perf_counter()
+        row = BL.measure(shape, strategy, gen, rounds=3 if quick else 7, memory=False)
+        rows.append(row)
+        log(f"  leader {shape:9s} {strategy:19s} {gen:7s} {row['whole'] * 1e3:10.3f} ms "
+            f"(core {row['core'] * 1e3:.3f} ms, {time.perf_counter() - t0:.1f} s)")
+    return rows
+
+
 # --------------------------------------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------------------------------------
@@ -315,7 +330,7 @@ def render_codec(results, libs):
         row = [cid, op]
         for lib in libs:
             lbl, samples = by_lib[lib]
-            text = codec_ratios._fmt_us(statistics.median(samples))
+            text = codec_ratios.fmt_us(statistics.median(samples))
             row.append(text if lbl == lib else f"{text} [{lbl.split('@')[1]}]")
         lines.append("| " + " | ".join(row) + " |")
     peers = [p for p in PEERS if p in libs]
@@ -362,7 +377,25 @@ def render_assignors(cases, anchors):
     return "\n".join(lines)
 
 
-def chart(path, codec_results, libs, cases, anchors):
+def render_leader(rows):
+    lines = ["Best wall time of the whole path a group leader calls: the JoinGroupResponse frame decoded, "
+             "`kwire.leader_assignments`, the SyncGroupRequest frame encoded; beside it the array core "
+             "(`assign_arrays`) on the very group the path builds, and kafka-python 3's own leader path on the "
+             "same frame (its decoders, assignor and encoders). *2nd gen*: every member owns what a first "
+             "cooperative-sticky rebalance gave it, 10% of the members gone. Targets: issue 12's.", ""]
+    lines.append("| group | strategy | generation | whole path | target | array core | whole / core "
+                 "| kafka-python | kafka-python / kwire |")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        target = _fmt_s(r["target"]) if r["target"] else ""
+        kp = r["kafka_python"]
+        lines.append(f"| {r['shape']} | {r['strategy']} | {r['gen']} | {_fmt_s(r['whole'])} | {target} | "
+                     f"{_fmt_s(r['core'])} | {_ratio(r['whole'] / r['core'])} | {_fmt_s(kp) if kp else ''} | "
+                     f"{_ratio(kp / r['whole']) if kp else ''} |")
+    return "\n".join(lines)
+
+
+def chart(path, codec_results, libs, cases, anchors, leader_rows=()):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -370,7 +403,7 @@ def chart(path, codec_results, libs, cases, anchors):
 
     ours = "kwire-c" if "kwire-c" in libs else "kwire-py"
     peers = [p for p in PEERS if p in libs]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 8), gridspec_kw={"width_ratios": [1, 1.2]})
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(22, 8), gridspec_kw={"width_ratios": [1, 1.2, 1]})
 
     keys = list(codec_results)
     h = 0.8 / max(1, len(peers))
@@ -413,6 +446,22 @@ def chart(path, codec_results, libs, cases, anchors):
     ax2.set_xlabel("ms per assignment (log; Java: figures from another machine, range shown as error bar)")
     ax2.set_title("Assignors: time per assignment")
     ax2.legend(fontsize=8)
+
+    labels = [f"{r['shape']} {r['strategy']} {r['gen']}" for r in leader_rows]
+    h = 0.8 / 3
+    for i, (key, label) in enumerate((("whole", "kwire whole path"), ("core", "kwire array core"),
+                                      ("kafka_python", "kafka-python leader path"))):
+        ys = [j + i * h for j, r in enumerate(leader_rows) if r[key]]
+        xs = [r[key] * 1e3 for r in leader_rows if r[key]]
+        if ys:
+            ax3.barh(ys, xs, height=h, label=label)
+    ax3.set_yticks([j + 0.4 - h / 2 for j in range(len(leader_rows))])
+    ax3.set_yticklabels(labels, fontsize=8)
+    ax3.invert_yaxis()
+    ax3.set_xscale("log")
+    ax3.set_xlabel("ms, JoinGroupResponse bytes to SyncGroupRequest bytes (log)")
+    ax3.set_title("The leader's whole path against its array core")
+    ax3.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -468,6 +517,8 @@ def main(argv=None):
     cases = [c for c in assignor_cases() if c.quick or not args.quick]
     log(f"assignors: {len(cases)} cases")
     run_assignors(cases, args.quick, log)
+    log("leader path")
+    leader_rows = run_leader(args.quick, log)
     load_after = os.getloadavg()
 
     v = _versions()
@@ -490,6 +541,8 @@ def main(argv=None):
            "call), its kafka-python and aiokafka adapters on those clients' own inputs, and the clients' "
            "built-in assignors on the same groups (cases: `benches/bench_assignors.py`, "
            "`benches/bench_sticky.py`).", "", render_assignors(cases, anchors), ""]
+    md += ["## The leader's whole path", "", "Bytes to bytes, as a group leader calls it (cases: "
+           "`benches/bench_leader.py`).", "", render_leader(leader_rows), ""]
     md += ["## Java's figures (reference, not measured in this run)", ""]
     if anchor_lines:
         md += [f"Quoted from `{os.path.relpath(args.anchors, REPO)}`, section D: single-shot wall times of the "
@@ -499,7 +552,7 @@ def main(argv=None):
         md += [f"`{args.anchors}` not found: no Java figures.", ""]
     if not args.no_chart:
         png = os.path.join(args.out, f"{stem}.png")
-        chart(png, codec_results, libs, cases, anchors)
+        chart(png, codec_results, libs, cases, anchors, leader_rows)
         md += ["## Chart", "", f"![kwire against its peers]({stem}.png)", ""]
     path = os.path.join(args.out, f"{stem}.md")
     with open(path, "w", encoding="utf-8") as fh:

@@ -209,21 +209,15 @@ class Canon:
             self.pos = sub.end
             self.elements += sub.elements
             self.why |= sub.why
-            if _is_default_encoding(f, version, flexible, bytes(sub.out)):
+            # The pure twin reads the canonical value; only "is it the default"
+            # is asked of it, which is what its writer asks too.
+            if codec_py.decodes_to_default(f, version, flexible, bytes(sub.out)):
                 self.why.add("tag-default")
                 continue
             entries.append((tag, bytes(sub.out)))
         self.out += _uvarint_bytes(len(entries))
         for tag, raw in entries:
             self.out += _uvarint_bytes(tag) + _uvarint_bytes(len(raw)) + raw
-
-
-def _is_default_encoding(field, version, flexible, raw):
-    # The pure twin's own plan reads the canonical value; only "is it the
-    # default" is asked of it, which is what its writer asks too.
-    plan = codec_py._FieldPlan(field, version, flexible)
-    r = codec_py._Reader(raw)
-    return codec_py._is_default(field, codec_py._read_value(r, plan))
 
 
 def canonical(msg, version, data, start=0, stop_early=False):
@@ -426,7 +420,7 @@ def check_frame(kind, arg, data, stats=None):
             payload = memoryview(data)[4:]
             hv = _schema.request_header_version(header.request_api_key, header.request_api_version)
             _h, end = type(header).decode_prefix(payload, hv)
-            schema = _schema._BY_KEY[(header.request_api_key, "request")]
+            schema = _schema.api_message(header.request_api_key, "request")
             elems = _frame_parts_roundtrip("decode_request", _schema.REQUEST_HEADER, hv, schema,
                                            header.request_api_version, payload, header, msg, end, stats)
             _frame_limit_exact("decode_request", lambda f: lambda **kw: f.decode_request(data, **kw), elems,
@@ -444,7 +438,7 @@ def check_frame(kind, arg, data, stats=None):
             hv = _schema.response_header_version(api_key, version)
             _h, end = type(header).decode_prefix(payload, hv)
             label = f"decode_response k{api_key} v{version}"
-            elems = _frame_parts_roundtrip(label, _schema.RESPONSE_HEADER, hv, _schema._BY_KEY[(api_key, "response")],
+            elems = _frame_parts_roundtrip(label, _schema.RESPONSE_HEADER, hv, _schema.api_message(api_key, "response"),
                                            version, payload, header, msg, end, stats)
             _frame_limit_exact(label, lambda f: lambda **kw: f.decode_response(data, api_key, version, **kw),
                                elems, results[0][1])

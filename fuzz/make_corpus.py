@@ -19,7 +19,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import kwire.codec._codec_py as P  # noqa: E402
-from kwire import _schema  # noqa: E402
+from kwire.codec import _schema  # noqa: E402
 from kwire.assignors import _userdata as userdata  # noqa: E402
 
 import differential as D  # noqa: E402
@@ -30,7 +30,7 @@ def _elem(f, t, version, variant):
         return _build(f.fields, version, variant)
     if variant == "null" and version in f.nullable and not f.is_array:
         return None
-    return {"string": "s-\u00e9", "bytes": b"\x00\x03ab", "bool": True, "uuid": bytes(range(16)),
+    return {"string": "s-\u00e9", "bytes": b"\x00\x03ab", "records": b"\x00\x03ab", "bool": True, "uuid": bytes(range(16)),
             "float64": 1.5, "uint16": 9}.get(t, 7)
 
 
@@ -43,7 +43,7 @@ def _value(f, version, variant):
 
 
 def _build(fields, version, variant):
-    cls = P._CLASSES[id(fields[0])]
+    cls = P.struct_class(fields)
     kw = {f.attr: _value(f, version, variant) for f in fields if version in f.versions}
     return cls(**kw)
 

@@ -107,6 +107,11 @@ class CaptureFormatError(KwireError, ValueError):
     columns, a pcap of a link type kwire does not parse."""
 
 
+class ShutdownError(KwireError, RuntimeError):
+    """Something kwire runs in the background did not stop when asked: the
+    thread of a :class:`kwire.testing.MockCluster` leaving its ``with`` block."""
+
+
 class ExtensionMissingError(KwireError, ImportError):
     """kwire's compiled module is missing from an install that was built with
     extensions (reinstall with a C compiler, or set KWIRE_NO_EXTENSIONS=1)."""

@@ -1,10 +1,12 @@
 """One real consumer as a process, for tests/test_group_clients.py.
 
-    python tests/group_client.py LIB STRATEGY BOOTSTRAP GROUP TOPIC [INSTANCE_ID]
+    python tests/group_client.py LIB STRATEGY BOOTSTRAP GROUP TOPIC [INSTANCE_ID [SESSION_MS]]
 
 LIB is confluent-kafka, kafka-python or aiokafka.  It prints ``ASSIGN [partitions]`` each time its
-assignment changes, ``COMMITTED p offset`` after committing, ``OFFSET p offset`` for what it reads back,
-and reads commands from standard input: ``commit P OFFSET``, ``read P``, ``close`` (leave and exit).
+assignment changes, ``REBALANCE revoked|assigned [partitions]`` from the client's own rebalance callbacks
+(so a test sees a rebalance even when the assignment comes back the same), ``COMMITTED p offset`` after
+committing, ``OFFSET p offset`` for what it reads back, and reads commands from standard input:
+``commit P OFFSET``, ``read P``, ``close`` (leave and exit).
 """
 
 import asyncio
@@ -15,10 +17,28 @@ import threading
 
 SESSION_MS = 6000
 HEARTBEAT_MS = 300
+# How long a client may wait for its topic's metadata before it joins: far above a loopback round trip.
+METADATA_WAIT_S = 20
 
 
 def say(text):
     print(text, flush=True)
+
+
+def said_rebalance(what, partitions):
+    say(f"REBALANCE {what} " + json.dumps(sorted(tp.partition for tp in partitions)))
+
+
+def printing_listener(base):
+    """A rebalance listener that prints its callbacks; ``base`` is the client's ConsumerRebalanceListener
+    (kafka-python's and aiokafka's are distinct classes with the same two methods)."""
+    class Listener(base):
+        def on_partitions_revoked(self, revoked):
+            said_rebalance("revoked", revoked)
+
+        def on_partitions_assigned(self, assigned):
+            said_rebalance("assigned", assigned)
+    return Listener()
 
 
 def commands():
@@ -35,17 +55,27 @@ def commands():
 # The three run_* functions share the shape of their loop (poll, report a changed assignment, serve one
 # command) but not one call: each client names poll, assignment, commit and committed differently, and aiokafka's
 # are coroutines. A loop taking seven callables would hide which client API each line exercises.
-def run_kafka_python(strategy, bootstrap, group, topic, instance, q):
-    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+def run_kafka_python(strategy, bootstrap, group, topic, instance, session_ms, q):
+    import time
+
+    from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
     assignor = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
                 "sticky": StickyPartitionAssignor}[strategy]
     extra = {"group_instance_id": instance} if instance else {}
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, partition_assignment_strategy=[assignor],
-                             session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS, fetch_max_wait_ms=100,
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, partition_assignment_strategy=[assignor],
+                             session_timeout_ms=session_ms, heartbeat_interval_ms=HEARTBEAT_MS, fetch_max_wait_ms=100,
                              enable_auto_commit=False, **extra)
+    consumer.subscribe([topic], listener=printing_listener(ConsumerRebalanceListener))
+    # kafka-python 3.0.12 joins on its first poll. Joined before it knows the topic, a lone leader assigns
+    # nothing and rejoins once metadata arrives; when poll(100) times out mid-rejoin the client never applies
+    # the finished join (its need_rejoin()/join_group_async bug) and stays unassigned for a session or more.
+    # Knowing the topic's partitions first means the first join already carries a full assignment.
+    deadline = time.monotonic() + METADATA_WAIT_S
+    while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
+        time.sleep(0.05)
     last = None
     while True:
         consumer.poll(100)
@@ -67,15 +97,16 @@ def run_kafka_python(strategy, bootstrap, group, topic, instance, q):
             return
 
 
-def run_confluent(strategy, bootstrap, group, topic, instance, q):
+def run_confluent(strategy, bootstrap, group, topic, instance, session_ms, q):
     from confluent_kafka import Consumer, TopicPartition
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "partition.assignment.strategy": strategy,
-            "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": HEARTBEAT_MS, "enable.auto.commit": False,
+            "session.timeout.ms": session_ms, "heartbeat.interval.ms": HEARTBEAT_MS, "enable.auto.commit": False,
             "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 1000}
     if instance:
         conf["group.instance.id"] = instance
     consumer = Consumer(conf)
-    consumer.subscribe([topic])
+    consumer.subscribe([topic], on_assign=lambda _c, parts: said_rebalance("assigned", parts),
+                       on_revoke=lambda _c, parts: said_rebalance("revoked", parts))
     last = None
     while True:
         consumer.poll(0.1)
@@ -98,15 +129,16 @@ def run_confluent(strategy, bootstrap, group, topic, instance, q):
             return
 
 
-async def run_aiokafka(strategy, bootstrap, group, topic, instance, q):
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+async def run_aiokafka(strategy, bootstrap, group, topic, instance, session_ms, q):
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
     from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from aiokafka.structs import OffsetAndMetadata
     from aiokafka.coordinator.assignors.range import RangePartitionAssignor as AioRange
     assignor = {"range": AioRange, "roundrobin": RoundRobinPartitionAssignor}[strategy]
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                                partition_assignment_strategy=[assignor], session_timeout_ms=SESSION_MS,
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, group_instance_id=instance,
+                                partition_assignment_strategy=[assignor], session_timeout_ms=session_ms,
                                 heartbeat_interval_ms=HEARTBEAT_MS, fetch_max_wait_ms=100, enable_auto_commit=False)
+    consumer.subscribe([topic], listener=printing_listener(ConsumerRebalanceListener))
     await consumer.start()
     last = None
     while True:
@@ -131,14 +163,15 @@ async def run_aiokafka(strategy, bootstrap, group, topic, instance, q):
 
 def main(argv):
     lib, strategy, bootstrap, group, topic = argv[:5]
-    instance = argv[5] if len(argv) > 5 else None
+    instance = argv[5] if len(argv) > 5 and argv[5] else None
+    session_ms = int(argv[6]) if len(argv) > 6 else SESSION_MS
     q = commands()
     if lib == "kafka-python":
-        run_kafka_python(strategy, bootstrap, group, topic, instance, q)
+        run_kafka_python(strategy, bootstrap, group, topic, instance, session_ms, q)
     elif lib == "confluent-kafka":
-        run_confluent(strategy, bootstrap, group, topic, instance, q)
+        run_confluent(strategy, bootstrap, group, topic, instance, session_ms, q)
     elif lib == "aiokafka":
-        asyncio.run(run_aiokafka(strategy, bootstrap, group, topic, instance, q))
+        asyncio.run(run_aiokafka(strategy, bootstrap, group, topic, instance, session_ms, q))
     else:
         raise SystemExit(f"unknown client library {lib!r}")
     say("CLOSED")

@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import kwire
+from kwire import Subscription
 from tests.conftest import assignor_implementations
 from kwire.assignors import (
     STRATEGIES,
@@ -30,14 +32,8 @@ from kwire.errors import AssignmentError, KwireError
 IMPLS = assignor_implementations()
 
 
-try:
-    from kwire import Subscription
-except ImportError:  # only until the codec is importable
-    Subscription = None
-
-
 def sub(*topics, rack=None):
-    if Subscription is None or not all(isinstance(t, str) for t in topics):
+    if not all(isinstance(t, str) for t in topics):
         return SimpleNamespace(topics=list(topics), user_data=None, owned_partitions=[], generation_id=-1, rack_id=rack)
     return Subscription(topics=list(topics), rack_id=rack)
 
@@ -245,16 +241,8 @@ def test_member_input_for_range_ignores_owned_and_userdata():
 # -- leader helper with the real codec -----------------------------------------------------------
 
 
-def _codec():
-    kwire = pytest.importorskip("kwire")
-    if not all(hasattr(kwire, n) for n in ("Subscription", "Assignment", "SyncGroupRequestAssignment", "JoinGroupResponse")):
-        pytest.skip("kwire's codec classes are not importable yet")
-    return kwire
-
-
 @pytest.mark.parametrize("strategy", ["range", "roundrobin"])
 def test_leader_assignments_round_trip(strategy, impl):
-    kwire = _codec()
     from kwire.assignors import leader_assignments
 
     subs = {

@@ -4,6 +4,7 @@ import importlib
 
 import pytest
 
+import kwire
 from kwire.assignors import _sticky_py
 from kwire.assignors._model import GroupInput, MemberInput
 from kwire.assignors._userdata import (
@@ -261,9 +262,6 @@ def test_rack_vectors_misaligned_owners(impl):
 # --- agreement with kwire's codec and the member-level API -----------------------
 
 def test_userdata_layout_matches_codec():
-    kwire = pytest.importorskip("kwire")
-    if not hasattr(kwire, "StickyAssignorUserData"):
-        pytest.skip("codec classes not available")
     parts = [("b", 3), ("a", 0), ("b", 1)]
     for version, gen in ((1, 9), (0, None)):
         data = kwire.StickyAssignorUserData(
@@ -276,9 +274,6 @@ def test_userdata_layout_matches_codec():
 
 
 def test_member_level_with_codec_subscriptions():
-    kwire = pytest.importorskip("kwire")
-    if not hasattr(kwire, "Subscription"):
-        pytest.skip("codec classes not available")
     from kwire.assignors import GroupMember, assign
 
     def coop(mid, owned, gen):

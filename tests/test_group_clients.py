@@ -3,27 +3,34 @@
 confluent-kafka (librdkafka), kafka-python 3.x and aiokafka, alone and mixed: three members reach disjoint
 assignments covering every partition; a member that closes hands its partitions to the others; a member
 killed with SIGKILL is dropped after its session timeout; offsets committed by one consumer are read back
-by a fresh one.  Every process is bounded in time and stopped by pid; the server listens on 127.0.0.1.
+by a fresh one; a static member (group.instance.id) restarted within its session timeout gets its
+partitions back while no other member runs a rebalance callback.  Every process is bounded in time and stopped by pid; the server listens on 127.0.0.1.
 """
 
 import importlib.util
+import json
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from tests.conftest import stop_process
+from tests.conftest import Lines, stop_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIENT = os.path.join(ROOT, "tests", "group_client.py")
 PARTITIONS = 12
 TIMEOUT_S = 40
-SESSION_S = 6  # tests/group_client.py's session.timeout.ms
+SESSION_S = 6  # tests/group_client.py's default session.timeout.ms
+HEARTBEAT_S = 0.3  # tests/group_client.py's heartbeat.interval.ms
+# The static-membership test restarts a Python process (imports alone take seconds on a loaded 2-core
+# machine); its session must outlast that by far, or the coordinator drops the member and rebalances.
+STATIC_SESSION_MS = 30_000
+# Kafka's default is 3000 ms. With 0 a group forms before a client has its topic's metadata: the lone leader
+# assigns nothing and must rejoin, which kafka-python 3.0.12 can fail to finish (issue 13's ~40 s flake).
+REBALANCE_DELAY_MS = 1000
 
 pytestmark = pytest.mark.slow
 
@@ -36,42 +43,45 @@ LIBS = {"confluent-kafka": "confluent_kafka", "kafka-python": "kafka", "aiokafka
 
 
 class Proc:
-    """A child process whose output lines are collected by a thread."""
+    """A child process whose output lines are collected by a thread; its stderr goes to ``log``, whose tail
+    failures quote."""
 
-    def __init__(self, args):
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
-        self.lines = queue.Queue()
+    def __init__(self, args, log, server_log=None):
+        self.log = log
+        self.server_log = server_log
+        with open(log, "w") as err:
+            self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                         text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+        self.lines = Lines(self.proc.stdout)
         self.assignment = None
-        threading.Thread(target=self._read, daemon=True).start()
 
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.strip())
+    def tail(self, n=15, log=None):
+        log = log or self.log
+        with open(log, errors="replace") as f:
+            lines = f.read().splitlines()[-n:]
+        who = f" (pid {self.proc.pid}, exit {self.proc.poll()})" if log == self.log else ""
+        return f"\n--- {os.path.basename(log)}{who} ---\n" + "\n".join(lines)
+
+    def _note(self, line):
+        if line.startswith("ASSIGN "):
+            self.assignment = tuple(json.loads(line[7:]))
 
     def drain(self):
         out = []
-        while True:
-            try:
-                line = self.lines.get_nowait()
-            except queue.Empty:
-                return out
-            if line.startswith("ASSIGN "):
-                self.assignment = tuple(int(p) for p in line[7:].strip("[]").split(",") if p.strip())
+        while (line := self.lines.take(0)) is not None:
+            self._note(line)
             out.append(line)
+        return out
 
     def expect(self, prefix, timeout=TIMEOUT_S):
         end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                line = self.lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line.startswith("ASSIGN "):
-                self.assignment = tuple(int(p) for p in line[7:].strip("[]").split(",") if p.strip())
-            if line.startswith(prefix):
-                return line
-        raise AssertionError(f"no {prefix!r} line within {timeout} s")
+        while (left := end - time.monotonic()) > 0:
+            line = self.lines.take(min(left, 0.1))
+            if line is not None:
+                self._note(line)
+                if line.startswith(prefix):
+                    return line
+        raise AssertionError(f"no {prefix!r} line within {timeout} s; lines {self.lines.history[-20:]}{self.tail()}")
 
     def send(self, line):
         self.proc.stdin.write(line + "\n")
@@ -84,17 +94,37 @@ class Proc:
 
 
 @pytest.fixture
-def server():
-    proc = subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", "--topic",
-                             f"orders:{PARTITIONS}", "--initial-rebalance-delay-ms", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
-                            env=dict(os.environ, PYTHONPATH=ROOT))
+def server(tmp_path):
+    with open(tmp_path / "serve.log", "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", "--topic",
+                                 f"orders:{PARTITIONS}", "--initial-rebalance-delay-ms", str(REBALANCE_DELAY_MS),
+                                 "--log-level", "INFO"],
+                                stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT,
+                                env=dict(os.environ, PYTHONPATH=ROOT))
     try:
-        line = proc.stdout.readline()
-        assert "listening on " in line, line
+        line = Lines(proc.stdout).expect("kwire serve: listening on ", TIMEOUT_S,
+                                         why=lambda: (tmp_path / "serve.log").read_text(errors="replace")[-3000:])
         yield line.split("listening on ")[1].split()[0]
     finally:
         stop_process(proc, kill_wait_s=TIMEOUT_S)
+
+
+@pytest.fixture
+def spawn(server, tmp_path):
+    """``spawn(lib, strategy, group, *extra)`` starts tests/group_client.py against the server; every client
+    is killed by pid at the end."""
+    procs = []
+
+    def start(lib, strategy, group, *extra):
+        log = tmp_path / f"client-{len(procs)}-{lib}.log"
+        procs.append(Proc([sys.executable, CLIENT, lib, strategy, server, group, "orders", *extra], str(log),
+                          server_log=str(tmp_path / "serve.log")))
+        return procs[-1]
+    try:
+        yield start
+    finally:
+        for p in procs:
+            p.stop()
 
 
 def wait_cover(members, timeout=TIMEOUT_S):
@@ -109,7 +139,8 @@ def wait_cover(members, timeout=TIMEOUT_S):
             if len(flat) == len(set(flat)) and set(flat) == set(range(PARTITIONS)):
                 return got
         time.sleep(0.05)
-    raise AssertionError(f"no disjoint cover within {timeout} s: {[m.assignment for m in members]}")
+    raise AssertionError(f"no disjoint cover within {timeout} s: {[m.assignment for m in members]}"
+                         + "".join(m.tail() for m in members) + members[0].tail(log=members[0].server_log))
 
 
 CASES = [
@@ -123,65 +154,84 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("libs,strategy", CASES, ids=lambda v: v if isinstance(v, str) else "+".join(sorted(set(v))))
-def test_group_covers_rebalances_and_keeps_offsets(server, libs, strategy):
+IDS = [f"{'+'.join(sorted(set(libs)))}-{strategy}" for libs, strategy in CASES]
+
+
+def _skip_missing(libs):
     for lib in set(libs):
         if not _have(LIBS[lib]):
             pytest.skip(f"{lib} is not installed")
+
+
+@pytest.mark.parametrize("libs,strategy", CASES, ids=IDS)
+def test_group_covers_rebalances_and_keeps_offsets(spawn, libs, strategy):
+    _skip_missing(libs)
     group = f"g-{'-'.join(sorted(set(libs)))}-{strategy}"
-    members = [Proc([sys.executable, CLIENT, lib, strategy, server, group, "orders"]) for lib in libs]
-    fresh = None
-    try:
-        wait_cover(members)
-        # Offsets committed by one member are read back by a fresh consumer of the same library.
-        owner = members[0]
-        partition = owner.assignment[0]
-        owner.send(f"commit {partition} 1234")
-        owner.expect("COMMITTED")
-        # A member that closes: the others cover everything again.
-        members[2].send("close")
-        members[2].expect("CLOSED")
-        wait_cover(members[:2])
-        # A member killed outright is dropped after its session timeout.
-        members[1].stop()
-        got = wait_cover(members[:1], timeout=SESSION_S * 3)
-        assert got == [tuple(range(PARTITIONS))]
-        fresh = Proc([sys.executable, CLIENT, libs[0], strategy, server, group + "-reader", "orders"])
-        fresh.send(f"read {partition}")
-        assert fresh.expect("OFFSET").split()[2] in ("-1", "None", "-1001")  # another group: none (librdkafka: -1001)
-        fresh.stop()
-        fresh = Proc([sys.executable, CLIENT, libs[0], strategy, server, group, "orders"])
-        fresh.send(f"read {partition}")
-        assert fresh.expect("OFFSET").split()[2] in ("1234", "OffsetAndMetadata(offset=1234,")
-    finally:
-        for m in members + ([fresh] if fresh else []):
-            m.stop()
+    members = [spawn(lib, strategy, group) for lib in libs]
+    wait_cover(members)
+    # Offsets committed by one member are read back by a fresh consumer of the same library.
+    owner = members[0]
+    partition = owner.assignment[0]
+    owner.send(f"commit {partition} 1234")
+    owner.expect("COMMITTED")
+    # A member that closes: the others cover everything again.
+    members[2].send("close")
+    members[2].expect("CLOSED")
+    wait_cover(members[:2])
+    # A member killed outright is dropped after its session timeout.
+    members[1].stop()
+    got = wait_cover(members[:1], timeout=SESSION_S * 3)
+    assert got == [tuple(range(PARTITIONS))]
+    fresh = spawn(libs[0], strategy, group + "-reader")
+    fresh.send(f"read {partition}")
+    assert fresh.expect("OFFSET").split()[2] in ("-1", "None", "-1001")  # another group: none (librdkafka: -1001)
+    fresh.stop()
+    fresh = spawn(libs[0], strategy, group)
+    fresh.send(f"read {partition}")
+    assert fresh.expect("OFFSET").split()[2] in ("1234", "OffsetAndMetadata(offset=1234,")
 
 
-STATIC_CASES = [("kafka-python", "range"), ("confluent-kafka", "range")]
+def wait_quiet(members, quiet_s, timeout=TIMEOUT_S):
+    """Until no member has run a rebalance callback for ``quiet_s`` (a cooperative rebalance's second
+    round, or a rejoin on fresh metadata, may follow the first full cover)."""
+    end = time.monotonic() + timeout
+    last = time.monotonic()
+    while (now := time.monotonic()) < end:
+        if any(line.startswith("REBALANCE ") for m in members for line in m.drain()):
+            last = now
+        elif now - last >= quiet_s:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"rebalance callbacks still running after {timeout} s" + "".join(m.tail() for m in members))
 
 
-@pytest.mark.parametrize("lib,strategy", STATIC_CASES, ids=lambda v: v)
-def test_static_member_restart_gets_its_partitions_back_without_a_rebalance(server, lib, strategy):
-    if not _have(LIBS[lib]):
-        pytest.skip(f"{lib} is not installed")
-    group = f"static-{lib}-{strategy}"
-    members = [Proc([sys.executable, CLIENT, lib, strategy, server, group, "orders", f"instance-{i}"])
-               for i in range(3)]
-    try:
-        before = wait_cover(members)
-        for m in members[1:]:
-            m.drain()
-        seen = [m.assignment for m in members[1:]]
-        # Restart member 0 with its instance id, well within the session timeout.
-        members[0].stop()
-        members[0] = Proc([sys.executable, CLIENT, lib, strategy, server, group, "orders", "instance-0"])
-        after = wait_cover(members, timeout=SESSION_S)
-        assert after == before
-        # The others printed no new assignment: no rebalance reached them.
-        for m, was in zip(members[1:], seen):
-            assert [line for line in m.drain() if line.startswith("ASSIGN ")] == []
-            assert m.assignment == was
-    finally:
-        for m in members:
-            m.stop()
+# Every client here supports static membership: librdkafka's group.instance.id, kafka-python's and aiokafka's
+# (0.14) group_instance_id, all sent on JoinGroup v5+.
+@pytest.mark.parametrize("libs,strategy", CASES, ids=IDS)
+def test_static_member_restart_gets_its_partitions_back_without_a_rebalance(spawn, libs, strategy):
+    _skip_missing(libs)
+    group = f"static-{'-'.join(sorted(set(libs)))}-{strategy}"
+    session = str(STATIC_SESSION_MS)
+    members = [spawn(lib, strategy, group, f"instance-{i}", session) for i, lib in enumerate(libs)]
+    before = wait_cover(members)
+    quiet_s = 10 * HEARTBEAT_S
+    wait_quiet(members, quiet_s)
+    # The callbacks are wired: without this the "no callback since" check below could pass vacuously.
+    for m in members:
+        assert any(line.startswith("REBALANCE assigned ") for line in m.lines.history), m.lines.history
+    others = members[1:]
+    marks = [len(m.lines.history) for m in others]
+    seen = [m.assignment for m in others]
+    # Restart member 0 with its instance id, well within the session timeout.
+    members[0].stop()
+    members[0] = spawn(libs[0], strategy, group, "instance-0", session)
+    after = wait_cover(members, timeout=STATIC_SESSION_MS / 1000)
+    assert after == before
+    # Several heartbeat intervals later the others still ran no rebalance callback since the restart: a
+    # rebalance would have reached each of them through a heartbeat's REBALANCE_IN_PROGRESS.
+    time.sleep(quiet_s)
+    for m, mark, was in zip(others, marks, seen):
+        m.drain()
+        since = [line for line in m.lines.history[mark:] if line.startswith(("REBALANCE ", "ASSIGN "))]
+        assert since == [], f"{since}{m.tail()}"
+        assert m.assignment == was

@@ -968,3 +968,130 @@ def test_every_reply_of_a_whole_cycle_goes_through_the_framing_at_its_version(ve
         assert decoded == reply.response  # nothing set that the version cannot carry
     assert [net.answer(h).assignment for h in syncs] == [b"a", b"a"]
     assert all(net.answer(h).error_code == 0 for h in [*handles, *syncs, *hbs, leave])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Every state × every request: the error code Kafka's classic coordinator answers, section by section of the
+# team's reference notes on the classic group protocol (classic-group-protocol.md, kept beside the repository
+# with Kafka's source references; docs/GROUP.md carries the same tables)
+# ---------------------------------------------------------------------------------------------------------
+
+PARKED = "parked"  # no answer yet: the request waits for the join or sync phase to end
+ABSENT, UNLOADED = "(no group)", "(unloaded)"
+# Dead is a passing state here: unload_group moves the group through Dead and forgets it, as Java's
+# coordinator deletes the group object (§2, "any → Dead"), so the next request meets no group at all.
+MATRIX_STATES = [ABSENT, UNLOADED, EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE]
+
+
+def group_in(state):
+    """``(net, member, generation)``: group "g" in ``state``; ``member`` is a follower of the group's current
+    generation ``generation`` (in Empty and without a group: a former member and the last generation)."""
+    net = Net()
+    if state == ABSENT:
+        return net, "c1-2", 1
+    ids, gen, leader = net.stable_group(3)
+    follower = next(m for m in ids if m != leader)
+    if state == UNLOADED:
+        net._take(net.c.unload_group("g", net.now))
+    elif state == EMPTY:
+        net.leave(*[(m, None) for m in ids])
+        gen += 1  # an emptied join phase still ends a generation (§2, PreparingRebalance → Empty)
+    elif state == PREPARING_REBALANCE:
+        net.join(leader)  # a Stable leader's rejoin always rebalances (§4.4); the followers have not rejoined
+    elif state == COMPLETING_REBALANCE:
+        rejoins = [net.join(m) for m in ids]
+        assert all(net.answer(h).error_code == 0 for h in rejoins)
+        gen += 1
+    assert net.state() == (None if state in (ABSENT, UNLOADED) else state)
+    return net, follower, gen
+
+
+def _code(net, handle):
+    response = net.answer(handle)
+    return PARKED if response is None else response.error_code
+
+
+def _commit(net, member, generation):
+    request = kwire.codec.OffsetCommitRequest(
+        group_id="g", generation_id_or_member_epoch=generation, member_id=member, topics=[
+            kwire.codec.OffsetCommitRequestTopic(name="t", partitions=[
+                kwire.codec.OffsetCommitRequestPartition(partition_index=0, committed_offset=5)])])
+    (topic,) = net.answer(net.send(request, 8)).topics
+    return topic.partitions[0].error_code
+
+
+def _fetch(net):
+    request = kwire.codec.OffsetFetchRequest(groups=[kwire.codec.OffsetFetchRequestGroup(
+        group_id="g", topics=[kwire.codec.OffsetFetchRequestTopics(name="t", partition_indexes=[0])])])
+    (group,) = net.answer(net.send(request, 8)).groups
+    (partition,) = group.topics[0].partitions
+    assert partition.committed_offset == -1  # nothing was committed in any state
+    return group.error_code
+
+
+def _describe(net):
+    (group,) = net.answer(net.send(kwire.codec.DescribeGroupsRequest(groups=["g"]), 5)).groups
+    return group.error_code, group.group_state
+
+
+def _leave(net, member):
+    response = net.answer(net.leave((member, None)))
+    return response.error_code, response.members[0].error_code
+
+
+N, UMI, IG, RIP = E.NONE, E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.REBALANCE_IN_PROGRESS
+
+# request -> (how to send it, the answer in each of MATRIX_STATES)
+MATRIX = {
+    # §4.2: a member id for a group that does not exist; §4.4: validateMember, then by state (a follower with
+    # unchanged metadata: parked while PreparingRebalance, the current generation at once after it).
+    "JoinGroup known member": (lambda net, m, g: _code(net, net.join(m, version=5)),
+                               [UMI, UMI, UMI, PARKED, N, N]),
+    # §4.4 step 3: validateMember fails in every state.
+    "JoinGroup unknown member": (lambda net, m, g: _code(net, net.join("ghost-9", version=5)), [UMI] * 6),
+    # §4.3 step 5: a new dynamic member at v4+ is told its id first, whatever the state (§4.2: a missing
+    # group is created).
+    "JoinGroup new member": (lambda net, m, g: _code(net, net.join("", version=5)), [E.MEMBER_ID_REQUIRED] * 6),
+    # §5.1 step 7 (no group or Empty), then §5.2 by state.
+    "SyncGroup": (lambda net, m, g: _code(net, net.sync(m, g)), [UMI, UMI, UMI, RIP, PARKED, N]),
+    # §5.1 step 10.
+    "SyncGroup old generation": (lambda net, m, g: _code(net, net.sync(m, g - 1)), [UMI, UMI, UMI, IG, IG, IG]),
+    # §5.2: in CompletingRebalance a second SyncGroup replaces the parked one; elsewhere each is answered alike.
+    "SyncGroup duplicate": (lambda net, m, g: (_code(net, net.sync(m, g)), _code(net, net.sync(m, g))),
+                            [(UMI, UMI)] * 3 + [(RIP, RIP), (PARKED, PARKED), (N, N)]),
+    # §6.1 steps 6, 8 and 10 (CompletingRebalance answers NONE since 2.7).
+    "Heartbeat": (lambda net, m, g: _code(net, net.heartbeat(m, g)), [UMI, UMI, UMI, RIP, N, N]),
+    # §6.1 step 9.
+    "Heartbeat old generation": (lambda net, m, g: _code(net, net.heartbeat(m, g - 1)), [UMI] * 3 + [IG] * 3),
+    # §6.1 step 8.
+    "Heartbeat unknown member": (lambda net, m, g: _code(net, net.heartbeat("ghost-9", g)), [UMI] * 6),
+    # §7 step 5 (no group: top level NONE, the member UNKNOWN_MEMBER_ID); validateMember per identity.
+    "LeaveGroup": (lambda net, m, g: _leave(net, m), [(N, UMI)] * 3 + [(N, N)] * 3),
+    # §8.1 steps 1 (v8: ILLEGAL_GENERATION), 4 and 6.
+    "OffsetCommit": (lambda net, m, g: _commit(net, m, g), [IG, IG, UMI, N, RIP, N]),
+    # §8.1 steps 1, 3 and 5: a simple commit only where there is no group or it is Empty.
+    "OffsetCommit simple": (lambda net, m, g: _commit(net, "", -1), [N, N, N, UMI, UMI, UMI]),
+    # §8.3: every state, no member or generation checks.
+    "OffsetFetch": (lambda net, m, g: _fetch(net), [N] * 6),
+    # §8.4: an unknown group is NONE with state Dead.
+    "DescribeGroups": (lambda net, m, g: _describe(net),
+                       [(N, "Dead"), (N, "Dead")] + [(N, s) for s in MATRIX_STATES[2:]]),
+}
+
+
+@pytest.mark.parametrize("state", MATRIX_STATES)
+@pytest.mark.parametrize("request_name", list(MATRIX))
+def test_every_state_answers_every_request_as_kafka(state, request_name):
+    send, answers = MATRIX[request_name]
+    net, member, generation = group_in(state)
+    assert send(net, member, generation) == answers[MATRIX_STATES.index(state)]
+
+
+def test_a_duplicate_sync_in_completing_rebalance_replaces_the_parked_one():
+    # §5.2: the member's parked sync is replaced; Kafka never answers the first (its callback is dropped).
+    net, follower, gen = group_in(COMPLETING_REBALANCE)
+    first, second = net.sync(follower, gen), net.sync(follower, gen)
+    leader = net.view().leader_id
+    net.sync(leader, gen, assignments=[(follower, b"f")])
+    assert (net.answer(first), net.answer(second).assignment) == (None, b"f")
+    assert net.state() == STABLE

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import stop_process
 
-from kwire.group import ConsumerMember, MemberDriver, PartitionsAssigned
+from kwire.group import STABLE, ConsumerMember, CoordinatorFound, MemberDriver, PartitionsAssigned
 from kwire.testing import MockCluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,6 +61,98 @@ def test_driver_reports_events_and_a_leaving_member_hands_over():
             assert len(drivers[1].member.owned) == 4
             assert any(isinstance(e, PartitionsAssigned) for e in drivers[1].events)
             await drivers[1].close()
+    asyncio.run(run())
+
+
+SESSION_MS = 3_000  # a loaded 2-core machine can stall the loop for a while; heartbeats every 200 ms
+
+
+async def until(condition, timeout_s=20, why=""):
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout_s
+    while not condition():
+        if loop.time() > end:
+            raise AssertionError(f"not within {timeout_s} s: {why() if callable(why) else why}")
+        await asyncio.sleep(0.05)
+
+
+def covered(drivers, partitions):
+    flat = [tp for d in drivers for tp in d.member.owned]
+    return (all(d.member.state == "STABLE" and d.member.owned for d in drivers) and len(flat) == len(set(flat))
+            and len(flat) == partitions)
+
+
+def found(driver):
+    return sum(isinstance(e, CoordinatorFound) for e in driver.events)
+
+
+async def _two_stable_drivers(cluster, **driver_kw):
+    drivers = [await MemberDriver(ConsumerMember("g", ["t"], client_id=f"m{i}", session_timeout_ms=SESSION_MS,
+                                                 heartbeat_interval_ms=200),
+                                  cluster.bootstrap_servers, **driver_kw).start() for i in range(2)]
+    await until(lambda: covered(drivers, 4), why=lambda: [d.member.owned for d in drivers])
+    return drivers
+
+
+async def _stable_again(cluster, drivers):
+    """Both drivers hold a full cover, and a session and a half later the coordinator still has both in one
+    Stable generation: their heartbeats reach it over the new connections."""
+    def agreed():
+        view = cluster.describe_group("g")
+        return (view is not None and view.state == STABLE and covered(drivers, 4)
+                and sorted(m.member_id for m in view.members) == sorted(d.member.member_id for d in drivers)
+                and all(d.member.generation_id == view.generation_id for d in drivers))
+    await until(agreed, why=lambda: (cluster.describe_group("g"), [(d.member.state, d.member.owned) for d in drivers]))
+    generation = cluster.describe_group("g").generation_id
+    await asyncio.sleep(1.5 * SESSION_MS / 1000)
+    assert agreed() and cluster.describe_group("g").generation_id == generation
+
+
+def _opened(driver):
+    return driver.connections_opened
+
+
+# fault -> (driver options, the fault, what grows once each driver has seen it, how to disarm it)
+FAULTS = {
+    # Every connection closes: each driver must reopen its own.
+    "drop-connections": ({}, lambda c: c.drop_connections(), _opened, None),
+    # The group is unloaded and answered NOT_COORDINATOR: each member must find the coordinator again.
+    "move-coordinator": ({}, lambda c: c.move_coordinator("g"), found, None),
+    # Heartbeats answered after their request timeout: each driver must close that connection and reopen.
+    "request-timeout": ({"request_timeout_ms": 500}, lambda c: c.add_latency(1_500, "Heartbeat"), _opened,
+                        lambda c: c.add_latency(0, "Heartbeat")),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_drivers_recover_from_a_fault_and_are_stable_again(fault):
+    driver_kw, inject, progress, disarm = FAULTS[fault]
+
+    async def run():
+        async with MockCluster(topics={"t": 4}) as cluster:
+            drivers = await _two_stable_drivers(cluster, **driver_kw)
+            before = [progress(d) for d in drivers]
+            inject(cluster)
+            await until(lambda: all(progress(d) > b for d, b in zip(drivers, before)),
+                        why=lambda: [progress(d) for d in drivers])
+            if disarm is not None:
+                disarm(cluster)
+            await _stable_again(cluster, drivers)
+            for d in drivers:
+                await d.close()
+    asyncio.run(run())
+
+
+def test_start_retries_an_unreachable_bootstrap_until_its_timeout():
+    async def run():
+        driver = MemberDriver(ConsumerMember("g", ["t"]), f"127.0.0.1:{_free_port()}", request_timeout_ms=600,
+                              reconnect_backoff_ms=50)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with pytest.raises(asyncio.TimeoutError):
+            await driver.start()
+        assert loop.time() - start < 5
+        await driver.close()
     asyncio.run(run())
 
 

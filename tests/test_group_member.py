@@ -160,6 +160,27 @@ def test_join_request_carries_the_subscription_per_assignor():
     assert m.protocol == EAGER
 
 
+def test_subscription_topics_in_java_string_order():
+    # Java's String.compareTo compares UTF-16 code units: U+1F600 is the surrogate pair D83D DE00, which
+    # sorts before U+FFEE, though its code point is larger (Python's sorted() puts it last).
+    smiley, halfwidth = "\U0001f600", "\uffee"
+    m = member(topics=[halfwidth, smiley, halfwidth], partitions_per_topic={smiley: 1, halfwidth: 1})
+    assert m.topics == (smiley, halfwidth)
+    assert kwire.Subscription.decode(found(m).request.protocols[0].metadata).topics == [smiley, halfwidth]
+    m.subscribe(["z", halfwidth, smiley])
+    assert m.topics == ("z", smiley, halfwidth)
+
+
+@pytest.mark.parametrize("topics", [None, 5, "orders", ["a", None], [["a"]]])
+def test_topics_that_are_not_topic_names_are_a_typed_error(topics):
+    from kwire.errors import ArgumentTypeError
+
+    with pytest.raises(ArgumentTypeError):
+        ConsumerMember("g", topics)
+    with pytest.raises(ArgumentTypeError):
+        member().subscribe(topics)
+
+
 def test_cooperative_only_if_every_assignor_supports_it():
     assert member(assignors=("cooperative-sticky",)).protocol == COOPERATIVE
     assert member(assignors=("range", "cooperative-sticky")).protocol == EAGER

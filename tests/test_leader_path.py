@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kwire import codec
-from kwire.assignors import GroupMember, assign, leader_assignments
+from kwire.assignors import GroupMember, assign, assign_arrays, leader_assignments, leader_group
 from kwire.assignors._api import encode_member_assignment
 from kwire.assignors._arrays import ArrayAssignment, load_kernels
 from kwire.assignors._leader_common import ASSIGNMENT_VERSIONS, topic_name_table
@@ -138,6 +138,24 @@ def test_leader_path_gives_the_member_level_bytes(strategy, implementation):
             continue
         got = leader_assignments(strategy, join_response(subs), counts, partition_racks=racks, implementation=implementation)
         assert [(x.member_id, x.assignment) for x in got] == want
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_leader_group_is_the_group_the_leader_assigns(strategy):
+    rng = random.Random("group-" + strategy)
+    for _ in range(40):
+        subs, counts, racks = random_group(rng, strategy)
+        try:
+            want = leader_assignments(strategy, join_response(subs), counts, partition_racks=racks)
+        except KwireError as exc:
+            with pytest.raises(type(exc)):
+                assign_arrays(strategy, leader_group(strategy, join_response(subs), counts, partition_racks=racks))
+            continue
+        group = leader_group(strategy, join_response(subs), counts, partition_racks=racks)
+        assert list(group.member_ids) == [mid for mid, _, _ in subs]
+        groups = assign_arrays(strategy, group).topic_groups()
+        assert [(x.member_id, x.assignment) for x in want] == [
+            (mid, encode_member_assignment(groups[mid])) for mid in group.member_ids]
 
 
 CASES = golden_cases()

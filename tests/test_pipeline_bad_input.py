@@ -96,14 +96,14 @@ def test_a_corrupted_capture_is_analysed(tmp_path):
 
 
 def test_a_failing_what_if_is_reported_for_its_group(events, monkeypatch):
-    real = kwire.assignors.assign_group
+    real = kwire.assignors.assign_arrays
 
-    def assign_group(strategy, group_input, implementation=None):
-        if any(m.member_id.startswith("orders-app") or "t" in m.topics for m in group_input.members):
+    def assign_arrays(strategy, group, implementation=None):
+        if any(m.startswith("orders-app") for m in group.member_ids) or "t" in group.topics:
             raise AssignmentError("refused for the test")
-        return real(strategy, group_input, implementation=implementation)
+        return real(strategy, group, implementation=implementation)
 
-    monkeypatch.setattr(kwire.assignors, "assign_group", assign_group)
+    monkeypatch.setattr(kwire.assignors, "assign_arrays", assign_arrays)
     wi = analysis.whatif_of(events)
     failed = wi[wi.error.notna()]
     assert set(failed.group_id) == {"orders-app"}

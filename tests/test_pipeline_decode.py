@@ -186,3 +186,18 @@ def test_other_protocol_types_are_not_read_as_consumer_payloads(tmp_path, impl):
                                                          assignment=b"\x00\x01{not consumer}"), 5, correlation_id=1)
     rows = decode_capture(_write(tmp_path / "c.parquet", [(1, 0, req), (1, 1, resp)]), impl).to_pylist()
     assert [(r["decode_error"], r["assignments"], r["protocol_type"]) for r in rows] == [(None, None, "connect")] * 2
+
+
+def test_the_decoder_comes_from_the_codecs_public_loader():
+    from kwire.codec import batch_decoder
+    from kwire.errors import ArgumentValueError
+
+    assert batch_decoder("python").__name__ == "kwire.codec._batch_py"
+    if not _impl.NO_EXTENSIONS:
+        assert batch_decoder("cython").__name__ == "kwire.codec._batch_c"
+    assert batch_module() is batch_decoder()
+    for impl in IMPLS:
+        assert batch_module(impl) is batch_decoder(impl)
+        assert batch_decoder(impl).FRAMES_SCHEMA == batch_decoder("python").FRAMES_SCHEMA
+    with pytest.raises(ArgumentValueError):
+        batch_decoder("rust")

@@ -193,3 +193,30 @@ def test_progress_counts_the_stage_s_spark_tasks(spark):
         done, total = st.tasks()
     assert done == total >= 3
     assert stream.getvalue().startswith("probe: ")
+
+
+def test_buckets_are_balanced_by_size_one_a_partition(spark):
+    from pyspark.sql import functions as F
+
+    from kwire.pipeline._spark_stages import balanced_buckets, bucketed
+
+    plan = balanced_buckets({"big": 100, "a": 30, "b": 30, "c": 30, "d": 10}, 2)
+    assert plan["big"] != plan["a"] == plan["b"] == plan["c"]
+    rows = [(f"g{i}", i) for i in range(8) for _ in range(1 + 10 * (i == 0))]
+    events = spark.createDataFrame(rows, "group_id string, seq int")
+    parts = bucketed(events, 8).select("group_id", "bucket", F.spark_partition_id().alias("part")).collect()
+    part_of = {}
+    for r in parts:
+        part_of.setdefault(r["bucket"], set()).add(r["part"])
+    assert len(part_of) == 8 and all(len(p) == 1 for p in part_of.values())
+    assert len({p for ps in part_of.values() for p in ps}) == 8
+
+
+def test_partition_labels_hash_as_spark_does(spark):
+    from pyspark.sql import functions as F
+
+    from kwire.pipeline._spark_stages import spark_int_hash
+
+    values = [0, 1, -1, 7, 42, 2**31 - 1, -2**31, 123456789]
+    rows = spark.createDataFrame([(v,) for v in values], "v int").select("v", F.hash("v").alias("h")).collect()
+    assert {r["v"]: r["h"] for r in rows} == {v: spark_int_hash(v) for v in values}

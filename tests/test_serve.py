@@ -17,16 +17,19 @@ import pytest
 from kwire import codec
 from kwire.group import errors as E
 from kwire.testing import MockCluster
+from tests.conftest import Lines, stop_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT_S = 10
 
 
 class Client:
-    """A blocking client on one socket: send a request, read its answer."""
+    """A blocking client on one socket: send a request, read its answer.  Every read is bounded by the
+    socket's timeout and reads exactly the bytes a frame has."""
 
-    def __init__(self, cluster):
-        self.sock = socket.create_connection((cluster.host, cluster.port), timeout=TIMEOUT_S)
+    def __init__(self, cluster=None, port=None):
+        address = (cluster.host, cluster.port) if cluster is not None else ("127.0.0.1", port)
+        self.sock = socket.create_connection(address, timeout=TIMEOUT_S)
         self.correlation = 0
 
     def send_raw(self, data):
@@ -141,8 +144,11 @@ def test_frame_size_and_connection_limits():
         a = Client(cluster)
         a.send_raw(struct.pack(">i", 65) + b"\x00" * 65)
         assert a.is_closed()
-        # b and the second client fill the two connections; a third is refused.
-        b, _second = Client(cluster), Client(cluster)
+        # b and the second client fill the two connections; a third is refused.  Each is answered once
+        # first: a connect can return before the server's loop has accepted (and counted) it.
+        b, second = Client(cluster), Client(cluster)
+        for client in (b, second):
+            assert client.call(codec.ApiVersionsRequest(), 0).error_code == 0
         d = Client(cluster)
         assert d.is_closed()
         assert b.call(codec.ApiVersionsRequest(), 0).error_code == 0
@@ -215,44 +221,193 @@ async def _async_round_trip():
         writer.close()
 
 
-def _serve(*args):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT)
+class Serve:
+    """``kwire serve`` as a process: its port, its output lines (read with a deadline), its stderr in a
+    file whose tail failures quote; stopped by pid."""
+
+    def __init__(self, tmp_path, *args):
+        self.log = tmp_path / f"serve-{time.monotonic_ns()}.log"
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", *args],
+                                         stdout=subprocess.PIPE, stderr=err, stdin=subprocess.PIPE, text=True,
+                                         env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+        self.lines = Lines(self.proc.stdout)
+
+    def tail(self):
+        return "\n--- kwire serve stderr ---\n" + self.log.read_text(errors="replace")[-3000:]
+
+    def listening(self):
+        line = self.lines.expect("kwire serve: listening on 127.0.0.1:", TIMEOUT_S, why=self.tail)
+        return int(line.split("listening on 127.0.0.1:")[1].split()[0])
+
+    def control(self, line, answer="ok: "):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.lines.expect(answer, TIMEOUT_S, why=self.tail)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            stop_process(self.proc, kill_wait_s=TIMEOUT_S)
 
 
-def _listening(proc):
-    line = proc.stdout.readline()
-    assert "listening on 127.0.0.1:" in line, line + proc.stderr.read()
-    return int(line.split("listening on 127.0.0.1:")[1].split()[0])
+@pytest.fixture
+def serve(tmp_path):
+    """``serve(*args)`` starts ``kwire serve --listen 127.0.0.1:0 *args``; each is stopped by pid at the end."""
+    started = []
 
-
-def test_kwire_serve_prints_its_port_answers_and_stops_on_sigterm():
-    proc = _serve("--topic", "orders:12", "--topic", "audit:1", "--initial-rebalance-delay-ms", "0",
-                  "--control", "stdin")
+    def start(*args):
+        started.append(Serve(tmp_path, *args))
+        return started[-1]
     try:
-        port = _listening(proc)
-        sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
-        sock.sendall(codec.encode_request(codec.MetadataRequest(topics=None), 12, correlation_id=1))
-        head = sock.recv(4)
-        body = b""
-        while len(body) < struct.unpack(">i", head)[0]:
-            body += sock.recv(65536)
-        topics = codec.decode_response(head + body, 3, 12)[1].topics
-        assert {t.name: len(t.partitions) for t in topics} == {"orders": 12, "audit": 1}
-        proc.stdin.write("fail Heartbeat 27 2\n")
-        proc.stdin.flush()
-        assert proc.stdout.readline().startswith("ok: fail Heartbeat 27 2")
-        proc.stdin.write("fail Nope 1\n")
-        proc.stdin.flush()
-        assert proc.stdout.readline().startswith("error:")
-        sock.close()
-        start = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(5) == 0
-        assert time.monotonic() - start < 5
+        yield start
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(TIMEOUT_S)
+        for s in started:
+            s.stop()
+
+
+def test_kwire_serve_prints_its_port_answers_and_stops_on_sigterm(serve):
+    server = serve("--topic", "orders:12", "--topic", "audit:1", "--initial-rebalance-delay-ms", "0",
+                   "--control", "stdin")
+    client = Client(port=server.listening())
+    topics = client.call(codec.MetadataRequest(topics=None), 12).topics
+    assert {t.name: len(t.partitions) for t in topics} == {"orders": 12, "audit": 1}
+    assert server.control("fail Heartbeat 27 2").startswith("ok: fail Heartbeat 27 2")
+    assert server.control("fail Nope 1", answer="error:")
+    client.close()
+    start = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(5) == 0
+    assert time.monotonic() - start < 5
+
+
+def _heartbeat(client, group="g"):
+    return client.call(codec.HeartbeatRequest(group_id=group, generation_id=1, member_id="m"), 4).error_code
+
+
+def _join(client, group="g"):
+    return client.call(codec.JoinGroupRequest(
+        group_id=group, session_timeout_ms=6000, rebalance_timeout_ms=6000, member_id="", protocol_type="consumer",
+        protocols=[codec.JoinGroupRequestProtocol(name="range", metadata=b"")]), 3).error_code
+
+
+# An added latency, and the bound that tells a delayed answer from a prompt one on a loaded machine.
+LATENCY_MS = 600
+LATE_S = LATENCY_MS / 1000 * 0.95
+
+
+def _timed(call):
+    start = time.monotonic()
+    call()
+    return time.monotonic() - start
+
+
+def test_kwire_serve_arms_faults_from_its_command_line(serve):
+    server = serve("--topic", "t:1", "--fail", f"FindCoordinator:{E.COORDINATOR_NOT_AVAILABLE}:2",
+                   "--fail", f"heartbeat:{E.REBALANCE_IN_PROGRESS}", "--drop", "Metadata:1", "--latency-ms", str(LATENCY_MS))
+    port = server.listening()
+    client = Client(port=port)
+    find = codec.FindCoordinatorRequest(key="g")
+    assert [client.call(find, 3).error_code for _ in range(3)] == [E.COORDINATOR_NOT_AVAILABLE] * 2 + [E.NONE]
+    assert _heartbeat(client) == E.REBALANCE_IN_PROGRESS  # api names in any case; COUNT defaults to 1
+    assert _heartbeat(client) == E.UNKNOWN_MEMBER_ID
+    assert _timed(lambda: client.call(codec.ApiVersionsRequest(), 3)) >= LATE_S  # every answer is late
+    client.send_raw(codec.encode_request(codec.MetadataRequest(topics=None), 9, correlation_id=99))
+    assert client.is_closed()
+    again = Client(port=port)
+    assert [t.name for t in again.call(codec.MetadataRequest(topics=None), 9).topics] == ["t"]  # only the first
+
+
+@pytest.mark.parametrize("spec", [["--fail", "Heartbeat"], ["--fail", "Nope:1"], ["--drop", "Heartbeat:x"]])
+def test_kwire_serve_refuses_a_fault_it_cannot_read(tmp_path, spec):
+    proc = subprocess.run([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", *spec],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT,
+                          timeout=TIMEOUT_S * 3)
+    assert proc.returncode != 0 and "kwire serve:" in proc.stderr, proc.stderr
+
+
+def test_kwire_serve_takes_fault_commands_on_stdin(serve):
+    server = serve("--topic", "t:1", "--control", "stdin", "--initial-rebalance-delay-ms", "0")
+    port = server.listening()
+    client = Client(port=port)
+    # latency, for one api, then removed
+    server.control(f"latency {LATENCY_MS} ApiVersions")
+    assert _timed(lambda: client.call(codec.ApiVersionsRequest(), 3)) >= LATE_S
+    assert _timed(lambda: _heartbeat(client)) < LATE_S
+    server.control("latency 0 ApiVersions")
+    assert _timed(lambda: client.call(codec.ApiVersionsRequest(), 3)) < LATE_S
+    # drop: the connection of the next request of an api closes unanswered
+    server.control("drop Heartbeat")
+    client.send_raw(codec.encode_request(codec.HeartbeatRequest(group_id="g", generation_id=1, member_id="m"), 4,
+                                         correlation_id=50))
+    assert client.is_closed()
+    # drop-connections: every connection closes now
+    a, b = Client(port=port), Client(port=port)
+    for c in (a, b):
+        assert c.call(codec.ApiVersionsRequest(), 3).error_code == 0  # held by the server before the drop
+    server.control("drop-connections")
+    assert a.is_closed() and b.is_closed()
+    # move: the group's requests get NOT_COORDINATOR until FindCoordinator is asked again
+    client = Client(port=port)
+    assert _join(client) == E.NONE
+    server.control("move g")
+    assert _join(client) == E.NOT_COORDINATOR
+    client.call(codec.FindCoordinatorRequest(key="g"), 3)
+    assert _join(client) == E.NONE
+    # clear disarms every fault
+    server.control(f"fail Heartbeat {E.REBALANCE_IN_PROGRESS} 5")
+    server.control(f"latency {LATENCY_MS}")
+    server.control("clear")
+    assert _timed(lambda: _heartbeat(client)) < LATE_S
+    assert _heartbeat(client) == E.UNKNOWN_MEMBER_ID
+    for bad in ("latency", "drop", "move a b", "clear now", "frobnicate"):
+        assert server.control(bad, answer="error:")
+
+
+def test_bad_arguments_to_the_mock_cluster_are_typed_errors():
+    from kwire.errors import ArgumentValueError
+    from kwire.testing import Limits, api_key
+
+    cases = {
+        "unknown api": lambda: api_key("NoSuchApi"),
+        "fail count 0": lambda: MockCluster(topics={"t": 1}).server.faults.fail("Heartbeat", 27, count=0),
+        "drop count 0": lambda: MockCluster(topics={"t": 1}).server.faults.drop("Heartbeat", count=0),
+        "negative latency": lambda: MockCluster(topics={"t": 1}).server.faults.add_latency(-1),
+        "limit 0": lambda: Limits(max_groups=0),
+        "topic of 0 partitions": lambda: MockCluster(topics={"t": 0}),
+    }
+    for what, call in cases.items():
+        with pytest.raises(ArgumentValueError):
+            call()
+        try:
+            call()
+        except ValueError as e:  # callers who caught the builtin still do
+            assert type(e).__module__ == "kwire.errors", what
+
+
+def test_no_error_answer_is_a_typed_error():
+    from kwire.errors import ArgumentValueError
+    from kwire.testing._faults import error_response
+
+    with pytest.raises(ArgumentValueError, match="no error answer for api key 9999"):
+        error_response(codec.HeartbeatRequest(), 9999, 4, 27)
+
+
+def test_a_thread_that_does_not_stop_is_a_typed_error(monkeypatch):
+    import threading
+
+    import kwire.testing._cluster as cluster_module
+    from kwire.errors import KwireError, ShutdownError
+
+    release = threading.Event()
+    stuck = threading.Thread(target=release.wait, daemon=True)
+    stuck.start()
+    monkeypatch.setattr(cluster_module, "_START_STOP_TIMEOUT_S", 0.05)
+    cluster = MockCluster(topics={"t": 1})
+    cluster._thread = stuck
+    try:
+        with pytest.raises(ShutdownError, match="did not stop"):
+            cluster.__exit__(None, None, None)
+    finally:
+        release.set()
+        stuck.join(TIMEOUT_S)
+    assert issubclass(ShutdownError, KwireError) and issubclass(ShutdownError, RuntimeError)

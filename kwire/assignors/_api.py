@@ -377,6 +377,30 @@ def encode_member_assignment(groups: Iterable[Tuple[str, List[int]]], version: i
     return codec.Assignment(assigned_partitions=entries, user_data=None).encode(version)
 
 
+def leader_group(
+    strategy: str,
+    join_group_response,
+    partitions_per_topic: Mapping[str, int],
+    *,
+    partition_racks=None,
+    implementation: Optional[str] = None,
+) -> ArrayGroup:
+    """The :class:`ArrayGroup` :func:`leader_assignments` assigns: the members
+    of a decoded JoinGroupResponse, each Subscription read as ``strategy``
+    reads it (by the ``implementation`` leader kernels), in response order.
+
+    ``assign_arrays(strategy, leader_group(...))`` is the leader's answer
+    before it is encoded; this is the way to see what the leader saw, or to
+    time the array core on exactly the group the leader path builds."""
+    if join_group_response is None:
+        raise AssignmentError("the leader path needs a JoinGroupResponse, got None")
+    counts = _counts_of(partitions_per_topic)
+    return join_members_group(
+        getattr(join_group_response, "members", None), counts, _facts(strategy, counts, decoded=True), partition_racks,
+        implementation,
+    )
+
+
 def leader_assignments(
     strategy: str,
     join_group_response,
@@ -390,16 +414,14 @@ def leader_assignments(
     """Everything the group leader puts in its SyncGroupRequest.
 
     Takes a decoded JoinGroupResponse (members with ``member_id``,
-    ``group_instance_id`` and ``metadata`` bytes), decodes each member's
-    Subscription, assigns, and returns one ``kwire.SyncGroupRequestAssignment``
-    per member, in response order.  ``java_exact`` as for :func:`assign`."""
+    ``group_instance_id`` and ``metadata`` bytes), reads each member's
+    Subscription bytes into columns (:func:`leader_group`), assigns, and
+    returns one ``kwire.SyncGroupRequestAssignment`` per member, in response
+    order.  ``java_exact`` as for :func:`assign`."""
     if join_group_response is None:
         raise AssignmentError("leader_assignments needs a JoinGroupResponse, got None")
-    counts = _counts_of(partitions_per_topic)
-    group = join_members_group(
-        getattr(join_group_response, "members", None), counts, _facts(strategy, counts, decoded=True), partition_racks,
-        implementation,
-    )
+    group = leader_group(strategy, join_group_response, partitions_per_topic, partition_racks=partition_racks,
+                         implementation=implementation)
     result = assign_arrays(strategy, group, implementation=implementation, java_exact=java_exact)
     payloads = assignment_payloads(result, version, implementation)
     if payloads is None:

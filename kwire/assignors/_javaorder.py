@@ -120,17 +120,91 @@ def spread(h: int) -> int:
     return h ^ (h >> 16)
 
 
+# Java's HashMap sizing: DEFAULT_LOAD_FACTOR, TREEIFY_THRESHOLD and MIN_TREEIFY_CAPACITY.
+# The compiled mirror is _HashSetOrder in _sticky_balance.pxi; tests/test_java_rules.py holds them together.
+_LOAD_NUMERATOR, _LOAD_DENOMINATOR = 3, 4
+_TREEIFY_LEN = 9        # a bin reaching this length asks for a tree ...
+_MIN_TREE_TABLE = 64    # ... which a smaller table answers by doubling
+
+
+def _grown(size: int, cap: int) -> int:
+    """The capacity after ``size`` entries from ``cap``: the table doubles while
+    size exceeds 0.75 * capacity, and never shrinks."""
+    while size > cap * _LOAD_NUMERATOR // _LOAD_DENOMINATOR:
+        cap *= 2
+    return cap
+
+
 def capacity_after(size: int, initial_capacity: int = 16) -> int:
     """Table capacity of a HashMap after ``size`` insertions.
 
     ``initial_capacity`` is what the map was built with: 16 for
     ``new HashMap<>()`` and the smallest power of two >= n for ``new HashMap<>(n)`` (``tableSizeFor``).
-    The table doubles whenever size exceeds 0.75 * capacity and never
-    shrinks, so the capacity depends only on the largest size reached."""
-    cap = initial_capacity
-    while size > cap * 3 // 4:
-        cap *= 2
-    return cap
+    The capacity depends only on the largest size reached; colliding keys can
+    grow a small table further (:func:`hashmap_capacity`)."""
+    return _grown(size, initial_capacity)
+
+
+class JavaHashTable:
+    """The bucket layout of a Java ``HashMap``/``HashSet``, for its iteration order.
+
+    Keys are added with their spread hash (:func:`spread` of ``hashCode``).
+    Entries iterate by bucket and, inside a bucket, in insertion order;
+    removals never shrink the table.  A bin that reaches 9 entries in a table
+    smaller than 64 doubles the table (Java's ``treeifyBin``), which is
+    modelled; real tree bins (64+ slots) are not, as Kafka inputs do not put
+    9 keys in one bucket of a table that large."""
+
+    __slots__ = ("capacity", "seq", "_next", "_bins", "_hashes")
+
+    def __init__(self, initial_capacity: int = 16):
+        self.capacity = initial_capacity
+        self.seq: dict = {}       # key -> insertion number
+        self._next = 0
+        self._bins: dict = {}     # bucket -> entries in it
+        self._hashes: dict = {}   # key -> spread hash
+
+    def _rebin(self):
+        mask = self.capacity - 1
+        bins: dict = {}
+        for key in self.seq:
+            b = self._hashes[key] & mask
+            bins[b] = bins.get(b, 0) + 1
+        self._bins = bins
+
+    def add(self, key, h: int) -> None:
+        """Insert ``key`` whose spread hash is ``h`` (a no-op when present)."""
+        # Mirrored line for line by _HashSetOrder.add in _sticky_balance.pxi:
+        # the twins must agree on when the table grows.
+        if key in self.seq:
+            return
+        self.seq[key] = self._next
+        self._next += 1
+        self._hashes[key] = h
+        b = h & (self.capacity - 1)
+        n = self._bins.get(b, 0) + 1
+        self._bins[b] = n
+        cap = self.capacity
+        if n >= _TREEIFY_LEN and cap < _MIN_TREE_TABLE:
+            cap *= 2
+        if len(self.seq) > cap * _LOAD_NUMERATOR // _LOAD_DENOMINATOR:
+            cap = _grown(len(self.seq), cap)
+        if cap != self.capacity:
+            self.capacity = cap
+            self._rebin()
+
+    def discard(self, key) -> None:
+        if key in self.seq:
+            del self.seq[key]
+            self._bins[self._hashes.pop(key) & (self.capacity - 1)] -= 1
+
+    def __len__(self):
+        return len(self.seq)
+
+    def first(self):
+        """The key a Java iterator yields first."""
+        mask = self.capacity - 1
+        return min(self.seq, key=lambda k: (self._hashes[k] & mask, self.seq[k]))
 
 
 def hashmap_positions(hashes: np.ndarray, capacity: int) -> np.ndarray:
@@ -165,36 +239,16 @@ def string_hashmap_order(keys: Sequence[str], capacity: int | None = None) -> Li
 
 
 def hashmap_capacity(hashes: Sequence[int], initial_capacity: int = 16) -> int:
-    """Table capacity of a Java HashMap after inserting keys with ``hashes`` in order.
+    """Table capacity of a Java HashMap after inserting keys with ``hashes`` (``hashCode``) in order.
 
     Like :func:`capacity_after`, plus one more way the table grows: a bucket
     that reaches 9 entries while the table is smaller than 64 makes Java
     double the table instead of building a tree bin (``treeifyBin``).
     Colliding keys (``"Aa"`` and ``"BB"`` share a hash) can trigger it in
     small groups.  Tree bins themselves (64+ slots) are not modelled."""
-    cap = initial_capacity
-    counts: dict = {}
-    placed: List[int] = []
+    table = JavaHashTable(initial_capacity)
     # only tables below 64 slots can be resized by a crowded bucket, and the
     # size rule alone takes a table past 64 after 48 entries
-    head = len(hashes) if len(hashes) < 49 else 49
-    for h in hashes[:head]:
-        s = spread(h)
-        placed.append(s)
-        b = s & (cap - 1)
-        n = counts.get(b, 0) + 1
-        counts[b] = n
-        grown = False
-        if n >= 9 and cap < 64:
-            cap *= 2
-            grown = True
-        if len(placed) > cap * 3 // 4:
-            cap *= 2
-            grown = True
-        if grown:
-            counts = {}
-            for x in placed:
-                counts[x & (cap - 1)] = counts.get(x & (cap - 1), 0) + 1
-    while len(hashes) > cap * 3 // 4:
-        cap *= 2
-    return cap
+    for i, h in enumerate(hashes[:49]):
+        table.add(i, spread(h))
+    return _grown(len(hashes), table.capacity)

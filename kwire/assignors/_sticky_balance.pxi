@@ -7,10 +7,20 @@
 # answer (and a witness of imbalance) until a move could change it, which is
 # what keeps large uneven groups from going quadratic.
 
+# _spread and _topic_partition_spread are the C forms of _javaorder.spread and
+# _javaorder.topic_partition_hash, kept in C because balancing hashes every
+# move; hash_set_trace exposes them (with _HashSetOrder) so that
+# tests/test_java_rules.py can hold them to the Python rules.
 cdef inline uint32_t _spread(int32_t h) noexcept nogil:
     """Java's ``HashMap.hash``: the high half folded into the low half."""
     cdef uint32_t u = <uint32_t>h
     return u ^ (u >> 16)
+
+
+cdef inline uint32_t _topic_partition_spread(int32_t topic_hash, long partition) noexcept nogil:
+    """``HashMap.hash`` of Java's ``TopicPartition.hashCode``:
+    ``31 * (31 + partition) + topic.hashCode()``, in int32 arithmetic."""
+    return _spread(<int32_t>(<uint32_t>31 * <uint32_t>(31 + partition) + <uint32_t>topic_hash))
 
 
 # --------------------------------------------------------------------------
@@ -19,8 +29,9 @@ cdef inline uint32_t _spread(int32_t h) noexcept nogil:
 
 cdef class _HashSetOrder:
     """First element of a Java ``HashSet<TopicPartition>``.  The compiled
-    mirror of ``_sticky_py.JavaHashSetModel`` (keyed by partition index, with
-    the hashes kept by the caller): see there for the rules modelled."""
+    mirror of ``_javaorder.JavaHashTable`` (keyed by partition index, with
+    the hashes kept by the caller): see there for the rules modelled.  It
+    stays in C because balancing touches it on every move."""
     cdef public int capacity
     cdef dict seq
     cdef dict bins
@@ -41,8 +52,8 @@ cdef class _HashSetOrder:
         self.bins = bins
 
     cdef void add(self, long partition, uint32_t h, dict hashes) except *:
-        # Mirrors JavaHashSetModel.add line for line (the twins must agree on
-        # when the table grows); only the key type differs.
+        # Mirrors _javaorder.JavaHashTable.add line for line (the twins must
+        # agree on when the table grows); only the key type differs.
         if partition in self.seq:
             return
         self.seq[partition] = self.next_seq
@@ -135,6 +146,25 @@ cdef class _PartitionMovements:
         if back is None:
             return partition
         return (<_HashSetOrder>back).first(self.hashes)
+
+
+def hash_set_trace(int32_t topic_hash, list operations):
+    """Run ``operations`` -- ``(add, partition)`` pairs, ``add`` False for a
+    removal -- on one topic's ``HashSet<TopicPartition>`` as balancing does,
+    and return ``(capacity, first partition or -1)`` after each.
+
+    Not used by the assignor: it lets tests hold _HashSetOrder and the hash
+    functions above to their Python forms in _javaorder."""
+    cdef _HashSetOrder table = _HashSetOrder()
+    cdef dict hashes = {}
+    out = []
+    for add, partition in operations:
+        if add:
+            table.add(partition, _topic_partition_spread(topic_hash, partition), hashes)
+        else:
+            table.discard(partition, hashes)
+        out.append((table.capacity, table.first(hashes) if table.seq else -1))
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -493,10 +523,8 @@ cdef class _Balancer:
         actual = self.moves.substitute(partition, topic, src, dst)
         src = r.holder[actual]
         topic = self.topic_of[actual]
-        # TopicPartition.hashCode: 31 * (31 + partition) + topic.hashCode(), in int32 arithmetic
-        cdef int32_t h = <int32_t>((<uint32_t>31 * <uint32_t>(31 + (actual - r.first_partition[topic]))
-                                    + <uint32_t>r.topic_hash[topic]))
-        self.moves.move(actual, topic, src, dst, _spread(h))
+        self.moves.move(actual, topic, src, dst,
+                        _topic_partition_spread(r.topic_hash[topic], actual - r.first_partition[topic]))
         self.take(src, <int32_t>actual)
         self.give(dst, <int32_t>actual)
 

@@ -19,3 +19,8 @@ def sticky_arrays(group: ArrayGroup, cooperative: bool) -> Optional[tuple[
 def sticky_assign(group: GroupInput, cooperative: bool) -> Optional[MemberAssignments]:
     """``_sticky_py.sticky_assign`` for the inputs this module covers;
     ``None`` for the others (see ``sticky_arrays``)."""
+
+def hash_set_trace(topic_hash: int, operations: list[tuple[bool, int]]) -> list[tuple[int, int]]:
+    """``(capacity, first partition or -1)`` of one topic's ``HashSet<TopicPartition>``
+    after each ``(add, partition)`` operation: a test hook holding the C hash-set
+    model to ``_javaorder.JavaHashTable``."""

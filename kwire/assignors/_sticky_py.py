@@ -13,7 +13,7 @@ goals, so the steps below keep Java's observable order of operations:
   generation with the *earlier* claimant's Subscription generation field;
 * when one partition swaps places with another one moving the opposite way,
   the substitute is the first element of a Java ``HashSet<TopicPartition>``,
-  so that set's bucket layout is modelled too (:class:`JavaHashSetModel`).
+  so that set's bucket layout is modelled too (:class:`_javaorder.JavaHashTable`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Set, Tuple
 
 from ._javaorder import (
+    JavaHashTable,
     hashmap_capacity,
     hashmap_order,
     spread,
@@ -36,83 +37,11 @@ IMPLEMENTATION = "python"
 TP = Tuple[str, int]
 
 
-# --------------------------------------------------------------------------
-# Java HashSet<TopicPartition> iteration model
-# --------------------------------------------------------------------------
-
-_TREEIFY_LEN = 9        # a bin reaching this length asks for a tree ...
-_MIN_TREE_TABLE = 64    # ... which a smaller table answers by doubling
-
-
-class JavaHashSetModel:
-    """Iteration order of a ``new HashSet<TopicPartition>()``.
-
-    Only the first element is ever needed.  Entries iterate by bucket and,
-    inside a bucket, in insertion order; removals never shrink the table.
-    A bin that reaches 9 entries in a table smaller than 64 doubles the
-    table (Java's ``treeifyBin``), which is modelled; real tree bins (64+
-    slots) are not, as Kafka inputs do not produce 9 same-topic partitions
-    in one bucket of one movement set."""
-
-    __slots__ = ("cap", "seq", "_next", "_bins")
-
-    def __init__(self):
-        self.cap = 16
-        self.seq: Dict[TP, int] = {}
-        self._next = 0
-        self._bins: Dict[int, int] = {}
-
-    @staticmethod
-    def _hash(tp: TP) -> int:
-        return spread(topic_partition_hash(tp[0], tp[1]))
-
-    def _rebin(self):
-        mask = self.cap - 1
-        bins: Dict[int, int] = {}
-        for tp in self.seq:
-            b = self._hash(tp) & mask
-            bins[b] = bins.get(b, 0) + 1
-        self._bins = bins
-
-    def add(self, tp: TP) -> None:
-        # Mirrored line for line by _HashSetOrder.add in _sticky_balance.pxi:
-        # the twins must agree on when the table grows.
-        if tp in self.seq:
-            return
-        self.seq[tp] = self._next
-        self._next += 1
-        b = self._hash(tp) & (self.cap - 1)
-        n = self._bins.get(b, 0) + 1
-        self._bins[b] = n
-        resized = False
-        if n >= _TREEIFY_LEN and self.cap < _MIN_TREE_TABLE:
-            self.cap *= 2
-            resized = True
-        while len(self.seq) > self.cap * 3 // 4:
-            self.cap *= 2
-            resized = True
-        if resized:
-            self._rebin()
-
-    def discard(self, tp: TP) -> None:
-        if tp in self.seq:
-            del self.seq[tp]
-            b = self._hash(tp) & (self.cap - 1)
-            self._bins[b] -= 1
-
-    def __len__(self):
-        return len(self.seq)
-
-    def first(self) -> TP:
-        mask = self.cap - 1
-        return min(self.seq, key=lambda tp: (self._hash(tp) & mask, self.seq[tp]))
-
-
 class _Movements:
     """Which partitions moved between which members during balancing."""
 
     def __init__(self):
-        self.by_topic: Dict[str, Dict[Tuple[str, str], JavaHashSetModel]] = {}
+        self.by_topic: Dict[str, Dict[Tuple[str, str], JavaHashTable]] = {}
         self.pair_of: Dict[TP, Tuple[str, str]] = {}
 
     def _drop(self, tp: TP) -> Tuple[str, str]:
@@ -131,8 +60,8 @@ class _Movements:
         sets = self.by_topic.setdefault(tp[0], {})
         s = sets.get(pair)
         if s is None:
-            s = sets[pair] = JavaHashSetModel()
-        s.add(tp)
+            s = sets[pair] = JavaHashTable()  # new HashSet<TopicPartition>()
+        s.add(tp, spread(topic_partition_hash(tp[0], tp[1])))
 
     def move(self, tp: TP, src: str, dst: str) -> None:
         if tp in self.pair_of:

@@ -11,15 +11,18 @@ The flow inside this package:
   ``_framing.py`` picks those of the selected codec and holds the stream
   splitter;
 - ``_batch_c.pyx`` / ``_batch_py.py`` decode whole captures into Arrow
-  columns for the pipeline (loaded only by ``kwire.pipeline``); what the two
-  share (output schema, column buffers, field extraction) is
-  ``_batch_common.py``.
+  columns for the pipeline (loaded only by ``kwire.pipeline``, through
+  :func:`batch_decoder` in ``_batch.py``); what the two share (output schema,
+  column buffers, field extraction) is ``_batch_common.py``;
+- what the two codec twins share, neither importing the other, is
+  ``_codec_common.py``.
 
 This module only re-exports: the message classes of the codec the switch
 selected (``kwire.IMPLEMENTATION``) and the framing functions over it.
 """
 
 from kwire._impl import IMPLEMENTATION
+from kwire.codec._batch import batch_decoder
 from kwire.codec._framing import (
     DEFAULT,
     DEFAULT_MAX_FRAME_SIZE,
@@ -159,5 +162,5 @@ __all__ = [
     "IMPLEMENTATION", *_MESSAGE_NAMES,
     "DEFAULT", "DEFAULT_MAX_FRAME_SIZE", "FrameSplitter", "Framing", "decode_request", "decode_request_header",
     "decode_response", "encode_request", "encode_response", "message_class", "split_frames",
-    "split_request",
+    "split_request", "batch_decoder",
 ]

@@ -98,6 +98,7 @@ from kwire.codec._codec_c import (
     ReplicaState as ReplicaState,
     SnapshotId as SnapshotId,
 )
+from kwire.codec._batch import batch_decoder as batch_decoder
 from kwire.codec._framing import (
     DEFAULT as DEFAULT,
     DEFAULT_MAX_FRAME_SIZE as DEFAULT_MAX_FRAME_SIZE,

@@ -13,6 +13,8 @@ import sys as _sys
 from operator import index as _index
 
 from kwire.codec import _schema
+from kwire.codec._codec_common import check_response_key as _check_response_key
+from kwire.codec._codec_common import rebuild as _rebuild
 from kwire.errors import ArgumentTypeError, ArgumentValueError, DecodeError, EncodeError, UnsupportedVersionError
 # Underscored: tests copy every public class name of a codec onto kwire.
 from kwire.errors import LimitExceededError as _LimitExceededError
@@ -417,6 +419,13 @@ def _is_default(field, v):
     return v is not None and v == d
 
 
+def decodes_to_default(field, version, flexible, raw):
+    """Whether ``raw``, one encoded value of ``field``, reads back as the field's
+    default: what the writer asks before it writes a tagged field.  Public for
+    fuzz/differential.py, which asks it of the bytes it canonicalises."""
+    return _is_default(field, _read_value(_Reader(raw), _FieldPlan(field, version, flexible)))
+
+
 def _write_struct(out, obj, splan, field=None):
     cls = _CLASSES[id(splan.fields[0].field)]
     if not isinstance(obj, cls):
@@ -510,14 +519,6 @@ class _Struct:
         state = {a: getattr(self, a) for a in self._attrs}
         state["unknown_tagged_fields"] = self.unknown_tagged_fields
         return (_rebuild, (type(self), state))
-
-
-def _rebuild(cls, state):
-    version = state.pop("version", None)  # consumer data's decoded version: not a constructor argument
-    obj = cls(**state)
-    if version is not None:
-        obj.version = version
-    return obj
 
 
 class _Message(_Struct):
@@ -632,6 +633,13 @@ def _make_class(name, fields, base, schema=None):
     cls = type(name, (base,), ns)
     _CLASSES[id(fields[0])] = cls
     return cls
+
+
+def struct_class(fields):
+    """This twin's class for the struct whose schema fields are ``fields``
+    (nested structs have no name of their own to look up; fuzz/make_corpus.py
+    builds them from the schema)."""
+    return _CLASSES[id(fields[0])]
 
 
 def _build_all():
@@ -790,8 +798,7 @@ def decode_response(frame, api_key, version, *, max_elements=None):
     request with the same correlation id.  ``max_elements`` as for
     :func:`decode_request`."""
     # The api key and version come from the caller, not the frame: check them before reading it.
-    if not isinstance(api_key, int) or isinstance(api_key, bool) or api_key not in _RESPONSE_CLASSES:
-        raise UnsupportedVersionError(f"api key {api_key} (response) is not supported by kwire")
+    _check_response_key(api_key, _RESPONSE_CLASSES)
     cls = _RESPONSE_CLASSES[api_key]
     _check_version(cls, version)
     r = _open_frame(frame)

@@ -27,6 +27,15 @@ cdef int _check_message(int exact_key, object msg, dict keys, str kind) except -
     raise EncodeError(f"expected a kwire {kind} message, got {type(msg).__name__}")
 
 
+cdef int _w_correlation_id(Writer* w, object correlation_id) except -1:
+    """The header's correlation id, an error in it named as the header's field."""
+    try:
+        w_int32(w, correlation_id)
+    except EncodeError as e:
+        raise e.prepend_path("correlation_id")
+    return 0
+
+
 cdef bytes _finish_frame(Writer* w):
     """The frame in ``w``, whose first 4 bytes were reserved for the size."""
     cdef Py_ssize_t size = w.len - 4
@@ -45,7 +54,10 @@ cdef bytes _finish_frame(Writer* w):
 # _w_RequestHeader: the object would cost as much as a small body.  Its layout
 # is Kafka's (api key, api version, correlation id, then a classic nullable
 # client id, then an empty tag section when flexible), the errors those of
-# _w_RequestHeader (tests/test_framing.py compares them).
+# _w_RequestHeader (tests/test_framing.py compares them).  The two encoders
+# share their outline (checks, Writer, header, body, size) and differ in the
+# header and the body tables; passing those in as function pointers would cost
+# an indirect call per frame for the sake of six lines, so both are spelled out.
 def encode_request(msg, version, correlation_id, client_id=None):
     """A complete request frame: size prefix, request header, body."""
     cdef int api_key = _check_message(_request_key(msg), msg, _REQUEST_KEYS, "request")
@@ -57,10 +69,7 @@ def encode_request(msg, version, correlation_id, client_id=None):
         w.len = 4
         w_be16(&w, <uint16_t><int16_t>api_key)
         w_be16(&w, <uint16_t><int16_t>c_version)
-        try:
-            w_int32(&w, correlation_id)
-        except EncodeError as e:
-            raise e.prepend_path("correlation_id")
+        _w_correlation_id(&w, correlation_id)
         try:
             w_string(&w, client_id, 0, 1)
         except EncodeError as e:
@@ -82,10 +91,7 @@ def encode_response(msg, version, correlation_id):
     w_init(&w, 128)
     try:
         w.len = 4
-        try:
-            w_int32(&w, correlation_id)
-        except EncodeError as e:
-            raise e.prepend_path("correlation_id")
+        _w_correlation_id(&w, correlation_id)
         if _response_header_version(api_key, c_version) >= 1:
             w_u8(&w, 0)
         _w_response_body(&w, api_key, msg, c_version)
@@ -161,8 +167,7 @@ def decode_response(frame, api_key, version, *, max_elements=None):
     request with the same correlation id.  ``max_elements`` as for
     :func:`decode_request`."""
     # The api key and version come from the caller, not the frame: check them before reading it.
-    if not isinstance(api_key, int) or isinstance(api_key, bool) or api_key not in _RESPONSE_CLASSES:
-        raise UnsupportedVersionError(f"api key {api_key} (response) is not supported by kwire")
+    _check_response_key(api_key, _RESPONSE_CLASSES)
     _check_response_version(api_key, version)
     cdef Reader r
     keep = _open_frame(&r, frame)

@@ -453,9 +453,15 @@ ALL_MESSAGES = HEADERS + API_MESSAGES + DATA_MESSAGES
 SPEC_CHECKED = HEADERS + API_MESSAGES + [CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT]
 
 
+def api_message(api_key, kind):
+    """The table of the ``kind`` ("request" or "response") message of ``api_key``;
+    KeyError when kwire has none."""
+    return _BY_KEY[(api_key, kind)]
+
+
 def request_header_version(api_key, api_version):
     """Header version Kafka uses for a request of this api version."""
-    msg = _BY_KEY[(api_key, "request")]
+    msg = api_message(api_key, "request")
     return 2 if api_version in msg.flexible else 1
 
 
@@ -466,7 +472,7 @@ def response_header_version(api_key, api_version):
     know the broker's versions must still be able to read it."""
     if api_key == 18:
         return 0
-    msg = _BY_KEY[(api_key, "response")]
+    msg = api_message(api_key, "response")
     return 1 if api_version in msg.flexible else 0
 
 

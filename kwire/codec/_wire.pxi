@@ -30,6 +30,10 @@ cdef extern from "Python.h":
 from kwire.errors import ArgumentTypeError, ArgumentValueError, DecodeError, EncodeError, UnsupportedVersionError
 # Underscored: tests copy every public class name of a codec onto kwire.
 from kwire.errors import LimitExceededError as _LimitExceededError
+# Shared with the pure twin (neither twin imports the other); the generated
+# classes' __reduce__ names _rebuild.
+from kwire.codec._codec_common import check_response_key as _check_response_key
+from kwire.codec._codec_common import rebuild as _rebuild
 
 cdef object _MISSING = object()
 cdef enum:
@@ -656,11 +660,3 @@ cdef int check_version(object version, int lo, int hi, str name, str valid) exce
     elif isinstance(version, int) and not isinstance(version, bool) and lo <= version <= hi:
         return 0
     raise UnsupportedVersionError(f"{name} version {version!r} is not supported (valid: {valid})")
-
-
-def _rebuild(cls, state):
-    version = state.pop("version", None)  # consumer data's decoded version: not a constructor argument
-    obj = cls(**state)
-    if version is not None:
-        obj.version = version
-    return obj

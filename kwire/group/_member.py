@@ -43,7 +43,7 @@ from kwire.codec import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kwire.errors import KwireError
+from kwire.errors import ArgumentTypeError, KwireError
 
 # The codes this side handles; they overlap _coordinator.py's list where both sides deal with a code.
 from ._errors import (
@@ -129,6 +129,23 @@ class MemberFailed(NamedTuple):
     error: GroupMemberFatalError
 
 
+def _subscription_topics(topics):
+    """The topics of a Subscription as Java sends them: distinct, in String.compareTo (UTF-16) order,
+    which differs from Python's code-point order for names holding a non-BMP character."""
+    # A str is iterable too, and would subscribe to its letters.
+    if topics is None or isinstance(topics, (str, bytes)) or not hasattr(topics, "__iter__"):
+        raise ArgumentTypeError(f"topics must be an iterable of topic names, got {type(topics).__name__}")
+    topics = list(topics)
+    for topic in topics:
+        if not isinstance(topic, str):
+            raise ArgumentTypeError(f"a topic name must be str, got {type(topic).__name__}")
+    topics = set(topics)
+    # Imported here: kwire.assignors loads NumPy, which a member that never leads does not need.
+    from kwire.assignors import java_sorted
+
+    return tuple(java_sorted(topics))
+
+
 def _sorted_tps(tps):
     return tuple(sorted(tps))
 
@@ -179,7 +196,7 @@ class ConsumerMember:
         self.partitions_per_topic = dict(partitions_per_topic or {})
         self._rng = rng or random.Random()
 
-        self.topics = tuple(sorted(set(topics)))
+        self.topics = _subscription_topics(topics)
         self.state = UNJOINED
         self.coordinator = None            # CoordinatorFound once known
         self.generation = _NO_GENERATION   # (generation id, member id, protocol name)
@@ -294,7 +311,7 @@ class ConsumerMember:
     def subscribe(self, topics):
         """Change the subscription; a STABLE member rejoins at its next poll (cooperative members revoke
         only the partitions of topics they dropped)."""
-        self.topics = tuple(sorted(set(topics)))
+        self.topics = _subscription_topics(topics)
 
     def update_metadata(self, partitions_per_topic):
         """The partition counts the leader assigns from."""

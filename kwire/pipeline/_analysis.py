@@ -1,8 +1,8 @@
 """Per-group analysis: rebalances, partition ownership, what-if assignors.
 
 Pure Python over one group's decoded events, so it is tested without
-Spark; the Spark stages call it once per hash bucket of group ids
-(``applyInPandas``), never once per group.
+Spark; the Spark stages call it once per bucket of groups, never once
+per group.  The what-if replays on arrays (:func:`replay`).
 
 Events are rows of the decoded frames table (see ``kwire.codec._batch_py``),
 reduced by the Spark stage: heartbeat requests are dropped and successful
@@ -13,12 +13,17 @@ Timestamps are integer microseconds.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from kwire import assignors
+from kwire.errors import AssignmentError, KwireError
 
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 REQUEST, RESPONSE = 0, 1
@@ -348,83 +353,245 @@ def assignment_rows(tl: Timeline) -> List[dict]:
     return rows
 
 
-def whatif_group_input(strategy, gg: Generation, prev: Optional[Generation], partition_counts):
-    """The GroupInput a leader running ``strategy`` would have seen at ``gg``,
-    given the ownership observed at ``prev``."""
-    from kwire.assignors import GroupInput, MemberInput
+# -- what-if -------------------------------------------------------------------------------------------
+#
+# Each generation is packed once into arrays (_ReplayInput): its ArrayGroups
+# and the ownership observed before and at it.  The replay then runs every
+# strategy with assign_arrays and reads moves, loads and reproduction off
+# the ArrayAssignment with NumPy.  Observed partitions are int64 keys
+# ``topic id << 32 | partition`` over the generation's own topic ids;
+# owners are codes over every member name seen, -1 for no owner.
 
-    owned: Dict[str, List[Tuple[str, int]]] = defaultdict(list)
-    prev_gen = -1
-    if prev is not None and strategy in ("sticky", "cooperative-sticky"):
-        prev_gen = prev.generation_id
+_I32, _I64 = np.int32, np.int64
+
+
+class _ReplayInput:
+    __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "total", "member_codes",
+                 "owner_codes", "none_code", "has_prev", "prev_keys", "prev_codes", "obs_keys", "obs_codes",
+                 "obs_counts", "obs_lists", "plain", "sticky")
+
+
+class _Variant:
+    """One ArrayGroup of a generation (the strategies that claim nothing share
+    one, the sticky ones claim the previous ownership), or the KwireError
+    its input earned; with where each previously owned partition sits in it."""
+
+    __slots__ = ("group", "error", "topic_ids", "prev_slots")
+
+
+def _last_owner(keys, codes):
+    """``(sorted unique keys, owner codes)``: a partition listed twice keeps
+    its last owner, as the timeline's ownership dicts do."""
+    unique, first = np.unique(keys[::-1], return_index=True)
+    return unique, codes[::-1][first]
+
+
+def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Variant:
+    """The ArrayGroup ``ArrayGroup.from_group_input`` built from the
+    member-level input the what-if used to describe: only subscribed topics
+    have sizes, topics only owned are known with none, subscription lists are
+    kept as sent.  ``owned_lists`` is None for the strategies that claim
+    nothing."""
+    v = _Variant()
+    v.group = v.error = v.topic_ids = v.prev_slots = None
+    topics_of_members = [m[2] for m in gg.members]
+    subscribed = {t for ts in topics_of_members for t in ts}
+    names = set(subscribed)
+    for tps in owned_lists or ():
+        names.update(t for t, _p in tps)
+    bad = [t for t in names if not isinstance(t, str)]
+    if bad:
+        v.error = AssignmentError(f"topic names must be str, got {bad[0]!r}")
+        return v
+    topics = assignors.java_sorted(names)
+    index = {t: i for i, t in enumerate(topics)}
+    sub_indptr = np.zeros(len(topics_of_members) + 1, dtype=_I64)
+    np.cumsum([len(ts) for ts in topics_of_members], out=sub_indptr[1:])
+    columns = {}
+    if owned_lists is not None:
+        owned_indptr = np.zeros(len(owned_lists) + 1, dtype=_I64)
+        np.cumsum([len(tps) for tps in owned_lists], out=owned_indptr[1:])
+        generation = np.where(np.diff(owned_indptr) > 0, prev_generation, -1)
+        columns = {"owned_indptr": owned_indptr,
+                   "owned_topic": np.array([index[t] for tps in owned_lists for t, _p in tps], dtype=_I32),
+                   "owned_partition": np.array([p for tps in owned_lists for _t, p in tps], dtype=_I64),
+                   "generation": generation, "subscription_generation": generation}
+    sizes = np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], dtype=_I32)
+    sub_topics = np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32)
+    try:
+        v.group = assignors.ArrayGroup(topics, sizes, [m[0] for m in gg.members], sub_indptr, sub_topics,
+                                       group_instance_ids=[m[1] for m in gg.members], **columns)
+    except KwireError as exc:
+        v.error = exc
+        return v
+    v.topic_ids = np.array([tid(t) for t in topics], dtype=_I64)
+    return v
+
+
+def _place_prev(v: _Variant, prev_keys, n_topic_ids):
+    """Each previously owned partition's slot in the group's partition
+    layout; the slot past the end for one the group does not have."""
+    if v.group is None or prev_keys is None:
+        return
+    g = v.group
+    local = np.full(n_topic_ids, -1, dtype=_I64)
+    local[v.topic_ids] = np.arange(len(v.topic_ids))
+    t, p = local[prev_keys >> 32], prev_keys & 0xFFFFFFFF
+    inside = (t >= 0) & (p < g.partition_counts[np.maximum(t, 0)])
+    v.prev_slots = np.where(inside, g.topic_offset[np.maximum(t, 0)] + p, g.num_partitions)
+
+
+def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _ReplayInput:
+    """What a leader at ``gg`` would have seen, as arrays: ``gg``'s members and
+    subscriptions, and the ownership observed at ``prev`` (the last
+    generation that had one), which the sticky strategies claim."""
+    topic_ids: Dict[str, int] = {}
+    names: Dict[Optional[str], int] = {}
+
+    def tid(t):
+        return topic_ids.setdefault(t, len(topic_ids))
+
+    def code(m):
+        return names.setdefault(m, len(names))
+
+    def keys(tps):
+        return np.fromiter(((tid(t) << 32) | int(p) for t, p in tps), dtype=_I64, count=len(tps))
+
+    def owned_keys(lists):
+        owners = [m for m, l in lists for _ in l]
+        return keys([tp for _m, l in lists for tp in l]), np.fromiter(map(code, owners), _I64, len(owners))
+
+    inp = _ReplayInput()
+    inp.group_id, inp.generation_id, inp.protocol_name = tl.group_id, gg.generation_id, gg.protocol_name
+    inp.member_ids = [m[0] for m in gg.members]
+    inp.total = sum(tl.partition_counts.get(t, 0) for t in {t for m in gg.members for t in m[2]})
+    inp.member_codes = np.array([code(m) for m in inp.member_ids], dtype=_I64)
+    inp.owner_codes = np.append(inp.member_codes, -1)  # indexed by member position, -1 for none
+    observed = gg.assignment or gg.leader_assignment
+    inp.obs_keys, inp.obs_codes = _last_owner(*owned_keys(list(observed.items())))
+    mine = [observed.get(m, ()) for m in inp.member_ids]
+    inp.obs_counts = np.array([len(l) for l in mine], dtype=_I64)
+    inp.obs_lists = keys([tp for l in mine for tp in l])
+    inp.has_prev = prev is not None
+    inp.prev_keys = inp.prev_codes = owned = None
+    if prev is not None:
+        prev_lists = prev.assignment or prev.leader_assignment
+        inp.prev_keys, inp.prev_codes = _last_owner(*owned_keys(list(prev_lists.items())))
         # Each member claims its list in the order it received it, which
         # Java's sticky iteration order depends on.
-        for m, tps in (prev.assignment or prev.leader_assignment).items():
-            owned[m].extend(tps)
-    members = []
-    for mid, instance, topics in gg.members:
-        mine = tuple(owned.get(mid, ()))
-        gen = prev_gen if mine else -1
-        members.append(MemberInput(member_id=mid, group_instance_id=instance, topics=tuple(topics), owned=mine,
-                                   generation=gen, subscription_generation=gen))
-    subscribed = {t for _, _, ts in gg.members for t in ts}
-    return GroupInput(members=members, partitions_per_topic={t: partition_counts.get(t, 0) for t in subscribed})
+        owned = [prev_lists.get(m, ()) for m in inp.member_ids]
+    prev_generation = prev.generation_id if prev is not None else -1
+    inp.plain = _variant(gg, None, tl.partition_counts, tid, prev_generation)
+    inp.sticky = (_variant(gg, owned, tl.partition_counts, tid, prev_generation) if owned and any(owned)
+                  else inp.plain)
+    for v in {id(inp.plain): inp.plain, id(inp.sticky): inp.sticky}.values():
+        _place_prev(v, inp.prev_keys, len(topic_ids))
+    # None is a name the dicts allow; only "no owner" and a None owner compare equal there.
+    inp.none_code = names.get(None, -2)
+    return inp
 
 
-def whatif_rows(tl: Timeline, strategies=STRATEGIES, implementation=None) -> List[dict]:
-    from kwire.assignors import assign_group
-    from kwire.errors import KwireError
+def _moved(now, inp):
+    """How many previously owned partitions have another owner (``now``:
+    the owner code of each, -1 for none)."""
+    if not inp.has_prev:
+        return None
+    same = (now == inp.prev_codes) | ((now == -1) & (inp.prev_codes == inp.none_code))
+    return int(len(same) - np.count_nonzero(same))
 
-    rows = []
+
+def _row(rows, inp, name, is_observed, assigned, loads, moved, reproduces):
+    hi, lo = int(loads.max()), int(loads.min())
+    rows.append((inp.group_id, inp.generation_id, name, is_observed, len(inp.member_ids), inp.total, assigned,
+                 moved, hi, lo, hi - lo, reproduces, None))
+
+
+def _observed_row(rows, inp):
+    codes = inp.obs_codes
+    loads = np.bincount(codes, minlength=int(inp.member_codes.max()) + 1)[inp.member_codes]
+    moved = None
+    if inp.has_prev:
+        keys = inp.obs_keys
+        at = np.minimum(np.searchsorted(keys, inp.prev_keys), len(keys) - 1)
+        moved = _moved(np.where(keys[at] == inp.prev_keys, codes[at], -1), inp)
+    _row(rows, inp, inp.protocol_name, True, len(inp.obs_keys), loads, moved, None)
+
+
+def _reproduces(result, topic_ids, counts, inp):
+    """Whether each member's list, as it reads back from the Assignment bytes
+    (topics grouped in order of first appearance, as the Java leader writes
+    them), is the list the member received."""
+    if not (counts == inp.obs_counts).all():
+        return False
+    keys = (topic_ids[result.topic] << 32) | result.partition
+    if (keys == inp.obs_lists).all():
+        return True  # received lists are grouped by topic, so this one is too
+    member = np.repeat(np.arange(len(counts), dtype=_I64), counts)
+    _u, first, inverse = np.unique(member * len(topic_ids) + result.topic, return_index=True,
+                                   return_inverse=True)
+    order = np.lexsort((np.arange(len(keys)), first[inverse]))
+    return bool(np.array_equal(keys[order], inp.obs_lists))
+
+
+def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=None) -> None:
+    """Append the generation's what-if rows (tuples in :data:`WHATIF_SCHEMA`
+    order) to ``rows``: the observed assignment, then each strategy's."""
+    _observed_row(rows, inp)
+    m = len(inp.member_ids)
+    for strategy in strategies:
+        v = inp.sticky if strategy in ("sticky", "cooperative-sticky") else inp.plain
+        try:
+            if v.error is not None:
+                raise v.error
+            result = assignors.assign_arrays(strategy, v.group, implementation=implementation)
+        except KwireError as exc:
+            # The inputs the capture gives this generation are not a valid
+            # group (the bad frames were already left out): report it on
+            # this row and go on with the other groups.
+            rows.append((inp.group_id, inp.generation_id, strategy, False, m, inp.total,
+                         None, None, None, None, None, None, f"{type(exc).__name__}: {exc}"))
+            continue
+        counts = result.indptr[1:] - result.indptr[:-1]
+        # Owner per partition slot, and -1 in the slot past the end; a
+        # partition given twice keeps its last owner, as a dict would.
+        owner = np.full(v.group.num_partitions + 1, -1, dtype=_I64)
+        owner[v.group.topic_offset[result.topic] + result.partition] = np.repeat(np.arange(m), counts)
+        taken = owner[owner >= 0]
+        moved = None
+        if inp.has_prev:
+            moved = _moved(inp.owner_codes[owner[v.prev_slots]], inp)
+        _row(rows, inp, strategy, False, len(taken), np.bincount(taken, minlength=m), moved,
+             _reproduces(result, v.topic_ids, counts, inp))
+
+
+def replay_inputs(tl: Timeline):
+    """The generations a what-if replays: formed, with members known and an
+    observed assignment, each with the last observed one before it."""
     prev = None
     for gg in completed_generations(tl):
-        observed = gg.ownership()
-        if not gg.members or not observed:
-            prev = gg if observed else prev
-            continue
-        prev_own = prev.ownership() if prev is not None else {}
-        member_ids = [m[0] for m in gg.members]
-        total = sum(tl.partition_counts.get(t, 0) for t in {t for _, _, ts in gg.members for t in ts})
-
-        def summary(name, is_observed, own, reproduces):
-            loads = Counter(own.values())
-            per_member = [loads.get(m, 0) for m in member_ids]
-            moved = sum(1 for tp, owner in prev_own.items() if own.get(tp) != owner) if prev is not None else None
-            return {"group_id": tl.group_id, "generation_id": gg.generation_id, "strategy": name,
-                    "observed": is_observed, "member_count": len(member_ids), "partitions": total,
-                    "assigned": len(own), "moved": moved, "max_load": max(per_member),
-                    "min_load": min(per_member), "imbalance": max(per_member) - min(per_member),
-                    "reproduces_observed": reproduces, "error": None}
-
-        rows.append(summary(gg.protocol_name, True, observed, None))
-        observed_lists = gg.assignment or gg.leader_assignment
-        for strategy in strategies:
-            try:
-                result = assign_group(strategy, whatif_group_input(strategy, gg, prev, tl.partition_counts),
-                                      implementation=implementation)
-            except KwireError as exc:
-                # The inputs the capture gives this generation are not a
-                # valid group (the bad frames were already left out): report
-                # it on this row and go on with the other groups.
-                rows.append({"group_id": tl.group_id, "generation_id": gg.generation_id, "strategy": strategy,
-                             "observed": False, "member_count": len(member_ids), "partitions": total,
-                             "error": f"{type(exc).__name__}: {exc}"})
-                continue
-            own = {tp: m for m, tps in result.items() for tp in tps}
-            reproduces = all(serialized_order(result.get(m, ())) == list(observed_lists.get(m, ()))
-                             for m in member_ids)
-            rows.append(summary(strategy, False, own, reproduces))
-        prev = gg
-    return rows
+        observed = gg.assignment or gg.leader_assignment
+        if gg.members and observed:
+            yield replay_input(tl, gg, prev)
+        if observed:
+            prev = gg
 
 
-def serialized_order(tps):
-    """A member's list as it reads back from the Assignment bytes: topics
-    grouped in order of first appearance, as the Java leader writes them."""
-    groups: Dict[str, List[int]] = {}
-    for t, p in tps:
-        groups.setdefault(t, []).append(p)
-    return [(t, p) for t, ps in groups.items() for p in ps]
+def whatif_table(timelines, strategies=STRATEGIES, implementation=None, timer=None) -> pa.Table:
+    """The what-if rows of ``timelines``.  ``timer``: gets ``add(seconds)``
+    with the time spent in :func:`replay` only, not in building timelines
+    or packing arrays."""
+    rows: list = []
+    spent = 0.0
+    for tl in timelines:
+        for inp in replay_inputs(tl):
+            t = time.perf_counter()
+            replay(inp, rows, strategies, implementation)
+            spent += time.perf_counter() - t
+    if timer is not None:
+        timer.add(spent)
+    columns = list(zip(*rows)) if rows else [()] * len(WHATIF_SCHEMA)
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, WHATIF_SCHEMA)],
+                                schema=WHATIF_SCHEMA)
 
 
 def events_from_frames(frames: pa.Table) -> pd.DataFrame:
@@ -456,10 +623,7 @@ def _frame(rows, schema):
     return table.to_pandas()
 
 
-def _groups(pdf, max_partitions=DEFAULT_MAX_PARTITIONS):
-    if pdf.empty:
-        return
-    records = pdf.to_dict("records")
+def _timelines(records, max_partitions=DEFAULT_MAX_PARTITIONS):
     by_group = defaultdict(list)
     for r in records:
         by_group[r["group_id"]].append(r)
@@ -467,17 +631,26 @@ def _groups(pdf, max_partitions=DEFAULT_MAX_PARTITIONS):
         yield build_timeline(gid, by_group[gid], max_partitions, metadata_partition_counts(by_group[gid]))
 
 
+def timelines_of(pdf, max_partitions=DEFAULT_MAX_PARTITIONS):
+    return _timelines(pdf.to_dict("records") if not pdf.empty else (), max_partitions)
+
+
+def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS):
+    """Timelines of an Arrow table of events (:data:`EVENT_COLUMNS`), without pandas."""
+    return _timelines(events.select(EVENT_COLUMNS).to_pylist(), max_partitions)
+
+
 def rebalances_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf, max_partitions) for r in rebalance_rows(tl)], REBALANCE_SCHEMA)
+    return _frame([r for tl in timelines_of(pdf, max_partitions) for r in rebalance_rows(tl)], REBALANCE_SCHEMA)
 
 
 def assignments_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf, max_partitions) for r in assignment_rows(tl)], ASSIGNMENT_SCHEMA)
+    return _frame([r for tl in timelines_of(pdf, max_partitions) for r in assignment_rows(tl)], ASSIGNMENT_SCHEMA)
 
 
-def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf, max_partitions) for r in whatif_rows(tl)], WHATIF_SCHEMA)
+def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None) -> pd.DataFrame:
+    return whatif_table(timelines_of(pdf, max_partitions), timer=timer).to_pandas()
 
 
 def bad_frames_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in _groups(pdf, max_partitions) for r in tl.bad_frames], BAD_FRAME_SCHEMA)
+    return _frame([r for tl in timelines_of(pdf, max_partitions) for r in tl.bad_frames], BAD_FRAME_SCHEMA)

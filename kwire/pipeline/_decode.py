@@ -1,4 +1,4 @@
-"""Arrow glue for the batch decoder (``kwire.codec._batch_c`` / ``kwire.codec._batch_py``).
+"""Arrow glue for the batch decoder (``kwire.codec.batch_decoder``: ``_batch_c`` or ``_batch_py``).
 
 :func:`decode_record_batch` hands the capture's binary ``frame`` column to
 the decoder as NumPy views of its offsets and values buffers: nothing is
@@ -10,13 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from kwire import _impl
+from kwire.codec import batch_decoder
 from kwire.errors import ArgumentTypeError
 from kwire.pipeline._capture import read_capture
 
-
-def batch_module(implementation=None):
-    return _impl.load("batch", implementation, package="kwire.codec")
+# The pipeline's name for the decoder switch (its stages and scripts/bench_pipeline.py call it).
+batch_module = batch_decoder
 
 
 def FRAMES_SCHEMA():  # noqa: N802 - a function so importing this module does not load the decoder

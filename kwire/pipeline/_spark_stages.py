@@ -8,9 +8,10 @@
 2. **events**: group frames only; heartbeat requests dropped and successful
    heartbeats folded into the last one per (group, member, generation) --
    the bulk of the traffic, reduced in the JVM before Python sees it.
-3. **rebalances / assignments / what-if**: ``applyInArrow`` over hash
-   buckets of group ids (not one task per group), each bucket analysed by
-   :mod:`kwire.pipeline._analysis`.
+3. **rebalances / assignments / what-if**: ``applyInArrow`` over buckets
+   of groups (not one task per group) balanced by the groups' event counts,
+   each bucket analysed by :mod:`kwire.pipeline._analysis`; the what-if
+   stays in Arrow and NumPy from its input to its rows.
 4. ``bad_frames``: undecodable frames and the frames the analysis left out
    (:data:`kwire.pipeline._analysis.BAD_FRAME_SCHEMA`), with their reasons.
 5. ``report.md``, ``report.json`` and charts from small aggregates
@@ -23,6 +24,7 @@ The session is the user's whenever they configured one (see
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import sys
@@ -202,18 +204,23 @@ def decode_partition(batches, implementation=None):
         yield decode_record_batch(batch, pairing, mod)
 
 
+def ordered_capture(spark, capture_path, partitions=None):
+    """The capture's :data:`DECODE_COLUMNS`, partitioned by connection and
+    sorted by ``seq`` within each: the order the decoder's pairing needs."""
+    capture = spark.read.parquet(str(capture_path)).select(*DECODE_COLUMNS)
+    n = partitions or spark.sparkContext.defaultParallelism
+    return capture.repartition(n, "conn").sortWithinPartitions("conn", "seq")
+
+
 def decode_stage(spark, capture_path, partitions=None, implementation=None, archive=None):
     from kwire.pipeline._decode import batch_module
 
-    capture = spark.read.parquet(str(capture_path)).select(*DECODE_COLUMNS)
-    n = partitions or spark.sparkContext.defaultParallelism
-    ordered = capture.repartition(n, "conn").sortWithinPartitions("conn", "seq")
     schema = spark_schema(batch_module(implementation).FRAMES_SCHEMA)
     decode = remote(__name__, "decode_partition", archive)
-    return ordered.mapInArrow(lambda it: decode(it, implementation), schema)
+    return ordered_capture(spark, capture_path, partitions).mapInArrow(lambda it: decode(it, implementation), schema)
 
 
-def events_stage(frames, buckets):
+def events_stage(frames):
     from pyspark.sql import functions as F
 
     f = frames.where(F.col("group_id").isNotNull() & F.col("api_key").isin(11, 12, 13, 14)
@@ -231,9 +238,63 @@ def events_stage(frames, buckets):
               else F.lit(0).cast("short").alias(c) if c == "error_code"
               else F.lit(None).cast(keep.schema[c].dataType).alias(c))
         for c in analysis.EVENT_COLUMNS])
-    events = keep.unionByName(hb)
-    return events.withColumn("bucket", F.pmod(F.xxhash64("group_id"), F.lit(buckets))).repartition(
-        buckets, "bucket")
+    return keep.unionByName(hb)
+
+
+def balanced_buckets(sizes, buckets):
+    """``{group_id: bucket index}`` from ``{group_id: events}``: largest group
+    first into the lightest bucket, so one large group does not share a task
+    with many others while another task idles."""
+    load = [(0, b) for b in range(buckets)]
+    out = {}
+    for gid, n in sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0])):
+        total, b = heapq.heappop(load)
+        out[gid] = b
+        heapq.heappush(load, (total + n, b))
+    return out
+
+
+def spark_int_hash(value, seed=42):
+    """Spark's ``hash()`` of an int column (Murmur3 x86-32, seed 42), which
+    its hash partitioning takes modulo the partition count."""
+    def rotl(x, r):
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k = rotl((value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h = (rotl(seed ^ k, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= 4  # the input's length in bytes
+    h = (h ^ (h >> 16)) * 0x85EBCA6B & 0xFFFFFFFF
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & 0xFFFFFFFF
+    h ^= h >> 16
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_labels(n):
+    """For each of ``n`` hash partitions, an int that Spark's hash
+    partitioning sends there: bucketing by these labels gives one bucket a
+    task, where bucket numbers 0..n-1 collide (8 buckets have landed in 4
+    partitions of 8).  Computed here, without a Spark job."""
+    labels = {}
+    label = 0
+    while len(labels) < n:
+        labels.setdefault(spark_int_hash(label) % n, label)
+        label += 1
+    return [labels[k] for k in range(n)]
+
+
+def bucketed(events, buckets):
+    """``events`` with a ``bucket`` column, balanced by each group's event
+    count (:func:`balanced_buckets`) and repartitioned one bucket a partition."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    spark = events.sparkSession
+    sizes = {r["group_id"]: r["n"] for r in events.groupBy("group_id").agg(F.count(F.lit(1)).alias("n")).collect()}
+    labels = partition_labels(buckets)
+    plan = spark.createDataFrame([(gid, labels[b]) for gid, b in balanced_buckets(sizes, buckets).items()],
+                                 T.StructType([T.StructField("group_id", T.StringType(), False),
+                                               T.StructField("bucket", T.IntegerType(), False)]))
+    return events.join(F.broadcast(plan), "group_id").repartition(buckets, "bucket")
 
 
 _BUCKET_KINDS = {
@@ -246,18 +307,19 @@ _BUCKET_KINDS = {
 
 def analyse_bucket(pdf, kind, max_partitions, timer=None):
     """Runs in the Python worker: one bucket of groups' events (pandas) to the
-    rows of table ``kind``; adds the seconds it took to ``timer``."""
+    rows of table ``kind``.  ``timer`` (what-if only) gets the seconds spent
+    replaying, not building timelines."""
     fn, _schema = _BUCKET_KINDS[kind]
-    t = time.perf_counter()
-    out = fn(pdf.drop(columns=["bucket"]), max_partitions)
-    if timer is not None:
-        timer.add(time.perf_counter() - t)
-    return out
+    extra = (timer,) if kind == "whatif" else ()
+    return fn(pdf.drop(columns=["bucket"]), max_partitions, *extra)
 
 
 def analyse_bucket_arrow(table, kind, max_partitions, timer=None):
+    if kind == "whatif":
+        # Arrow in, Arrow out: the replay runs on arrays, no pandas between.
+        return analysis.whatif_table(analysis.timelines_of_arrow(table, max_partitions), timer=timer)
     _fn, schema = _BUCKET_KINDS[kind]
-    return pa.Table.from_pandas(analyse_bucket(table.to_pandas(), kind, max_partitions, timer), schema=schema,
+    return pa.Table.from_pandas(analyse_bucket(table.to_pandas(), kind, max_partitions), schema=schema,
                                 preserve_index=False)
 
 
@@ -344,7 +406,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         stages["decode"] = {"seconds": st.seconds, "frames": row["frames"]}
         s = {"frames": row["frames"], "decode_errors": row["errors"] or 0, "connections": row["conns"]}
 
-        events = events_stage(frames, buckets).persist()
+        events = bucketed(events_stage(frames), buckets).persist()
         tables = {}
         replay = sc.accumulator(0.0)
         for kind in ("rebalances", "assignments", "whatif", "bad_frames"):

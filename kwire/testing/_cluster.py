@@ -4,6 +4,8 @@ import asyncio
 import concurrent.futures
 import threading
 
+from kwire.errors import ShutdownError
+
 from ._server import ClusterServer, Limits
 
 # How long starting and stopping may take before the caller is told: both are local and quick.
@@ -110,7 +112,7 @@ class MockCluster:
         if self._thread is not None:
             self._thread.join(_START_STOP_TIMEOUT_S)
             if self._thread.is_alive():
-                raise RuntimeError("the mock cluster's thread did not stop")
+                raise ShutdownError("the mock cluster's thread did not stop")
             self._thread = None
 
     # -- faults ---------------------------------------------------------------------------------------

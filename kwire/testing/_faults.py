@@ -30,6 +30,7 @@ from kwire.codec import (
     PartitionData,
     SyncGroupResponse,
 )
+from kwire.errors import ArgumentValueError
 
 #: Api names the command line and the Python API accept, with their keys.
 API_KEYS = {
@@ -49,7 +50,7 @@ def api_key(api):
     for name, key in API_KEYS.items():
         if name.lower() == text.lower():
             return key
-    raise ValueError(f"unknown api {api!r}; one of {', '.join(API_KEYS)} or a number")
+    raise ArgumentValueError(f"unknown api {api!r}; one of {', '.join(API_KEYS)} or a number")
 
 
 class Fault(NamedTuple):
@@ -72,19 +73,19 @@ class Faults:
 
     def fail(self, api, error_code, count=1):
         if count < 1:
-            raise ValueError("count must be at least 1")
+            raise ArgumentValueError("count must be at least 1")
         self._errors[api_key(api)] = [int(error_code), count]
         self.armed = True
 
     def drop(self, api, count=1):
         if count < 1:
-            raise ValueError("count must be at least 1")
+            raise ArgumentValueError("count must be at least 1")
         self._drops[api_key(api)] = count
         self.armed = True
 
     def add_latency(self, ms, api=None):
         if ms < 0:
-            raise ValueError("latency must be >= 0")
+            raise ArgumentValueError("latency must be >= 0")
         key = None if api is None else api_key(api)
         if ms:
             self._latency[key] = ms
@@ -185,4 +186,4 @@ def error_response(req, key, version, code):
             FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
                 PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1) for p in t.partitions])
             for t in req.topics])
-    raise ValueError(f"no error answer for api key {key}")
+    raise ArgumentValueError(f"no error answer for api key {key}")

@@ -20,6 +20,8 @@ import signal
 import sys
 import threading
 
+from kwire.errors import ArgumentValueError
+
 from ._server import ClusterServer, Limits, log
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -106,7 +108,7 @@ async def _serve(args):
         for spec in args.fail:
             parts = spec.split(":")
             if len(parts) not in (2, 3):
-                raise ValueError(f"--fail wants API:CODE[:COUNT], not {spec!r}")
+                raise ArgumentValueError(f"--fail wants API:CODE[:COUNT], not {spec!r}")
             server.faults.fail(parts[0], int(parts[1]), int(parts[2]) if len(parts) == 3 else 1)
         for spec in args.drop:
             api, _, count = spec.partition(":")

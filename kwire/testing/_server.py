@@ -35,7 +35,7 @@ from kwire.codec import (
     MetadataResponseTopic,
     PartitionData,
 )
-from kwire.errors import KwireError
+from kwire.errors import ArgumentValueError, KwireError
 from kwire.group import GroupCoordinator, errors
 
 from ._faults import Faults, error_response
@@ -63,7 +63,7 @@ class Limits:
         for name, value in (("max_frame_size", max_frame_size), ("max_members_per_group", max_members_per_group),
                             ("max_groups", max_groups), ("max_connections", max_connections)):
             if value < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise ArgumentValueError(f"{name} must be at least 1")
         self.max_frame_size = max_frame_size
         self.max_members_per_group = max_members_per_group
         self.max_groups = max_groups
@@ -174,7 +174,7 @@ class ClusterServer:
         self.topics = {name: int(n) for name, n in (topics or {}).items()}
         for name, n in self.topics.items():
             if n < 1:
-                raise ValueError(f"topic {name!r} needs at least one partition")
+                raise ArgumentValueError(f"topic {name!r} needs at least one partition")
         self.topic_ids = {name: topic_id(name) for name in self.topics}
         self.topic_names = {tid: name for name, tid in self.topic_ids.items()}
         self.host, self.port = host, port

@@ -1,0 +1,165 @@
+"""The Spark pipeline's figures from one run, as ratios (issue 14).
+
+Run: ``python benches/bench_pipeline.py [--groups N] [--seed S] [--e2e]``.
+
+1. A synthetic capture of N groups (``kwire.pipeline.synth``), cached in the
+   temporary directory: generating one takes longer than benchmarking it.
+2. **What-if replay**, in this process, on the same timelines: members
+   replayed per second (a member replayed by one strategy counts once, as
+   ``stages.whatif.members`` counts it).  ``array`` is :func:`replay` on
+   packed inputs, the time ``stages.whatif.replay_seconds`` sums;
+   ``array+pack`` adds packing the timelines into arrays; ``member-level``
+   is the replay the pipeline used before, kept as the test oracle in
+   tests/test_pipeline_whatif.py.  The goal is >= 300,000 members/s.
+3. **Decode ÷ do-nothing**, in a started local[2] session that has already
+   run a job and both stages once (the JVM and the Python workers warm): the
+   decode stage written to Parquet, against a ``mapInArrow`` that passes the
+   same ordered capture through unchanged and writes it.  Best of
+   ``--repeat`` runs each, alternated.  The goal is <= 2x.
+4. ``--e2e``: ``run_pipeline`` end to end in the same session, with
+   report.json's stage seconds and the what-if's members per replay second.
+
+The load average is printed before and after: the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+# The member-level oracle lives with the tests, at the top of this checkout.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def capture_path(groups, seed):
+    from kwire.pipeline import synth
+
+    cache = os.path.join(tempfile.gettempdir(), "kwire-bench-pipeline")
+    os.makedirs(cache, exist_ok=True)
+    path = os.path.join(cache, f"synth-{groups}-{seed}.parquet")
+    if not os.path.exists(path):
+        t = time.perf_counter()
+        partial = path + ".part"
+        frames = synth(partial, groups=groups, seed=seed)
+        os.replace(partial, path)
+        print(f"synth: {groups:,} groups, {frames:,} frames in {time.perf_counter() - t:.1f} s -> {path}")
+    return path
+
+
+def bench_whatif(path):
+    from kwire.pipeline import _analysis as analysis
+    from kwire.pipeline import decode_capture
+    from tests.test_pipeline_whatif import whatif_rows
+
+    t = time.perf_counter()
+    events = analysis.events_from_frames(decode_capture(path))
+    timelines = list(analysis.timelines_of(events))
+    print(f"what-if input: {len(timelines):,} groups, {len(events):,} events, timelines built in "
+          f"{time.perf_counter() - t:.1f} s (not counted below)")
+
+    t = time.perf_counter()
+    inputs = [inp for tl in timelines for inp in analysis.replay_inputs(tl)]
+    pack = time.perf_counter() - t
+    rows: list = []
+    t = time.perf_counter()
+    for inp in inputs:
+        analysis.replay(inp, rows)
+    array = time.perf_counter() - t
+    observed = analysis.WHATIF_SCHEMA.names.index("observed")
+    count = analysis.WHATIF_SCHEMA.names.index("member_count")
+    members = sum(r[count] for r in rows if not r[observed])
+
+    t = time.perf_counter()
+    old = [r for tl in timelines for r in whatif_rows(tl)]
+    member_level = time.perf_counter() - t
+    assert sum(r["member_count"] for r in old if not r["observed"]) == members
+
+    print(f"what-if: {len(inputs):,} generations, {members:,} member replays")
+    for name, seconds in (("array", array), ("array+pack", array + pack), ("member-level", member_level)):
+        print(f"  {name:<13} {seconds:8.2f} s  {members / seconds:>11,.0f} members/s")
+    print(f"  array / member-level: {member_level / array:.1f}x faster; goal 300,000 members/s: "
+          f"{members / array / 300_000:.2f} of it")
+
+
+def _passthrough(batches):
+    yield from batches
+
+
+def bench_decode(spark, path, out, repeat):
+    from kwire.pipeline._spark_stages import decode_stage, ordered_capture
+
+    def decode():
+        decode_stage(spark, path).write.mode("overwrite").parquet(os.path.join(out, "decoded"))
+
+    def nothing():
+        ordered = ordered_capture(spark, path)
+        ordered.mapInArrow(_passthrough, ordered.schema).write.mode("overwrite").parquet(
+            os.path.join(out, "nothing"))
+
+    times = {"decode": [], "do-nothing": []}
+    for i in range(repeat + 1):  # the first round warms both stages and is not counted
+        for name, fn in (("decode", decode), ("do-nothing", nothing)):
+            t = time.perf_counter()
+            fn()
+            if i:
+                times[name].append(time.perf_counter() - t)
+    best = {k: min(v) for k, v in times.items()}
+    print(f"decode stage: {best['decode']:.2f} s, do-nothing mapInArrow: {best['do-nothing']:.2f} s "
+          f"(best of {repeat}); decode / do-nothing = {best['decode'] / best['do-nothing']:.2f}x (goal <= 2x)")
+
+
+def bench_e2e(spark, path, out):
+    from kwire.pipeline import run_pipeline
+
+    t = time.perf_counter()
+    s = run_pipeline(path, os.path.join(out, "e2e"), spark=spark, log=lambda *_: None)
+    wall = time.perf_counter() - t
+    stages = s["stages"]
+    print(f"end to end: {wall:.1f} s wall, {s['frames']:,} frames")
+    for name, st in stages.items():
+        extra = {k: v for k, v in st.items() if k != "seconds"}
+        print(f"  {name:<12} {st['seconds']:7.2f} s  {extra if extra else ''}")
+    w = stages["whatif"]
+    if w.get("replay_seconds"):
+        print(f"  what-if replay: {w['members']:,} members in {w['replay_seconds']:.2f} s = "
+              f"{w['members'] / w['replay_seconds']:,.0f} members/s")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--groups", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=2, help="timed decode and do-nothing runs each")
+    ap.add_argument("--e2e", action="store_true", help="also run the whole pipeline")
+    ap.add_argument("--no-spark", action="store_true", help="the in-process what-if only")
+    args = ap.parse_args(argv)
+    if args.groups <= 0 or args.repeat <= 0:
+        ap.error("--groups and --repeat must be positive")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    path = capture_path(args.groups, args.seed)
+    bench_whatif(path)
+    if not args.no_spark:
+        from kwire.pipeline import spark_session
+
+        out = tempfile.mkdtemp(prefix="kwire-bench-pipeline-")
+        t = time.perf_counter()
+        spark = spark_session("local[2]")
+        spark.sparkContext.setLogLevel("ERROR")
+        spark.range(1).count()
+        print(f"spark local[2] started in {time.perf_counter() - t:.1f} s")
+        try:
+            bench_decode(spark, path, out, args.repeat)
+            if args.e2e:
+                bench_e2e(spark, path, out)
+        finally:
+            spark.stop()
+            shutil.rmtree(out, ignore_errors=True)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
