@@ -216,6 +216,35 @@ def test_distinct_metadata_is_read_once(monkeypatch, implementation):
     assert reads == [[same, other]]
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_metadata_alike_at_both_ends_are_told_apart(monkeypatch, implementation):
+    """Members are grouped by a sketch of their bytes (length, head, tail):
+    different bytes with the same sketch are still different subscriptions,
+    and each distinct byte string, repeated or not, is read once."""
+    import kwire.assignors._leader as leader
+
+    real = load_kernels("leader", implementation)
+    reads = []
+
+    def subscription_columns(metadata):
+        reads.append(list(metadata))
+        return real.subscription_columns(metadata)
+
+    spy = SimpleNamespace(subscription_columns=subscription_columns, assignment_bytes=real.assignment_bytes)
+    monkeypatch.setattr(leader, "load_kernels", lambda name, impl=None: spy if name == "leader" else load_kernels(name, impl))
+    names = [f"topic-{i:03d}" for i in range(40)]
+    counts = {t: 3 for t in names + ["topic-x00", "topic-y00"]}
+    # the same length, the same first and last 100 bytes: only a topic in the middle differs
+    raws = [codec.Subscription(topics=names[:20] + [middle] + names[21:]).encode(3)
+            for middle in (names[20], "topic-x00", "topic-y00")]
+    assert len({(len(r), r[:32], r[-96:]) for r in raws}) == 1 and len(set(raws)) == 3
+    order = [0, 1, 0, 2, 1, 2, 2, 0]
+    subs = [(f"m{i}", None, bytes(raws[k])) for i, k in enumerate(order)]
+    got = leader_assignments("range", join_response(subs), counts, implementation=implementation)
+    assert reads == [raws]
+    assert [(x.member_id, x.assignment) for x in got] == old_leader_path("range", subs, counts, None, implementation)
+
+
 def second_generation_group():
     """Cooperative members that each own what a first rebalance gave them (so every member's bytes differ)."""
     counts = {t: 6 for t in ("a", "b", "\u00e9")}

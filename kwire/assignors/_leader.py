@@ -72,12 +72,17 @@ def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partitio
 
     Each distinct metadata byte string is read once: a member whose bytes
     equal the previous member's costs one ``memcmp``, any other one dict
-    lookup.  ``implementation`` picks the leader kernels that read them."""
+    lookup of its sketch.  ``implementation`` picks the leader kernels that
+    read them."""
     members = required_list(members, "join_group_response.members")
     member_ids: List = []
     instance_ids: List = []
     which = np.empty(len(members), dtype=np.intp)
-    seen: Dict[bytes, int] = {}
+    # Each distinct byte string's row, by its sketch (length, head, tail), or by
+    # the whole bytes for one whose sketch an earlier, different string has.
+    # Not the bytes alone: hashing each member's whole metadata (tens of KB
+    # in a second generation) would cost about as much as reading it.
+    seen: Dict[object, int] = {}
     keys: List[bytes] = []
     firsts: List[int] = []  # the first member sending each distinct byte string
     last_metadata = None
@@ -92,9 +97,12 @@ def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partitio
             which[i] = last_k
             continue
         key = metadata if isinstance(metadata, bytes) else bytes(metadata)
-        k = seen.get(key)
+        sketch = (len(key), key[:32], key[-96:])
+        k = seen.get(sketch)
+        if k is not None and keys[k] != key:
+            k = seen.get(key)
         if k is None:
-            k = seen[key] = len(keys)
+            k = seen[key if sketch in seen else sketch] = len(keys)
             keys.append(key)
             firsts.append(i)
         which[i] = last_k = k
