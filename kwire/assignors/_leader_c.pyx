@@ -8,6 +8,7 @@ topic run."""
 
 import numpy as np
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -116,6 +117,7 @@ cdef enum:
     NEWEST_LAYOUT = 3
 
 
+@cython.final  # its methods are called per owned entry: direct calls, not through a vtable
 cdef class _Growing:
     """An int32 or int64 column of unknown final length."""
     cdef char* data
@@ -166,6 +168,7 @@ cdef inline uint64_t _name_hash(const uint8_t* name, int32_t length) noexcept:
     return h
 
 
+@cython.final
 cdef class _TopicIds:
     """Topic name bytes -> topic id, ids in order of first appearance.
 
