@@ -15,7 +15,7 @@ from kwire.assignors._api import encode_member_assignment
 from kwire.assignors._arrays import ArrayAssignment, load_kernels
 from kwire.assignors._leader_common import ASSIGNMENT_VERSIONS, topic_name_table
 from kwire.codec._schema import CONSUMER_PROTOCOL_ASSIGNMENT
-from kwire.errors import KwireError
+from kwire.errors import AssignmentError, KwireError
 from tests._data import golden_cases
 from tests.conftest import assignor_implementations
 
@@ -243,6 +243,18 @@ def test_metadata_alike_at_both_ends_are_told_apart(monkeypatch, implementation)
     got = leader_assignments("range", join_response(subs), counts, implementation=implementation)
     assert reads == [raws]
     assert [(x.member_id, x.assignment) for x in got] == old_leader_path("range", subs, counts, None, implementation)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_negative_owned_partition_names_its_member(implementation):
+    owned = [codec.SubscriptionTopicPartition(topic="a", partitions=[0])]
+    bad = owned + [codec.SubscriptionTopicPartition(topic="b", partitions=[1, -3])]
+    subs = [("m0", None, codec.Subscription(topics=["a", "b"], owned_partitions=owned).encode(3)),
+            ("m1", None, codec.Subscription(topics=["a", "b"], owned_partitions=[]).encode(3)),
+            ("m2", None, codec.Subscription(topics=["a", "b"], owned_partitions=bad).encode(1)),
+            ("m3", None, codec.Subscription(topics=["a", "b"], owned_partitions=bad).encode(1))]
+    with pytest.raises(AssignmentError, match=r"member 'm2': bad owned partition 'b'--3"):
+        leader_assignments("cooperative-sticky", join_response(subs), {"a": 2, "b": 2}, implementation=implementation)
 
 
 def second_generation_group():

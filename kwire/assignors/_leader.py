@@ -150,7 +150,7 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
     topic_of_name = np.array([index.get(n, -1) for n in cols.names], dtype=_I32)
     list_flat, list_ptr = _first_of_each(topic_of_name[cols.list_topic], cols.list_ptr, len(topics))
     if reading.owned_entries:
-        owned = _current_claims(topic_of_name[cols.owned_topic], cols.owned_partition, cols.owned_ptr,
+        owned = _current_claims(topic_of_name[cols.owned_topic], cols.owned_partition, cols.owned_ptr, first_ids,
                                 topics, index, counts)
     else:
         owned = _claim_columns(first_ids, claims or [()] * D, index)
@@ -168,14 +168,19 @@ def _first_of_each(flat: np.ndarray, ptr: np.ndarray, width: int) -> Tuple[np.nd
     return flat[keep], np.concatenate(([0], np.cumsum(keep, dtype=_I64)))[ptr]
 
 
-def _current_claims(flat_t, flat_p, ptr, topics: List[str], index: Dict[str, int], counts: Dict[str, int]):
+def _current_claims(flat_t, flat_p, ptr, first_ids: List, topics: List[str], index: Dict[str, int],
+                    counts: Dict[str, int]):
     """Owned partitions as CSR ``(topic, partition, ptr)``, cleaned up as
     ``_api._sanitized`` cleans a member's claims: a negative index is
-    refused, one past its topic's known partition count is dropped, and a
-    topic the metadata does not know keeps its claims."""
+    refused (naming the first member that claims it), one past its topic's
+    known partition count is dropped, and a topic the metadata does not know
+    keeps its claims."""
     if len(flat_p) and flat_p.min() < 0:
         bad = int(np.argmax(flat_p < 0))
-        raise AssignmentError(f"owned partitions: bad partition {topics[flat_t[bad]]!r}-{int(flat_p[bad])!r}")
+        member_id = first_ids[int(np.searchsorted(ptr, bad, side="right")) - 1]
+        raise AssignmentError(
+            f"member {member_id!r}: bad owned partition {topics[flat_t[bad]]!r}-{int(flat_p[bad])!r}"
+        )
     limit_of_topic = np.full(len(topics), _NO_LIMIT, dtype=_I64)
     for t, n in counts.items():
         limit_of_topic[index[t]] = n
