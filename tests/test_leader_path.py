@@ -196,8 +196,8 @@ def test_leader_path_writes_javas_golden_answers(implementation):
             assert x.assignment == encode_member_assignment(list(groups.items())), case["id"]
 
 
-@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
-def test_distinct_metadata_is_read_once(monkeypatch, implementation):
+def recorded_reads(monkeypatch, implementation):
+    """The list of what each call of the leader kernels' Subscription reader is handed."""
     import kwire.assignors._leader as leader
 
     real = load_kernels("leader", implementation)
@@ -209,6 +209,12 @@ def test_distinct_metadata_is_read_once(monkeypatch, implementation):
 
     spy = SimpleNamespace(subscription_columns=subscription_columns, assignment_bytes=real.assignment_bytes)
     monkeypatch.setattr(leader, "load_kernels", lambda name, impl=None: spy if name == "leader" else load_kernels(name, impl))
+    return reads
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_distinct_metadata_is_read_once(monkeypatch, implementation):
+    reads = recorded_reads(monkeypatch, implementation)
     same = codec.Subscription(topics=["a", "b"]).encode(3)
     other = codec.Subscription(topics=["b"]).encode(3)
     subs = [(f"m{i}", None, bytes(same)) for i in range(50)] + [("x", None, other), ("y", None, bytearray(same))]
@@ -221,17 +227,7 @@ def test_metadata_alike_at_both_ends_are_told_apart(monkeypatch, implementation)
     """Members are grouped by a sketch of their bytes (length, head, tail):
     different bytes with the same sketch are still different subscriptions,
     and each distinct byte string, repeated or not, is read once."""
-    import kwire.assignors._leader as leader
-
-    real = load_kernels("leader", implementation)
-    reads = []
-
-    def subscription_columns(metadata):
-        reads.append(list(metadata))
-        return real.subscription_columns(metadata)
-
-    spy = SimpleNamespace(subscription_columns=subscription_columns, assignment_bytes=real.assignment_bytes)
-    monkeypatch.setattr(leader, "load_kernels", lambda name, impl=None: spy if name == "leader" else load_kernels(name, impl))
+    reads = recorded_reads(monkeypatch, implementation)
     names = [f"topic-{i:03d}" for i in range(40)]
     counts = {t: 3 for t in names + ["topic-x00", "topic-y00"]}
     # the same length, the same first and last 100 bytes: only a topic in the middle differs
