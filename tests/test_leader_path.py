@@ -15,7 +15,7 @@ from kwire.assignors._api import encode_member_assignment
 from kwire.assignors._arrays import ArrayAssignment, load_kernels
 from kwire.assignors._leader_common import ASSIGNMENT_VERSIONS, topic_name_table
 from kwire.codec._schema import CONSUMER_PROTOCOL_ASSIGNMENT
-from kwire.errors import KwireError
+from kwire.errors import AssignmentError, KwireError
 from tests._data import golden_cases
 from tests.conftest import assignor_implementations
 
@@ -196,24 +196,98 @@ def test_leader_path_writes_javas_golden_answers(implementation):
             assert x.assignment == encode_member_assignment(list(groups.items())), case["id"]
 
 
-def test_distinct_metadata_is_decoded_once(monkeypatch):
-    calls = []
-    real = codec.Subscription.decode
-
-    class Counting:
-        @staticmethod
-        def decode(data, *a, **k):
-            calls.append(data)
-            return real(data, *a, **k)
-
+def recorded_reads(monkeypatch, implementation):
+    """The list of what each call of the leader kernels' Subscription reader is handed."""
     import kwire.assignors._leader as leader
 
-    monkeypatch.setattr(leader, "codec", SimpleNamespace(Subscription=Counting))
+    real = load_kernels("leader", implementation)
+    reads = []
+
+    def subscription_columns(metadata):
+        reads.append(list(metadata))
+        return real.subscription_columns(metadata)
+
+    spy = SimpleNamespace(subscription_columns=subscription_columns, assignment_bytes=real.assignment_bytes)
+    monkeypatch.setattr(leader, "load_kernels", lambda name, impl=None: spy if name == "leader" else load_kernels(name, impl))
+    return reads
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_distinct_metadata_is_read_once(monkeypatch, implementation):
+    reads = recorded_reads(monkeypatch, implementation)
     same = codec.Subscription(topics=["a", "b"]).encode(3)
     other = codec.Subscription(topics=["b"]).encode(3)
-    subs = [(f"m{i}", None, bytes(same)) for i in range(50)] + [("x", None, other), ("y", None, bytes(same))]
-    leader_assignments("range", join_response(subs), {"a": 10, "b": 10})
-    assert sorted(calls) == sorted([same, other])
+    subs = [(f"m{i}", None, bytes(same)) for i in range(50)] + [("x", None, other), ("y", None, bytearray(same))]
+    leader_assignments("range", join_response(subs), {"a": 10, "b": 10}, implementation=implementation)
+    assert reads == [[same, other]]
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_metadata_alike_at_both_ends_are_told_apart(monkeypatch, implementation):
+    """Members are grouped by a sketch of their bytes (length, head, tail):
+    different bytes with the same sketch are still different subscriptions,
+    and each distinct byte string, repeated or not, is read once."""
+    reads = recorded_reads(monkeypatch, implementation)
+    names = [f"topic-{i:03d}" for i in range(40)]
+    counts = {t: 3 for t in names + ["topic-x00", "topic-y00"]}
+    # the same length, the same first and last 100 bytes: only a topic in the middle differs
+    raws = [codec.Subscription(topics=names[:20] + [middle] + names[21:]).encode(3)
+            for middle in (names[20], "topic-x00", "topic-y00")]
+    assert len({(len(r), r[:32], r[-96:]) for r in raws}) == 1 and len(set(raws)) == 3
+    order = [0, 1, 0, 2, 1, 2, 2, 0]
+    subs = [(f"m{i}", None, bytes(raws[k])) for i, k in enumerate(order)]
+    got = leader_assignments("range", join_response(subs), counts, implementation=implementation)
+    assert reads == [raws]
+    assert [(x.member_id, x.assignment) for x in got] == old_leader_path("range", subs, counts, None, implementation)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_negative_owned_partition_names_its_member(implementation):
+    owned = [codec.SubscriptionTopicPartition(topic="a", partitions=[0])]
+    bad = owned + [codec.SubscriptionTopicPartition(topic="b", partitions=[1, -3])]
+    subs = [("m0", None, codec.Subscription(topics=["a", "b"], owned_partitions=owned).encode(3)),
+            ("m1", None, codec.Subscription(topics=["a", "b"], owned_partitions=[]).encode(3)),
+            ("m2", None, codec.Subscription(topics=["a", "b"], owned_partitions=bad).encode(1)),
+            ("m3", None, codec.Subscription(topics=["a", "b"], owned_partitions=bad).encode(1))]
+    with pytest.raises(AssignmentError, match=r"member 'm2': bad owned partition 'b'--3"):
+        leader_assignments("cooperative-sticky", join_response(subs), {"a": 2, "b": 2}, implementation=implementation)
+
+
+def second_generation_group():
+    """Cooperative members that each own what a first rebalance gave them (so every member's bytes differ)."""
+    counts = {t: 6 for t in ("a", "b", "\u00e9")}
+    first = [GroupMember(f"m{i}", None, codec.Subscription(topics=sorted(counts))) for i in range(5)]
+    result = assign("cooperative-sticky", first, counts)
+    subs = []
+    for i, m in enumerate(first):
+        owned = {}
+        for t, p in result[m.member_id]:
+            owned.setdefault(t, []).append(p)
+        sub = codec.Subscription(topics=sorted(counts), generation_id=1, rack_id=None,
+                                 owned_partitions=[codec.SubscriptionTopicPartition(topic=t, partitions=ps)
+                                                   for t, ps in owned.items()])
+        subs.append((m.member_id, None, sub.encode(3 - i % 4)))
+    return subs, counts
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_compiled_leader_path_never_decodes_subscription_objects(monkeypatch, strategy):
+    """Every built-in strategy reads the members' bytes with the compiled
+    reader: neither the codec's Subscription objects nor the pure twin."""
+    if "cython" not in IMPLEMENTATIONS:
+        pytest.skip("compiled kernels not built")
+    import kwire.assignors._leader as leader
+    import kwire.assignors._leader_py as leader_py
+
+    def refuse(*_a, **_k):
+        raise AssertionError("the compiled leader path decoded Subscription objects")
+
+    subs, counts = second_generation_group()
+    want = old_leader_path(strategy, subs, counts, None, "cython")
+    monkeypatch.setattr(leader, "codec", SimpleNamespace(Subscription=SimpleNamespace(decode=refuse)))
+    monkeypatch.setattr(leader_py, "subscription_columns", refuse)
+    got = leader_assignments(strategy, join_response(subs), counts, implementation="cython")
+    assert [(x.member_id, x.assignment) for x in got] == want
 
 
 def test_bad_version_and_unwritable_names_still_get_the_codecs_answer():

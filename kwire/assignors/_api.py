@@ -11,6 +11,7 @@ Subscription fields, userData, or nowhere -- is answered once, by
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import threading
 import types
@@ -20,10 +21,10 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from .. import codec
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, checked_counts, group_input_of, required_list
-from ._leader import assignment_payloads, join_members_group, member_objects_group
+from ._leader import ColumnReading, assignment_payloads, join_members_group, member_objects_group
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import assign_range, reference_range
-from ._userdata import cooperative_member_input, member_input_for, sticky_member_input
+from ._userdata import cooperative_generation, member_input_for, protocol_generation, sticky_claims
 from ._roundrobin import assign_roundrobin, reference_roundrobin
 
 ArrayFn = Callable[..., ArrayAssignment]
@@ -129,13 +130,20 @@ def _takes_implementation(fn) -> bool:
 # -- member-level input -----------------------------------------------------------------------
 
 
-def _topics_and_rack(member) -> Tuple[str, Optional[str], Tuple[str, ...], Optional[str]]:
-    member_id = getattr(member, "member_id", None)
+def _checked_ids(member_id, instance, shown: bool = True) -> None:
+    """Refuse a member id that is not a str, or an instance id that is neither
+    str nor None (``shown``: the message quotes the instance id)."""
     if not isinstance(member_id, str):
         raise AssignmentError(f"member_id must be str, got {member_id!r}")
-    instance = getattr(member, "group_instance_id", None)
     if instance is not None and not isinstance(instance, str):
-        raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None, got {instance!r}")
+        got = f", got {instance!r}" if shown else ""
+        raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None{got}")
+
+
+def _topics_and_rack(member) -> Tuple[str, Optional[str], Tuple[str, ...], Optional[str]]:
+    member_id = getattr(member, "member_id", None)
+    instance = getattr(member, "group_instance_id", None)
+    _checked_ids(member_id, instance)
     sub = getattr(member, "subscription", None)
     if sub is None:
         raise AssignmentError(f"member {member_id!r} has no subscription")
@@ -201,12 +209,17 @@ def _sanitized(member: MemberInput, counts, unique_topics: Optional[Dict[tuple, 
                 topics = unique_topics.setdefault(member.topics, topics)
         owned = member.owned
         if owned:
-            owned = tuple(tp for tp in owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
+            owned = _kept_claims(owned, counts)
     except TypeError:
         return member  # malformed names or indexes: left for validation to refuse with a typed error
     if len(topics) == len(member.topics) and len(owned) == len(member.owned):
         return member  # nothing listed twice, nothing stale
     return dataclasses.replace(member, topics=topics, owned=owned)
+
+
+def _kept_claims(owned, counts) -> tuple:
+    """The ``(topic, partition)`` claims a topic still has (see :func:`_sanitized`)."""
+    return tuple(tp for tp in owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
 
 
 # -- running a strategy -----------------------------------------------------------------------
@@ -275,38 +288,48 @@ def _counts_of(partitions_per_topic) -> Dict[str, int]:
 
 def _facts(strategy: str, counts: Dict[str, int], decoded: bool = False):
     """The strategy's reading of one member, cleaned up like :func:`group_input`
-    does: ``facts(member) -> (MemberInput, owned_groups)``.
+    does: ``facts(member) -> MemberInput``.
 
-    For Subscriptions the codec has just ``decoded``, every type the
-    member-level readers check is already right (topics are str, the
-    generation an int32, userData bytes, each owned index an int32), so the
-    sticky pair's readers are called with the fields directly; and a
-    cooperative-sticky member's owned partitions stay the codec's entries
-    (``owned_groups``, each with a ``topic`` and a ``partitions`` list), which the columns
-    are built from at C speed, without a tuple per partition (the cleanup --
-    refusing negative indexes, dropping those past a topic's end -- is done
-    there).  Anything else goes through :func:`member_input`."""
+    For JoinGroup members (``decoded``: their Subscription bytes are read by
+    the leader kernels into columns), ``facts.columns`` is how the strategy
+    reads a member from those columns instead (:class:`ColumnReading`), or
+    None for a strategy with its own ``member_input``, which is handed
+    decoded Subscriptions."""
     unique_topics: Dict[tuple, tuple] = {}
-    if not (decoded and get_strategy(strategy).member_input is member_input_for):
-        return lambda member: (_sanitized(member_input(strategy, member), counts, unique_topics), None)
-    cooperative = strategy == "cooperative-sticky"
 
     def facts(member):
-        member_id, instance, sub = member.member_id, member.group_instance_id, member.subscription
-        if not isinstance(member_id, str):
-            raise AssignmentError(f"member_id must be str, got {member_id!r}")
-        if instance is not None and not isinstance(instance, str):
-            raise AssignmentError(f"member {member_id!r}: group_instance_id must be str or None")
-        topics = tuple(sub.topics)
-        if cooperative:
-            groups = sub.owned_partitions
-            found = cooperative_member_input(member_id, topics, (), sub.generation_id, sub.user_data, instance, sub.rack_id)
-        else:
-            groups = None
-            found = sticky_member_input(member_id, topics, sub.user_data, sub.generation_id, instance, sub.rack_id)
-        return _sanitized(found, counts, unique_topics), groups
+        return _sanitized(member_input(strategy, member), counts, unique_topics)
 
+    if decoded:
+        facts.columns = _column_reading(strategy, counts)
     return facts
+
+
+def _column_reading(strategy: str, counts: Dict[str, int]) -> Optional[ColumnReading]:
+    """What :func:`member_input` reads, from subscription columns: the same
+    checks, sources and cleanup (:func:`_sanitized`'s topic de-duplication is
+    done on the topic-id columns, its claim cleanup on the owned columns)."""
+    reader = get_strategy(strategy).member_input
+    if reader is None:  # topics and rack only
+        return ColumnReading(_checked_ids, False, None)
+    if reader is not member_input_for:
+        return None
+    check = functools.partial(_checked_ids, shown=False)
+    if strategy == "cooperative-sticky":
+
+        def cooperative_rows(cols):
+            ids = cols.generation.tolist()
+            generation = [cooperative_generation(g, user_data) for g, user_data in zip(ids, cols.user_data)]
+            return generation, [protocol_generation(g) for g in ids], None
+
+        return ColumnReading(check, True, cooperative_rows)
+
+    def sticky_rows(cols):
+        read = [sticky_claims(user_data) for user_data in cols.user_data]
+        claims = [_kept_claims(owned, counts) for owned, _ in read]
+        return [generation for _, generation in read], [protocol_generation(g) for g in cols.generation.tolist()], claims
+
+    return ColumnReading(check, False, sticky_rows)
 
 
 def reference_assign(strategy: str, group: GroupInput) -> MemberAssignments:
@@ -360,10 +383,11 @@ def leader_group(
     partitions_per_topic: Mapping[str, int],
     *,
     partition_racks=None,
+    implementation: Optional[str] = None,
 ) -> ArrayGroup:
     """The :class:`ArrayGroup` :func:`leader_assignments` assigns: the members
     of a decoded JoinGroupResponse, each Subscription read as ``strategy``
-    reads it, in response order.
+    reads it (by the ``implementation`` leader kernels), in response order.
 
     ``assign_arrays(strategy, leader_group(...))`` is the leader's answer
     before it is encoded; this is the way to see what the leader saw, or to
@@ -372,7 +396,8 @@ def leader_group(
         raise AssignmentError("the leader path needs a JoinGroupResponse, got None")
     counts = _counts_of(partitions_per_topic)
     return join_members_group(
-        getattr(join_group_response, "members", None), counts, _facts(strategy, counts, decoded=True), partition_racks
+        getattr(join_group_response, "members", None), counts, _facts(strategy, counts, decoded=True), partition_racks,
+        implementation,
     )
 
 
@@ -389,12 +414,14 @@ def leader_assignments(
     """Everything the group leader puts in its SyncGroupRequest.
 
     Takes a decoded JoinGroupResponse (members with ``member_id``,
-    ``group_instance_id`` and ``metadata`` bytes), decodes each member's
-    Subscription, assigns, and returns one ``kwire.SyncGroupRequestAssignment``
-    per member, in response order.  ``java_exact`` as for :func:`assign`."""
+    ``group_instance_id`` and ``metadata`` bytes), reads each member's
+    Subscription bytes into columns (:func:`leader_group`), assigns, and
+    returns one ``kwire.SyncGroupRequestAssignment`` per member, in response
+    order.  ``java_exact`` as for :func:`assign`."""
     if join_group_response is None:
         raise AssignmentError("leader_assignments needs a JoinGroupResponse, got None")
-    group = leader_group(strategy, join_group_response, partitions_per_topic, partition_racks=partition_racks)
+    group = leader_group(strategy, join_group_response, partitions_per_topic, partition_racks=partition_racks,
+                         implementation=implementation)
     result = assign_arrays(strategy, group, implementation=implementation, java_exact=java_exact)
     payloads = assignment_payloads(result, version, implementation)
     if payloads is None:

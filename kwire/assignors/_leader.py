@@ -3,24 +3,27 @@ member-level objects) -> :class:`ArrayGroup` -> assignment -> each member's
 ``ConsumerProtocolAssignment`` bytes.
 
 Where the columns come from: members that send the same metadata bytes (in
-the common case all of them) share one decoded Subscription and one
-:class:`MemberInput`; each distinct subscription's topics become one int32
-array of topic ids, and a member's row is a reference to its subscription's
-arrays, so the CSR columns are one ``np.concatenate``.  Topic names are
-interned once, for the whole group.  What is never built: a Python object
-per partition or per subscription entry on the range/roundrobin path, or a
-per-member Subscription/Assignment message object.  The one per-partition
-object left is the owned partitions of cooperative-sticky members (and the
-userData claims of eager sticky members), which the codec decodes into lists
-for each distinct subscription: a second-generation cooperative group pays
-it once per member.
+the common case all of them) share one distinct subscription.  For the
+built-in strategies the distinct byte strings are read by the leader
+kernels' ``subscription_columns`` straight into columns: topic names become
+ids once for the whole group (a subscription whose topics array is the
+previous one's reuses its topic list without reading it), owned partitions
+become ``(topic id, partition)`` int32 columns, and generation ids, racks
+and userData one value each.  The strategy's reading (``_api._facts``) then
+takes a member's generation from those values.  What is never built on the
+range, roundrobin and cooperative-sticky paths: a Python object per
+partition, per owned entry or per subscribed topic, or a per-member
+Subscription/Assignment message object; per member only a few (the rack
+and userData of its distinct subscription, its payload).  Eager sticky
+members' userData claims are still decoded into one ``(topic, partition)``
+tuple each.  A strategy registered with its own ``member_input`` is handed
+decoded Subscriptions, one per distinct byte string.
 """
 
 from __future__ import annotations
 
 import itertools
-import operator
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -34,59 +37,158 @@ from ._arrays import (
     replica_rack_columns,
     required_list,
 )
-from ._leader_common import ASSIGNMENT_VERSIONS, topic_name_table
-from ._model import MemberInput
+from ._leader_common import ASSIGNMENT_VERSIONS, SubscriptionColumns, topic_name_table
+from ._model import DEFAULT_GENERATION, MemberInput
 
 _I32 = np.int32
 _I64 = np.int64
-_TOPIC = operator.attrgetter("topic")
-_PARTITIONS = operator.attrgetter("partitions")
+#: One past the largest partition index: a claim on a topic the metadata does not know is kept.
+_NO_LIMIT = 1 << 31
+
+#: ``facts(member) -> MemberInput``: the strategy's reading of one member,
+#: cleaned up (``_api`` binds the strategy and the partition counts).
+FactsFn = Callable[[object], MemberInput]
 
 
-#: ``facts(member) -> (MemberInput, owned_groups)``: the strategy's reading of
-#: one member, cleaned up (``_api`` binds the strategy and the partition
-#: counts).  ``owned_groups`` is None, or the codec's owned-partition entries
-#: (``.topic``, ``.partitions``) not yet in the MemberInput, checked when the
-#: columns are built.
-Facts = Tuple[MemberInput, Optional[list]]
-FactsFn = Callable[[object], Facts]
+class ColumnReading(NamedTuple):
+    """How a strategy reads a member from its subscription's columns
+    (``_api._facts`` attaches one as ``facts.columns``)."""
+
+    #: ``check_ids(member_id, group_instance_id)``: raises the strategy's AssignmentError.
+    check_ids: Callable[[object, object], None]
+    #: Whether the Subscription's owned partitions are the member's claims.
+    owned_entries: bool
+    #: ``rows(columns) -> (generation, subscription_generation, claims)``, one
+    #: entry per distinct subscription each (claims: ``(topic, partition)``
+    #: pairs read elsewhere, already cleaned up, or None for none at all);
+    #: None: every member has the defaults.
+    rows: Optional[Callable[[SubscriptionColumns], Tuple[Sequence[int], Sequence[int], Optional[list]]]]
 
 
-def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partition_racks=None) -> ArrayGroup:
+def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partition_racks=None,
+                       implementation: Optional[str] = None) -> ArrayGroup:
     """The group of a JoinGroupResponse's members (``member_id``,
     ``group_instance_id``, ``metadata`` bytes), in response order.
 
-    Each distinct metadata byte string is decoded once: a member whose bytes
+    Each distinct metadata byte string is read once: a member whose bytes
     equal the previous member's costs one ``memcmp``, any other one dict
-    lookup."""
+    lookup of its sketch.  ``implementation`` picks the leader kernels that
+    read them."""
     members = required_list(members, "join_group_response.members")
     member_ids: List = []
     instance_ids: List = []
     which = np.empty(len(members), dtype=np.intp)
-    seen: Dict[bytes, int] = {}
-    distinct: List[Facts] = []
+    # Each distinct byte string's row, by its sketch (length, head, tail), or by
+    # the whole bytes for one whose sketch an earlier, different string has.
+    # Not the bytes alone: hashing each member's whole metadata (tens of KB
+    # in a second generation) would cost about as much as reading it.
+    seen: Dict[object, int] = {}
+    keys: List[bytes] = []
+    firsts: List[int] = []  # the first member sending each distinct byte string
     last_metadata = None
     last_k = -1
     for i, m in enumerate(members):
         metadata = getattr(m, "metadata", None)
         if not isinstance(metadata, (bytes, bytearray, memoryview)):
             raise AssignmentError(f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}")
-        member_id = getattr(m, "member_id", None)
-        instance = getattr(m, "group_instance_id", None)
-        member_ids.append(member_id)
-        instance_ids.append(instance)
+        member_ids.append(getattr(m, "member_id", None))
+        instance_ids.append(getattr(m, "group_instance_id", None))
         if metadata is last_metadata or metadata == last_metadata:
             which[i] = last_k
             continue
         key = metadata if isinstance(metadata, bytes) else bytes(metadata)
-        k = seen.get(key)
+        sketch = (len(key), key[:32], key[-96:])
+        k = seen.get(sketch)
+        if k is not None and keys[k] != key:
+            k = seen.get(key)
         if k is None:
-            sub = codec.Subscription.decode(key)
-            k = seen[key] = len(distinct)
-            distinct.append(facts(_Member(member_id, instance, sub)))
+            k = seen[key if sketch in seen else sketch] = len(keys)
+            keys.append(key)
+            firsts.append(i)
         which[i] = last_k = k
         last_metadata = metadata
-    return columns_group(member_ids, instance_ids, which, distinct, counts, partition_racks)
+    reading: Optional[ColumnReading] = getattr(facts, "columns", None)
+    if reading is None:
+        distinct = [facts(_Member(member_ids[i], instance_ids[i], codec.Subscription.decode(key)))
+                    for key, i in zip(keys, firsts)]
+        return columns_group(member_ids, instance_ids, which, distinct, counts, partition_racks)
+    kernels = load_kernels("leader", implementation)
+    for k, i in enumerate(firsts):
+        try:
+            reading.check_ids(member_ids[i], instance_ids[i])
+        except AssignmentError:
+            # Bytes that are bad up to and including this member's are refused
+            # first, as when each member was decoded and then read in turn.
+            kernels.subscription_columns(keys[:k + 1])
+            raise
+    cols = kernels.subscription_columns(keys)
+    return _subscriptions_group(member_ids, instance_ids, which, [member_ids[i] for i in firsts], cols, reading,
+                                counts, partition_racks)
+
+
+def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: SubscriptionColumns,
+                         reading: ColumnReading, counts: Dict[str, int], partition_racks) -> ArrayGroup:
+    """The :class:`ArrayGroup` of members whose subscription is row
+    ``which[i]`` of ``cols`` (``first_ids[k]``: the first member with row ``k``)."""
+    D = len(first_ids)
+    claims: Optional[list] = None
+    if reading.rows is None:
+        generation = subscription_generation = np.full(D, DEFAULT_GENERATION, dtype=_I64)
+    else:
+        generation, subscription_generation, claims = reading.rows(cols)
+        generation = np.array(generation, dtype=_I64)
+        subscription_generation = np.array(subscription_generation, dtype=_I64)
+    mentioned = np.zeros(len(cols.names), dtype=bool)
+    mentioned[cols.list_topic] = True
+    if reading.owned_entries:
+        mentioned[cols.entry_topic] = True
+    names = set(counts)
+    names.update(itertools.compress(cols.names, mentioned))
+    for owned in claims or ():
+        names.update(t for t, _ in owned)
+    topics, index, partition_counts = interned_topics(names, counts)
+    topic_of_name = np.array([index.get(n, -1) for n in cols.names], dtype=_I32)
+    list_flat, list_ptr = _first_of_each(topic_of_name[cols.list_topic], cols.list_ptr, len(topics))
+    if reading.owned_entries:
+        owned = _current_claims(topic_of_name[cols.owned_topic], cols.owned_partition, cols.owned_ptr, first_ids,
+                                topics, index, counts)
+    else:
+        owned = _claim_columns(first_ids, claims or [()] * D, index)
+    return _array_group(topics, partition_counts, index, member_ids, instance_ids, which, list_flat, list_ptr,
+                        cols.topic_list, owned, generation, subscription_generation, cols.rack, partition_racks)
+
+
+def _first_of_each(flat: np.ndarray, ptr: np.ndarray, width: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Each CSR row without its repeats, first occurrences in order (a row's
+    ``dict.fromkeys``, as ``_api._sanitized`` cleans a topic list)."""
+    row = np.repeat(np.arange(len(ptr) - 1, dtype=_I64), np.diff(ptr))
+    _, first = np.unique(row * max(width, 1) + flat, return_index=True)
+    keep = np.zeros(len(flat), dtype=bool)
+    keep[first] = True
+    return flat[keep], np.concatenate(([0], np.cumsum(keep, dtype=_I64)))[ptr]
+
+
+def _current_claims(flat_t, flat_p, ptr, first_ids: List, topics: List[str], index: Dict[str, int],
+                    counts: Dict[str, int]):
+    """Owned partitions as CSR ``(topic, partition, ptr)``, cleaned up as
+    ``_api._sanitized`` cleans a member's claims: a negative index is
+    refused (naming the first member that claims it), one past its topic's
+    known partition count is dropped, and a topic the metadata does not know
+    keeps its claims."""
+    if len(flat_p) and flat_p.min() < 0:
+        bad = int(np.argmax(flat_p < 0))
+        member_id = first_ids[int(np.searchsorted(ptr, bad, side="right")) - 1]
+        raise AssignmentError(
+            f"member {member_id!r}: bad owned partition {topics[flat_t[bad]]!r}-{int(flat_p[bad])!r}"
+        )
+    limit_of_topic = np.full(len(topics), _NO_LIMIT, dtype=_I64)
+    for t, n in counts.items():
+        limit_of_topic[index[t]] = n
+    keep = flat_p < limit_of_topic[flat_t]
+    if keep.all():
+        return flat_t.astype(_I32, copy=False), flat_p.astype(_I32, copy=False), ptr
+    kept_ptr = np.concatenate(([0], np.cumsum(keep, dtype=_I64)))[ptr]
+    return flat_t[keep].astype(_I32, copy=False), flat_p[keep].astype(_I32, copy=False), kept_ptr
 
 
 def member_objects_group(members, counts: Dict[str, int], facts: FactsFn, partition_racks=None) -> ArrayGroup:
@@ -98,28 +200,27 @@ def member_objects_group(members, counts: Dict[str, int], facts: FactsFn, partit
     members = required_list(members, "members")
     which = np.empty(len(members), dtype=np.intp)
     seen: Dict[tuple, int] = {}
-    distinct: List[Facts] = []
+    distinct: List[MemberInput] = []
     for i, m in enumerate(members):
-        mi, groups = fact = facts(m)
+        mi = facts(m)
         member_ids.append(mi.member_id)
         instance_ids.append(mi.group_instance_id)
-        # Owned partitions read apart (``groups``) make the member its own entry.
-        key = None if groups is not None else (mi.topics, mi.owned, mi.generation, mi.subscription_generation, mi.rack)
+        key = (mi.topics, mi.owned, mi.generation, mi.subscription_generation, mi.rack)
         try:
-            k = seen.get(key) if key is not None else None
+            k = seen.get(key)
         except TypeError:  # unhashable junk in a field: its own entry, refused when the columns are built
             k, key = None, None
         if k is None:
             k = len(distinct)
             if key is not None:
                 seen[key] = k
-            distinct.append(fact)
+            distinct.append(mi)
         which[i] = k
     return columns_group(member_ids, instance_ids, which, distinct, counts, partition_racks)
 
 
 def _flat_rows(rows: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
-    """One array per distinct subscription -> ``(flat, ptr)`` CSR."""
+    """One array per row -> ``(flat, ptr)`` CSR."""
     ptr = np.zeros(len(rows) + 1, dtype=_I64)
     if rows:
         np.cumsum(np.fromiter(map(len, rows), dtype=_I64, count=len(rows)), out=ptr[1:])
@@ -127,76 +228,34 @@ def _flat_rows(rows: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
     return flat.astype(_I32, copy=False), ptr
 
 
-def _gather_rows(flat: np.ndarray, ptr: np.ndarray, which: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Member ``i``'s row is distinct row ``which[i]``: the members' CSR
-    ``(indptr, values)``, gathered with one index array (no per-member step)."""
+def _gather_rows(ptr: np.ndarray, which: np.ndarray, *flats: np.ndarray) -> Tuple[np.ndarray, ...]:
+    """Member ``i``'s row is row ``which[i]`` of each CSR ``(flat, ptr)``:
+    the members' ``(indptr, *values)``, gathered with one index array (no
+    per-member step)."""
+    if len(which) == len(ptr) - 1 and np.array_equal(which, np.arange(len(which))):
+        return (ptr, *flats)  # every member its own row, in order (a second generation)
     lengths = (ptr[1:] - ptr[:-1])[which]
     indptr = np.zeros(len(which) + 1, dtype=_I64)
     np.cumsum(lengths, out=indptr[1:])
     total = int(indptr[-1])
-    if len(ptr) == 2:  # one distinct subscription: every member's row is the same
-        return indptr, np.tile(flat, len(which))
+    if len(ptr) == 2:  # one row: every member's row is the same
+        return (indptr, *(np.tile(flat, len(which)) for flat in flats))
     index = np.repeat(ptr[:-1][which] - indptr[:-1], lengths) + np.arange(total, dtype=_I64)
-    return indptr, flat[index]
+    return (indptr, *(flat[index] for flat in flats))
 
 
-def _owned_columns(distinct: List["Facts"], group_topics: List[str], index: Dict[str, int], counts: Dict[str, int]):
-    """Every distinct member's owned partitions as CSR ``(topic, partition, ptr)``.
-
-    From ``owned_groups`` (the codec's entries, every index an int32) in
-    a few array operations over all members at once, with the checks and
-    cleanup of the per-partition path: a negative index is refused, one past
-    its topic's known partition count is dropped (see ``_api._sanitized``).
-    From MemberInput tuples otherwise, one partition at a time.
-    ``group_topics`` is the topic of every entry, in order (already collected
-    to intern the names)."""
-    group_parts: List[list] = []
-    groups_per_distinct = np.zeros(len(distinct), dtype=_I64)
-    tuple_rows: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
-    for k, (d, groups) in enumerate(distinct):
-        if groups is None:
-            tuple_rows[k] = _owned_tuples_columns(d.member_id, d.owned, index)
-            continue
-        groups_per_distinct[k] = len(groups)
-        group_parts.extend(map(_PARTITIONS, groups))
-    sizes = np.fromiter(map(len, group_parts), dtype=_I64, count=len(group_parts))
-    flat_p = np.fromiter(itertools.chain.from_iterable(group_parts), dtype=_I32, count=int(sizes.sum()))
-    group_t = np.fromiter(map(index.__getitem__, group_topics), dtype=_I32, count=len(group_topics))
-    flat_t = np.repeat(group_t, sizes)
-    if len(flat_p) and flat_p.min() < 0:
-        bad = int(np.argmax(flat_p < 0))
-        raise AssignmentError(f"owned partitions: bad partition {_topic_name(index, flat_t[bad])!r}-{int(flat_p[bad])!r}")
-    # a claim past its topic's known end is dropped; a topic the metadata does not know keeps it
-    limit_of_topic = np.full(len(index), 0x7FFFFFFF, dtype=_I64)
-    for t, n in counts.items():
-        limit_of_topic[index[t]] = n
-    keep = flat_p < limit_of_topic[flat_t]
-    # per distinct member: how many kept partitions its groups hold
-    member_of_partition = np.repeat(np.repeat(np.arange(len(distinct), dtype=_I64), groups_per_distinct), sizes)
-    kept_per_distinct = np.bincount(member_of_partition[keep], minlength=len(distinct)).astype(_I64)
-    flat_t, flat_p = flat_t[keep], flat_p[keep]
-    if tuple_rows:
-        # the rare mix: splice the per-partition rows in, distinct by distinct
-        starts = np.concatenate(([0], np.cumsum(kept_per_distinct)))
-        ts, ps = [], []
-        for k in range(len(distinct)):
-            if k in tuple_rows:
-                ts.append(tuple_rows[k][0])
-                ps.append(tuple_rows[k][1])
-                kept_per_distinct[k] = len(tuple_rows[k][0])
-            else:
-                ts.append(flat_t[starts[k]:starts[k + 1]])
-                ps.append(flat_p[starts[k]:starts[k + 1]])
-        flat_t = np.concatenate(ts) if ts else np.zeros(0, dtype=_I32)
-        flat_p = np.concatenate(ps) if ps else np.zeros(0, dtype=_I32)
-    ptr = np.zeros(len(distinct) + 1, dtype=_I64)
-    np.cumsum(kept_per_distinct, out=ptr[1:])
-    return flat_t.astype(_I32, copy=False), flat_p.astype(_I32, copy=False), ptr
-
-
-def _topic_name(index: Dict[str, int], topic_id) -> str:
-    # only on the error path: a scan of the index is fine there
-    return next(t for t, i in index.items() if i == topic_id)
+def _claim_columns(member_ids: List, claims: List[Sequence], index: Dict[str, int]):
+    """Each distinct member's ``(topic, partition)`` claims as CSR
+    ``(topic, partition, ptr)``, one partition at a time: a bad index is
+    refused with the member's id."""
+    topic_rows, partition_rows = [], []
+    for member_id, owned in zip(member_ids, claims):
+        t, p = _owned_tuples_columns(member_id, owned, index)
+        topic_rows.append(t)
+        partition_rows.append(p)
+    flat_t, ptr = _flat_rows(topic_rows)
+    flat_p, _ = _flat_rows(partition_rows)
+    return flat_t, flat_p, ptr
 
 
 def _owned_tuples_columns(member_id, owned, index):
@@ -210,7 +269,7 @@ def _owned_tuples_columns(member_id, owned, index):
 
 
 class _Member:
-    """The member-level view of one JoinGroup member, for the strategy's facts function."""
+    """The member-level view of one JoinGroup member, for a strategy's own reader."""
 
     __slots__ = ("member_id", "group_instance_id", "subscription")
 
@@ -238,18 +297,16 @@ def columns_group(
     member_ids: List,
     instance_ids: List,
     which: np.ndarray,
-    distinct: List[Facts],
+    distinct: List[MemberInput],
     counts: Dict[str, int],
     partition_racks=None,
 ) -> ArrayGroup:
     """The :class:`ArrayGroup` of members whose facts are ``distinct[which[i]]``."""
-    if partition_racks is not None and not hasattr(partition_racks, "items"):
-        raise AssignmentError("partition_racks must be a mapping of topic -> per-partition replica racks")
+    _check_partition_racks(partition_racks)
     names = set(counts)
-    owned_group_topics: List[str] = []  # the topic of every owned-partition entry read apart
     topic_lists: Dict[tuple, int] = {}  # each distinct topic list, numbered
     list_of_distinct = []
-    for d, groups in distinct:
+    for d in distinct:
         try:
             k = topic_lists.get(d.topics)
         except TypeError as exc:
@@ -265,26 +322,31 @@ def columns_group(
             if not (isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str)):
                 raise AssignmentError(f"member {d.member_id!r}: owned partitions must be (topic, partition)")
             names.add(tp[0])
-        if groups:
-            owned_group_topics.extend(map(_TOPIC, groups))
-    names.update(owned_group_topics)
     topics, index, partition_counts = interned_topics(names, counts)
+    list_flat, list_ptr = _flat_rows(
+        [np.fromiter(map(index.__getitem__, ts), dtype=_I32, count=len(ts)) for ts in topic_lists]
+    )
+    owned = _claim_columns([d.member_id for d in distinct], [d.owned for d in distinct], index)
+    return _array_group(
+        topics, partition_counts, index, member_ids, instance_ids, which, list_flat, list_ptr,
+        np.array(list_of_distinct, dtype=_I64), owned,
+        np.array([d.generation for d in distinct], dtype=_I64),
+        np.array([d.subscription_generation for d in distinct], dtype=_I64),
+        [d.rack for d in distinct], partition_racks,
+    )
 
-    ids_of_list = [np.fromiter(map(index.__getitem__, ts), dtype=_I32, count=len(ts)) for ts in topic_lists]
-    sub_rows = [ids_of_list[k] for k in list_of_distinct]
-    sub_flat, sub_ptr = _flat_rows(sub_rows)
-    owned_t, owned_p, owned_ptr = _owned_columns(distinct, owned_group_topics, index, counts)
 
+def _array_group(topics, partition_counts, index, member_ids, instance_ids, which, list_flat, list_ptr,
+                 list_of_distinct, owned, generation, subscription_generation, racks, partition_racks) -> ArrayGroup:
+    """The :class:`ArrayGroup` from distinct-level columns: member ``i`` has
+    distinct row ``which[i]``, whose topic list is ``list_of_distinct[k]``
+    and whose owned CSR, generations and rack are row ``k`` of theirs."""
     M = len(member_ids)
-    sub_indptr, sub_topics = _gather_rows(sub_flat, sub_ptr, which)
-    owned_indptr, owned_topic = _gather_rows(owned_t, owned_ptr, which)
-    _, owned_partition = _gather_rows(owned_p, owned_ptr, which)
-    rows = which.tolist()
-
+    owned_t, owned_p, owned_ptr = owned
+    list_of_member = np.asarray(list_of_distinct, dtype=_I64)[which] if M else np.zeros(0, dtype=_I64)
+    sub_indptr, sub_topics = _gather_rows(list_ptr, list_of_member, list_flat)
+    owned_indptr, owned_topic, owned_partition = _gather_rows(owned_ptr, which, owned_t, owned_p)
     rack_names, rr_indptr, rr = replica_rack_columns(partition_racks, index, partition_counts)
-    generation = np.array([d.generation for d, _ in distinct], dtype=_I64)
-    subscription_generation = np.array([d.subscription_generation for d, _ in distinct], dtype=_I64)
-    racks = [d.rack for d, _ in distinct]
     return ArrayGroup(
         topics,
         partition_counts,
@@ -292,7 +354,7 @@ def columns_group(
         sub_indptr,
         sub_topics,
         group_instance_ids=instance_ids,
-        racks=[racks[k] for k in rows],
+        racks=[racks[k] for k in which.tolist()],
         owned_indptr=owned_indptr,
         owned_topic=owned_topic,
         owned_partition=owned_partition,
@@ -302,3 +364,8 @@ def columns_group(
         replica_rack_indptr=rr_indptr,
         replica_racks=rr,
     )
+
+
+def _check_partition_racks(partition_racks) -> None:
+    if partition_racks is not None and not hasattr(partition_racks, "items"):
+        raise AssignmentError("partition_racks must be a mapping of topic -> per-partition replica racks")

@@ -1,14 +1,24 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Compiled twin of ``_leader_py``: each member's ``ConsumerProtocolAssignment``
+"""Compiled twin of ``_leader_py``: the members' ``ConsumerProtocolSubscription``
+bytes read into columns, and each member's ``ConsumerProtocolAssignment``
 bytes written straight from an assignment's CSR arrays into one bytes object
 per member (layout in ``_leader_common``).  The two must return identical
-bytes.  No Python object is made per partition or per topic run."""
+results.  No Python object is made per partition, per owned entry or per
+topic run."""
 
 import numpy as np
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from libc.stdint cimport int32_t, int64_t, uint8_t
-from libc.string cimport memcpy
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memset
+
+from .. import codec
+from ._leader_common import SubscriptionColumns
+
+cdef extern from "Python.h":
+    object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
 
 
 cdef inline void _put16(uint8_t* out, int32_t v) noexcept nogil:
@@ -79,3 +89,304 @@ def assignment_bytes(const int64_t[:] indptr, const int32_t[:] topic, const int3
             _put32(buf + at, -1)
         out[m] = blob
     return out
+
+
+# ---------------------------------------------------------------------------
+# ConsumerProtocolSubscription bytes -> columns
+# ---------------------------------------------------------------------------
+# A second reader of the Subscription layout beside the codec's, because the
+# codec builds a str per topic and an int per owned partition, and on a
+# second-generation cooperative group (every member's bytes differ) that is
+# most of the leader's time.  This one writes ints straight into columns and
+# makes a str only the first time a topic name's bytes are seen.  It decides
+# only *whether* the bytes are good: on bad bytes it hands them to the codec,
+# so the error (type, text, offset, path) is the codec's own.  The layout is
+# the codec schema's ConsumerProtocolSubscription, never flexible:
+#
+#     int16  version (a newer one is read with the v3 layout, bytes after it ignored)
+#     int32  topic count, then per topic an int16 length and UTF-8 bytes
+#     int32  userData length (-1: null), then the bytes
+#     v1+: int32 owned entry count, then per entry: int16 length + topic,
+#          int32 partition count, then each partition as int32
+#     v2+: int32 generationId        v3+: int16 rackId length (-1: null) + UTF-8
+#
+# tests/test_leader_path.py holds the schema to this list and both twins'
+# columns to the codec's decode of random and broken bytes at every version.
+
+cdef enum:
+    NEWEST_LAYOUT = 3
+
+
+@cython.final  # its methods are called per owned entry: direct calls, not through a vtable
+cdef class _Growing:
+    """An int32 or int64 column of unknown final length."""
+    cdef char* data
+    cdef Py_ssize_t used, capacity, itemsize
+
+    def __cinit__(self, Py_ssize_t itemsize):
+        self.itemsize = itemsize
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    cdef char* extend(self, Py_ssize_t items) except NULL:
+        """Room for ``items`` more, counted as used; the caller fills it."""
+        cdef Py_ssize_t need = (self.used + items) * self.itemsize
+        cdef Py_ssize_t grown
+        cdef char* moved
+        if need > self.capacity or self.data == NULL:  # NULL would read as an error to the caller
+            grown = max(need, 2 * self.capacity, 256)
+            moved = <char*>PyMem_Realloc(self.data, grown)
+            if moved == NULL:
+                raise MemoryError()
+            self.data, self.capacity = moved, grown
+        cdef char* at = self.data + self.used * self.itemsize
+        self.used += items
+        return at
+
+    cdef int push32(self, int32_t value) except -1:
+        (<int32_t*>self.extend(1))[0] = value
+        return 0
+
+    cdef int push64(self, int64_t value) except -1:
+        (<int64_t*>self.extend(1))[0] = value
+        return 0
+
+    cdef object array(self):
+        out = np.empty(self.used, dtype=np.int32 if self.itemsize == 4 else np.int64)
+        cdef uint8_t[::1] raw = out.view(np.uint8)
+        if self.used:
+            memcpy(&raw[0], self.data, self.used * self.itemsize)
+        return out
+
+
+cdef inline uint64_t _name_hash(const uint8_t* name, int32_t length) noexcept:
+    cdef uint64_t h = 14695981039346656037ULL  # FNV-1a: names are short, and this needs no set-up
+    cdef int32_t i
+    for i in range(length):
+        h = (h ^ name[i]) * 1099511628211ULL
+    return h
+
+
+@cython.final
+cdef class _TopicIds:
+    """Topic name bytes -> topic id, ids in order of first appearance.
+
+    Keyed by the bytes (pointers into the caller's metadata, alive for the
+    read), so a name seen before costs a hash and a memcmp, and no str."""
+    cdef list names
+    cdef const uint8_t** name_at
+    cdef int32_t* name_length
+    cdef int32_t* slots  # topic id, or -1 for an empty slot
+    cdef Py_ssize_t mask, count, room
+
+    def __cinit__(self):
+        self.names = []
+        self.mask = 255
+        self.slots = <int32_t*>PyMem_Malloc((self.mask + 1) * sizeof(int32_t))
+        if self.slots == NULL:
+            raise MemoryError()
+        memset(self.slots, 0xFF, (self.mask + 1) * sizeof(int32_t))
+
+    def __dealloc__(self):
+        PyMem_Free(self.slots)
+        PyMem_Free(self.name_at)
+        PyMem_Free(self.name_length)
+
+    cdef int32_t id_of(self, const uint8_t* name, int32_t length) except -2:
+        """The id of ``name``, or -1 if it is not UTF-8 (the codec refuses it)."""
+        cdef int32_t t
+        cdef Py_ssize_t slot = <Py_ssize_t>(_name_hash(name, length) & <uint64_t>self.mask)
+        while True:
+            t = self.slots[slot]
+            if t < 0:
+                break
+            if self.name_length[t] == length and memcmp(self.name_at[t], name, length) == 0:
+                return t
+            slot = (slot + 1) & self.mask
+        try:
+            text = PyUnicode_DecodeUTF8(<const char*>name, length, NULL)
+        except UnicodeDecodeError:
+            return -1
+        t = <int32_t>self.count
+        if self.count == self.room:
+            self._grow_names()
+        self.name_at[t] = name
+        self.name_length[t] = length
+        self.names.append(text)
+        self.count += 1
+        self.slots[slot] = t
+        if 2 * self.count > self.mask:
+            self._rehash()
+        return t
+
+    cdef int _grow_names(self) except -1:
+        cdef Py_ssize_t room = max(2 * self.room, 64)
+        cdef const uint8_t** at = <const uint8_t**>PyMem_Realloc(self.name_at, room * sizeof(uint8_t*))
+        if at == NULL:
+            raise MemoryError()
+        self.name_at = at
+        cdef int32_t* lengths = <int32_t*>PyMem_Realloc(self.name_length, room * sizeof(int32_t))
+        if lengths == NULL:
+            raise MemoryError()
+        self.name_length = lengths
+        self.room = room
+        return 0
+
+    cdef int _rehash(self) except -1:
+        cdef Py_ssize_t mask = 2 * self.mask + 1
+        cdef int32_t* slots = <int32_t*>PyMem_Malloc((mask + 1) * sizeof(int32_t))
+        if slots == NULL:
+            raise MemoryError()
+        memset(slots, 0xFF, (mask + 1) * sizeof(int32_t))
+        cdef Py_ssize_t t, slot
+        for t in range(self.count):
+            slot = <Py_ssize_t>(_name_hash(self.name_at[t], self.name_length[t]) & <uint64_t>mask)
+            while slots[slot] >= 0:
+                slot = (slot + 1) & mask
+            slots[slot] = <int32_t>t
+        PyMem_Free(self.slots)
+        self.slots, self.mask = slots, mask
+        return 0
+
+
+cdef inline int32_t _be32(const uint8_t* p) noexcept nogil:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+
+
+cdef inline int16_t _be16(const uint8_t* p) noexcept nogil:
+    return <int16_t>((<uint16_t>p[0] << 8) | p[1])
+
+
+cdef int _refuse(bytes raw) except -1:
+    """Raise the codec's error for bytes this reader found bad."""
+    codec.Subscription.decode(raw)
+    raise AssertionError(f"kwire bug: the Subscription reader refused bytes the codec reads: {raw!r}")
+
+
+ctypedef struct _Cursor:
+    const uint8_t* p
+    Py_ssize_t pos
+    Py_ssize_t end
+
+
+cdef inline int64_t _count(_Cursor* c, Py_ssize_t min_size, bytes raw) except -1:
+    """An int32 array count; refused (the codec's error) when truncated,
+    null, negative, or more elements of ``min_size`` bytes than are left."""
+    if c.end - c.pos < 4:
+        _refuse(raw)
+    cdef int64_t n = _be32(c.p + c.pos)
+    c.pos += 4
+    if n < 0 or n > (c.end - c.pos) // min_size:
+        _refuse(raw)
+    return n
+
+
+cdef inline int64_t _length(_Cursor* c, bint wide, bytes raw) except -2:
+    """A nullable string's (int16) or bytes' (``wide``: int32) length, -1
+    for null, the cursor moved to its content; refused where the codec refuses it."""
+    if c.end - c.pos < (4 if wide else 2):
+        _refuse(raw)
+    cdef int64_t n = _be32(c.p + c.pos) if wide else _be16(c.p + c.pos)
+    c.pos += 4 if wide else 2
+    if n < -1 or n > c.end - c.pos:
+        _refuse(raw)
+    return n
+
+
+cdef inline int32_t _topic(_Cursor* c, _TopicIds ids, bytes raw) except -1:
+    """The id of the topic name at the cursor; refused where the codec refuses it."""
+    cdef int64_t n = _length(c, 0, raw)
+    if n < 0:  # null is no topic name either
+        _refuse(raw)
+    c.pos += n
+    cdef int32_t t = ids.id_of(c.p + c.pos - n, <int32_t>n)
+    if t < 0:
+        _refuse(raw)
+    return t
+
+
+def subscription_columns(list metadata):
+    """Each byte string of ``metadata`` (all ``bytes``) read into
+    :class:`SubscriptionColumns`; bad bytes raise the codec's error."""
+    cdef Py_ssize_t rows = len(metadata)
+    cdef _TopicIds ids = _TopicIds()
+    cdef _Growing version = _Growing(4), topic_list = _Growing(4), generation = _Growing(4)
+    cdef _Growing list_ptr = _Growing(8), list_topic = _Growing(4)
+    cdef _Growing entry_ptr = _Growing(8), entry_topic = _Growing(4)
+    cdef _Growing owned_ptr = _Growing(8), owned_topic = _Growing(4), owned_partition = _Growing(4)
+    cdef list racks = [None] * rows, user_data = [None] * rows
+    # The previous row's topics array (count and names, as bytes): a row that
+    # starts with the same bytes has the same topics, so nothing in it is read.
+    cdef const uint8_t* last_topics = NULL
+    cdef Py_ssize_t last_topics_size = -1
+    cdef Py_ssize_t k, i, j, start
+    cdef int64_t count, n
+    cdef int32_t t, layout
+    cdef int16_t written_version
+    cdef int32_t* topic_out
+    cdef int32_t* partition_out
+    cdef _Cursor c
+    cdef bytes raw
+    list_ptr.push64(0)
+    entry_ptr.push64(0)
+    owned_ptr.push64(0)
+    for k in range(rows):
+        raw = metadata[k]
+        c.p, c.pos, c.end = <const uint8_t*>PyBytes_AS_STRING(raw), 2, PyBytes_GET_SIZE(raw)
+        if c.end < 2:
+            _refuse(raw)
+        written_version = _be16(c.p)
+        if written_version < 0:
+            _refuse(raw)
+        layout = min(<int32_t>written_version, <int32_t>NEWEST_LAYOUT)
+        if (last_topics != NULL and c.end - c.pos >= last_topics_size
+                and memcmp(c.p + c.pos, last_topics, last_topics_size) == 0):
+            c.pos += last_topics_size
+        else:
+            start = c.pos
+            for i in range(_count(&c, 2, raw)):
+                list_topic.push32(_topic(&c, ids, raw))
+            list_ptr.push64(list_topic.used)
+            last_topics, last_topics_size = c.p + start, c.pos - start
+        topic_list.push32(<int32_t>(list_ptr.used - 2))
+        n = _length(&c, 1, raw)
+        if n >= 0:
+            user_data[k] = PyBytes_FromStringAndSize(<const char*>(c.p + c.pos), n)
+            c.pos += n
+        if layout >= 1:
+            for i in range(_count(&c, 6, raw)):
+                t = _topic(&c, ids, raw)
+                entry_topic.push32(t)
+                count = _count(&c, 4, raw)
+                topic_out = <int32_t*>owned_topic.extend(count)
+                partition_out = <int32_t*>owned_partition.extend(count)
+                for j in range(count):
+                    topic_out[j] = t
+                    partition_out[j] = _be32(c.p + c.pos)
+                    c.pos += 4
+        entry_ptr.push64(entry_topic.used)
+        owned_ptr.push64(owned_topic.used)
+        if layout >= 2:
+            if c.end - c.pos < 4:
+                _refuse(raw)
+            generation.push32(_be32(c.p + c.pos))
+            c.pos += 4
+        else:
+            generation.push32(-1)
+        if layout >= 3:
+            n = _length(&c, 0, raw)
+            if n >= 0:
+                try:
+                    racks[k] = PyUnicode_DecodeUTF8(<const char*>(c.p + c.pos), n, NULL)
+                except UnicodeDecodeError:
+                    _refuse(raw)
+                c.pos += n
+        if c.pos != c.end and written_version <= NEWEST_LAYOUT:
+            _refuse(raw)
+        version.push32(written_version)
+    return SubscriptionColumns(
+        ids.names, version.array(), topic_list.array(), list_ptr.array(), list_topic.array(),
+        entry_ptr.array(), entry_topic.array(), owned_ptr.array(), owned_topic.array(), owned_partition.array(),
+        generation.array(), racks, user_data,
+    )

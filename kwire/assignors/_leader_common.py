@@ -1,6 +1,7 @@
 """What both leader kernels (``_leader_c``, ``_leader_py``) share: the byte
-layout of the ``ConsumerProtocolAssignment`` they write, and the table of
-topic names they copy from.
+layout of the ``ConsumerProtocolAssignment`` they write, the table of
+topic names they copy from, and the columns they read the members'
+``ConsumerProtocolSubscription`` bytes into (:class:`SubscriptionColumns`).
 
 The layout is the codec schema's ``ConsumerProtocolAssignment`` (kwire/codec/
 _schema.py) at every version kwire knows, 0 to 3, which all have the same
@@ -17,7 +18,7 @@ bytes to ``kwire.codec.Assignment(...).encode(version)``:
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -44,3 +45,34 @@ def topic_name_table(topics: List[str]) -> Optional[Tuple[np.ndarray, bytes]]:
             return None
         np.cumsum(lengths, out=offsets[1:])
     return offsets, b"".join(encoded)
+
+
+class SubscriptionColumns(NamedTuple):
+    """Distinct ``ConsumerProtocolSubscription`` byte strings, read into columns.
+
+    Row ``k`` is the ``k``-th byte string.  Topic ids are local to one read:
+    ``names[i]`` is topic ``i``, numbered in order of first appearance
+    (subscribed topics, then owned entries, byte string by byte string).  A
+    row whose topics array is the previous row's shares its topic list."""
+
+    #: Every topic name read (subscribed or owned), once.
+    names: List[str]
+    #: int32[D]: the version each was written at (a newer one is read with the newest layout).
+    version: np.ndarray
+    #: int32[D]: which topic list each row subscribes to.
+    topic_list: np.ndarray
+    #: int64[L+1], int32[...]: the topic lists, topic ids in the order written (repeats kept).
+    list_ptr: np.ndarray
+    list_topic: np.ndarray
+    #: int64[D+1], int32[E]: each row's owned entries' topics (an entry may list no partitions).
+    entry_ptr: np.ndarray
+    entry_topic: np.ndarray
+    #: int64[D+1], int32[P], int32[P]: each row's owned partitions as written, with their entry's topic.
+    owned_ptr: np.ndarray
+    owned_topic: np.ndarray
+    owned_partition: np.ndarray
+    #: int32[D]: generationId (-1 before v2).
+    generation: np.ndarray
+    #: rackId (None before v3) and userData, per row.
+    rack: List[Optional[str]]
+    user_data: List[Optional[bytes]]

@@ -1,6 +1,7 @@
-"""Pure twin of ``_leader_c``: each member's ``ConsumerProtocolAssignment``
-bytes straight from an assignment's CSR arrays (layout in ``_leader_common``).
-The two must return identical bytes."""
+"""Pure twin of ``_leader_c``: the members' ``ConsumerProtocolSubscription``
+bytes read into columns (over the codec's decode), and each member's
+``ConsumerProtocolAssignment`` bytes straight from an assignment's CSR arrays
+(layout in ``_leader_common``).  The two must return identical results."""
 
 from __future__ import annotations
 
@@ -9,9 +10,58 @@ from typing import Dict, List
 
 import numpy as np
 
+from .. import codec
+from ._leader_common import SubscriptionColumns
+
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _NULL_USER_DATA = _I32.pack(-1)
+
+
+def subscription_columns(metadata: List[bytes]) -> SubscriptionColumns:
+    """Each byte string of ``metadata`` decoded by the codec, into columns;
+    bad bytes raise the codec's error."""
+    names: List[str] = []
+    ids: Dict[str, int] = {}
+    version, topic_list, generation, rack, user_data = [], [], [], [], []
+    list_ptr, list_topic = [0], []
+    entry_ptr, entry_topic = [0], []
+    owned_ptr, owned_topic, owned_partition = [0], [], []
+    last_topics = None
+
+    def topic_id(name):
+        i = ids.get(name)
+        if i is None:
+            i = ids[name] = len(names)
+            names.append(name)
+        return i
+
+    for raw in metadata:
+        sub = codec.Subscription.decode(raw)
+        if last_topics is None or sub.topics != last_topics:
+            list_topic.extend(map(topic_id, sub.topics))
+            list_ptr.append(len(list_topic))
+            last_topics = sub.topics
+        topic_list.append(len(list_ptr) - 2)
+        for entry in sub.owned_partitions:
+            t = topic_id(entry.topic)
+            entry_topic.append(t)
+            owned_topic.extend([t] * len(entry.partitions))
+            owned_partition.extend(entry.partitions)
+        entry_ptr.append(len(entry_topic))
+        owned_ptr.append(len(owned_topic))
+        version.append(sub.version)
+        generation.append(sub.generation_id)
+        rack.append(sub.rack_id)
+        user_data.append(sub.user_data)
+    i32, i64 = np.int32, np.int64
+    return SubscriptionColumns(
+        names, np.array(version, dtype=i32), np.array(topic_list, dtype=i32),
+        np.array(list_ptr, dtype=i64), np.array(list_topic, dtype=i32),
+        np.array(entry_ptr, dtype=i64), np.array(entry_topic, dtype=i32),
+        np.array(owned_ptr, dtype=i64), np.array(owned_topic, dtype=i32), np.array(owned_partition, dtype=i32),
+        np.array(generation, dtype=i32), rack, user_data,
+    )
 
 
 def assignment_bytes(indptr, topic, partition, name_offsets, name_blob: bytes, version: int) -> List[bytes]:

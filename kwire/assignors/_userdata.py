@@ -203,9 +203,24 @@ def _gen(value: Optional[int]) -> int:
     return DEFAULT_GENERATION if value is None else value
 
 
-def _protocol_generation(value: Optional[int]) -> int:
+def protocol_generation(value: Optional[int]) -> int:
+    """A Subscription's generationId as the sticky assignors keep it."""
     # the Subscription reports a negative generationId as "absent"
     return DEFAULT_GENERATION if value is None or value < 0 else value
+
+
+def sticky_claims(user_data: Optional[bytes]) -> Tuple[List[TopicPartition], int]:
+    """An eager ``sticky`` member's ``(owned partitions, generation)``: from its userData only."""
+    owned, gen = decode_sticky_userdata(user_data)
+    return owned, _gen(gen)
+
+
+def cooperative_generation(generation_id: Optional[int], user_data: Optional[bytes]) -> int:
+    """A ``cooperative-sticky`` member's generation: a Subscription
+    generationId >= 0 (v2+) as is; otherwise the ``{generation:int32}`` userData."""
+    if generation_id is not None and generation_id >= 0:
+        return generation_id
+    return _gen(decode_cooperative_userdata(user_data))
 
 
 def sticky_member_input(member_id: str, topics: Sequence[str], user_data: Optional[bytes],
@@ -214,10 +229,10 @@ def sticky_member_input(member_id: str, topics: Sequence[str], user_data: Option
                         rack: Optional[str] = None) -> MemberInput:
     """MemberInput for eager ``sticky``: owned partitions and generation come
     from userData only."""
-    owned, gen = decode_sticky_userdata(user_data)
+    owned, gen = sticky_claims(user_data)
     return MemberInput(member_id=member_id, group_instance_id=group_instance_id,
-                       topics=tuple(topics), owned=tuple(owned), generation=_gen(gen),
-                       subscription_generation=_protocol_generation(subscription_generation),
+                       topics=tuple(topics), owned=tuple(owned), generation=gen,
+                       subscription_generation=protocol_generation(subscription_generation),
                        rack=rack)
 
 
@@ -226,18 +241,11 @@ def cooperative_member_input(member_id: str, topics: Sequence[str],
                              generation_id: Optional[int], user_data: Optional[bytes],
                              group_instance_id: Optional[str] = None,
                              rack: Optional[str] = None) -> MemberInput:
-    """MemberInput for ``cooperative-sticky``.
-
-    A Subscription generationId >= 0 (v2+) is used as is; otherwise the
-    generation comes from the ``{generation:int32}`` userData."""
-    proto = _protocol_generation(generation_id)
-    if generation_id is not None and generation_id >= 0:
-        gen = generation_id
-    else:
-        gen = _gen(decode_cooperative_userdata(user_data))
+    """MemberInput for ``cooperative-sticky`` (generation: :func:`cooperative_generation`)."""
     return MemberInput(member_id=member_id, group_instance_id=group_instance_id,
                        topics=tuple(topics), owned=tuple((t, int(p)) for t, p in owned_partitions),
-                       generation=gen, subscription_generation=proto, rack=rack)
+                       generation=cooperative_generation(generation_id, user_data),
+                       subscription_generation=protocol_generation(generation_id), rack=rack)
 
 
 def _field(obj, *names, default=None):
