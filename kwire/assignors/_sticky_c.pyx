@@ -26,7 +26,7 @@ import numpy as np
 from libc.stdlib cimport qsort
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
-from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions, java_rank
+from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions
 from ._sticky_rules import JavaAssignorFailure, balance_score, check_partition_total, move_budget, validate
 
 

@@ -44,7 +44,6 @@ from typing import Tuple
 
 import numpy as np
 
-from ._javaorder import java_rank
 
 _I32, _I64 = np.int32, np.int64
 
@@ -126,7 +125,7 @@ def repair(group, indptr, topic, number) -> Tuple[np.ndarray, np.ndarray, np.nda
     held[group.topic_offset[topic] + number] = True
 
     assignable = _assignable(group)
-    rank = java_rank(group.member_ids)
+    rank = group.member_id_rank()
     subscriber = _member_of(group.sub_indptr, n_members)
     new_member, new_topic, new_number = [], [], []
     for t in np.flatnonzero(assignable).tolist():
