@@ -496,6 +496,9 @@ def _moved(now, inp):
     the owner code of each, -1 for none)."""
     if not inp.has_prev:
         return None
+    if inp.none_code < 0:
+        # No owner is named None (the usual case), so "no owner" matches no previous owner.
+        return int(np.count_nonzero(now != inp.prev_codes))
     same = (now == inp.prev_codes) | ((now == -1) & (inp.prev_codes == inp.none_code))
     return int(len(same) - np.count_nonzero(same))
 
