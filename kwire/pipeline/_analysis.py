@@ -541,12 +541,22 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
     order) to ``rows``: the observed assignment, then each strategy's."""
     _observed_row(rows, inp)
     m = len(inp.member_ids)
+    answered = {}
+    if inp.sticky.error is None and "sticky" in strategies and "cooperative-sticky" in strategies:
+        # The pair shares one run of Java's algorithm, most of what each costs on a small group.
+        try:
+            answered = dict(zip(("sticky", "cooperative-sticky"),
+                                assignors.assign_sticky_pair(inp.sticky.group, implementation=implementation)))
+        except KwireError:
+            pass  # each strategy then runs, and reports its failure, on its own below
     for strategy in strategies:
         v = inp.sticky if strategy in ("sticky", "cooperative-sticky") else inp.plain
         try:
             if v.error is not None:
                 raise v.error
-            result = assignors.assign_arrays(strategy, v.group, implementation=implementation)
+            result = answered.get(strategy)
+            if result is None:
+                result = assignors.assign_arrays(strategy, v.group, implementation=implementation)
         except KwireError as exc:
             # The inputs the capture gives this generation are not a valid
             # group (the bad frames were already left out): report it on
