@@ -76,14 +76,17 @@ def test_java_exact_must_be_a_bool():
 
 
 def test_is_valid_agrees_with_invalid_entries():
-    """The sticky default's fast validity check and the repair's entry-by-entry one are the same rule."""
+    """The sticky default's fast validity check and the repair's entry-by-entry one are the same rule,
+    in each twin of the kernel the check runs (the compiled one whenever it is built)."""
     import numpy as np
 
+    from kwire.assignors._arrays import load_kernels
     from kwire.assignors._sticky_repair import invalid_entries, is_valid
 
+    twins = [load_kernels("rangerr", impl) for impl in assignor_implementations()]
     rng = np.random.default_rng(7)
     verdicts = set()
-    for _ in range(400):
+    for _ in range(2000):
         n_members, n_topics = int(rng.integers(1, 6)), int(rng.integers(1, 5))
         counts = rng.integers(0, 4, n_topics).astype(np.int32)
         subs = [sorted(set(rng.integers(0, n_topics, rng.integers(0, n_topics + 1)).tolist())) for _ in range(n_members)]
@@ -97,6 +100,9 @@ def test_is_valid_agrees_with_invalid_entries():
         number = rng.integers(-1, 4, int(indptr[-1])).astype(np.int32)
         verdict = is_valid(group, indptr, topic, number)
         assert verdict == (not invalid_entries(group, indptr, topic, number).any())
+        for twin in twins:
+            assert twin.assignment_is_valid(counts, group.topic_offset, sub_indptr, sub_topics, indptr, topic,
+                                            number) == verdict, twin.__name__
         verdicts.add(verdict)
     assert verdicts == {True, False}
 

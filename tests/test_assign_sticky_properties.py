@@ -6,6 +6,7 @@ Java's answer whenever that is valid, identical in both twins.  Java's rules
 on the Java-exact kernels: balance per ``isBalanced``, stickiness, the
 cooperative two-phase rule, and compiled == pure."""
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -373,3 +374,52 @@ def test_compiled_strategy_never_runs_the_pure_twin(group, cooperative):
     finally:
         _sticky_py.sticky_arrays = original
     assert _sticky_repair.is_valid(array_group, *out)
+
+
+# -- the pair the what-if runs ---------------------------------------------------------------
+
+
+def _same_answer(a, b):
+    return a.member_ids == b.member_ids and all(
+        np.array_equal(getattr(a, f), getattr(b, f)) and getattr(a, f).dtype == getattr(b, f).dtype
+        for f in ("indptr", "topic", "partition"))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(group=st.one_of(groups(), groups(allow_odd=False), groups(consistent=True)))
+def test_sticky_pair_is_each_strategy_on_its_own(group):
+    """assign_sticky_pair shares one run of Java's algorithm between the two
+    strategies; its answers are assign_arrays' own, in each twin, on
+    stale, conflicting and consistent claims alike."""
+    from kwire.assignors import assign_arrays, assign_sticky_pair
+
+    array_group = ArrayGroup.from_group_input(group)
+    for impl in _IMPLS:
+        pair = assign_sticky_pair(array_group, implementation=impl)
+        for strategy, answer in zip(("sticky", "cooperative-sticky"), pair):
+            assert _same_answer(answer, assign_arrays(strategy, array_group, implementation=impl)), (strategy, impl)
+
+
+def test_sticky_pair_keeps_typed_errors_and_registered_strategies():
+    from kwire.assignors import (assign_arrays, assign_sticky_pair, get_strategy, register_strategy,
+                                 unregister_strategy)
+    from kwire.errors import AssignmentError
+
+    group = ArrayGroup(["t"], [3], ["m1", "m2"], [0, 1, 2], [0, 0])
+    with pytest.raises(AssignmentError):
+        assign_sticky_pair(GroupInput(members=[], partitions_per_topic={}))
+    with pytest.raises(AssignmentError):
+        assign_sticky_pair(group, implementation="fortran")
+    empty = ArrayGroup([], [], [], [0], [])
+    assert all(len(a) == 0 for a in assign_sticky_pair(empty))
+    # a strategy registered over a built-in one is the answer the pair gives
+    previous = unregister_strategy("sticky")
+    try:
+        register_strategy("sticky", lambda g: assign_arrays("roundrobin", g))
+        eager, cooperative = assign_sticky_pair(group)
+        assert _same_answer(eager, assign_arrays("roundrobin", group))
+        assert _same_answer(cooperative, assign_arrays("cooperative-sticky", group))
+    finally:
+        register_strategy(previous.name, previous.arrays, reference=previous.reference,
+                          member_input=previous.member_input)
+    assert get_strategy("sticky").arrays is previous.arrays

@@ -28,6 +28,7 @@ from ._api import (
 # range and roundrobin register in ._api; sticky and cooperative-sticky
 # register when their module is imported, here, so STRATEGIES is complete.
 from . import _sticky  # noqa: F401,E402
+from ._sticky import assign_sticky_pair  # noqa: E402
 from ._userdata import encode_cooperative_userdata as cooperative_user_data, sticky_user_data  # noqa: E402
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "assign_arrays",
     "assign_group",
     "assign_members_arrays",
+    "assign_sticky_pair",
     "cooperative_user_data",
     "get_strategy",
     "java_sorted",

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import _impl
-from ._javaorder import capacity_after, hashmap_positions, java_sorted, member_info_order
+from ._javaorder import capacity_after, hashmap_positions, java_rank, java_sorted, member_info_order
 from ..errors import AssignmentError
 from ._model import MemberAssignments, GroupInput
 
@@ -42,6 +42,11 @@ def _fast_string_hashes(names: List[str]) -> np.ndarray:
 
 
 def _as(arr, dtype, name, ndim=1):
+    if type(arr) is np.ndarray and arr.dtype == dtype and arr.ndim == ndim and arr.flags.c_contiguous:
+        # Kernel outputs and packed columns arrive like this: the checks
+        # below would only copy and compare them, and small groups pay
+        # that per call.
+        return arr
     try:
         a = np.asarray(arr)
     except (TypeError, ValueError) as exc:
@@ -90,7 +95,7 @@ def _check_csr(indptr, values, rows, name):
         raise AssignmentError(f"{name}: indptr must have {rows + 1} entries, has {len(indptr)}")
     if rows >= 0 and len(indptr) and (indptr[0] != 0 or indptr[-1] != len(values)):
         raise AssignmentError(f"{name}: indptr must start at 0 and end at {len(values)}")
-    if len(indptr) > 1 and np.any(np.diff(indptr) < 0):
+    if len(indptr) > 1 and (indptr[1:] < indptr[:-1]).any():
         raise AssignmentError(f"{name}: indptr must be non-decreasing")
 
 
@@ -369,6 +374,16 @@ class ArrayGroup:
 
     def member_hashes(self) -> np.ndarray:
         return self._cached("member_hashes", lambda: _fast_string_hashes(self.member_ids))
+
+    def member_id_rank(self) -> np.ndarray:
+        """Each member id's rank in Java String order (read-only: shared by
+        every assignor run on this group, as the what-if runs the sticky pair)."""
+        return self._cached("member_id_rank", self._member_id_rank)
+
+    def _member_id_rank(self):
+        rank = java_rank(self.member_ids)
+        rank.flags.writeable = False
+        return rank
 
     def member_hashmap_order(self) -> np.ndarray:
         """Member indices in the leader's ``HashMap<String, Subscription>`` iteration order."""

@@ -246,6 +246,10 @@ def hashmap_capacity(hashes: Sequence[int], initial_capacity: int = 16) -> int:
     double the table instead of building a tree bin (``treeifyBin``).
     Colliding keys (``"Aa"`` and ``"BB"`` share a hash) can trigger it in
     small groups.  Tree bins themselves (64+ slots) are not modelled."""
+    if len(hashes) < _TREEIFY_LEN:
+        # No bucket can crowd with fewer keys than a tree bin needs, so only
+        # the size rule applies: the common small group skips the table walk.
+        return _grown(len(hashes), initial_capacity)
     table = JavaHashTable(initial_capacity)
     # only tables below 64 slots can be resized by a crowded bucket, and the
     # size rule alone takes a table past 64 after 48 entries

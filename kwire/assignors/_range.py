@@ -62,7 +62,7 @@ def assign_range(group: ArrayGroup, implementation: Optional[str] = None) -> Arr
     k = load_kernels("rangerr", implementation)
     T, M = len(group.topics), group.num_members
     tp_indptr, tp_members = k.subscribers_by_topic(T, group.sub_indptr, group.sub_topics, group.member_sort_order())
-    subscribed = np.diff(tp_indptr) > 0
+    subscribed = tp_indptr[1:] > tp_indptr[:-1]
     active = subscribed & (group.partition_counts > 0)
     topic_order = java_topic_order(group, k, subscribed, active)
 

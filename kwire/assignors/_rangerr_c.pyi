@@ -30,3 +30,7 @@ def range_rack(num_members: int, partition_counts: _I32, topic_offset: _I64, tp_
 
 def string_hashes(names: list[str]) -> _I32:
     """Java ``String.hashCode`` of each name (int32), over UTF-16 code units."""
+
+def assignment_is_valid(partition_counts: _I32, topic_offset: _I64, sub_indptr: _I64, sub_topics: _I32,
+                        indptr: _I64, topic: _I32, number: _I32) -> bool:
+    """Every entry an existing partition of a topic its member subscribes to, each partition once."""

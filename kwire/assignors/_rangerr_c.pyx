@@ -502,3 +502,43 @@ def string_hashes(list names):
                 h = h * 31 + cp
         out[i] = <int32_t>h
     return out_a
+
+
+
+cdef bint _valid(const int32_t[:] partition_counts, const int64_t[:] topic_offset, const int64_t[:] sub_indptr,
+                 const int32_t[:] sub_topics, const int64_t[:] indptr, const int32_t[:] topic,
+                 const int32_t[:] number, int64_t[:] subscriber_mark, uint8_t[:] taken) noexcept nogil:
+    # subscriber_mark: per topic, the last member (+ 1) found subscribing to it; taken: per partition
+    cdef Py_ssize_t n_topics = partition_counts.shape[0], member
+    cdef int64_t entry, slot
+    cdef int32_t t, p
+    for member in range(indptr.shape[0] - 1):
+        for entry in range(sub_indptr[member], sub_indptr[member + 1]):
+            subscriber_mark[sub_topics[entry]] = member + 1
+        for entry in range(indptr[member], indptr[member + 1]):
+            t = topic[entry]
+            p = number[entry]
+            if t < 0 or t >= n_topics or subscriber_mark[t] != member + 1 or p < 0 or p >= partition_counts[t]:
+                return False
+            slot = topic_offset[t] + p
+            if taken[slot]:
+                return False
+            taken[slot] = 1
+    return True
+
+
+def assignment_is_valid(const int32_t[:] partition_counts, const int64_t[:] topic_offset,
+                        const int64_t[:] sub_indptr, const int32_t[:] sub_topics, const int64_t[:] indptr,
+                        const int32_t[:] topic, const int32_t[:] number):
+    """See the twin.  One pass over the entries: the sticky pair checks every
+    answer, mostly on groups of a few members, where NumPy's calls cost more than the check."""
+    cdef Py_ssize_t n_topics = partition_counts.shape[0]
+    cdef bint valid
+    if topic.shape[0] == 0:
+        return True
+    cdef int64_t[:] subscriber_mark = np.zeros(max(n_topics, 1), dtype=np.int64)
+    cdef uint8_t[:] taken = np.zeros(max(topic_offset[n_topics], 1), dtype=np.uint8)
+    with nogil:
+        valid = _valid(partition_counts, topic_offset, sub_indptr, sub_topics, indptr, topic, number,
+                       subscriber_mark, taken)
+    return valid

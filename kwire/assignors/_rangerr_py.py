@@ -231,3 +231,31 @@ def string_hashes(names):
     """Java ``String.hashCode`` of each name (int32): :func:`_javaorder.string_hashes`,
     the rule itself (the compiled twin has its own loop, tested against it)."""
     return _javaorder.string_hashes(names)
+
+
+#: Members x topics below which assignment_is_valid checks subscriptions in a dense table (at most 16 MB)
+#: instead of sorting the entries' keys.
+_DENSE_SUBSCRIPTIONS = 1 << 24
+
+
+def assignment_is_valid(partition_counts, topic_offset, sub_indptr, sub_topics, indptr, topic, number):
+    """Whether the assignment ``(indptr, topic, number)`` (CSR per member) is
+    valid for the group's columns: every entry an existing partition of a
+    topic its member subscribes to, and each partition once."""
+    topic = np.asarray(topic, dtype=_I64)
+    number = np.asarray(number, dtype=_I64)
+    if len(topic) == 0:
+        return True
+    n_members, n_topics = len(indptr) - 1, len(partition_counts)
+    if not ((number >= 0) & (number < partition_counts[topic])).all():
+        return False
+    keys = np.repeat(np.arange(n_members, dtype=_I64), np.diff(indptr)) * n_topics + topic
+    subscription_keys = np.repeat(np.arange(n_members, dtype=_I64), np.diff(sub_indptr)) * n_topics + sub_topics
+    if n_members * n_topics <= _DENSE_SUBSCRIPTIONS:
+        subscribed = np.zeros(n_members * n_topics, dtype=bool)
+        subscribed[subscription_keys] = True
+        if not subscribed[keys].all():
+            return False
+    elif not np.isin(keys, subscription_keys).all():
+        return False
+    return int(np.bincount(topic_offset[topic] + number).max()) <= 1

@@ -26,7 +26,7 @@ def assign_roundrobin(group: ArrayGroup, implementation: Optional[str] = None) -
     rank = np.empty(M, dtype=np.int32)
     rank[order] = np.arange(M, dtype=np.int32)
     tp_indptr, tp_members = k.subscribers_by_topic(T, group.sub_indptr, group.sub_topics, order)
-    active = (np.diff(tp_indptr) > 0) & (group.partition_counts > 0)
+    active = (tp_indptr[1:] > tp_indptr[:-1]) & (group.partition_counts > 0)
     topic_order = np.flatnonzero(active).astype(np.int32)
     out = k.roundrobin(M, group.partition_counts, tp_indptr, tp_members, topic_order, rank)
     return ArrayAssignment.for_group(group, *out)

@@ -18,7 +18,8 @@ import numpy as np
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import GroupInput, MemberAssignments
 from . import _sticky_py, _sticky_repair
-from ._api import register_strategy
+from ._api import assign_arrays, get_strategy, register_strategy
+from ..errors import AssignmentError
 from ._sticky_rules import JavaAssignorFailure, validate
 from ._userdata import member_input_for
 
@@ -89,21 +90,56 @@ def sticky_arrays(group: ArrayGroup, cooperative: bool, implementation: Optional
             return out
         eager = _java(kernels, group, False) if cooperative else out
     except JavaAssignorFailure:
+        eager = _eager_on_fewer_claims(kernels, group)
+    return _repaired(group, cooperative, eager)
+
+
+def _eager_on_fewer_claims(kernels, group: ArrayGroup):
+    """Step 3 of ``_sticky_repair``: Java's eager answer where it throws on the claims as sent."""
+    try:
+        return _java(kernels, _with_claims(group, _consistent_claims(group)), False)
+    except JavaAssignorFailure:
         try:
-            eager = _java(kernels, _with_claims(group, _consistent_claims(group)), False)
+            return _java(kernels, _with_claims(group, np.zeros(len(group.owned_topic), dtype=bool)), False)
         except JavaAssignorFailure:
-            try:
-                eager = _java(kernels, _with_claims(group, np.zeros(len(group.owned_topic), dtype=bool)), False)
-            except JavaAssignorFailure:
-                # Java's algorithm fails on this group even with no claim at all (seen with consumer racks on
-                # the constrained path): the repair then places every partition from nothing, which is always
-                # a valid assignment, so the default still never fails a group.
-                eager = (np.zeros(group.num_members + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
-                         np.zeros(0, dtype=np.int32))
+            # Java's algorithm fails on this group even with no claim at all (seen with consumer racks on
+            # the constrained path): the repair then places every partition from nothing, which is always
+            # a valid assignment, so the default still never fails a group.
+            return (np.zeros(group.num_members + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                    np.zeros(0, dtype=np.int32))
+
+
+def _repaired(group: ArrayGroup, cooperative: bool, eager):
     out = _sticky_repair.repair(group, *eager)
     if cooperative:
         out = _sticky_repair.withhold_transfers(group, *out)
     return out
+
+
+def assign_sticky_pair(group: ArrayGroup, *, implementation: Optional[str] = None):
+    """``(assign_arrays("sticky", group), assign_arrays("cooperative-sticky", group))``
+    (the default answers), from one run of Java's algorithm where the kernels
+    can share it: the two differ only in the cooperative adjustment at its
+    end, and on the what-if's small groups that run is most of the cost."""
+    if not isinstance(group, ArrayGroup):
+        raise AssignmentError(f"assign_sticky_pair needs an ArrayGroup, got {type(group).__name__}")
+    if get_strategy("sticky").arrays is not assign_sticky or (
+            get_strategy("cooperative-sticky").arrays is not assign_cooperative_sticky):
+        # someone registered their own form of either: theirs is the answer
+        return (assign_arrays("sticky", group, implementation=implementation),
+                assign_arrays("cooperative-sticky", group, implementation=implementation))
+    kernels = load_kernels("sticky", implementation)
+    try:
+        both = kernels.sticky_pair_arrays(group) if group.num_members else None
+    except JavaAssignorFailure:
+        both = None
+    if both is None:
+        # an empty group, input only the pure twin models, or Java throws: each answer on its own
+        return assign_sticky(group, implementation), assign_cooperative_sticky(group, implementation)
+    eager = both[0]
+    return tuple(ArrayAssignment.for_group(group, *(out if _sticky_repair.is_valid(group, *out)
+                                                    else _repaired(group, cooperative, eager)))
+                 for cooperative, out in zip((False, True), both))
 
 
 def _run(group: ArrayGroup, cooperative: bool, implementation: Optional[str], java_exact: bool) -> ArrayAssignment:

@@ -16,6 +16,13 @@ def sticky_arrays(group: ArrayGroup, cooperative: bool) -> Optional[tuple[
     input needs what only the pure twin models (``kwire.assignors._sticky``
     then runs it)."""
 
+def sticky_pair_arrays(group: ArrayGroup) -> Optional[tuple[
+        tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]],
+        tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]]]:
+    """``(sticky_arrays(group, False), sticky_arrays(group, True))`` from one
+    run: the two differ only in the cooperative adjustment at the end.
+    ``None`` where ``sticky_arrays`` gives ``None``."""
+
 def sticky_assign(group: GroupInput, cooperative: bool) -> Optional[MemberAssignments]:
     """``_sticky_py.sticky_assign`` for the inputs this module covers;
     ``None`` for the others (see ``sticky_arrays``)."""

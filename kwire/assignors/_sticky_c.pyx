@@ -26,7 +26,7 @@ import numpy as np
 from libc.stdlib cimport qsort
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
-from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions, java_rank
+from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions
 from ._sticky_rules import JavaAssignorFailure, balance_score, check_partition_total, move_budget, validate
 
 
@@ -51,8 +51,28 @@ def sticky_arrays(group, bint cooperative):
     """Assign an :class:`ArrayGroup`; returns ``(indptr, topic, partition)``
     with each member's partitions in Java's list order, or ``None`` when the
     input needs what only the pure twin models (see the module docstring)."""
+    answers = _answers(group, not cooperative, cooperative)
+    if answers is None:
+        return None
+    return answers[1] if cooperative else answers[0]
+
+
+def sticky_pair_arrays(group):
+    """``(sticky_arrays(group, False), sticky_arrays(group, True))`` from one
+    run: the two differ only in the cooperative adjustment at the end.
+    ``None`` where ``sticky_arrays`` gives ``None``."""
+    return _answers(group, True, True)
+
+
+def _no_partitions():
+    return np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
+
+
+cdef _answers(group, bint eager, bint cooperative):
+    """``(eager answer, cooperative answer)``, each only if asked for (None
+    otherwise); None for input only the pure twin models."""
     if group.num_members == 0:
-        return np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
+        return (_no_partitions() if eager else None), (_no_partitions() if cooperative else None)
     check_partition_total(_partition_total(group))
     assignable = _assignable_topics(group)
     rack_active, member_rack, replica_rack_start, replica_rack, crowd = False, _NO_I32, _NO_I64, _NO_I32, None
@@ -62,18 +82,24 @@ def sticky_arrays(group, bint cooperative):
     if r.has_unmodelled_input():
         return None
     r.resolve()
+    transferring = None
     if r.all_subscriptions_equal:
         transferring = _constrained(r, rack_active, member_rack, replica_rack_start, replica_rack, crowd)
-        if cooperative:
-            _withhold_transferring(r, transferring)
-        return r.export()
-    classes, class_rack, topic_class_start, topic_class = _classes(
-        group, assignable, member_rack if rack_active else None)
-    _general(r, classes, class_rack, topic_class_start, topic_class, _topic_sort(group, assignable),
-             rack_active, member_rack, replica_rack_start, replica_rack)
-    if cooperative:
+    else:
+        classes, class_rack, topic_class_start, topic_class = _classes(
+            group, assignable, member_rack if rack_active else None)
+        _general(r, classes, class_rack, topic_class_start, topic_class, _topic_sort(group, assignable),
+                 rack_active, member_rack, replica_rack_start, replica_rack)
+    # export copies the lists, so the eager answer is taken before the
+    # cooperative adjustment unlinks anything
+    eager_answer = r.export() if eager else None
+    if not cooperative:
+        return eager_answer, None
+    if transferring is not None:
+        _withhold_transferring(r, transferring)
+    else:
         _withhold_computed(r)
-    return r.export()
+    return eager_answer, r.export()
 
 
 def sticky_assign(group, cooperative):

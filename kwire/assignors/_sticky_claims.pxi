@@ -159,7 +159,7 @@ cdef class _Run:
         self.generation = group.generation
         self.protocol_generation = group.subscription_generation
         self.hashmap_order = _member_order(group)
-        self.id_rank = java_rank(group.member_ids)
+        self.id_rank = group.member_id_rank()
         self.topic_hash = group.topic_hashes()
         self.member_ids = list(group.member_ids)
 

@@ -722,6 +722,12 @@ def sticky_assign(group: GroupInput, cooperative: bool) -> MemberAssignments:
     return {m.member_id: result[m.member_id] for m in group.members}
 
 
+def sticky_pair_arrays(group):
+    """``(sticky_arrays(group, False), sticky_arrays(group, True))``, the
+    compiled twin's shared run stated plainly."""
+    return sticky_arrays(group, False), sticky_arrays(group, True)
+
+
 def sticky_arrays(group, cooperative: bool):
     """Array entry point shared with the compiled twin: assign an
     :class:`~kwire.assignors._arrays.ArrayGroup` and return

@@ -44,7 +44,8 @@ from typing import Tuple
 
 import numpy as np
 
-from ._javaorder import java_rank
+from ._arrays import load_kernels
+
 
 _I32, _I64 = np.int32, np.int64
 
@@ -84,33 +85,15 @@ def invalid_entries(group, indptr, topic, number) -> np.ndarray:
     return ~keep
 
 
-#: Members x topics below which is_valid checks subscriptions in a dense table (at most 16 MB) instead of
-#: sorting the entries' keys: the check runs on every default answer, so it stays off the sort where it can.
-_DENSE_SUBSCRIPTIONS = 1 << 24
-
-
 def is_valid(group, indptr, topic, number) -> bool:
     """``not invalid_entries(...).any()``, without sorting: every entry an
     existing partition of a topic its member subscribes to, each partition once."""
-    topic = np.asarray(topic, dtype=_I64)
-    number = np.asarray(number, dtype=_I64)
-    if len(topic) == 0:
-        return True
-    n_members, n_topics = group.num_members, len(group.topics)
-    counts = group.partition_counts.astype(_I64)
-    if not (_assignable(group)[topic] & (number >= 0) & (number < counts[topic])).all():
-        return False
-    keys = _member_of(indptr, n_members) * n_topics + topic
-    subscription_keys = _member_of(group.sub_indptr, n_members) * n_topics + group.sub_topics
-    if n_members * n_topics <= _DENSE_SUBSCRIPTIONS:
-        subscribed = np.zeros(n_members * n_topics, dtype=bool)
-        subscribed[subscription_keys] = True
-        if not subscribed[keys].all():
-            return False
-    elif not np.isin(keys, subscription_keys).all():
-        return False
-    partition = group.topic_offset[topic] + number
-    return int(np.bincount(partition).max()) <= 1
+    # Validity is a fact about the arrays, not a choice of implementation:
+    # the check runs on every default answer, so it takes the compiled loop
+    # whenever there is one (as string hashes do).
+    return load_kernels("rangerr").assignment_is_valid(
+        group.partition_counts, group.topic_offset, group.sub_indptr, group.sub_topics,
+        np.asarray(indptr, dtype=_I64), np.asarray(topic, dtype=_I32), np.asarray(number, dtype=_I32))
 
 
 def repair(group, indptr, topic, number) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,7 +109,7 @@ def repair(group, indptr, topic, number) -> Tuple[np.ndarray, np.ndarray, np.nda
     held[group.topic_offset[topic] + number] = True
 
     assignable = _assignable(group)
-    rank = java_rank(group.member_ids)
+    rank = group.member_id_rank()
     subscriber = _member_of(group.sub_indptr, n_members)
     new_member, new_topic, new_number = [], [], []
     for t in np.flatnonzero(assignable).tolist():

@@ -496,12 +496,17 @@ def _moved(now, inp):
     the owner code of each, -1 for none)."""
     if not inp.has_prev:
         return None
+    if inp.none_code < 0:
+        # No owner is named None (the usual case), so "no owner" matches no previous owner.
+        return int(np.count_nonzero(now != inp.prev_codes))
     same = (now == inp.prev_codes) | ((now == -1) & (inp.prev_codes == inp.none_code))
     return int(len(same) - np.count_nonzero(same))
 
 
 def _row(rows, inp, name, is_observed, assigned, loads, moved, reproduces):
-    hi, lo = int(loads.max()), int(loads.min())
+    # a few members: Python's max and min on the list cost less than two NumPy calls
+    loads = loads.tolist()
+    hi, lo = max(loads), min(loads)
     rows.append((inp.group_id, inp.generation_id, name, is_observed, len(inp.member_ids), inp.total, assigned,
                  moved, hi, lo, hi - lo, reproduces, None))
 
@@ -526,6 +531,12 @@ def _reproduces(result, topic_ids, counts, inp):
     keys = (topic_ids[result.topic] << 32) | result.partition
     if (keys == inp.obs_lists).all():
         return True  # received lists are grouped by topic, so this one is too
+    # Regrouping a list keeps its partitions: where a member's key sum (in
+    # wrapping int64) differs from its received list's, nothing can match,
+    # and that is decided without the sorts below.
+    member_sums = np.concatenate(([0], np.cumsum(keys - inp.obs_lists)))[result.indptr]
+    if (member_sums[1:] != member_sums[:-1]).any():
+        return False
     member = np.repeat(np.arange(len(counts), dtype=_I64), counts)
     _u, first, inverse = np.unique(member * len(topic_ids) + result.topic, return_index=True,
                                    return_inverse=True)
@@ -538,12 +549,23 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
     order) to ``rows``: the observed assignment, then each strategy's."""
     _observed_row(rows, inp)
     m = len(inp.member_ids)
+    member_index = np.arange(m)
+    answered = {}
+    if inp.sticky.error is None and "sticky" in strategies and "cooperative-sticky" in strategies:
+        # The pair shares one run of Java's algorithm, most of what each costs on a small group.
+        try:
+            answered = dict(zip(("sticky", "cooperative-sticky"),
+                                assignors.assign_sticky_pair(inp.sticky.group, implementation=implementation)))
+        except KwireError:
+            pass  # each strategy then runs, and reports its failure, on its own below
     for strategy in strategies:
         v = inp.sticky if strategy in ("sticky", "cooperative-sticky") else inp.plain
         try:
             if v.error is not None:
                 raise v.error
-            result = assignors.assign_arrays(strategy, v.group, implementation=implementation)
+            result = answered.get(strategy)
+            if result is None:
+                result = assignors.assign_arrays(strategy, v.group, implementation=implementation)
         except KwireError as exc:
             # The inputs the capture gives this generation are not a valid
             # group (the bad frames were already left out): report it on
@@ -554,8 +576,9 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
         counts = result.indptr[1:] - result.indptr[:-1]
         # Owner per partition slot, and -1 in the slot past the end; a
         # partition given twice keeps its last owner, as a dict would.
-        owner = np.full(v.group.num_partitions + 1, -1, dtype=_I64)
-        owner[v.group.topic_offset[result.topic] + result.partition] = np.repeat(np.arange(m), counts)
+        owner = np.empty(v.group.num_partitions + 1, dtype=_I64)
+        owner.fill(-1)
+        owner[v.group.topic_offset[result.topic] + result.partition] = np.repeat(member_index, counts)
         taken = owner[owner >= 0]
         moved = None
         if inp.has_prev:
