@@ -112,6 +112,12 @@ class ShutdownError(KwireError, RuntimeError):
     thread of a :class:`kwire.testing.MockCluster` leaving its ``with`` block."""
 
 
+class UnreachableError(KwireError, TimeoutError):
+    """A cluster did not answer in time: a :class:`kwire.group.MemberDriver`
+    whose bootstrap broker gave no metadata within its request timeout (a
+    ``TimeoutError`` too, which is what callers caught before)."""
+
+
 class ExtensionMissingError(KwireError, ImportError):
     """kwire's compiled module is missing from an install that was built with
     extensions (reinstall with a C compiler, or set KWIRE_NO_EXTENSIONS=1)."""

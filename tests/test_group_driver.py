@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import stop_process
 
+from kwire.errors import KwireError, UnreachableError
 from kwire.group import STABLE, ConsumerMember, CoordinatorFound, MemberDriver, PartitionsAssigned
 from kwire.testing import MockCluster
 
@@ -149,9 +150,11 @@ def test_start_retries_an_unreachable_bootstrap_until_its_timeout():
                               reconnect_backoff_ms=50)
         loop = asyncio.get_running_loop()
         start = loop.time()
-        with pytest.raises(asyncio.TimeoutError):
+        with pytest.raises(UnreachableError, match="no metadata from 127.0.0.1:") as caught:
             await driver.start()
         assert loop.time() - start < 5
+        # typed, and still what callers who caught the builtin catch
+        assert isinstance(caught.value, KwireError) and isinstance(caught.value, asyncio.TimeoutError)
         await driver.close()
     asyncio.run(run())
 

@@ -24,7 +24,7 @@ from kwire.codec import (
     decode_response,
     encode_request,
 )
-from kwire.errors import KwireError
+from kwire.errors import KwireError, UnreachableError
 
 from ._member import CoordinatorFound, Send
 
@@ -209,7 +209,11 @@ class MemberDriver:
         self._loop = asyncio.get_running_loop()
         self._metadata = self._loop.create_future()
         self._send_metadata()
-        counts = await asyncio.wait_for(self._metadata, self.request_timeout_ms / 1000)
+        try:
+            counts = await asyncio.wait_for(self._metadata, self.request_timeout_ms / 1000)
+        except asyncio.TimeoutError:
+            host, port = self.bootstrap
+            raise UnreachableError(f"no metadata from {host}:{port} within {self.request_timeout_ms} ms") from None
         self.member.update_metadata(counts)
         self._process(self.member.poll(self._now()))
         return self
