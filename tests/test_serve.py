@@ -111,6 +111,20 @@ def test_fetch_is_empty_and_waits_max_wait_ms(cluster):
         assert not part.records
 
 
+def test_fetch_answers_at_once_where_a_broker_would_not_wait(cluster):
+    """min_bytes of 0 is met by an empty answer, and a partition in error ends the wait: Kafka's fetch
+    purgatory answers both at once, however long max_wait_ms is."""
+    client = Client(cluster)
+    known = codec.FetchTopic(topic="orders", partitions=[codec.FetchPartition(partition=3, partition_max_bytes=1024)])
+    unknown = codec.FetchTopic(topic="nope", partitions=[codec.FetchPartition(partition=0, partition_max_bytes=1024)])
+    for min_bytes, topics in ((0, [known]), (1, [known, unknown])):
+        start = time.monotonic()
+        response = client.call(codec.FetchRequest(max_wait_ms=5000, min_bytes=min_bytes, topics=topics), 12)
+        assert time.monotonic() - start < 2.5
+        assert [p.error_code for r in response.responses for p in r.partitions] == \
+            [E.NONE] + [E.UNKNOWN_TOPIC_OR_PARTITION] * (len(topics) - 1)
+
+
 def test_list_offsets_are_zero_and_unknown_partitions_refused(cluster):
     client = Client(cluster)
     for version in range(1, 12):

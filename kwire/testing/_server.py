@@ -425,8 +425,10 @@ class ClusterServer:
             responses.append(FetchableTopicResponse(topic=t.topic if not by_id else "", topic_id=t.topic_id,
                                                     partitions=parts))
         response = FetchResponse(error_code=errors.NONE, session_id=0, responses=responses)
-        # No record will ever arrive: answer when the client's max wait is over, as a broker would.
-        wait_ms = max(0, min(req.max_wait_ms, MAX_FETCH_WAIT_MS))
+        # No record will ever arrive: answer when the client's max wait is over, as a broker would; at once
+        # where a broker would not wait either (min_bytes already met by nothing, or a partition in error).
+        failed = any(p.error_code for r in responses for p in r.partitions)
+        wait_ms = 0 if req.min_bytes <= 0 or failed else max(0, min(req.max_wait_ms, MAX_FETCH_WAIT_MS))
         if wait_ms:
             self._loop.call_later(wait_ms / 1000, fill, response)
         else:
