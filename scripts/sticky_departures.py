@@ -25,12 +25,21 @@ from kwire.assignors._sticky_rules import JavaAssignorFailure  # noqa: E402
 OUT = REPO / "tests" / "data" / "golden" / "kwire-departures.jsonl"
 
 
-def m(member_id, topics, owned=(), generation=-1, subscription_generation=None):
-    return dict(member_id=member_id, topics=list(topics), owned=[list(tp) for tp in owned], generation=generation,
-                subscription_generation=generation if subscription_generation is None else subscription_generation)
+def m(member_id, topics, owned=(), generation=-1, subscription_generation=None, rack=None):
+    member = dict(member_id=member_id, topics=list(topics), owned=[list(tp) for tp in owned], generation=generation,
+                  subscription_generation=generation if subscription_generation is None else subscription_generation)
+    if rack is not None:  # only the rack-aware kinds carry racks, so the other cases read as before
+        member["rack"] = rack
+    return member
 
 
-# kind -> (why Java's answer is not valid, partitions_per_topic, members)
+# The rack-aware kind's replica racks: topic -> the racks of each partition's replicas.
+_REPLICA_RACKS = {"t0": [["r0", "r1"], ["r2"], ["r2"]],
+                  "t1": [["r1"], ["r0", "r1"], ["r1", "r2"], ["r0"], ["r2"]],
+                  "t2": [["r0"], ["r0", "r2"], ["r0"]]}
+
+
+# kind -> (why Java's answer is not valid, partitions_per_topic, members[, partition_racks])
 KINDS = {
     "empty-subscription-first": (
         "a member with an empty subscription comes first in Java's HashMap order: Java takes the constrained "
@@ -59,6 +68,13 @@ KINDS = {
         {"a": 2, "b": 2, "c": 1},
         [m("X", ["c"], [("b", 0)], 1), m("Y", ["a", "b"], [("a", 0), ("a", 1), ("b", 0), ("b", 1)], 2),
          m("Z", ["b"], (), 2), m("W", ["a"], (), 2)]),
+    "fresh-racks-constrained": (
+        "a fresh group (no claims at all) with consumer racks on the constrained path: Java's rack-aware pass "
+        "cannot bring enough members up to the minimum quota and throws IllegalStateException; kwire places every "
+        "partition itself",
+        {"t0": 3, "t1": 5, "t2": 3},
+        [m(f"m{i}", ["t0", "t1", "t2"], rack=rack) for i, rack in enumerate(["r2", "r0", None, "r1", "r1"])],
+        _REPLICA_RACKS),
 }
 
 
@@ -66,8 +82,9 @@ def group_of(case):
     return GroupInput(
         members=[MemberInput(member_id=x["member_id"], topics=tuple(x["topics"]),
                              owned=tuple((t, p) for t, p in x["owned"]), generation=x["generation"],
-                             subscription_generation=x["subscription_generation"]) for x in case["members"]],
-        partitions_per_topic=dict(case["partitions_per_topic"]))
+                             subscription_generation=x["subscription_generation"], rack=x.get("rack"))
+                 for x in case["members"]],
+        partitions_per_topic=dict(case["partitions_per_topic"]), partition_racks=case.get("partition_racks"))
 
 
 def answers(case, implementation=None):
@@ -87,10 +104,12 @@ def _plain(result):
 
 def main():
     lines = []
-    for kind, (why, ppt, members) in KINDS.items():
+    for kind, (why, ppt, members, *racks) in KINDS.items():
         for assignor in ("sticky", "cooperative-sticky"):
             case = {"id": f"{assignor}/{kind}", "assignor": assignor, "kind": kind, "why": why,
                     "partitions_per_topic": ppt, "members": members}
+            if racks:
+                case["partition_racks"] = racks[0]
             java, default = answers(case)
             if java == default:
                 raise SystemExit(f"{case['id']}: Java's answer is kwire's; not a departure")

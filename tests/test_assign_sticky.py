@@ -400,7 +400,7 @@ DEPARTURES = departure_cases()
 
 def test_every_departure_kind_has_a_case_of_each_strategy():
     kinds = {c["kind"] for c in DEPARTURES}
-    assert len(kinds) >= 6
+    assert len(kinds) >= 7
     assert {(c["kind"], c["assignor"]) for c in DEPARTURES} == {(k, a) for k in kinds
                                                                for a in ("sticky", "cooperative-sticky")}
 
