@@ -207,7 +207,8 @@ def recorded_reads(monkeypatch, implementation):
         reads.append(list(metadata))
         return real.subscription_columns(metadata)
 
-    spy = SimpleNamespace(subscription_columns=subscription_columns, assignment_bytes=real.assignment_bytes)
+    spy = SimpleNamespace(subscription_columns=subscription_columns, assignment_bytes=real.assignment_bytes,
+                          member_rows=real.member_rows)
     monkeypatch.setattr(leader, "load_kernels", lambda name, impl=None: spy if name == "leader" else load_kernels(name, impl))
     return reads
 
@@ -296,3 +297,70 @@ def test_bad_version_and_unwritable_names_still_get_the_codecs_answer():
         leader_assignments("range", join_response(subs), {"a": 1}, version=4)
     v0 = leader_assignments("range", join_response(subs), {"a": 1}, version=0)
     assert v0[0].assignment == encode_member_assignment([("a", [0])], 0)
+
+
+def grouped_by_bytes(members):
+    """What ``member_rows`` must return, by its definition: members whose
+    metadata bytes are equal share a row, rows numbered by first sender;
+    the first member whose metadata is not bytes-like is refused by index."""
+    rows, keys, firsts, which = {}, [], [], []
+    for i, m in enumerate(members):
+        metadata = getattr(m, "metadata", None)
+        if not isinstance(metadata, (bytes, bytearray, memoryview)):
+            return f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}"
+        key = bytes(metadata)
+        if key not in rows:
+            rows[key] = len(keys)
+            keys.append(key)
+            firsts.append(i)
+        which.append(rows[key])
+    ids = [getattr(m, "member_id", None) for m in members]
+    instances = [getattr(m, "group_instance_id", None) for m in members]
+    return ids, instances, which, keys, firsts
+
+
+def random_metadata(rng, pool):
+    raw = rng.choice(pool)
+    kind = rng.random()
+    if kind < 0.03:
+        return rng.choice([None, "str", 7, [1, 2]])
+    if kind < 0.12:
+        return bytearray(raw)
+    if kind < 0.2:
+        return memoryview(raw)
+    return raw if kind < 0.6 else bytes(bytearray(raw))  # equal bytes, another object
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_member_rows_groups_members_by_their_bytes(implementation):
+    kernels = load_kernels("leader", implementation)
+    rng = random.Random(12)
+    for _ in range(400):
+        # Strings sharing a length, head and tail, so sketches collide.
+        base = bytes(rng.randrange(256) for _ in range(rng.choice([0, 5, 40, 200])))
+        pool = [base]
+        for _ in range(rng.randint(0, 4)):
+            if len(base) > 130:
+                mid = bytearray(base)
+                mid[rng.randrange(32, len(base) - 96)] ^= 0xFF
+                pool.append(bytes(mid))
+            else:
+                pool.append(bytes(rng.randrange(256) for _ in range(rng.choice([0, 3, 150]))))
+        members = []
+        for i in range(rng.randint(0, 30)):
+            fields = {"metadata": random_metadata(rng, pool), "member_id": f"m{i}"}
+            if rng.random() < 0.5:
+                fields["group_instance_id"] = f"i{i}"
+            if rng.random() < 0.05:
+                del fields["member_id"]
+            members.append(SimpleNamespace(**fields))
+        want = grouped_by_bytes(members)
+        if isinstance(want, str):
+            with pytest.raises(AssignmentError) as exc:
+                kernels.member_rows(members)
+            assert str(exc.value) == want
+            continue
+        ids, instances, which, keys, firsts = kernels.member_rows(members)
+        assert which.dtype == np.intp and which.tolist() == want[2]
+        assert (ids, instances, keys, firsts) == (want[0], want[1], want[3], want[4])
+        assert all(type(k) is bytes for k in keys)

@@ -75,44 +75,13 @@ def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partitio
     lookup of its sketch.  ``implementation`` picks the leader kernels that
     read them."""
     members = required_list(members, "join_group_response.members")
-    member_ids: List = []
-    instance_ids: List = []
-    which = np.empty(len(members), dtype=np.intp)
-    # Each distinct byte string's row, by its sketch (length, head, tail), or by
-    # the whole bytes for one whose sketch an earlier, different string has.
-    # Not the bytes alone: hashing each member's whole metadata (tens of KB
-    # in a second generation) would cost about as much as reading it.
-    seen: Dict[object, int] = {}
-    keys: List[bytes] = []
-    firsts: List[int] = []  # the first member sending each distinct byte string
-    last_metadata = None
-    last_k = -1
-    for i, m in enumerate(members):
-        metadata = getattr(m, "metadata", None)
-        if not isinstance(metadata, (bytes, bytearray, memoryview)):
-            raise AssignmentError(f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}")
-        member_ids.append(getattr(m, "member_id", None))
-        instance_ids.append(getattr(m, "group_instance_id", None))
-        if metadata is last_metadata or metadata == last_metadata:
-            which[i] = last_k
-            continue
-        key = metadata if isinstance(metadata, bytes) else bytes(metadata)
-        sketch = (len(key), key[:32], key[-96:])
-        k = seen.get(sketch)
-        if k is not None and keys[k] != key:
-            k = seen.get(key)
-        if k is None:
-            k = seen[key if sketch in seen else sketch] = len(keys)
-            keys.append(key)
-            firsts.append(i)
-        which[i] = last_k = k
-        last_metadata = metadata
+    kernels = load_kernels("leader", implementation)
+    member_ids, instance_ids, which, keys, firsts = kernels.member_rows(members)
     reading: Optional[ColumnReading] = getattr(facts, "columns", None)
     if reading is None:
         distinct = [facts(_Member(member_ids[i], instance_ids[i], codec.Subscription.decode(key)))
                     for key, i in zip(keys, firsts)]
         return columns_group(member_ids, instance_ids, which, distinct, counts, partition_racks)
-    kernels = load_kernels("leader", implementation)
     for k, i in enumerate(firsts):
         try:
             reading.check_ids(member_ids[i], instance_ids[i])
