@@ -12,7 +12,7 @@ import pytest
 from kwire import codec
 from kwire.assignors import GroupMember, assign, assign_arrays, leader_assignments, leader_group
 from kwire.assignors._api import encode_member_assignment
-from kwire.assignors._arrays import ArrayAssignment, load_kernels
+from kwire.assignors._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from kwire.assignors._leader_common import ASSIGNMENT_VERSIONS, topic_name_table
 from kwire.codec._schema import CONSUMER_PROTOCOL_ASSIGNMENT
 from kwire.errors import AssignmentError, KwireError
@@ -140,6 +140,26 @@ def test_leader_path_gives_the_member_level_bytes(strategy, implementation):
         assert [(x.member_id, x.assignment) for x in got] == want
 
 
+def passes_every_check(group):
+    """The leader path builds its group without the constructor's checks
+    (trusting its own columns): the same columns pass them all."""
+    ArrayGroup(
+        group.topics, group.partition_counts, group.member_ids, group.sub_indptr, group.sub_topics,
+        group_instance_ids=group.group_instance_ids, racks=group.racks, owned_indptr=group.owned_indptr,
+        owned_topic=group.owned_topic, owned_partition=group.owned_partition, generation=group.generation,
+        subscription_generation=group.subscription_generation, rack_names=group.rack_names,
+        replica_rack_indptr=group.replica_rack_indptr, replica_racks=group.replica_racks,
+    )
+
+
+def test_the_leader_group_still_checks_its_members():
+    sub = codec.Subscription(topics=["a"]).encode(3)
+    with pytest.raises(AssignmentError, match="member id 'm' appears more than once"):
+        leader_group("range", join_response([("m", None, sub), ("m", None, sub)]), {"a": 1})
+    with pytest.raises(AssignmentError, match="must be str, got None"):
+        leader_group("range", join_response([(None, None, sub)]), {"a": 1})
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_leader_group_is_the_group_the_leader_assigns(strategy):
     rng = random.Random("group-" + strategy)
@@ -153,6 +173,7 @@ def test_leader_group_is_the_group_the_leader_assigns(strategy):
             continue
         group = leader_group(strategy, join_response(subs), counts, partition_racks=racks)
         assert list(group.member_ids) == [mid for mid, _, _ in subs]
+        passes_every_check(group)
         groups = assign_arrays(strategy, group).topic_groups()
         assert [(x.member_id, x.assignment) for x in want] == [
             (mid, encode_member_assignment(groups[mid])) for mid in group.member_ids]

@@ -316,7 +316,11 @@ def _array_group(topics, partition_counts, index, member_ids, instance_ids, whic
     sub_indptr, sub_topics = _gather_rows(list_ptr, list_of_member, list_flat)
     owned_indptr, owned_topic, owned_partition = _gather_rows(owned_ptr, which, owned_t, owned_p)
     rack_names, rr_indptr, rr = replica_rack_columns(partition_racks, index, partition_counts)
-    return ArrayGroup(
+    # Every column but the members' own ids and racks was built above, valid
+    # by construction (interned, sorted topics; checked counts and claims;
+    # CSR from cumsums): re-checking them costs small groups a large share
+    # of the whole path.
+    group = ArrayGroup(
         topics,
         partition_counts,
         member_ids,
@@ -332,7 +336,10 @@ def _array_group(topics, partition_counts, index, member_ids, instance_ids, whic
         rack_names=rack_names,
         replica_rack_indptr=rr_indptr,
         replica_racks=rr,
+        validate=False,
     )
+    group.check_members()
+    return group
 
 
 def _check_partition_racks(partition_racks) -> None:
