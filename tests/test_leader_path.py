@@ -385,3 +385,20 @@ def test_member_rows_groups_members_by_their_bytes(implementation):
         assert which.dtype == np.intp and which.tolist() == want[2]
         assert (ids, instances, keys, firsts) == (want[0], want[1], want[3], want[4])
         assert all(type(k) is bytes for k in keys)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_topic_list_with_repeats_counts_each_topic_once(strategy, implementation):
+    """One shared list, with or without repeats, and several lists: the
+    paths that skip or keep the de-duplication give the member-level bytes."""
+    counts = {"a": 5, "b": 3, "c": 2}
+    lists = [["a", "b", "c"], ["b", "a", "b", "a"], ["c", "a", "c"]]
+    for chosen in ([0], [1], [2], [0, 1], [1, 2], [2, 0, 1]):
+        subs = [(f"m{i}", None, codec.Subscription(topics=lists[chosen[i % len(chosen)]]).encode(3)) for i in range(7)]
+        got = leader_assignments(strategy, join_response(subs), counts, implementation=implementation)
+        assert [(x.member_id, x.assignment) for x in got] == old_leader_path(strategy, subs, counts, None, implementation)
+        group = leader_group(strategy, join_response(subs), counts, implementation=implementation)
+        for i in range(len(subs)):
+            row = group.sub_topics[group.sub_indptr[i]:group.sub_indptr[i + 1]]
+            assert [group.topics[t] for t in row] == list(dict.fromkeys(lists[chosen[i % len(chosen)]]))
