@@ -169,6 +169,10 @@ def replica_rack_columns(partition_racks, index: Dict[str, int], counts: np.ndar
     return rack_names, rr_indptr, np.array(flat, dtype=_I32)
 
 
+_STR_TYPES = frozenset((str,))
+_OPTIONAL_STR_TYPES = frozenset((str, type(None)))
+
+
 class ArrayGroup:
     """A consumer group as arrays: see docs/ASSIGNORS.md for the full layout.
 
@@ -334,9 +338,12 @@ class ArrayGroup:
         checks a builder that made every other column itself (the leader
         path) still needs: these come from the caller's members as given."""
         M = len(self.member_ids)
-        for m in self.member_ids:
-            if not isinstance(m, str):
-                raise AssignmentError(f"member ids must be str, got {m!r}")
+        # Counting the types first is a few C loops: the per-value loops
+        # below, which name the offender, run only when there is one.
+        if not _STR_TYPES.issuperset(map(type, self.member_ids)):
+            for m in self.member_ids:
+                if not isinstance(m, str):
+                    raise AssignmentError(f"member ids must be str, got {m!r}")
         if len(set(self.member_ids)) != M:
             seen, dup = set(), None
             for m in self.member_ids:
@@ -348,6 +355,8 @@ class ArrayGroup:
         for name, values in (("group_instance_ids", self.group_instance_ids), ("racks", self.racks)):
             if len(values) != M:
                 raise AssignmentError(f"{name} has {len(values)} entries for {M} members")
+            if _OPTIONAL_STR_TYPES.issuperset(map(type, values)):
+                continue
             for v in values:
                 if v is not None and not isinstance(v, str):
                     raise AssignmentError(f"{name} entries must be str or None, got {v!r}")
