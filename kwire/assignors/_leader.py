@@ -121,8 +121,10 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
     if reading.owned_entries:
         owned = _current_claims(topic_of_name[cols.owned_topic], cols.owned_partition, cols.owned_ptr, first_ids,
                                 topics, index, counts)
+    elif claims is None:
+        owned = np.zeros(0, dtype=_I32), np.zeros(0, dtype=_I32), np.zeros(D + 1, dtype=_I64)
     else:
-        owned = _claim_columns(first_ids, claims or [()] * D, index)
+        owned = _claim_columns(first_ids, claims, index)
     return _array_group(topics, partition_counts, index, member_ids, instance_ids, which, list_flat, list_ptr,
                         cols.topic_list, owned, generation, subscription_generation, cols.rack, partition_racks)
 
@@ -212,7 +214,7 @@ def _gather_rows(ptr: np.ndarray, which: np.ndarray, *flats: np.ndarray) -> Tupl
     np.cumsum(lengths, out=indptr[1:])
     total = int(indptr[-1])
     if len(ptr) == 2:  # one row: every member's row is the same
-        return (indptr, *(np.tile(flat, len(which)) for flat in flats))
+        return (indptr, *(np.repeat(flat[None, :], len(which), axis=0).ravel() for flat in flats))
     index = np.repeat(ptr[:-1][which] - indptr[:-1], lengths) + np.arange(total, dtype=_I64)
     return (indptr, *(flat[index] for flat in flats))
 
