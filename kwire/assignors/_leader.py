@@ -333,7 +333,8 @@ def _array_group(topics, partition_counts, index, member_ids, instance_ids, whic
         sub_indptr,
         sub_topics,
         group_instance_ids=instance_ids,
-        racks=[racks[k] for k in which.tolist()],
+        # One distinct subscription (the usual group) is one list repeat.
+        racks=list(racks) * M if len(racks) == 1 else list(map(racks.__getitem__, which.tolist())),
         owned_indptr=owned_indptr,
         owned_topic=owned_topic,
         owned_partition=owned_partition,
