@@ -17,7 +17,7 @@ from libc.string cimport memcmp, memcpy, memset
 
 from .. import codec
 from ..errors import AssignmentError
-from ._leader_common import SubscriptionColumns, metadata_sketch, metadata_type_error
+from ._leader_common import SubscriptionColumns, metadata_type_error
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
@@ -36,7 +36,7 @@ cdef inline void _put32(uint8_t* out, int32_t v) noexcept nogil:
 
 
 def member_rows(list members):
-    cdef Py_ssize_t n = len(members), i, k, last_k = -1
+    cdef Py_ssize_t n = len(members), i, k, size, last_k = -1
     cdef list member_ids = [None] * n
     cdef list instance_ids = [None] * n
     cdef list keys = []
@@ -67,7 +67,11 @@ def member_rows(list members):
             which[i] = last_k
             continue
         key = metadata if isinstance(metadata, bytes) else bytes(metadata)
-        sketch = metadata_sketch(key)
+        # The sketch (length, head, tail) only decides which dict lookups
+        # find a row, never the grouping, which compares whole bytes: see
+        # _leader_py for why not the bytes alone.
+        size = PyBytes_GET_SIZE(key)
+        sketch = (size, key[:32], key[size - 96 if size > 96 else 0:])
         found = seen.get(sketch)
         if found is not None and keys[<Py_ssize_t>found] != key:
             found = seen.get(key)

@@ -1,5 +1,5 @@
 """What both leader kernels (``_leader_c``, ``_leader_py``) share: how a
-member's metadata is keyed and refused when grouping members, the byte
+member's metadata that is not bytes is refused, the byte
 layout of the ``ConsumerProtocolAssignment`` they write, the table of
 topic names they copy from, and the columns they read the members'
 ``ConsumerProtocolSubscription`` bytes into (:class:`SubscriptionColumns`).
@@ -50,14 +50,6 @@ def topic_name_table(topics: List[str]) -> Optional[Tuple[np.ndarray, bytes]]:
 
 def metadata_type_error(i: int, metadata) -> str:
     return f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}"
-
-
-def metadata_sketch(key: bytes) -> tuple:
-    """A distinct metadata byte string's dict key: its length, head and tail.
-    Not the bytes alone: hashing each member's whole metadata (tens of KB in
-    a second generation) would cost about as much as reading it.  A string
-    whose sketch an earlier, different one has is keyed by its whole bytes."""
-    return (len(key), key[:32], key[-96:])
 
 
 class SubscriptionColumns(NamedTuple):

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import codec
 from ..errors import AssignmentError
-from ._leader_common import SubscriptionColumns, metadata_sketch, metadata_type_error
+from ._leader_common import SubscriptionColumns, metadata_type_error
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -26,6 +26,10 @@ def member_rows(members: list):
     member_ids: List = []
     instance_ids: List = []
     which = np.empty(len(members), dtype=np.intp)
+    # Each distinct byte string's row, by its sketch (length, head, tail), or by
+    # the whole bytes for one whose sketch an earlier, different string has.
+    # Not the bytes alone: hashing each member's whole metadata (tens of KB
+    # in a second generation) would cost about as much as reading it.
     seen: Dict[object, int] = {}
     keys: List[bytes] = []
     firsts: List[int] = []
@@ -41,7 +45,7 @@ def member_rows(members: list):
             which[i] = last_k
             continue
         key = metadata if isinstance(metadata, bytes) else bytes(metadata)
-        sketch = metadata_sketch(key)
+        sketch = (len(key), key[:32], key[-96:])
         k = seen.get(sketch)
         if k is not None and keys[k] != key:
             k = seen.get(key)
