@@ -49,6 +49,7 @@ def topic_name_table(topics: List[str]) -> Optional[Tuple[np.ndarray, bytes]]:
 
 
 def metadata_type_error(i: int, metadata) -> str:
+    """The AssignmentError message both twins' ``member_rows`` give member ``i``'s non-bytes metadata."""
     return f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}"
 
 
