@@ -66,6 +66,10 @@ def member_info_order(
     members sharing an instance id) keep the order they were collected in:
     ``visit_order`` (index order when None)."""
     visit = range(len(member_ids)) if visit_order is None else visit_order
+    if instance_ids.count(None) == len(instance_ids):
+        # No static member (the usual group): one C count instead of two
+        # passes over the members.
+        return _sorted_by_name(visit, member_ids)
     static = [i for i in visit if instance_ids[i] is not None]
     dynamic = [i for i in visit if instance_ids[i] is None]
     return _sorted_by_name(static, instance_ids) + _sorted_by_name(dynamic, member_ids)
