@@ -209,12 +209,13 @@ def _gather_rows(ptr: np.ndarray, which: np.ndarray, *flats: np.ndarray) -> Tupl
     per-member step)."""
     if len(which) == len(ptr) - 1 and np.array_equal(which, np.arange(len(which))):
         return (ptr, *flats)  # every member its own row, in order (a second generation)
+    if len(ptr) == 2:  # one row: every member's row is the same
+        indptr = np.arange(len(which) + 1, dtype=_I64) * int(ptr[1] - ptr[0])
+        return (indptr, *(np.repeat(flat[None, :], len(which), axis=0).ravel() for flat in flats))
     lengths = (ptr[1:] - ptr[:-1])[which]
     indptr = np.zeros(len(which) + 1, dtype=_I64)
     np.cumsum(lengths, out=indptr[1:])
     total = int(indptr[-1])
-    if len(ptr) == 2:  # one row: every member's row is the same
-        return (indptr, *(np.repeat(flat[None, :], len(which), axis=0).ravel() for flat in flats))
     index = np.repeat(ptr[:-1][which] - indptr[:-1], lengths) + np.arange(total, dtype=_I64)
     return (indptr, *(flat[index] for flat in flats))
 
