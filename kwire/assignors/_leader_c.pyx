@@ -36,7 +36,8 @@ cdef inline void _put32(uint8_t* out, int32_t v) noexcept nogil:
 
 
 def member_rows(list members):
-    cdef Py_ssize_t n = len(members), i, k, size, last_k = -1
+    cdef Py_ssize_t n = len(members), i, k, size, tail, last_k = -1
+    cdef const uint8_t* raw
     cdef list member_ids = [None] * n
     cdef list instance_ids = [None] * n
     cdef list keys = []
@@ -69,9 +70,14 @@ def member_rows(list members):
         key = metadata if isinstance(metadata, bytes) else bytes(metadata)
         # The sketch (length, head, tail) only decides which dict lookups
         # find a row, never the grouping, which compares whole bytes: see
-        # _leader_py for why not the bytes alone.
+        # _leader_py for why not the bytes alone.  Here it is one int hashed
+        # in C, not a tuple of two slices: a second generation (every
+        # member's bytes differ) makes one per member.
         size = PyBytes_GET_SIZE(key)
-        sketch = (size, key[:32], key[size - 96 if size > 96 else 0:])
+        tail = size - 96 if size > 96 else 0
+        raw = <const uint8_t*>PyBytes_AS_STRING(key)
+        sketch = (_name_hash(raw, <int32_t>(32 if size > 32 else size))
+                  ^ (_name_hash(raw + tail, <int32_t>(size - tail)) * 31) ^ <uint64_t>size)
         found = seen.get(sketch)
         if found is not None and keys[<Py_ssize_t>found] != key:
             found = seen.get(key)
