@@ -36,6 +36,12 @@ NO_EXTENSIONS = _no_extensions(os.environ.get("KWIRE_NO_EXTENSIONS"), _BUILT_WIT
 IMPLEMENTATION = "python" if NO_EXTENSIONS else "cython"
 
 
+#: Each module :func:`load` has imported, by name: the leader's whole path
+#: loads kernels several times per call, and ``import_module``'s lookup cost
+#: small groups tens of microseconds a call.  Only fully imported modules go in.
+_LOADED = {}
+
+
 def load(name, implementation, package):
     """Import ``<package>._<name>_c`` or ``<package>._<name>_py`` per the switch.
 
@@ -48,8 +54,12 @@ def load(name, implementation, package):
         raise ArgumentValueError(f"implementation must be 'python' or 'cython', not {implementation!r}")
     suffix = "py" if implementation == "python" else "c"
     modname = f"{package}._{name}_{suffix}"
+    module = _LOADED.get(modname)
+    if module is not None:
+        return module
     try:
-        return importlib.import_module(modname)
+        module = _LOADED[modname] = importlib.import_module(modname)
+        return module
     except ImportError as exc:
         if suffix == "c":
             from kwire.errors import ExtensionMissingError

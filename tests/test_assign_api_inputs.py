@@ -2,8 +2,10 @@
 name, a missing value or an absurd partition total is a typed kwire error
 (never a bare TypeError or MemoryError), and strategies can be unregistered."""
 
+import re
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import kwire
@@ -94,3 +96,32 @@ def test_partition_totals_past_the_cap_are_refused_before_allocating(strategy, w
             HUGE[what](strategy)
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+class _Name(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "member_ids, instance_ids, racks, error",
+    [
+        (["a", "b"], None, None, None),
+        ([_Name("a"), "b"], [_Name("i"), None], [None, _Name("r")], None),
+        (["a", 7], None, None, "member ids must be str, got 7"),
+        (["a", "b", "a"], None, None, "member id 'a' appears more than once"),
+        (["a", "b"], [None, b"i"], None, "group_instance_ids entries must be str or None, got b'i'"),
+        (["a", "b"], None, ["r", 0], "racks entries must be str or None, got 0"),
+        (["a", "b"], ["i"], None, "group_instance_ids has 1 entries for 2 members"),
+    ],
+)
+def test_array_group_checks_its_members(member_ids, instance_ids, racks, error):
+    def build():
+        M = len(member_ids)
+        return ArrayGroup(["t"], [1], member_ids, np.zeros(M + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                          group_instance_ids=instance_ids, racks=racks)
+
+    if error is None:
+        build().check_members()
+    else:
+        with pytest.raises(AssignmentError, match=re.escape(error)):
+            build()

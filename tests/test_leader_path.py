@@ -12,7 +12,7 @@ import pytest
 from kwire import codec
 from kwire.assignors import GroupMember, assign, assign_arrays, leader_assignments, leader_group
 from kwire.assignors._api import encode_member_assignment
-from kwire.assignors._arrays import ArrayAssignment, load_kernels
+from kwire.assignors._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from kwire.assignors._leader_common import ASSIGNMENT_VERSIONS, topic_name_table
 from kwire.codec._schema import CONSUMER_PROTOCOL_ASSIGNMENT
 from kwire.errors import AssignmentError, KwireError
@@ -140,6 +140,26 @@ def test_leader_path_gives_the_member_level_bytes(strategy, implementation):
         assert [(x.member_id, x.assignment) for x in got] == want
 
 
+def passes_every_check(group):
+    """The leader path builds its group without the constructor's checks
+    (trusting its own columns): the same columns pass them all."""
+    ArrayGroup(
+        group.topics, group.partition_counts, group.member_ids, group.sub_indptr, group.sub_topics,
+        group_instance_ids=group.group_instance_ids, racks=group.racks, owned_indptr=group.owned_indptr,
+        owned_topic=group.owned_topic, owned_partition=group.owned_partition, generation=group.generation,
+        subscription_generation=group.subscription_generation, rack_names=group.rack_names,
+        replica_rack_indptr=group.replica_rack_indptr, replica_racks=group.replica_racks,
+    )
+
+
+def test_the_leader_group_still_checks_its_members():
+    sub = codec.Subscription(topics=["a"]).encode(3)
+    with pytest.raises(AssignmentError, match="member id 'm' appears more than once"):
+        leader_group("range", join_response([("m", None, sub), ("m", None, sub)]), {"a": 1})
+    with pytest.raises(AssignmentError, match="must be str, got None"):
+        leader_group("range", join_response([(None, None, sub)]), {"a": 1})
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_leader_group_is_the_group_the_leader_assigns(strategy):
     rng = random.Random("group-" + strategy)
@@ -153,6 +173,7 @@ def test_leader_group_is_the_group_the_leader_assigns(strategy):
             continue
         group = leader_group(strategy, join_response(subs), counts, partition_racks=racks)
         assert list(group.member_ids) == [mid for mid, _, _ in subs]
+        passes_every_check(group)
         groups = assign_arrays(strategy, group).topic_groups()
         assert [(x.member_id, x.assignment) for x in want] == [
             (mid, encode_member_assignment(groups[mid])) for mid in group.member_ids]
@@ -207,7 +228,8 @@ def recorded_reads(monkeypatch, implementation):
         reads.append(list(metadata))
         return real.subscription_columns(metadata)
 
-    spy = SimpleNamespace(subscription_columns=subscription_columns, assignment_bytes=real.assignment_bytes)
+    spy = SimpleNamespace(subscription_columns=subscription_columns, assignment_bytes=real.assignment_bytes,
+                          member_rows=real.member_rows)
     monkeypatch.setattr(leader, "load_kernels", lambda name, impl=None: spy if name == "leader" else load_kernels(name, impl))
     return reads
 
@@ -296,3 +318,87 @@ def test_bad_version_and_unwritable_names_still_get_the_codecs_answer():
         leader_assignments("range", join_response(subs), {"a": 1}, version=4)
     v0 = leader_assignments("range", join_response(subs), {"a": 1}, version=0)
     assert v0[0].assignment == encode_member_assignment([("a", [0])], 0)
+
+
+def grouped_by_bytes(members):
+    """What ``member_rows`` must return, by its definition: members whose
+    metadata bytes are equal share a row, rows numbered by first sender;
+    the first member whose metadata is not bytes-like is refused by index."""
+    rows, keys, firsts, which = {}, [], [], []
+    for i, m in enumerate(members):
+        metadata = getattr(m, "metadata", None)
+        if not isinstance(metadata, (bytes, bytearray, memoryview)):
+            return f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}"
+        key = bytes(metadata)
+        if key not in rows:
+            rows[key] = len(keys)
+            keys.append(key)
+            firsts.append(i)
+        which.append(rows[key])
+    ids = [getattr(m, "member_id", None) for m in members]
+    instances = [getattr(m, "group_instance_id", None) for m in members]
+    return ids, instances, which, keys, firsts
+
+
+def random_metadata(rng, pool):
+    raw = rng.choice(pool)
+    kind = rng.random()
+    if kind < 0.03:
+        return rng.choice([None, "str", 7, [1, 2]])
+    if kind < 0.12:
+        return bytearray(raw)
+    if kind < 0.2:
+        return memoryview(raw)
+    return raw if kind < 0.6 else bytes(bytearray(raw))  # equal bytes, another object
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_member_rows_groups_members_by_their_bytes(implementation):
+    kernels = load_kernels("leader", implementation)
+    rng = random.Random(12)
+    for _ in range(400):
+        # Strings sharing a length, head and tail, so sketches collide.
+        base = bytes(rng.randrange(256) for _ in range(rng.choice([0, 5, 40, 200])))
+        pool = [base]
+        for _ in range(rng.randint(0, 4)):
+            if len(base) > 130:
+                mid = bytearray(base)
+                mid[rng.randrange(32, len(base) - 96)] ^= 0xFF
+                pool.append(bytes(mid))
+            else:
+                pool.append(bytes(rng.randrange(256) for _ in range(rng.choice([0, 3, 150]))))
+        members = []
+        for i in range(rng.randint(0, 30)):
+            fields = {"metadata": random_metadata(rng, pool), "member_id": f"m{i}"}
+            if rng.random() < 0.5:
+                fields["group_instance_id"] = f"i{i}"
+            if rng.random() < 0.05:
+                del fields["member_id"]
+            members.append(SimpleNamespace(**fields))
+        want = grouped_by_bytes(members)
+        if isinstance(want, str):
+            with pytest.raises(AssignmentError) as exc:
+                kernels.member_rows(members)
+            assert str(exc.value) == want
+            continue
+        ids, instances, which, keys, firsts = kernels.member_rows(members)
+        assert which.dtype == np.intp and which.tolist() == want[2]
+        assert (ids, instances, keys, firsts) == (want[0], want[1], want[3], want[4])
+        assert all(type(k) is bytes for k in keys)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_topic_list_with_repeats_counts_each_topic_once(strategy, implementation):
+    """One shared list, with or without repeats, and several lists: the
+    paths that skip or keep the de-duplication give the member-level bytes."""
+    counts = {"a": 5, "b": 3, "c": 2}
+    lists = [["a", "b", "c"], ["b", "a", "b", "a"], ["c", "a", "c"]]
+    for chosen in ([0], [1], [2], [0, 1], [1, 2], [2, 0, 1]):
+        subs = [(f"m{i}", None, codec.Subscription(topics=lists[chosen[i % len(chosen)]]).encode(3)) for i in range(7)]
+        got = leader_assignments(strategy, join_response(subs), counts, implementation=implementation)
+        assert [(x.member_id, x.assignment) for x in got] == old_leader_path(strategy, subs, counts, None, implementation)
+        group = leader_group(strategy, join_response(subs), counts, implementation=implementation)
+        for i in range(len(subs)):
+            row = group.sub_topics[group.sub_indptr[i]:group.sub_indptr[i + 1]]
+            assert [group.topics[t] for t in row] == list(dict.fromkeys(lists[chosen[i % len(chosen)]]))

@@ -169,6 +169,10 @@ def replica_rack_columns(partition_racks, index: Dict[str, int], counts: np.ndar
     return rack_names, rr_indptr, np.array(flat, dtype=_I32)
 
 
+_STR_TYPES = frozenset((str,))
+_OPTIONAL_STR_TYPES = frozenset((str, type(None)))
+
+
 class ArrayGroup:
     """A consumer group as arrays: see docs/ASSIGNORS.md for the full layout.
 
@@ -306,23 +310,7 @@ class ArrayGroup:
             raise AssignmentError(f"partition_counts has {len(self.partition_counts)} entries for {T} topics")
         if T and self.partition_counts.min() < 0:
             raise AssignmentError("partition counts must be >= 0")
-        for m in self.member_ids:
-            if not isinstance(m, str):
-                raise AssignmentError(f"member ids must be str, got {m!r}")
-        if len(set(self.member_ids)) != M:
-            seen, dup = set(), None
-            for m in self.member_ids:
-                if m in seen:
-                    dup = m
-                    break
-                seen.add(m)
-            raise AssignmentError(f"member id {dup!r} appears more than once")
-        for name, values in (("group_instance_ids", self.group_instance_ids), ("racks", self.racks)):
-            if len(values) != M:
-                raise AssignmentError(f"{name} has {len(values)} entries for {M} members")
-            for v in values:
-                if v is not None and not isinstance(v, str):
-                    raise AssignmentError(f"{name} entries must be str or None, got {v!r}")
+        self.check_members()
         for r in self.rack_names:
             if not isinstance(r, str):
                 raise AssignmentError(f"rack_names entries must be str, got {r!r}")
@@ -343,6 +331,35 @@ class ArrayGroup:
             _check_csr(self._replica_rack_indptr, self.replica_racks, self.num_partitions, "replica_rack_indptr")
         if len(self.replica_racks) and (self.replica_racks.min() < 0 or self.replica_racks.max() >= len(self.rack_names)):
             raise AssignmentError("replica_racks holds a rack index out of range")
+
+    def check_members(self) -> None:
+        """Refuse member ids that are not unique strs, and instance ids or
+        racks that are not str or None, one per member.  The part of the
+        checks a builder that made every other column itself (the leader
+        path) still needs: these come from the caller's members as given."""
+        M = len(self.member_ids)
+        # Counting the types first is a few C loops: the per-value loops
+        # below, which name the offender, run only when there is one.
+        if not _STR_TYPES.issuperset(map(type, self.member_ids)):
+            for m in self.member_ids:
+                if not isinstance(m, str):
+                    raise AssignmentError(f"member ids must be str, got {m!r}")
+        if len(set(self.member_ids)) != M:
+            seen, dup = set(), None
+            for m in self.member_ids:
+                if m in seen:
+                    dup = m
+                    break
+                seen.add(m)
+            raise AssignmentError(f"member id {dup!r} appears more than once")
+        for name, values in (("group_instance_ids", self.group_instance_ids), ("racks", self.racks)):
+            if len(values) != M:
+                raise AssignmentError(f"{name} has {len(values)} entries for {M} members")
+            if _OPTIONAL_STR_TYPES.issuperset(map(type, values)):
+                continue
+            for v in values:
+                if v is not None and not isinstance(v, str):
+                    raise AssignmentError(f"{name} entries must be str or None, got {v!r}")
 
     # -- derived facts shared by the assignors ------------------------------------------------
 

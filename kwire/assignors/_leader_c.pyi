@@ -1,4 +1,4 @@
-from typing import List
+from typing import Any, List, Tuple
 
 import numpy as np
 
@@ -9,3 +9,5 @@ def assignment_bytes(
 ) -> List[bytes]: ...
 
 def subscription_columns(metadata: List[bytes]) -> SubscriptionColumns: ...
+
+def member_rows(members: list) -> Tuple[List[Any], List[Any], np.ndarray, List[bytes], List[int]]: ...

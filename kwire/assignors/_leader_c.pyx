@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Compiled twin of ``_leader_py``: the members' ``ConsumerProtocolSubscription``
+"""Compiled twin of ``_leader_py``: a JoinGroupResponse's members grouped by
+their metadata bytes, the members' ``ConsumerProtocolSubscription``
 bytes read into columns, and each member's ``ConsumerProtocolAssignment``
 bytes written straight from an assignment's CSR arrays into one bytes object
 per member (layout in ``_leader_common``).  The two must return identical
@@ -9,13 +10,14 @@ topic run."""
 import numpy as np
 
 cimport cython
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
 from .. import codec
-from ._leader_common import SubscriptionColumns
+from ..errors import AssignmentError
+from ._leader_common import SubscriptionColumns, metadata_type_error
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
@@ -31,6 +33,64 @@ cdef inline void _put32(uint8_t* out, int32_t v) noexcept nogil:
     out[1] = <uint8_t>((v >> 16) & 0xFF)
     out[2] = <uint8_t>((v >> 8) & 0xFF)
     out[3] = <uint8_t>(v & 0xFF)
+
+
+def member_rows(list members):
+    cdef Py_ssize_t n = len(members), i, k, size, tail, last_k = -1
+    cdef const uint8_t* raw
+    cdef list member_ids = [None] * n
+    cdef list instance_ids = [None] * n
+    cdef list keys = []
+    cdef list firsts = []
+    cdef dict seen = {}
+    which_arr = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[:] which = which_arr
+    cdef object metadata, last_metadata = None, key, sketch, found
+    for i in range(n):
+        m = members[i]
+        metadata = getattr(m, "metadata", None)
+        if not isinstance(metadata, (bytes, bytearray, memoryview)):
+            raise AssignmentError(metadata_type_error(i, metadata))
+        member_ids[i] = getattr(m, "member_id", None)
+        instance_ids[i] = getattr(m, "group_instance_id", None)
+        if metadata is last_metadata:
+            which[i] = last_k
+            continue
+        if PyBytes_CheckExact(metadata) and PyBytes_CheckExact(last_metadata):
+            # The common case, every member sending equal bytes: one memcmp,
+            # no rich comparison.
+            if (PyBytes_GET_SIZE(metadata) == PyBytes_GET_SIZE(last_metadata)
+                    and memcmp(PyBytes_AS_STRING(metadata), PyBytes_AS_STRING(last_metadata),
+                               PyBytes_GET_SIZE(metadata)) == 0):
+                which[i] = last_k
+                continue
+        elif metadata == last_metadata:
+            which[i] = last_k
+            continue
+        key = metadata if isinstance(metadata, bytes) else bytes(metadata)
+        # The sketch (length, head, tail) only decides which dict lookups
+        # find a row, never the grouping, which compares whole bytes: see
+        # _leader_py for why not the bytes alone.  Here it is one int hashed
+        # in C, not a tuple of two slices: a second generation (every
+        # member's bytes differ) makes one per member.
+        size = PyBytes_GET_SIZE(key)
+        tail = size - 96 if size > 96 else 0
+        raw = <const uint8_t*>PyBytes_AS_STRING(key)
+        sketch = (_name_hash(raw, <int32_t>(32 if size > 32 else size))
+                  ^ (_name_hash(raw + tail, <int32_t>(size - tail)) * 31) ^ <uint64_t>size)
+        found = seen.get(sketch)
+        if found is not None and keys[<Py_ssize_t>found] != key:
+            found = seen.get(key)
+        if found is None:
+            k = len(keys)
+            seen[key if sketch in seen else sketch] = k
+            keys.append(key)
+            firsts.append(i)
+        else:
+            k = found
+        which[i] = last_k = k
+        last_metadata = metadata
+    return member_ids, instance_ids, which_arr, keys, firsts
 
 
 def assignment_bytes(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:] partition,

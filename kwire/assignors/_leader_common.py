@@ -1,4 +1,5 @@
-"""What both leader kernels (``_leader_c``, ``_leader_py``) share: the byte
+"""What both leader kernels (``_leader_c``, ``_leader_py``) share: how a
+member's metadata that is not bytes is refused, the byte
 layout of the ``ConsumerProtocolAssignment`` they write, the table of
 topic names they copy from, and the columns they read the members'
 ``ConsumerProtocolSubscription`` bytes into (:class:`SubscriptionColumns`).
@@ -45,6 +46,11 @@ def topic_name_table(topics: List[str]) -> Optional[Tuple[np.ndarray, bytes]]:
             return None
         np.cumsum(lengths, out=offsets[1:])
     return offsets, b"".join(encoded)
+
+
+def metadata_type_error(i: int, metadata) -> str:
+    """The AssignmentError message both twins' ``member_rows`` give member ``i``'s non-bytes metadata."""
+    return f"members[{i}].metadata must be Subscription bytes, got {type(metadata).__name__}"
 
 
 class SubscriptionColumns(NamedTuple):

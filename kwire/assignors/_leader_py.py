@@ -1,4 +1,5 @@
-"""Pure twin of ``_leader_c``: the members' ``ConsumerProtocolSubscription``
+"""Pure twin of ``_leader_c``: a JoinGroupResponse's members grouped by their
+metadata bytes, the members' ``ConsumerProtocolSubscription``
 bytes read into columns (over the codec's decode), and each member's
 ``ConsumerProtocolAssignment`` bytes straight from an assignment's CSR arrays
 (layout in ``_leader_common``).  The two must return identical results."""
@@ -11,11 +12,50 @@ from typing import Dict, List
 import numpy as np
 
 from .. import codec
-from ._leader_common import SubscriptionColumns
+from ..errors import AssignmentError
+from ._leader_common import SubscriptionColumns, metadata_type_error
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _NULL_USER_DATA = _I32.pack(-1)
+
+
+def member_rows(members: list):
+    """``(member_ids, instance_ids, which, keys, firsts)``: member ``i`` sends
+    the distinct metadata ``keys[which[i]]``, first sent by member ``firsts[k]``."""
+    member_ids: List = []
+    instance_ids: List = []
+    which = np.empty(len(members), dtype=np.intp)
+    # Each distinct byte string's row, by its sketch (length, head, tail), or by
+    # the whole bytes for one whose sketch an earlier, different string has.
+    # Not the bytes alone: hashing each member's whole metadata (tens of KB
+    # in a second generation) would cost about as much as reading it.
+    seen: Dict[object, int] = {}
+    keys: List[bytes] = []
+    firsts: List[int] = []
+    last_metadata = None
+    last_k = -1
+    for i, m in enumerate(members):
+        metadata = getattr(m, "metadata", None)
+        if not isinstance(metadata, (bytes, bytearray, memoryview)):
+            raise AssignmentError(metadata_type_error(i, metadata))
+        member_ids.append(getattr(m, "member_id", None))
+        instance_ids.append(getattr(m, "group_instance_id", None))
+        if metadata is last_metadata or metadata == last_metadata:
+            which[i] = last_k
+            continue
+        key = metadata if isinstance(metadata, bytes) else bytes(metadata)
+        sketch = (len(key), key[:32], key[-96:])
+        k = seen.get(sketch)
+        if k is not None and keys[k] != key:
+            k = seen.get(key)
+        if k is None:
+            k = seen[key if sketch in seen else sketch] = len(keys)
+            keys.append(key)
+            firsts.append(i)
+        which[i] = last_k = k
+        last_metadata = metadata
+    return member_ids, instance_ids, which, keys, firsts
 
 
 def subscription_columns(metadata: List[bytes]) -> SubscriptionColumns:
