@@ -15,12 +15,13 @@ import time
 
 from kwire import _impl
 from kwire.pipeline._capture import read_capture
-from kwire.pipeline._decode import batch_module, decode_record_batch
+from kwire.codec import batch_decoder
+from kwire.pipeline._decode import decode_record_batch
 from kwire.pipeline._synth import synth
 
 
 def decoder_rate(table, impl, rows=10_000):
-    mod = batch_module(impl)
+    mod = batch_decoder(impl)
     batches = table.sort_by([("conn", "ascending"), ("seq", "ascending")]).to_batches(max_chunksize=rows)
     pairing = mod.Pairing()
     t = time.perf_counter()

@@ -14,12 +14,8 @@ from kwire.codec import batch_decoder
 from kwire.errors import ArgumentTypeError
 from kwire.pipeline._capture import read_capture
 
-# The pipeline's name for the decoder switch (its stages and scripts/bench_pipeline.py call it).
-batch_module = batch_decoder
-
-
 def FRAMES_SCHEMA():  # noqa: N802 - a function so importing this module does not load the decoder
-    return batch_module().FRAMES_SCHEMA
+    return batch_decoder().FRAMES_SCHEMA
 
 
 def _int_view(arr, dtype):
@@ -51,7 +47,7 @@ def binary_views(arr):
 def decode_record_batch(batch, pairing, module=None):
     """Decode one capture batch (columns seq, ts, conn, direction, frame,
     truncated) into a batch of the decoder's ``FRAMES_SCHEMA``."""
-    mod = module or batch_module()
+    mod = module or batch_decoder()
     col = batch.column
     names = batch.schema.names
     ts = col(names.index("ts"))
@@ -67,7 +63,7 @@ def decode_record_batch(batch, pairing, module=None):
 def decode_table(table, implementation=None, batch_rows=65536):
     """Decode a whole capture table in one process (no Spark): the reference
     the Spark stage is checked against, and a fast path for small captures."""
-    mod = batch_module(implementation)
+    mod = batch_decoder(implementation)
     table = table.sort_by([("conn", "ascending"), ("seq", "ascending")])
     pairing = mod.Pairing()
     out = [decode_record_batch(b, pairing, mod) for b in table.to_batches(max_chunksize=batch_rows)]

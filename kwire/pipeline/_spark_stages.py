@@ -196,9 +196,10 @@ def check_capture(spark, capture_path):
 def decode_partition(batches, implementation=None):
     """Runs in the Python worker: one Pairing per partition, so pairing state
     survives batch boundaries (the partition is sorted by conn, seq)."""
-    from kwire.pipeline._decode import batch_module, decode_record_batch
+    from kwire.codec import batch_decoder
+    from kwire.pipeline._decode import decode_record_batch
 
-    mod = batch_module(implementation)
+    mod = batch_decoder(implementation)
     pairing = mod.Pairing()
     for batch in batches:
         yield decode_record_batch(batch, pairing, mod)
@@ -213,9 +214,9 @@ def ordered_capture(spark, capture_path, partitions=None):
 
 
 def decode_stage(spark, capture_path, partitions=None, implementation=None, archive=None):
-    from kwire.pipeline._decode import batch_module
+    from kwire.codec import batch_decoder
 
-    schema = spark_schema(batch_module(implementation).FRAMES_SCHEMA)
+    schema = spark_schema(batch_decoder(implementation).FRAMES_SCHEMA)
     decode = remote(__name__, "decode_partition", archive)
     return ordered_capture(spark, capture_path, partitions).mapInArrow(lambda it: decode(it, implementation), schema)
 
