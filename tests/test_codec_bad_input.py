@@ -8,6 +8,9 @@ import pytest
 import kwire
 from kwire.errors import DecodeError, EncodeError, KwireError
 
+from kwire.codec import _schema
+
+from tests._filled import filled
 from tests.conftest import IMPLEMENTATIONS, codec_module
 
 
@@ -53,6 +56,38 @@ def test_both_implementations_fail_the_same_way_on_truncation(both_codecs):
                     cls.decode(body[:cut], version)
                 errors.append((info.value.reason, info.value.offset, info.value.path))
             assert errors[0] == errors[1], (cls_c.__name__, version, cut)
+
+
+@pytest.mark.parametrize("msg", _schema.API_MESSAGES + _schema.DATA_MESSAGES, ids=lambda m: m.class_name)
+def test_both_implementations_name_the_same_path_at_every_depth(both_codecs, msg):
+    """The compiled readers of element structs run without a try of their own and leave the failing field
+    for their caller to name; every struct of every message, cut at every byte or with any one byte made
+    0xff or 0x7f (a length or count past what is left), must still give the pure twin's result: the same
+    reason, offset and path (``groups[0].topics[1].partitions[0].committed_offset``), or equal messages."""
+    if len(both_codecs) < 2:
+        pytest.skip("only one implementation available")
+    version = msg.valid.hi
+    bodies = []
+    for k in both_codecs:
+        value = filled(k, msg, version, 2, 2)
+        bodies.append(value.encode() if msg.version_prefixed else value.encode(version))
+    assert bodies[0] == bodies[1]
+    body = bodies[0]
+    inputs = [body[:cut] for cut in range(len(body))]
+    inputs += [body[:i] + bytes([b]) + body[i + 1:] for i in range(len(body)) for b in (0xFF, 0x7F)]
+    deepest = ""
+    for data in inputs:
+        results = []
+        for k in both_codecs:
+            cls = getattr(k, msg.class_name)
+            try:
+                results.append(repr(cls.decode(data) if msg.version_prefixed else cls.decode(data, version)))
+            except DecodeError as e:
+                results.append((type(e), e.reason, e.offset, e.path))
+                deepest = max(deepest, e.path or "", key=lambda p: (p.count("."), p.count("["), len(p)))
+        assert results[0] == results[1], data
+    if any(f.is_array and f.is_struct and version in f.versions for f in msg.fields):
+        assert "[" in deepest  # the cuts reached inside an element struct
 
 
 def test_error_names_offset_and_field_path(codec):

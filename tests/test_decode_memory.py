@@ -18,35 +18,13 @@ import pytest
 from kwire import _impl
 from kwire.codec import _schema
 
+from tests._filled import filled
+
 IMPLS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
 RATIO = 45
 SLACK = 4096
 ELEMENTS = 2000
 NESTED = 10
-
-
-def _adversarial(codec, msg, version):
-    def fill(fields, depth):
-        values = {}
-        for f in fields:
-            if version not in f.versions or f.tag is not None:
-                continue
-            if f.is_array and depth < 2:
-                count = ELEMENTS if depth == 0 else NESTED
-                if f.is_struct:
-                    sub = getattr(codec, msg.struct_class_names.get(f.struct_name, f.struct_name))
-                    values[f.attr] = [sub(**fill(f.fields, depth + 1)) for _ in range(count)]
-                elif f.element_type in ("int16", "int32", "int64"):
-                    values[f.attr] = [1000 + i for i in range(count)]
-                elif f.element_type == "string":
-                    values[f.attr] = [""] * count
-            elif f.is_struct and not f.is_array:
-                sub = getattr(codec, msg.struct_class_names.get(f.struct_name, f.struct_name))
-                values[f.attr] = sub(**fill(f.fields, depth + 1))
-            elif not f.is_array and f.type in ("int16", "int32", "int64"):
-                values[f.attr] = 1000
-        return values
-    return getattr(codec, msg.class_name)(**fill(msg.fields, 0))
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -55,7 +33,7 @@ def test_decode_stays_within_a_small_multiple_of_its_input(impl, msg):
     codec = _impl.load("codec", impl, package="kwire.codec")
     cls = getattr(codec, msg.class_name)
     version = msg.valid.hi
-    value = _adversarial(codec, msg, version)
+    value = filled(codec, msg, version, ELEMENTS, NESTED)
     data = value.encode() if msg.version_prefixed else value.encode(version)
     tracemalloc.start()
     try:

@@ -29,6 +29,11 @@ include "_wire.pxi"
 # data (Subscription, Assignment, userData) start smaller.
 BODY_CAPACITY = 128
 VERSIONED_DATA_CAPACITY = 64
+#: Dead instances each class keeps for reuse.  Sized for a message's arrays,
+#: not for one object: decoding 1000 group members after the previous 1000
+#: were freed takes every one from the list instead of the allocator (64 left
+#: 936 to malloc and made decode ~10% slower).  At most ~64 KB per class.
+FREELIST = 1024
 
 _INT_WRITERS = {"int8": "w_int8", "int16": "w_int16", "uint16": "w_uint16", "int32": "w_int32", "int64": "w_int64"}
 _INT_READERS = {"int8": "r_int8", "int16": "r_int16", "uint16": "r_uint16", "int32": "r_int32", "int64": "r_int64"}
@@ -93,6 +98,14 @@ class _StructGen:
         self.cls = cls
         self.fields = fields
         self.rng = rng  # versions in which this struct can appear
+        # The message's own struct reads inside one try and keeps the failing
+        # field in a local.  An element struct (an array's or a field's) is
+        # read thousands of times per message, and a try costs each call a
+        # save of the thread's exception state (a sixth of decoding 1000
+        # group members), so it only notes the field it is reading in
+        # ``r.field``, and the loop or the call that read it names the field.
+        self.root = cls == msg.class_name
+        self.fvar = "f" if self.root else "r.field"
         self.flex_cond = _range_cond(msg.flexible, rng)
         self.untagged = [f for f in fields if not (f.tag is not None)]
         self.tagged = sorted((f for f in fields if f.tag is not None), key=lambda f: f.tag)
@@ -144,10 +157,18 @@ class _StructGen:
             return "r_float64(r)"
         return f"{_INT_READERS[t]}(r)"
 
-    def _read_value(self, f, target):
-        """Lines that read ``f``'s value into ``target``."""
+    def _element_failed(self, f, idx):
+        """Handler lines naming the field an element struct of ``f`` failed in
+        (it left it in ``r.field``), then, in an element struct, putting back
+        this struct's own field for whoever called it."""
+        lines = ["if r.field >= 0:", f"    e.prepend_path(_N_{self._elem_cls(f)}[r.field])"]
+        return lines if self.root else lines + [f"r.field = {idx}"]
+
+    def _read_value(self, f, target, idx):
+        """Lines that read ``f`` (field ``idx``) into ``target``."""
         if f.is_array:
             elem = f"_r_{self._elem_cls(f)}(r, version)" if f.is_struct else self._read_scalar(f, f.element_type)
+            named = ["        " + line for line in self._element_failed(f, idx)] if f.is_struct else []
             return [
                 f"n = r_count(r, {self._compact(f)}, {self._nullable(f)}, {self._min_size(f)})",
                 "if n == -1:",
@@ -162,17 +183,20 @@ class _StructGen:
                 "            Py_INCREF(item)",
                 "            PyList_SET_ITEM(lst, i, item)",
                 "    except DecodeError as e:",
+                *named,
                 "        e.prepend_path(i)",
                 "        raise",
                 f"    {target} = lst",
             ]
         if f.is_struct:
-            read = f"{target} = _r_{self._elem_cls(f)}(r, version)"
+            read = ["try:", f"    {target} = _r_{self._elem_cls(f)}(r, version)", "except DecodeError as e:",
+                    *("    " + line for line in self._element_failed(f, idx)), "    raise"]
             nullable = self._nullable(f)
             if nullable == "0":
-                return [read]
+                return read
             # Kafka marks a nullable struct with an int8: -1 null, 1 present.
-            return [f"if ({nullable}) and r_int8(r) < 0:", f"    {target} = None", "else:", "    " + read]
+            return [f"if ({nullable}) and r_int8(r) < 0:", f"    {target} = None", "else:",
+                    *("    " + line for line in read)]
         return [f"{target} = {self._read_scalar(f, f.type)}"]
 
     def read_function(self):
@@ -183,7 +207,7 @@ class _StructGen:
             "",
             f"cdef object _r_{self.cls}(Reader* r, int version):",
             f"    cdef {self.cls} o = {self.cls}.__new__({self.cls})",
-            "    cdef int f = -1",
+            *(["    cdef int f = -1"] if self.root else []),
             "    cdef Py_ssize_t n, i",
             "    cdef list lst",
             "    cdef object item",
@@ -201,10 +225,10 @@ class _StructGen:
                 # Tagged fields start at their default; the tag section may set them.
                 body.append(f"o.{f.attr} = {_py_default(f)}")
                 continue
-            read = [f"f = {idx}"] + self._read_value(f, f"o.{f.attr}")
+            read = [f"{self.fvar} = {idx}"] + self._read_value(f, f"o.{f.attr}", idx)
             default = [f"o.{f.attr} = {_py_default(f)}"] if _py_default(f) != "None" else None
             body += _when(present, read, 0, default)
-        body.append("f = -1")
+        body.append(f"{self.fvar} = -1")
         if self.tagged:
             tags = [
                 "count = r_tag_count(r)",
@@ -221,9 +245,9 @@ class _StructGen:
                 test = f"tag == {f.tag}" + ("" if cond == "1" else f" and {cond}")
                 tags.append(f"    {'if' if first else 'elif'} {test}:")
                 first = False
-                inner = [f"f = {idx}", "saved_end = r.end", "r.end = end"]
-                inner += self._read_value(f, f"o.{f.attr}")
-                inner += ["r.end = saved_end", "f = -1", f"r_check_tag_consumed(r, end, tag, {f.attr!r})"]
+                inner = [f"{self.fvar} = {idx}", "saved_end = r.end", "r.end = end"]
+                inner += self._read_value(f, f"o.{f.attr}", idx)
+                inner += ["r.end = saved_end", f"{self.fvar} = -1", f"r_check_tag_consumed(r, end, tag, {f.attr!r})"]
                 tags += ["        " + line for line in inner]
             tags += [
                 "    else:",
@@ -236,6 +260,8 @@ class _StructGen:
             body += _when("flex", tags, 0)
         else:
             body += _when("flex", ["o.unknown_tagged_fields = r_unknown_tags(r)"], 0)
+        if not self.root:
+            return L + ["    r.field = -1"] + ["    " + line for line in body] + ["    return o", "", ""]
         return L + self._guarded(body, "DecodeError", "o")
 
     # -- writing ------------------------------------------------------------
@@ -341,7 +367,7 @@ class _StructGen:
 
     def class_def(self, nested=()):
         attrs = [f.attr for f in self.fields]
-        L = ["@cython.freelist(64)"]
+        L = [f"@cython.freelist({FREELIST})"]
         if all(not f.is_array and not f.is_struct for f in self.fields):
             # Every field of this struct holds a str, bytes, int or bool, so its
             # instances cannot be part of a reference cycle.  Leaving them out of

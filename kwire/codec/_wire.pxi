@@ -51,6 +51,9 @@ ctypedef struct Reader:
     # Array elements and tagged-field entries still allowed (max_elements);
     # PY_SSIZE_T_MAX when the caller set no limit, so the check never fires.
     Py_ssize_t budget
+    # The field an element struct is reading (-1: none): element readers run
+    # without a try of their own, and whoever called one names the field.
+    int field
 
 
 cdef int _raise_truncated(Reader* r, Py_ssize_t n) except -1:
@@ -353,6 +356,7 @@ cdef int r_set_limit(Reader* r, object max_elements) except -1:
 cdef object r_open(Reader* r, object data):
     """Point ``r`` at ``data``; returns whatever must stay alive while reading."""
     r.budget = PY_SSIZE_T_MAX
+    r.field = -1
     # bytes is by far the common input: take its storage directly.
     if PyBytes_CheckExact(data):
         r.p = <const uint8_t*>PyBytes_AS_STRING(data)
