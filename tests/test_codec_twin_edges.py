@@ -148,3 +148,34 @@ def test_an_unknown_response_key_is_the_same_error_in_both():
     frame = CODECS[0].ResponseHeader(correlation_id=1).encode(0)
     for key in (None, True, 9999, "11"):
         _same_in_both(lambda codec: lambda: kwire.codec.Framing(codec).decode_response(frame, key, 0))
+
+
+@pytest.mark.parametrize("version", [3, 5])  # classic and flexible (compact lengths, tag sections)
+def test_a_message_past_a_mebibyte_is_written_whole_and_alike(version):
+    """Past 1 MiB the compiled Writer moves into a bytes object's own storage and hands it over shrunk
+    (no copy).  The bytes must be the pure twin's at every size around the switch and across growths,
+    inside a frame too, and an error after the switch must still be the typed one."""
+    for total in (1 << 20, (1 << 20) + 1, 3 << 20, (9 << 20) + 7):
+        def make(codec, total=total):
+            chunk = 4096
+            sizes = [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
+            req = codec.SyncGroupRequest(
+                group_id="g", generation_id=1, member_id="m", protocol_type="consumer", protocol_name="range",
+                assignments=[codec.SyncGroupRequestAssignment(member_id=f"m{i}", assignment=bytes([i % 251]) * n)
+                             for i, n in enumerate(sizes)])
+            return lambda: (req.encode(version), codec.encode_request(req, version, correlation_id=7))
+        outcome = _same_in_both(make)
+        body, frame = outcome[1]
+        assert len(body) > total and frame.endswith(body)
+    if version == 5:  # a big tagged section goes through a second Writer of its own
+        tags = {7: b"t" * (3 << 20)}
+        body = _same_in_both(lambda codec: lambda: codec.SyncGroupRequest(
+            group_id="g", member_id="m", unknown_tagged_fields=dict(tags)).encode(version))[1]
+        assert all(c.SyncGroupRequest.decode(body, version).unknown_tagged_fields == tags for c in CODECS)
+
+    def late_error(codec):
+        good = [codec.SyncGroupRequestAssignment(member_id="m", assignment=b"x" * (2 << 20))]
+        bad = codec.SyncGroupRequestAssignment(member_id=None, assignment=b"")
+        return lambda: codec.SyncGroupRequest(group_id="g", member_id="m", assignments=good + [bad]).encode(version)
+    outcome = _same_in_both(late_error)
+    assert outcome[:2] == ("err", "EncodeError")

@@ -324,7 +324,7 @@ class _StructGen:
         ]
         if self.tagged:
             L += ["    cdef dict known", "    cdef Writer tw"]
-            L += ["    tw.buf = NULL"]
+            L += ["    tw.buf = NULL", "    tw.obj = NULL"]
         # Kafka's writers refuse a non-default value in a field the version
         # lacks, unless the field is ignorable; checked before any byte is written.
         for f in self.fields:

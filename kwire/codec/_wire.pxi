@@ -7,11 +7,12 @@
 # texts match kwire/codec/_codec_py.py word for word: the differential tests and
 # fuzzers compare the two implementations on exactly these.
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize, PyBytes_CheckExact
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize, PyBytes_CheckExact, _PyBytes_Resize
+from cpython.object cimport PyObject
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from cpython.list cimport PyList_CheckExact, PyList_GET_SIZE, PyList_GetSlice, PyList_New, PyList_SET_ITEM
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.long cimport PyLong_Check
 from cpython.unicode cimport PyUnicode_Check
 from libc.string cimport memcpy
@@ -384,9 +385,21 @@ ctypedef struct Writer:
     uint8_t* buf
     Py_ssize_t len
     Py_ssize_t cap
+    # NULL, or the bytes object whose storage ``buf`` is (see _w_grow).
+    PyObject* obj
+
+
+# Past this size the Writer writes into a bytes object's own storage, which
+# w_bytes then hands over shrunk in place.  A big message (a leader's
+# SyncGroupRequest for 1M partitions is ~20 MB) is then written once instead
+# of written and then copied, which also halves the fresh pages it touches;
+# a small one keeps the cheaper malloc'd buffer and its one short copy.
+cdef enum:
+    BYTES_BACKED_FROM = 1 << 20
 
 
 cdef int w_init(Writer* w, Py_ssize_t cap) except -1:
+    w.obj = NULL
     w.buf = <uint8_t*>PyMem_Malloc(cap)
     if w.buf == NULL:
         raise MemoryError()
@@ -396,7 +409,11 @@ cdef int w_init(Writer* w, Py_ssize_t cap) except -1:
 
 
 cdef void w_free(Writer* w) noexcept:
-    PyMem_Free(w.buf)
+    if w.obj != NULL:
+        Py_XDECREF(w.obj)
+        w.obj = NULL
+    else:
+        PyMem_Free(w.buf)
     w.buf = NULL
 
 
@@ -404,10 +421,26 @@ cdef int _w_grow(Writer* w, Py_ssize_t n) except -1:
     cdef Py_ssize_t cap = w.cap * 2
     while cap < w.len + n:
         cap *= 2
-    cdef uint8_t* nb = <uint8_t*>PyMem_Realloc(w.buf, cap)
-    if nb == NULL:
-        raise MemoryError()
-    w.buf = nb
+    cdef uint8_t* nb
+    if cap < BYTES_BACKED_FROM:
+        nb = <uint8_t*>PyMem_Realloc(w.buf, cap)
+        if nb == NULL:
+            raise MemoryError()
+        w.buf = nb
+        w.cap = cap
+        return 0
+    cdef object first
+    if w.obj == NULL:
+        first = PyBytes_FromStringAndSize(NULL, cap)
+        memcpy(PyBytes_AS_STRING(first), w.buf, w.len)
+        PyMem_Free(w.buf)
+        Py_INCREF(first)
+        w.obj = <PyObject*>first
+    else:
+        # On failure the resize frees the object and leaves NULL: w_free then has nothing to free.
+        w.buf = NULL
+        _PyBytes_Resize(&w.obj, cap)
+    w.buf = <uint8_t*>PyBytes_AS_STRING(<object>w.obj)
     w.cap = cap
     return 0
 
@@ -419,7 +452,15 @@ cdef inline int w_reserve(Writer* w, Py_ssize_t n) except -1:
 
 
 cdef inline object w_bytes(Writer* w):
-    return PyBytes_FromStringAndSize(<const char*>w.buf, w.len)
+    """What ``w`` wrote, as bytes; the Writer's last use before w_free."""
+    if w.obj == NULL:
+        return PyBytes_FromStringAndSize(<const char*>w.buf, w.len)
+    w.buf = NULL
+    _PyBytes_Resize(&w.obj, w.len)
+    out = <object>w.obj
+    Py_XDECREF(w.obj)
+    w.obj = NULL
+    return out
 
 
 cdef inline int w_u8(Writer* w, uint8_t v) except -1:
