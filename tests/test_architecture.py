@@ -67,6 +67,7 @@ PUBLIC_UNDERSCORE_NAMES = {
     "_asdict": "namedtuple's public API",
     "_fields": "namedtuple's public API",
     "_make": "namedtuple's public API",
+    "_PyBytes_Resize": "CPython's documented C API for growing a bytes object that is still being built",
 }
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kwire import codec
-from kwire.assignors import GroupMember, assign, assign_arrays, leader_assignments, leader_group
+from kwire.assignors import GroupMember, assign, assign_arrays, leader_assignments, leader_group, leader_sync_request
 from kwire.assignors._api import encode_member_assignment
 from kwire.assignors._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from kwire.assignors._leader_common import ASSIGNMENT_VERSIONS, topic_name_table
@@ -402,3 +402,76 @@ def test_a_topic_list_with_repeats_counts_each_topic_once(strategy, implementati
         for i in range(len(subs)):
             row = group.sub_topics[group.sub_indptr[i]:group.sub_indptr[i + 1]]
             assert [group.topics[t] for t in row] == list(dict.fromkeys(lists[chosen[i % len(chosen)]]))
+
+
+def sync_frame_by_the_codec(strategy, response, counts, racks, implementation, version, assignment_version=3,
+                            **request):
+    """What ``leader_sync_request`` must give, by its definition: the codec's frame of a SyncGroupRequest
+    holding ``leader_assignments``."""
+    assignments = leader_assignments(strategy, response, counts, partition_racks=racks,
+                                     implementation=implementation, version=assignment_version)
+    req = codec.SyncGroupRequest(group_id=request["group_id"], generation_id=response.generation_id,
+                                 member_id=response.member_id, group_instance_id=request.get("group_instance_id"),
+                                 protocol_type=response.protocol_type, protocol_name=response.protocol_name,
+                                 assignments=assignments)
+    return codec.encode_request(req, version, correlation_id=request["correlation_id"],
+                                client_id=request.get("client_id"))
+
+
+def sync_response(subs, strategy):
+    response = join_response(subs)
+    response.generation_id, response.member_id = 7, subs[0][0]
+    response.protocol_type, response.protocol_name = "consumer", strategy
+    return response
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_the_sync_request_frame_is_the_codecs_frame(strategy, implementation):
+    """Every SyncGroupRequest version (classic int16/int32 lengths; flexible varints and tag sections),
+    random groups (ids of any length, non-ASCII, racks), written straight from the arrays by either kernel."""
+    rng = random.Random("sync-" + strategy)
+    for k in range(30):
+        subs, counts, racks = random_group(rng, strategy)
+        if k % 3 == 0:  # ids whose lengths take a second varint byte, and non-ASCII ones
+            subs = [("é" * rng.randrange(60, 200) + str(i), inst, raw) for i, (_, inst, raw) in enumerate(subs)]
+        response = sync_response(subs, strategy)
+        for version in range(codec.SyncGroupRequest.min_version, codec.SyncGroupRequest.max_version + 1):
+            request = dict(group_id="grp", correlation_id=k, client_id=rng.choice([None, "cli"]),
+                           group_instance_id="static-1" if version >= 3 else None)
+            try:
+                want = sync_frame_by_the_codec(strategy, response, counts, racks, implementation, version, **request)
+            except KwireError as exc:
+                with pytest.raises(type(exc)):
+                    leader_sync_request(strategy, response, counts, partition_racks=racks,
+                                        implementation=implementation, version=version, **request)
+                continue
+            got = leader_sync_request(strategy, response, counts, partition_racks=racks,
+                                      implementation=implementation, version=version, **request)
+            assert got == want, (k, version)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_the_sync_request_frame_leaves_what_it_does_not_write_to_the_codec(implementation):
+    sub = codec.Subscription(topics=["a", "b"]).encode(3)
+    counts = {"a": 3, "b": 2}
+    request = dict(group_id="g", correlation_id=1)
+    # An id past an int16 length: the codec's EncodeError; a str subclass or an unpaired surrogate: the
+    # codec's answer, whatever it is; an Assignment version kwire does not know: the codec's error too.
+    for ids in (["x" * 0x8000], ["m", "\ud800"], [type("Id", (str,), {})("m"), "n"]):
+        response = sync_response([(mid, None, sub) for mid in ids], "range")
+        try:
+            want = ("ok", sync_frame_by_the_codec("range", response, counts, None, implementation, 5, **request))
+        except KwireError as exc:
+            want = ("err", type(exc))
+        try:
+            got = ("ok", leader_sync_request("range", response, counts, implementation=implementation, **request))
+        except KwireError as exc:
+            got = ("err", type(exc))
+        assert got == want
+    response = sync_response([("m", None, sub)], "range")
+    with pytest.raises(KwireError):
+        leader_sync_request("range", response, counts, implementation=implementation, assignment_version=4,
+                            **request)
+    with pytest.raises(AssignmentError):
+        leader_sync_request("range", None, counts, implementation=implementation, **request)

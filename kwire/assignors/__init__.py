@@ -1,7 +1,8 @@
 """Kafka consumer partition assignors that give exactly what the Java client gives.
 
 Member level: :func:`assign` with :class:`GroupMember` objects, or
-:func:`leader_assignments` straight from a JoinGroupResponse.  Array level
+:func:`leader_assignments` straight from a JoinGroupResponse
+(:func:`leader_sync_request`: the SyncGroupRequest frame itself).  Array level
 (no Python object per partition): :func:`assign_arrays` on an
 :class:`ArrayGroup`.  See docs/ASSIGNORS.md.
 """
@@ -20,6 +21,7 @@ from ._api import (
     get_strategy,
     leader_assignments,
     leader_group,
+    leader_sync_request,
     member_input,
     register_strategy,
     unregister_strategy,
@@ -50,6 +52,7 @@ __all__ = [
     "java_sorted",
     "leader_assignments",
     "leader_group",
+    "leader_sync_request",
     "member_input",
     "register_strategy",
     "sticky_user_data",

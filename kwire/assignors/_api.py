@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from .. import codec
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, checked_counts, group_input_of, required_list
-from ._leader import ColumnReading, assignment_payloads, join_members_group, member_objects_group
+from ._leader import ColumnReading, assignment_payloads, join_members_group, member_objects_group, sync_request_frame
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import assign_range, reference_range
 from ._userdata import cooperative_generation, member_input_for, protocol_generation, sticky_claims
@@ -423,6 +423,10 @@ def leader_assignments(
     group = leader_group(strategy, join_group_response, partitions_per_topic, partition_racks=partition_racks,
                          implementation=implementation)
     result = assign_arrays(strategy, group, implementation=implementation, java_exact=java_exact)
+    return _sync_assignments(group, result, version, implementation)
+
+
+def _sync_assignments(group: ArrayGroup, result: ArrayAssignment, version: int, implementation) -> list:
     payloads = assignment_payloads(result, version, implementation)
     if payloads is None:
         groups = result.topic_groups()
@@ -431,6 +435,58 @@ def leader_assignments(
         codec.SyncGroupRequestAssignment(member_id=mid, assignment=payload)
         for mid, payload in zip(group.member_ids, payloads)
     ]
+
+
+def leader_sync_request(
+    strategy: str,
+    join_group_response,
+    partitions_per_topic: Mapping[str, int],
+    *,
+    group_id: str,
+    correlation_id: int,
+    version: int = 5,
+    group_instance_id: Optional[str] = None,
+    client_id: Optional[str] = None,
+    partition_racks=None,
+    assignment_version: int = 3,
+    implementation: Optional[str] = None,
+    java_exact: bool = False,
+) -> bytes:
+    """The leader's SyncGroupRequest, bytes out: the whole frame (size prefix,
+    header, body) that ``kwire.encode_request`` gives for a SyncGroupRequest
+    of ``group_id`` holding :func:`leader_assignments`, byte for byte.  The
+    generation, the leader's member id and the protocol come from the
+    JoinGroupResponse.
+
+    Each member's Assignment is written straight into the frame, so nothing
+    is made per member (no Assignment bytes, no SyncGroupRequestAssignment)
+    and the assignments are written once instead of written and then
+    copied: the fastest way from a JoinGroupResponse to the bytes to send."""
+    if join_group_response is None:
+        raise AssignmentError("leader_sync_request needs a JoinGroupResponse, got None")
+    group = leader_group(strategy, join_group_response, partitions_per_topic, partition_racks=partition_racks,
+                         implementation=implementation)
+    result = assign_arrays(strategy, group, implementation=implementation, java_exact=java_exact)
+    request = codec.SyncGroupRequest(
+        group_id=group_id, generation_id=join_group_response.generation_id,
+        member_id=join_group_response.member_id, group_instance_id=group_instance_id,
+        protocol_type=join_group_response.protocol_type, protocol_name=join_group_response.protocol_name,
+        assignments=[],
+    )
+    # The codec writes (and checks) everything but the assignments, which
+    # are the body's last field: its frame ends with their empty array and,
+    # when flexible, the empty tag section.
+    head = codec.encode_request(request, version, correlation_id=correlation_id, client_id=client_id)
+    flexible = version >= codec.SyncGroupRequest.flexible_from
+    empty_end = b"\x01\x00" if flexible else b"\x00\x00\x00\x00"
+    frame = None
+    if head.endswith(empty_end):
+        frame = sync_request_frame(result, group.member_ids, assignment_version, head[:-len(empty_end)], flexible,
+                                   implementation)
+    if frame is None:
+        request.assignments = _sync_assignments(group, result, assignment_version, implementation)
+        frame = codec.encode_request(request, version, correlation_id=correlation_id, client_id=client_id)
+    return frame
 
 
 register_strategy("range", assign_range, reference=reference_range)

@@ -259,14 +259,35 @@ def assignment_payloads(result: ArrayAssignment, version: int, implementation: O
     """Each member's ``ConsumerProtocolAssignment`` bytes at ``version``, written
     from the CSR arrays; None where the kernels do not write it (a version
     outside 0-3, a topic name the codec would refuse), for the codec to encode."""
-    if isinstance(version, bool) or not isinstance(version, int) or version not in ASSIGNMENT_VERSIONS:
-        return None
-    table = topic_name_table(result.topics)
+    table = _writable_names(result, version)
     if table is None:
         return None
-    offsets, blob = table
     kernels = load_kernels("leader", implementation)
-    return kernels.assignment_bytes(result.indptr, result.topic, result.partition, offsets, blob, version)
+    return kernels.assignment_bytes(result.indptr, result.topic, result.partition, *table, version)
+
+
+def _writable_names(result: ArrayAssignment, version) -> Optional[Tuple[np.ndarray, bytes]]:
+    """The kernels' topic name table for writing ``result``'s Assignments at
+    ``version``, or None where the codec should write them."""
+    if isinstance(version, bool) or not isinstance(version, int) or version not in ASSIGNMENT_VERSIONS:
+        return None
+    return topic_name_table(result.topics)
+
+
+def sync_request_frame(result: ArrayAssignment, member_ids: List, assignment_version: int, head: bytes,
+                       flexible: bool, implementation: Optional[str] = None) -> Optional[bytes]:
+    """The SyncGroupRequest frame whose every byte before the assignments
+    array is ``head`` (a frame of the request with no assignments, less its
+    empty array and tag section): each member's id and Assignment written
+    straight into one bytes object, as the codec writes them.  None where the
+    kernels do not write it (as :func:`assignment_payloads`, or a member id the
+    codec should judge), for the codec to encode."""
+    table = _writable_names(result, assignment_version)
+    if table is None:
+        return None
+    kernels = load_kernels("leader", implementation)
+    return kernels.sync_frame(result.indptr, result.topic, result.partition, *table, assignment_version,
+                              member_ids, flexible, head, b"\x00" if flexible else b"")
 
 
 def columns_group(

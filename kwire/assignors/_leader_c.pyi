@@ -1,4 +1,4 @@
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -7,6 +7,11 @@ from ._leader_common import SubscriptionColumns
 def assignment_bytes(
     indptr: np.ndarray, topic: np.ndarray, partition: np.ndarray, name_offsets: np.ndarray, name_blob: bytes, version: int
 ) -> List[bytes]: ...
+
+def sync_frame(
+    indptr: np.ndarray, topic: np.ndarray, partition: np.ndarray, name_offsets: np.ndarray, name_blob: bytes,
+    version: int, member_ids: list, flexible: bool, head: bytes, tail: bytes
+) -> Optional[bytes]: ...
 
 def subscription_columns(metadata: List[bytes]) -> SubscriptionColumns: ...
 

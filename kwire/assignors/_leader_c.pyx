@@ -17,10 +17,11 @@ from libc.string cimport memcmp, memcpy, memset
 
 from .. import codec
 from ..errors import AssignmentError
-from ._leader_common import SubscriptionColumns, metadata_type_error
+from ._leader_common import MAX_NAME_BYTES, SubscriptionColumns, metadata_type_error
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
 
 
 cdef inline void _put16(uint8_t* out, int32_t v) noexcept nogil:
@@ -93,62 +94,215 @@ def member_rows(list members):
     return member_ids, instance_ids, which_arr, keys, firsts
 
 
+cdef struct _Runs:
+    # One member's partitions grouped by topic, in order of the topic's first
+    # appearance: which group each topic is (group_of_topic, valid where
+    # stamp holds pass + member, so the arrays are never cleared), each
+    # group's topic and size, and where its next partition goes while writing.
+    int64_t* stamp
+    # Added to the member in stamps: a second pass over the same members
+    # (sizes first, then bytes) must not take the first pass's stamps as its own.
+    int64_t stamp_base
+    int32_t* group_of_topic
+    int32_t* group_topic
+    int32_t* group_size
+    int64_t* group_cursor
+    Py_ssize_t groups
+
+
+cdef int _runs_init(_Runs* runs, Py_ssize_t num_topics) except -1:
+    """Room for ``num_topics`` topics; on failure nothing is left to free."""
+    cdef Py_ssize_t n = max(num_topics, 1), t
+    runs.stamp = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+    runs.stamp_base = 0
+    runs.group_of_topic = <int32_t*>PyMem_Malloc(n * sizeof(int32_t))
+    runs.group_topic = <int32_t*>PyMem_Malloc(n * sizeof(int32_t))
+    runs.group_size = <int32_t*>PyMem_Malloc(n * sizeof(int32_t))
+    runs.group_cursor = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+    if (runs.stamp == NULL or runs.group_of_topic == NULL or runs.group_topic == NULL or runs.group_size == NULL
+            or runs.group_cursor == NULL):
+        _runs_free(runs)
+        raise MemoryError()
+    for t in range(n):
+        runs.stamp[t] = -1
+    return 0
+
+
+cdef void _runs_free(_Runs* runs) noexcept:
+    PyMem_Free(runs.stamp)
+    PyMem_Free(runs.group_of_topic)
+    PyMem_Free(runs.group_topic)
+    PyMem_Free(runs.group_size)
+    PyMem_Free(runs.group_cursor)
+
+
+cdef int64_t _assignment_size(_Runs* runs, Py_ssize_t m, const int64_t[:] indptr, const int32_t[:] topic,
+                              const int64_t[:] name_offsets) noexcept nogil:
+    """Group member ``m``'s partitions into ``runs``; the size of its Assignment."""
+    cdef int64_t i, size = 2 + 4 + 4
+    cdef int32_t t
+    runs.groups = 0
+    for i in range(indptr[m], indptr[m + 1]):
+        t = topic[i]
+        if runs.stamp[t] != runs.stamp_base + m:
+            runs.stamp[t] = runs.stamp_base + m
+            runs.group_of_topic[t] = <int32_t>runs.groups
+            runs.group_topic[runs.groups] = t
+            runs.group_size[runs.groups] = 0
+            runs.groups += 1
+            size += 2 + (name_offsets[t + 1] - name_offsets[t]) + 4
+        runs.group_size[runs.group_of_topic[t]] += 1
+        size += 4
+    return size
+
+
+cdef void _write_assignment(uint8_t* buf, _Runs* runs, Py_ssize_t m, const int64_t[:] indptr,
+                            const int32_t[:] topic, const int32_t[:] partition, const int64_t[:] name_offsets,
+                            const uint8_t* names, int version) noexcept nogil:
+    """Member ``m``'s Assignment (grouped by the last _assignment_size of ``m``) at ``buf``."""
+    cdef Py_ssize_t g
+    cdef int64_t i, at = 6, name_len
+    cdef int32_t t
+    _put16(buf, version)
+    _put32(buf + 2, <int32_t>runs.groups)
+    for g in range(runs.groups):
+        t = runs.group_topic[g]
+        name_len = name_offsets[t + 1] - name_offsets[t]
+        _put16(buf + at, <int32_t>name_len)
+        memcpy(buf + at + 2, names + name_offsets[t], name_len)
+        at += 2 + name_len
+        _put32(buf + at, runs.group_size[g])
+        at += 4
+        runs.group_cursor[g] = at
+        at += 4 * <int64_t>runs.group_size[g]
+    for i in range(indptr[m], indptr[m + 1]):
+        g = runs.group_of_topic[topic[i]]
+        _put32(buf + runs.group_cursor[g], partition[i])
+        runs.group_cursor[g] += 4
+    _put32(buf + at, -1)
+
+
 def assignment_bytes(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:] partition,
                      const int64_t[:] name_offsets, bytes name_blob, int version):
-    cdef Py_ssize_t members = indptr.shape[0] - 1
-    cdef Py_ssize_t num_topics = name_offsets.shape[0] - 1
+    cdef Py_ssize_t members = indptr.shape[0] - 1, m
     cdef const uint8_t* names = <const uint8_t*>PyBytes_AS_STRING(name_blob)
-    # Per member: which of its topics came first (group_of_topic, stamped with
-    # the member so the arrays are never cleared), how many partitions each
-    # group holds, and where the next partition of each group goes.
-    cdef int32_t[:] stamp = np.full(max(num_topics, 1), -1, dtype=np.int32)
-    cdef int32_t[:] group_of_topic = np.zeros(max(num_topics, 1), dtype=np.int32)
-    cdef int32_t[:] group_topic = np.zeros(max(num_topics, 1), dtype=np.int32)
-    cdef int32_t[:] group_size = np.zeros(max(num_topics, 1), dtype=np.int32)
-    cdef int64_t[:] group_cursor = np.zeros(max(num_topics, 1), dtype=np.int64)
     cdef list out = [None] * members
-    cdef Py_ssize_t m, g, groups
-    cdef int64_t i, size, at, name_len
-    cdef int32_t t
+    cdef int64_t size
     cdef bytes blob
     cdef uint8_t* buf
-    for m in range(members):
-        groups = 0
-        size = 2 + 4 + 4
-        for i in range(indptr[m], indptr[m + 1]):
-            t = topic[i]
-            if stamp[t] != m:
-                stamp[t] = <int32_t>m
-                group_of_topic[t] = <int32_t>groups
-                group_topic[groups] = t
-                group_size[groups] = 0
-                groups += 1
-                size += 2 + (name_offsets[t + 1] - name_offsets[t]) + 4
-            group_size[group_of_topic[t]] += 1
-            size += 4
-        blob = PyBytes_FromStringAndSize(NULL, size)
-        buf = <uint8_t*>PyBytes_AS_STRING(blob)
-        with nogil:
-            _put16(buf, version)
-            _put32(buf + 2, <int32_t>groups)
-            at = 6
-            for g in range(groups):
-                t = group_topic[g]
-                name_len = name_offsets[t + 1] - name_offsets[t]
-                _put16(buf + at, <int32_t>name_len)
-                memcpy(buf + at + 2, names + name_offsets[t], name_len)
-                at += 2 + name_len
-                _put32(buf + at, group_size[g])
-                at += 4
-                group_cursor[g] = at
-                at += 4 * <int64_t>group_size[g]
-            for i in range(indptr[m], indptr[m + 1]):
-                g = group_of_topic[topic[i]]
-                _put32(buf + group_cursor[g], partition[i])
-                group_cursor[g] += 4
-            _put32(buf + at, -1)
-        out[m] = blob
+    cdef _Runs runs
+    _runs_init(&runs, name_offsets.shape[0] - 1)
+    try:
+        for m in range(members):
+            size = _assignment_size(&runs, m, indptr, topic, name_offsets)
+            blob = PyBytes_FromStringAndSize(NULL, size)
+            buf = <uint8_t*>PyBytes_AS_STRING(blob)
+            with nogil:
+                _write_assignment(buf, &runs, m, indptr, topic, partition, name_offsets, names, version)
+            out[m] = blob
+    finally:
+        _runs_free(&runs)
     return out
+
+
+cdef inline int _uvarint_size(uint64_t v) noexcept nogil:
+    cdef int n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+cdef inline int64_t _put_uvarint(uint8_t* out, uint64_t v) noexcept nogil:
+    cdef int64_t n = 0
+    while v >= 0x80:
+        out[n] = <uint8_t>((v & 0x7F) | 0x80)
+        v >>= 7
+        n += 1
+    out[n] = <uint8_t>v
+    return n + 1
+
+
+def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:] partition,
+               const int64_t[:] name_offsets, bytes name_blob, int version, list member_ids, bint flexible,
+               bytes head, bytes tail):
+    cdef Py_ssize_t members = indptr.shape[0] - 1, m, id_len
+    cdef const uint8_t* names = <const uint8_t*>PyBytes_AS_STRING(name_blob)
+    cdef int64_t total, size, at
+    cdef uint8_t* buf
+    cdef Py_ssize_t max_id_bytes = MAX_NAME_BYTES
+    # Our own list: the strs whose UTF-8 is read without the GIL stay alive
+    # whatever another thread does to the caller's.
+    cdef list ids = list(member_ids)
+    if len(ids) != members:
+        return None
+    cdef const char** id_at = <const char**>PyMem_Malloc(max(members, 1) * sizeof(const char*))
+    cdef int64_t* id_size = <int64_t*>PyMem_Malloc(max(members, 1) * sizeof(int64_t))
+    cdef _Runs runs
+    runs.stamp = runs.group_of_topic = runs.group_topic = runs.group_size = NULL
+    runs.group_cursor = NULL
+    try:
+        if id_at == NULL or id_size == NULL:
+            raise MemoryError()
+        total = PyBytes_GET_SIZE(head) + PyBytes_GET_SIZE(tail)
+        total += _uvarint_size(<uint64_t>members + 1) if flexible else 4
+        # Member ids as UTF-8 (a str's own cached copy: nothing is made per
+        # ASCII id); anything the codec would treat otherwise is left to it.
+        for m in range(members):
+            if type(ids[m]) is not str:
+                return None
+            try:
+                id_at[m] = PyUnicode_AsUTF8AndSize(ids[m], &id_len)
+            except UnicodeEncodeError:
+                return None
+            if id_len > max_id_bytes:
+                return None
+            id_size[m] = id_len
+            total += id_len + ((_uvarint_size(<uint64_t>id_len + 1) + 1) if flexible else 2 + 4)
+        _runs_init(&runs, name_offsets.shape[0] - 1)
+        with nogil:
+            for m in range(members):
+                size = _assignment_size(&runs, m, indptr, topic, name_offsets)
+                total += size + (_uvarint_size(<uint64_t>size + 1) if flexible else 0)
+        if total - 4 > 0x7FFFFFFF:
+            return None  # past the size prefix: the codec refuses it with its own error
+        runs.stamp_base = members
+        frame = PyBytes_FromStringAndSize(NULL, total)
+        buf = <uint8_t*>PyBytes_AS_STRING(frame)
+        memcpy(buf, PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
+        at = PyBytes_GET_SIZE(head)
+        with nogil:
+            if flexible:
+                at += _put_uvarint(buf + at, <uint64_t>members + 1)
+            else:
+                _put32(buf + at, <int32_t>members)
+                at += 4
+            for m in range(members):
+                if flexible:
+                    at += _put_uvarint(buf + at, <uint64_t>id_size[m] + 1)
+                else:
+                    _put16(buf + at, <int32_t>id_size[m])
+                    at += 2
+                memcpy(buf + at, id_at[m], id_size[m])
+                at += id_size[m]
+                size = _assignment_size(&runs, m, indptr, topic, name_offsets)
+                if flexible:
+                    at += _put_uvarint(buf + at, <uint64_t>size + 1)
+                else:
+                    _put32(buf + at, <int32_t>size)
+                    at += 4
+                _write_assignment(buf + at, &runs, m, indptr, topic, partition, name_offsets, names, version)
+                at += size
+                if flexible:
+                    buf[at] = 0  # the assignment's empty tag section
+                    at += 1
+        memcpy(buf + at, PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail))
+        _put32(buf, <int32_t>(total - 4))
+        return frame
+    finally:
+        PyMem_Free(id_at)
+        PyMem_Free(id_size)
+        _runs_free(&runs)
 
 
 # ---------------------------------------------------------------------------

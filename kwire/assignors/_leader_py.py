@@ -7,13 +7,13 @@ bytes read into columns (over the codec's decode), and each member's
 from __future__ import annotations
 
 import struct
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 
 from .. import codec
 from ..errors import AssignmentError
-from ._leader_common import SubscriptionColumns, metadata_type_error
+from ._leader_common import MAX_NAME_BYTES, SubscriptionColumns, metadata_type_error
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -130,3 +130,46 @@ def assignment_bytes(indptr, topic, partition, name_offsets, name_blob: bytes, v
         chunks.append(_NULL_USER_DATA)
         out.append(b"".join(chunks))
     return out
+
+
+def _uvarint(v: int) -> bytes:
+    """Kafka's unsigned varint: 7 bits a byte, lowest first, the top bit set on all but the last."""
+    groups = [(v >> shift) & 0x7F for shift in range(0, max(v.bit_length(), 1), 7)]
+    return bytes([g | 0x80 for g in groups[:-1]] + groups[-1:])
+
+
+def sync_frame(indptr, topic, partition, name_offsets, name_blob: bytes, version: int, member_ids: list,
+               flexible: bool, head: bytes, tail: bytes) -> Optional[bytes]:
+    """The SyncGroupRequest frame ``head`` + the assignments array + ``tail``
+    (size prefix rewritten): per member its id and its Assignment, as the
+    codec writes SyncGroupRequestAssignment at a ``flexible`` version or not.
+    None where the codec should write it instead (an id that is not a plain
+    str, not UTF-8 encodable or longer than an int16 length; a frame past the
+    int32 size prefix)."""
+    ids = list(member_ids)
+    if len(ids) != len(indptr) - 1:
+        return None
+    encoded = []
+    for mid in ids:
+        if type(mid) is not str:
+            return None
+        try:
+            raw = mid.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        if len(raw) > MAX_NAME_BYTES:
+            return None
+        encoded.append(raw)
+    payloads = assignment_bytes(indptr, topic, partition, name_offsets, name_blob, version)
+    chunks = [head, _uvarint(len(ids) + 1) if flexible else _I32.pack(len(ids))]
+    for raw, payload in zip(encoded, payloads):
+        if flexible:
+            chunks += (_uvarint(len(raw) + 1), raw, _uvarint(len(payload) + 1), payload, b"\x00")
+        else:
+            chunks += (_I16.pack(len(raw)), raw, _I32.pack(len(payload)), payload)
+    chunks.append(tail)
+    frame = bytearray(b"".join(chunks))
+    if len(frame) - 4 > 0x7FFFFFFF:
+        return None
+    frame[:4] = _I32.pack(len(frame) - 4)
+    return bytes(frame)
