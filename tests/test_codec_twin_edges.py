@@ -179,3 +179,24 @@ def test_a_message_past_a_mebibyte_is_written_whole_and_alike(version):
         return lambda: codec.SyncGroupRequest(group_id="g", member_id="m", assignments=good + [bad]).encode(version)
     outcome = _same_in_both(late_error)
     assert outcome[:2] == ("err", "EncodeError")
+
+
+@pytest.mark.skipif(_impl.NO_EXTENSIONS, reason="the compiled codec's sharing")
+def test_equal_bytes_of_consecutive_elements_are_kept_once():
+    """The compiled decoder hands each element struct the previous one and keeps its bytes when they are
+    equal (every group member sending the same Subscription), so a 1000-member JoinGroupResponse holds one
+    metadata object, not 1000 copies.  Values are the pure twin's either way."""
+    a, b = b"\x00\x03" + b"a" * 300, b"\x00\x03" + b"b" * 300
+    for version in (5, 9):
+        decoded = []
+        for codec in CODECS:
+            members = [codec.JoinGroupResponseMember(member_id=f"m{i}", metadata=bytes(m))
+                       for i, m in enumerate([a, a, a, b, a, a])]
+            body = codec.JoinGroupResponse(members=members).encode(version)
+            decoded.append(codec.JoinGroupResponse.decode(body, version))
+        assert repr(decoded[0]) == repr(decoded[-1])
+        got = [m.metadata for m in decoded[0].members]
+        assert got == [a, a, a, b, a, a]
+        assert got[0] is got[1] is got[2] and got[3] is not got[2] and got[4] is not got[0] and got[4] is got[5]
+    syncs = kwire.codec.SyncGroupResponse.decode(kwire.codec.SyncGroupResponse(assignment=a).encode(5), 5)
+    assert syncs.assignment == a  # a struct that is no element reads its bytes as before

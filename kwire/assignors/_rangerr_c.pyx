@@ -10,6 +10,7 @@ allocated once at its final size and no Python object is made per partition.
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.string cimport memcmp, memcpy
 
 
 cdef void _subscriptions(const int64_t[:] sub_indptr, const int32_t[:] sub_topics, const int32_t[:] member_order,
@@ -37,13 +38,47 @@ cdef void _subscriptions(const int64_t[:] sub_indptr, const int32_t[:] sub_topic
                 topic_pos[t + 1] += 1
 
 
+cdef bint _one_topic_list(const int64_t[:] sub_indptr, const int32_t[:] sub_topics) noexcept nogil:
+    """Whether every member lists the same topics in the same order (the usual group)."""
+    cdef Py_ssize_t members = sub_indptr.shape[0] - 1, m
+    if members < 2 or sub_topics.shape[0] == 0 or sub_topics.strides[0] != sizeof(int32_t):
+        return False
+    cdef int64_t width = sub_indptr[1] - sub_indptr[0]
+    cdef const int32_t* first = &sub_topics[0] + sub_indptr[0]
+    for m in range(1, members):
+        if (sub_indptr[m + 1] - sub_indptr[m] != width
+                or memcmp(&sub_topics[0] + sub_indptr[m], first, width * sizeof(int32_t)) != 0):
+            return False
+    return True
+
+
 def subscribers_by_topic(Py_ssize_t num_topics, const int64_t[:] sub_indptr, const int32_t[:] sub_topics,
                          const int32_t[:] member_order):
-    cdef Py_ssize_t t
+    cdef Py_ssize_t t, members = member_order.shape[0]
+    cdef int64_t e
     tp_indptr_a = np.zeros(num_topics + 1, dtype=np.int64)
     cdef int64_t[:] tp_indptr = tp_indptr_a
     cdef int32_t[:] last = np.empty(num_topics, dtype=np.int32)
     cdef int32_t[:] tp_members = np.empty(0, dtype=np.int32)
+    cdef bint uniform
+    with nogil:
+        uniform = (members == sub_indptr.shape[0] - 1 and member_order.strides[0] == sizeof(int32_t)
+                   and _one_topic_list(sub_indptr, sub_topics))
+    if uniform:
+        # Each listed topic's subscribers are all members, in member_order:
+        # one copy of it per topic instead of a visit per (member, topic).
+        last[:] = 0
+        for e in range(sub_indptr[0], sub_indptr[1]):
+            last[sub_topics[e]] = 1
+        for t in range(num_topics):
+            tp_indptr[t + 1] = tp_indptr[t] + (members if last[t] else 0)
+        tp_members_a = np.empty(tp_indptr[num_topics], dtype=np.int32)
+        tp_members = tp_members_a
+        with nogil:
+            for t in range(num_topics):
+                if last[t]:
+                    memcpy(&tp_members[tp_indptr[t]], &member_order[0], members * sizeof(int32_t))
+        return tp_indptr_a, tp_members_a
     with nogil:
         _subscriptions(sub_indptr, sub_topics, member_order, last, tp_indptr, tp_members, False)
         for t in range(num_topics):
@@ -178,10 +213,20 @@ def roundrobin(Py_ssize_t num_members, const int32_t[:] partition_counts, const 
                     hi = mid
             j = lo % n
             first[k] = j
+            # Every subscriber takes q rounds; the r after them, from slot j
+            # round the circle, one more.  With more subscribers than
+            # partitions (q == 0, the usual wide group) only those r are visited.
             q = P // n
             r = P % n
-            for slot in range(n):
-                indptr[tp_members[base + slot] + 1] += q + (1 if (slot - j + n) % n < r else 0)
+            if q:
+                for slot in range(n):
+                    indptr[tp_members[base + slot] + 1] += q
+            slot = j
+            for p in range(r):
+                indptr[tp_members[base + slot] + 1] += 1
+                slot += 1
+                if slot == n:
+                    slot = 0
             cur_rank = member_rank[tp_members[base + (j + P - 1) % n]] + 1
     topic_a, partition_a = _alloc_csr(num_members, indptr)
     cdef int32_t[:] topic = topic_a

@@ -64,6 +64,11 @@ def _when(cond, body, indent, orelse=None):
     return out
 
 
+def _shared_bytes(fields):
+    """The untagged, single bytes fields of a struct: what an element can share with the one before it."""
+    return [f for f in fields if f.tag is None and not f.is_array and not f.is_struct and f.type in ("bytes", "records")]
+
+
 def _py_default(field):
     d = field.default
     return "[]" if isinstance(d, list) else repr(d)
@@ -106,6 +111,9 @@ class _StructGen:
         # ``r.field``, and the loop or the call that read it names the field.
         self.root = cls == msg.class_name
         self.fvar = "f" if self.root else "r.field"
+        # An element struct with bytes fields is handed the array's previous
+        # element, whose equal bytes it keeps instead of copying (r_bytes).
+        self.takes_prev = not self.root and _shared_bytes(fields)
         self.flex_cond = _range_cond(msg.flexible, rng)
         self.untagged = [f for f in fields if not (f.tag is not None)]
         self.tagged = sorted((f for f in fields if f.tag is not None), key=lambda f: f.tag)
@@ -148,6 +156,9 @@ class _StructGen:
         if t == "string":
             return f"r_string(r, {self._compact(f)}, {self._nullable(f)})"
         if t in ("bytes", "records"):
+            if self.takes_prev and f in _shared_bytes(self.fields):
+                before = f"(<{self.cls}>prev).{f.attr} if prev is not None else None"
+                return f"r_bytes(r, {self._compact(f)}, {self._nullable(f)}, {before})"
             return f"r_bytes(r, {self._compact(f)}, {self._nullable(f)})"
         if t == "bool":
             return "r_bool(r)"
@@ -167,7 +178,11 @@ class _StructGen:
     def _read_value(self, f, target, idx):
         """Lines that read ``f`` (field ``idx``) into ``target``."""
         if f.is_array:
-            elem = f"_r_{self._elem_cls(f)}(r, version)" if f.is_struct else self._read_scalar(f, f.element_type)
+            chained = f.is_struct and _shared_bytes(f.fields)
+            if f.is_struct:
+                elem = f"_r_{self._elem_cls(f)}(r, version{', prev' if chained else ''})"
+            else:
+                elem = self._read_scalar(f, f.element_type)
             named = ["        " + line for line in self._element_failed(f, idx)] if f.is_struct else []
             return [
                 f"n = r_count(r, {self._compact(f)}, {self._nullable(f)}, {self._min_size(f)})",
@@ -177,11 +192,13 @@ class _StructGen:
                 "    # Sized once (r_count has checked n against the bytes left); a slot",
                 "    # an error leaves empty is NULL, which the list's dealloc skips.",
                 "    lst = PyList_New(n)",
+                *(["    prev = None"] if chained else []),
                 "    try:",
                 "        for i in range(n):",
                 f"            item = {elem}",
                 "            Py_INCREF(item)",
                 "            PyList_SET_ITEM(lst, i, item)",
+                *(["            prev = item"] if chained else []),
                 "    except DecodeError as e:",
                 *named,
                 "        e.prepend_path(i)",
@@ -189,7 +206,8 @@ class _StructGen:
                 f"    {target} = lst",
             ]
         if f.is_struct:
-            read = ["try:", f"    {target} = _r_{self._elem_cls(f)}(r, version)", "except DecodeError as e:",
+            call = f"_r_{self._elem_cls(f)}(r, version{', None' if _shared_bytes(f.fields) else ''})"
+            read = ["try:", f"    {target} = {call}", "except DecodeError as e:",
                     *("    " + line for line in self._element_failed(f, idx)), "    raise"]
             nullable = self._nullable(f)
             if nullable == "0":
@@ -205,12 +223,13 @@ class _StructGen:
             f"cdef tuple _N_{self.cls} = {names!r}",
             "",
             "",
-            f"cdef object _r_{self.cls}(Reader* r, int version):",
+            f"cdef object _r_{self.cls}(Reader* r, int version{', object prev' if self.takes_prev else ''}):",
             f"    cdef {self.cls} o = {self.cls}.__new__({self.cls})",
             *(["    cdef int f = -1"] if self.root else []),
             "    cdef Py_ssize_t n, i",
             "    cdef list lst",
             "    cdef object item",
+            *([] if self.takes_prev else ["    cdef object prev"]),
             f"    cdef bint flex = {self.flex_cond}",
         ]
         if self.tagged:

@@ -15,7 +15,7 @@ from cpython.list cimport PyList_CheckExact, PyList_GET_SIZE, PyList_GetSlice, P
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.long cimport PyLong_Check
 from cpython.unicode cimport PyUnicode_Check
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 cdef extern from "Python.h":
@@ -229,13 +229,22 @@ cdef inline object r_string(Reader* r, bint compact, bint nullable):
     return s
 
 
-cdef inline object r_bytes(Reader* r, bint compact, bint nullable):
+cdef inline object r_bytes(Reader* r, bint compact, bint nullable, object before=None):
+    """A bytes field; ``before`` itself when it is bytes equal to what follows.
+
+    An array's elements often carry equal bytes (every member of a group
+    sending the same Subscription): passing the previous element's value
+    keeps one shared immutable object instead of a copy per element."""
     cdef Py_ssize_t n = r_compact_length_byte(r, nullable) if compact else -2
     if n == -2:
         n = r_length(r, compact, 1, nullable)
     if n == -1:
         return None
     r_need(r, n)
+    if (before is not None and PyBytes_CheckExact(before) and PyBytes_GET_SIZE(before) == n
+            and memcmp(PyBytes_AS_STRING(before), r.p + r.pos, n) == 0):
+        r.pos += n
+        return before
     b = PyBytes_FromStringAndSize(<const char*>(r.p + r.pos), n)
     r.pos += n
     return b
