@@ -256,9 +256,15 @@ def hashmap_capacity(hashes: Sequence[int], initial_capacity: int = 16) -> int:
         # No bucket can crowd with fewer keys than a tree bin needs, so only
         # the size rule applies: the common small group skips the table walk.
         return _grown(len(hashes), initial_capacity)
+    first = hashes[:49]
+    if np.bincount(hashmap_buckets(first, initial_capacity)).max() < _TREEIFY_LEN:
+        # A bigger table only splits buckets and a prefix only drops keys, so
+        # no bucket of any table the walk would pass through can crowd when
+        # none of the first table does: the usual group skips the walk too.
+        return _grown(len(hashes), initial_capacity)
     table = JavaHashTable(initial_capacity)
     # only tables below 64 slots can be resized by a crowded bucket, and the
     # size rule alone takes a table past 64 after 48 entries
-    for i, h in enumerate(hashes[:49]):
+    for i, h in enumerate(first):
         table.add(i, spread(h))
     return _grown(len(hashes), table.capacity)
