@@ -17,7 +17,8 @@ from libc.string cimport memcmp, memcpy, memset
 
 from .. import codec
 from ..errors import AssignmentError
-from ._leader_common import MAX_NAME_BYTES, SubscriptionColumns, metadata_type_error
+from . import _leader_common
+from ._leader_common import SubscriptionColumns, metadata_type_error
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
@@ -230,7 +231,7 @@ def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:]
     cdef const uint8_t* names = <const uint8_t*>PyBytes_AS_STRING(name_blob)
     cdef int64_t total, size, at
     cdef uint8_t* buf
-    cdef Py_ssize_t max_id_bytes = MAX_NAME_BYTES
+    cdef Py_ssize_t max_id_bytes = _leader_common.MAX_NAME_BYTES
     # Our own list: the strs whose UTF-8 is read without the GIL stay alive
     # whatever another thread does to the caller's.
     cdef list ids = list(member_ids)
