@@ -203,3 +203,65 @@ def test_the_decoder_comes_from_the_codecs_public_loader():
         assert batch_decoder(impl).FRAMES_SCHEMA == batch_decoder("python").FRAMES_SCHEMA
     with pytest.raises(ArgumentValueError):
         batch_decoder("rust")
+
+
+def _metadata_req(corr, version, topics=("t",)):
+    return kwire.codec.encode_request(kwire.codec.MetadataRequest(
+        topics=[kwire.codec.MetadataRequestTopic(name=t) for t in topics]), version, correlation_id=corr,
+        client_id="c")
+
+
+def _metadata_resp(corr, version, topics):
+    """``topics``: (name, error code, partition indexes) each."""
+    c = kwire.codec
+    return c.encode_response(c.MetadataResponse(
+        brokers=[c.MetadataResponseBroker(node_id=1, host="b1", port=9092)],
+        topics=[c.MetadataResponseTopic(error_code=err, name=name, partitions=[
+            c.MetadataResponsePartition(error_code=0, partition_index=p, leader_id=1, replica_nodes=[1],
+                                        isr_nodes=[1]) for p in parts]) for name, err, parts in topics]),
+        version, correlation_id=corr)
+
+
+METADATA_VERSIONS = (0, 1, 4, 9, 12)
+
+
+def _metadata_capture(path):
+    """Metadata exchanges of every framing the decoder meets, sound and not."""
+    rows = []
+    topics = [("t", 0, range(8)), ("gone", 3, []), ("u", 0, [2, 0, 1]), ("holes", 0, [0, 2]), ("none", 0, [])]
+    for i, v in enumerate(METADATA_VERSIONS):
+        rows += [(1, 0, _metadata_req(i, v)), (1, 1, _metadata_resp(i, v, topics))]
+    cut = _metadata_resp(20, 12, [("t", 0, range(3))])[:-5]
+    garbled = bytearray(_metadata_resp(21, 12, [("t", 0, range(3))]))
+    garbled[13] = 0x7F  # the brokers' count (a compact array's, after the header and throttle time)
+    rows += [
+        (2, 0, _metadata_req(20, 12)), (2, 1, cut, True),                         # capture stopped mid-frame
+        (2, 0, _metadata_req(21, 12)), (2, 1, bytes(garbled)),
+        (2, 0, _metadata_req(22, 12)), (2, 1, _metadata_resp(22, 12, [])),       # no topics asked
+        (3, 1, _metadata_resp(30, 12, [("t", 0, range(3))])),                     # unpaired
+        (2, 0, _hb_req(23)), (2, 1, _hb_resp(23)),                                # group traffic around it
+    ]
+    return _write(path, rows)
+
+
+def test_twins_agree_on_metadata_frames(tmp_path):
+    capture = _metadata_capture(tmp_path / "c.parquet")
+    tables = [decode_capture(capture, impl) for impl in IMPLS]
+    for name in tables[0].schema.names:
+        assert all(t.column(name).to_pylist() == tables[0].column(name).to_pylist() for t in tables), name
+    rows = tables[0].to_pylist()
+    responses = [r for r in rows if r["api_key"] == 3 and r["direction"] == 1 and r["decode_error"] is None]
+    assert len(responses) == len(METADATA_VERSIONS) + 1
+    for r in responses[:-1]:
+        # Topics answered with an error have no size; a listing that is not 0..n-1 is no size either.
+        assert r["topics"] == ["t", "u", "holes", "none"], r["api_version"]
+        assert r["partition_counts"] == [8, 3, None, None]
+        assert r["error_code"] is None and r["group_id"] is None
+    assert responses[-1]["topics"] == [] and responses[-1]["partition_counts"] == []
+    errors = [r["decode_error"] for r in rows if r["api_key"] == 3 and r["decode_error"]]
+    assert len(errors) == 2 and all(e.startswith("DecodeError") for e in errors), errors
+    assert rows[-3]["decode_error"].startswith("unpaired response")
+    requests = [r for r in rows if r["api_key"] == 3 and r["direction"] == 0]
+    assert all(r["partition_counts"] is None and r["client_id"] == "c" for r in requests)
+    hb = rows[-1]
+    assert (hb["api_key"], hb["error_code"], hb["partition_counts"]) == (12, 0, None)
