@@ -87,7 +87,8 @@ def test_a_corrupted_capture_is_analysed(tmp_path):
     # One percent of frames cut short or bit-flipped: some SyncGroup frames
     # decode to negative partitions, which made the what-if raise.
     path = tmp_path / "c.parquet"
-    synth(path, groups=100, seed=1, duration_s=600.0, corrupt_rate=0.01)
+    # This seed's damage includes a SyncGroup frame decoding to a negative partition.
+    synth(path, groups=100, seed=2, duration_s=600.0, corrupt_rate=0.01)
     ev = analysis.events_from_frames(decode_capture(path))
     bad = analysis.bad_frames_of(ev)
     assert len(bad) > 0 and bad.reason.str.startswith("negative partition").any()

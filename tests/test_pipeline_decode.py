@@ -6,6 +6,8 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
+import pyarrow.compute as pc  # noqa: E402
+
 import kwire  # noqa: E402
 from kwire import _impl  # noqa: E402
 from kwire.pipeline._capture import CaptureWriter, read_capture  # noqa: E402
@@ -147,6 +149,9 @@ def test_twins_agree_on_damaged_synthetic_traffic(tmp_path):
     assert compiled.equals(decode_table(table, "python"))
     errors = compiled.column("decode_error").drop_null()
     assert 0 < len(errors) < compiled.num_rows // 10
+    # Metadata responses are among them, decoded (damaged ones: test_twins_agree_on_metadata_frames).
+    rows = compiled.filter(pc.equal(compiled.column("api_key"), 3)).to_pylist()
+    assert sum(r["partition_counts"] is not None for r in rows) > 20
 
 
 def test_batch_boundaries_do_not_break_pairing(tmp_path):
@@ -205,14 +210,15 @@ def test_the_decoder_comes_from_the_codecs_public_loader():
         batch_decoder("rust")
 
 
-def _metadata_req(corr, version, topics=("t",)):
+def metadata_request(corr, version, topics=("t",)):
+    """A Metadata request frame for ``topics``."""
     return kwire.codec.encode_request(kwire.codec.MetadataRequest(
         topics=[kwire.codec.MetadataRequestTopic(name=t) for t in topics]), version, correlation_id=corr,
         client_id="c")
 
 
-def _metadata_resp(corr, version, topics):
-    """``topics``: (name, error code, partition indexes) each."""
+def metadata_response(corr, version, topics):
+    """A Metadata response frame; ``topics``: (name, error code, partition indexes) each."""
     c = kwire.codec
     return c.encode_response(c.MetadataResponse(
         brokers=[c.MetadataResponseBroker(node_id=1, host="b1", port=9092)],
@@ -230,15 +236,15 @@ def _metadata_capture(path):
     rows = []
     topics = [("t", 0, range(8)), ("gone", 3, []), ("u", 0, [2, 0, 1]), ("holes", 0, [0, 2]), ("none", 0, [])]
     for i, v in enumerate(METADATA_VERSIONS):
-        rows += [(1, 0, _metadata_req(i, v)), (1, 1, _metadata_resp(i, v, topics))]
-    cut = _metadata_resp(20, 12, [("t", 0, range(3))])[:-5]
-    garbled = bytearray(_metadata_resp(21, 12, [("t", 0, range(3))]))
+        rows += [(1, 0, metadata_request(i, v)), (1, 1, metadata_response(i, v, topics))]
+    cut = metadata_response(20, 12, [("t", 0, range(3))])[:-5]
+    garbled = bytearray(metadata_response(21, 12, [("t", 0, range(3))]))
     garbled[13] = 0x7F  # the brokers' count (a compact array's, after the header and throttle time)
     rows += [
-        (2, 0, _metadata_req(20, 12)), (2, 1, cut, True),                         # capture stopped mid-frame
-        (2, 0, _metadata_req(21, 12)), (2, 1, bytes(garbled)),
-        (2, 0, _metadata_req(22, 12)), (2, 1, _metadata_resp(22, 12, [])),       # no topics asked
-        (3, 1, _metadata_resp(30, 12, [("t", 0, range(3))])),                     # unpaired
+        (2, 0, metadata_request(20, 12)), (2, 1, cut, True),                         # capture stopped mid-frame
+        (2, 0, metadata_request(21, 12)), (2, 1, bytes(garbled)),
+        (2, 0, metadata_request(22, 12)), (2, 1, metadata_response(22, 12, [])),       # no topics asked
+        (3, 1, metadata_response(30, 12, [("t", 0, range(3))])),                     # unpaired
         (2, 0, _hb_req(23)), (2, 1, _hb_resp(23)),                                # group traffic around it
     ]
     return _write(path, rows)
