@@ -172,14 +172,14 @@ def test_whatif_numbers_agree_with_kwire_assign(tmp_path):
     events = analysis.events_from_frames(decode_capture(path))
     wi = analysis.whatif_of(events)
     checked = Counter()
-    for gid, g in events.groupby("group_id"):
-        tl = analysis.build_timeline(gid, g.to_dict("records"))
+    for tl in analysis.timelines_of(events):
+        gid = tl.group_id
         gens = analysis.completed_generations(tl)
         for prev, cur in zip(gens, gens[1:]):
             prev_lists = prev.assignment
             prev_owner = {tp: m for m, tps in prev_lists.items() for tp in tps}
             for strategy in analysis.STRATEGIES:
-                result = _assign_directly(strategy, cur.members, prev_lists, prev.generation_id, tl.partition_counts)
+                result = _assign_directly(strategy, cur.members, prev_lists, prev.generation_id, cur.partition_counts)
                 owner = {tp: m for m, tps in result.items() for tp in tps}
                 loads = [len(result[m]) for m, _, _ in cur.members]
                 row = wi[(wi.group_id == gid) & (wi.generation_id == cur.generation_id) & (wi.strategy == strategy)
