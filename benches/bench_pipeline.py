@@ -1,22 +1,26 @@
 """The Spark pipeline's figures from one run, as ratios (issue 14).
 
-Run: ``python benches/bench_pipeline.py [--groups N] [--seed S] [--e2e]``.
+Run: ``python benches/bench_pipeline.py [--groups N] [--seed S | --capture PATH] [--e2e]``.
 
 1. A synthetic capture of N groups (``kwire.pipeline.synth``), cached in the
    temporary directory: generating one takes longer than benchmarking it.
-2. **What-if replay**, in this process, on the same timelines: members
+2. **Batch decoder**, in this process: frames per second of each twin
+   over the whole capture (``decode_table``), best of ``--repeat``, with how
+   many of the frames are group and Metadata frames, so runs on captures with
+   and without Metadata traffic can be compared frame for frame.
+3. **What-if replay**, in this process, on the same timelines: members
    replayed per second (a member replayed by one strategy counts once, as
    ``stages.whatif.members`` counts it).  ``array`` is :func:`replay` on
    packed inputs, the time ``stages.whatif.replay_seconds`` sums;
    ``array+pack`` adds packing the timelines into arrays; ``member-level``
    is the replay the pipeline used before, kept as the test oracle in
    tests/test_pipeline_whatif.py.  The goal is >= 300,000 members/s.
-3. **Decode ÷ do-nothing**, in a started local[2] session that has already
+4. **Decode ÷ do-nothing**, in a started local[2] session that has already
    run a job and both stages once (the JVM and the Python workers warm): the
    decode stage written to Parquet, against a ``mapInArrow`` that passes the
    same ordered capture through unchanged and writes it.  Best of
    ``--repeat`` runs each, alternated.  The goal is <= 2x.
-4. ``--e2e``: ``run_pipeline`` end to end in the same session, with
+5. ``--e2e``: ``run_pipeline`` end to end in the same session, with
    report.json's stage seconds and the what-if's members per replay second.
 
 The load average is printed before and after: the machine may be shared.
@@ -48,6 +52,29 @@ def capture_path(groups, seed):
         os.replace(partial, path)
         print(f"synth: {groups:,} groups, {frames:,} frames in {time.perf_counter() - t:.1f} s -> {path}")
     return path
+
+
+def bench_decoder(path, repeat):
+    import numpy as np
+
+    from kwire import _impl
+    from kwire.pipeline import decode_table, read_capture
+
+    table = read_capture(path)
+    impls = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
+    decoded = None
+    for impl in impls:
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            decoded = decode_table(table, impl)
+            times.append(time.perf_counter() - t)
+        print(f"decoder {impl:<7} {min(times):7.2f} s  {table.num_rows / min(times):>11,.0f} frames/s "
+              f"(best of {repeat})")
+    keys = decoded.column("api_key").to_numpy(zero_copy_only=False)
+    group = int(np.isin(keys, (10, 11, 12, 13, 14)).sum())
+    metadata = int((keys == 3).sum())
+    print(f"  {table.num_rows:,} frames: {group:,} group frames, {metadata:,} Metadata frames")
 
 
 def bench_whatif(path):
@@ -133,14 +160,16 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--groups", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--repeat", type=int, default=2, help="timed decode and do-nothing runs each")
+    ap.add_argument("--capture", help="benchmark this capture instead of a synthetic one (--groups, --seed unused)")
+    ap.add_argument("--repeat", type=int, default=2, help="timed runs of each decoder, and of decode and do-nothing each")
     ap.add_argument("--e2e", action="store_true", help="also run the whole pipeline")
     ap.add_argument("--no-spark", action="store_true", help="the in-process what-if only")
     args = ap.parse_args(argv)
     if args.groups <= 0 or args.repeat <= 0:
         ap.error("--groups and --repeat must be positive")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    path = capture_path(args.groups, args.seed)
+    path = args.capture or capture_path(args.groups, args.seed)
+    bench_decoder(path, args.repeat)
     bench_whatif(path)
     if not args.no_spark:
         from kwire.pipeline import spark_session

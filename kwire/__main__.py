@@ -173,8 +173,8 @@ def add_pipeline_arguments(p):
     p.add_argument("--driver-memory", type=_memory, default="2g",
                    help="for the embedded session (spark-submit takes its own --driver-memory)")
     p.add_argument("--max-partitions", type=_positive_int, default=100_000,
-                   help="partitions per topic beyond which an assignment is a bad frame, for topics whose size "
-                        "is inferred (default 100000)")
+                   help="partitions per topic beyond which an assignment (for topics whose size is inferred) or "
+                        "a Metadata response is a bad frame (default 100000)")
     p.add_argument("--decoder", choices=["cython", "python"], default=None,
                    help="batch decoder implementation (default: as KWIRE_NO_EXTENSIONS says)")
     p.add_argument("--verbose", action="store_true", help="keep Spark's log output")

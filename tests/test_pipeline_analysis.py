@@ -11,7 +11,7 @@ pytest.importorskip("pandas")
 import kwire  # noqa: E402
 from kwire.pipeline import _analysis as analysis  # noqa: E402
 from kwire.pipeline._decode import decode_capture  # noqa: E402
-from kwire.pipeline._synth import MS, SECOND, Frames, GroupSim, synth  # noqa: E402
+from kwire.pipeline._synth import MS, SECOND, Frames, GroupSim, synth, topic_pool  # noqa: E402
 
 T0 = 1_767_225_600 * SECOND
 
@@ -172,14 +172,14 @@ def test_whatif_numbers_agree_with_kwire_assign(tmp_path):
     events = analysis.events_from_frames(decode_capture(path))
     wi = analysis.whatif_of(events)
     checked = Counter()
-    for gid, g in events.groupby("group_id"):
-        tl = analysis.build_timeline(gid, g.to_dict("records"))
+    for tl in analysis.timelines_of(events):
+        gid = tl.group_id
         gens = analysis.completed_generations(tl)
         for prev, cur in zip(gens, gens[1:]):
             prev_lists = prev.assignment
             prev_owner = {tp: m for m, tps in prev_lists.items() for tp in tps}
             for strategy in analysis.STRATEGIES:
-                result = _assign_directly(strategy, cur.members, prev_lists, prev.generation_id, tl.partition_counts)
+                result = _assign_directly(strategy, cur.members, prev_lists, prev.generation_id, cur.partition_counts)
                 owner = {tp: m for m, tps in result.items() for tp in tps}
                 loads = [len(result[m]) for m, _, _ in cur.members]
                 row = wi[(wi.group_id == gid) & (wi.generation_id == cur.generation_id) & (wi.strategy == strategy)
@@ -219,7 +219,13 @@ def test_synth_covers_the_protocol(tmp_path):
     synth(path, groups=30, seed=4, duration_s=300)
     frames = decode_capture(path).to_pandas()
     assert frames.decode_error.isna().all()
-    assert set(frames.api_key.dropna().astype(int)) == {10, 11, 12, 13, 14}
+    assert set(frames.api_key.dropna().astype(int)) == {3, 10, 11, 12, 13, 14}
+    # Consumers fetch Metadata for their topics before joining; it tells the pool's sizes.
+    metadata = frames[(frames.api_key == 3) & (frames.direction == 1)]
+    assert {1, 4, 12} <= set(metadata.api_version.astype(int)) and len(metadata) > 30
+    pool = topic_pool(4)
+    assert all(dict(zip(r.topics, r.partition_counts)) == {t: pool[t] for t in r.topics} and len(r.topics)
+               for r in metadata.itertuples())
     assert {22, 25, 27, 79} <= set(frames.error_code.dropna().astype(int))
     versions = frames[frames.api_key == 11].api_version.astype(int)
     assert {2, 5, 9} <= set(versions)

@@ -43,18 +43,27 @@ def _tamper(events, edit):
     return out, int(out.at[idx, "seq"])
 
 
+def _without_metadata(events):
+    """The events without the capture's Metadata responses: topic sizes are then inferred, up to the cap."""
+    return events[events.api_key != analysis.METADATA]
+
+
 def _first_partition(value):
     def edit(assignments):
         assignments[0]["partitions"] = [value] + list(assignments[0]["partitions"])[1:]
     return edit
 
 
-@pytest.mark.parametrize("edit, reason", [
-    (_first_partition(-16777215), "negative partition -16777215 of topic 't'"),
-    (_first_partition(16777215), "partition 16777215 of topic 't' beyond the cap of 100,000 partitions per topic"),
-    (lambda a: a[0].update(topic="not-subscribed"), "assignment of topic 'not-subscribed' to member"),
+@pytest.mark.parametrize("metadata, edit, reason", [
+    (True, _first_partition(-16777215), "negative partition -16777215 of topic 't'"),
+    # The capture's Metadata says 't' has 6 partitions; without it, only the cap stands in the way.
+    (True, _first_partition(16777215), "partition 16777215 of topic 't', which has 6 partitions (Metadata)"),
+    (False, _first_partition(16777215),
+     "partition 16777215 of topic 't' beyond the cap of 100,000 partitions per topic"),
+    (True, lambda a: a[0].update(topic="not-subscribed"), "assignment of topic 'not-subscribed' to member"),
 ])
-def test_an_inconsistent_sync_group_frame_is_a_bad_frame(events, edit, reason):
+def test_an_inconsistent_sync_group_frame_is_a_bad_frame(events, metadata, edit, reason):
+    events = events if metadata else _without_metadata(events)
     tampered, seq = _tamper(events, edit)
     bad = analysis.bad_frames_of(tampered)
     assert list(bad.seq) == [seq]
@@ -69,15 +78,15 @@ def test_an_inconsistent_sync_group_frame_is_a_bad_frame(events, edit, reason):
 
 
 def test_the_partition_cap_is_configurable(events):
-    tampered, seq = _tamper(events, _first_partition(150))
+    tampered, seq = _tamper(_without_metadata(events), _first_partition(150))
     assert analysis.bad_frames_of(tampered).empty  # 150 is a plausible partition under the default cap
     bad = analysis.bad_frames_of(tampered, max_partitions=100)
     assert list(bad.seq) == [seq] and "beyond the cap of 100 partitions" in bad.reason[0]
 
 
 def test_known_partition_counts_take_precedence(events):
+    # Sizes given as a mapping hold for the whole capture (tests/test_pipeline_metadata.py: from Metadata).
     group = events[events.group_id == "orders-app"].to_dict("records")
-    assert analysis.metadata_partition_counts(group) == {}  # the codec has no Metadata message yet
     tl = analysis.build_timeline("orders-app", group, known_counts={"t": 4})
     assert tl.partition_counts["t"] == 4
     assert tl.bad_frames and all("which has 4 partitions (Metadata)" in b["reason"] for b in tl.bad_frames)
@@ -87,7 +96,8 @@ def test_a_corrupted_capture_is_analysed(tmp_path):
     # One percent of frames cut short or bit-flipped: some SyncGroup frames
     # decode to negative partitions, which made the what-if raise.
     path = tmp_path / "c.parquet"
-    synth(path, groups=100, seed=1, duration_s=600.0, corrupt_rate=0.01)
+    # This seed's damage includes a SyncGroup frame decoding to a negative partition.
+    synth(path, groups=100, seed=2, duration_s=600.0, corrupt_rate=0.01)
     ev = analysis.events_from_frames(decode_capture(path))
     bad = analysis.bad_frames_of(ev)
     assert len(bad) > 0 and bad.reason.str.startswith("negative partition").any()

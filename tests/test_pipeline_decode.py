@@ -6,6 +6,8 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
+import pyarrow.compute as pc  # noqa: E402
+
 import kwire  # noqa: E402
 from kwire import _impl  # noqa: E402
 from kwire.pipeline._capture import CaptureWriter, read_capture  # noqa: E402
@@ -147,6 +149,9 @@ def test_twins_agree_on_damaged_synthetic_traffic(tmp_path):
     assert compiled.equals(decode_table(table, "python"))
     errors = compiled.column("decode_error").drop_null()
     assert 0 < len(errors) < compiled.num_rows // 10
+    # Metadata responses are among them, decoded (damaged ones: test_twins_agree_on_metadata_frames).
+    rows = compiled.filter(pc.equal(compiled.column("api_key"), 3)).to_pylist()
+    assert sum(r["partition_counts"] is not None for r in rows) > 20
 
 
 def test_batch_boundaries_do_not_break_pairing(tmp_path):
@@ -203,3 +208,66 @@ def test_the_decoder_comes_from_the_codecs_public_loader():
         assert batch_decoder(impl).FRAMES_SCHEMA == batch_decoder("python").FRAMES_SCHEMA
     with pytest.raises(ArgumentValueError):
         batch_decoder("rust")
+
+
+def metadata_request(corr, version, topics=("t",)):
+    """A Metadata request frame for ``topics``."""
+    return kwire.codec.encode_request(kwire.codec.MetadataRequest(
+        topics=[kwire.codec.MetadataRequestTopic(name=t) for t in topics]), version, correlation_id=corr,
+        client_id="c")
+
+
+def metadata_response(corr, version, topics):
+    """A Metadata response frame; ``topics``: (name, error code, partition indexes) each."""
+    c = kwire.codec
+    return c.encode_response(c.MetadataResponse(
+        brokers=[c.MetadataResponseBroker(node_id=1, host="b1", port=9092)],
+        topics=[c.MetadataResponseTopic(error_code=err, name=name, partitions=[
+            c.MetadataResponsePartition(error_code=0, partition_index=p, leader_id=1, replica_nodes=[1],
+                                        isr_nodes=[1]) for p in parts]) for name, err, parts in topics]),
+        version, correlation_id=corr)
+
+
+METADATA_VERSIONS = (0, 1, 4, 9, 12)
+
+
+def _metadata_capture(path):
+    """Metadata exchanges of every framing the decoder meets, sound and not."""
+    rows = []
+    topics = [("t", 0, range(8)), ("gone", 3, []), ("u", 0, [2, 0, 1]), ("holes", 0, [0, 2]), ("none", 0, [])]
+    for i, v in enumerate(METADATA_VERSIONS):
+        rows += [(1, 0, metadata_request(i, v)), (1, 1, metadata_response(i, v, topics))]
+    cut = metadata_response(20, 12, [("t", 0, range(3))])[:-5]
+    garbled = bytearray(metadata_response(21, 12, [("t", 0, range(3))]))
+    garbled[13] = 0x7F  # the brokers' count (a compact array's, after the header and throttle time)
+    rows += [
+        (2, 0, metadata_request(20, 12)), (2, 1, cut, True),                         # capture stopped mid-frame
+        (2, 0, metadata_request(21, 12)), (2, 1, bytes(garbled)),
+        (2, 0, metadata_request(22, 12)), (2, 1, metadata_response(22, 12, [])),       # no topics asked
+        (3, 1, metadata_response(30, 12, [("t", 0, range(3))])),                     # unpaired
+        (2, 0, _hb_req(23)), (2, 1, _hb_resp(23)),                                # group traffic around it
+    ]
+    return _write(path, rows)
+
+
+def test_twins_agree_on_metadata_frames(tmp_path):
+    capture = _metadata_capture(tmp_path / "c.parquet")
+    tables = [decode_capture(capture, impl) for impl in IMPLS]
+    for name in tables[0].schema.names:
+        assert all(t.column(name).to_pylist() == tables[0].column(name).to_pylist() for t in tables), name
+    rows = tables[0].to_pylist()
+    responses = [r for r in rows if r["api_key"] == 3 and r["direction"] == 1 and r["decode_error"] is None]
+    assert len(responses) == len(METADATA_VERSIONS) + 1
+    for r in responses[:-1]:
+        # Topics answered with an error have no size; a listing that is not 0..n-1 is no size either.
+        assert r["topics"] == ["t", "u", "holes", "none"], r["api_version"]
+        assert r["partition_counts"] == [8, 3, None, None]
+        assert r["error_code"] is None and r["group_id"] is None
+    assert responses[-1]["topics"] == [] and responses[-1]["partition_counts"] == []
+    errors = [r["decode_error"] for r in rows if r["api_key"] == 3 and r["decode_error"]]
+    assert len(errors) == 2 and all(e.startswith("DecodeError") for e in errors), errors
+    assert rows[-3]["decode_error"].startswith("unpaired response")
+    requests = [r for r in rows if r["api_key"] == 3 and r["direction"] == 0]
+    assert all(r["partition_counts"] is None and r["client_id"] == "c" for r in requests)
+    hb = rows[-1]
+    assert (hb["api_key"], hb["error_code"], hb["partition_counts"]) == (12, 0, None)

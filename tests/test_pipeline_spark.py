@@ -1,9 +1,11 @@
 """The Spark pipeline end to end, on one shared local[2] session.
 
 One run on a capture with known history (tests/test_pipeline_analysis.py's
-scripted groups), a few generated groups and some damaged frames; every
-table is checked against the single-process decoder and analysis, which
-the other pipeline tests check against ground truth.
+scripted groups), a few generated groups, a group whose Metadata and
+assignments disagree on a topic's size, some damaged frames and bad
+Metadata responses; every table is checked against the single-process
+decoder and analysis, which the other pipeline tests check against ground
+truth.
 """
 
 import json
@@ -22,6 +24,7 @@ from kwire.pipeline._decode import decode_capture  # noqa: E402
 from kwire.pipeline._synth import BROKER_TO_CLIENT, CLIENT_TO_BROKER, simulate_group, topic_pool  # noqa: E402
 
 from .test_pipeline_analysis import EXPECTED_RANGE, T0, scripted_capture  # noqa: E402
+from .test_pipeline_metadata import add_bad_metadata, stale_leader_group  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -40,6 +43,8 @@ def _extra(out):
     pool = topic_pool(1, n_topics=6)
     for i in range(3):
         simulate_group(out, 100 + i, 1, T0, 120.0, pool)
+    stale_leader_group(out)
+    add_bad_metadata(out)
     conn = out.new_conn()
     out.add(T0, conn, BROKER_TO_CLIENT, b"\x00\x00\x00\x04\x00\x00\x00\x07", "x", "b")  # unpaired
     out.add(T0 + 1, conn, CLIENT_TO_BROKER, b"\x00\x00\x00\x20\x00\x0c\x00", "x", "b", truncated=True)
@@ -103,15 +108,16 @@ def test_report(run):
     _capture, out, summary, _ = run
     text = open(os.path.join(out, "report.md")).read()
     reb = _read(out, "rebalances")
-    assert summary["groups"] == reb.group_id.nunique() == 5
+    assert summary["groups"] == reb.group_id.nunique() == 6
     for trigger, n in reb.trigger.value_counts().items():
         assert f"| {trigger} | {n} |" in text
     with_27 = sum(27 in list(codes) for codes in reb.error_codes)
     assert f"| 27 REBALANCE_IN_PROGRESS | {with_27} |" in text
     ok, n = summary["reproduced"]
-    assert ok == n > 0
+    # Every leader but stale-app's, which assigned from a size its members' Metadata contradicts.
+    assert ok == n - 1 > 0
     assert f"exactly in {ok:,} of {n:,} generations" in text
-    assert "## Bad frames" in text and "3 frames were left out of the analysis" in text
+    assert "## Bad frames" in text and "5 frames were left out of the analysis" in text
 
 
 def test_report_json(run):
@@ -125,9 +131,26 @@ def test_report_json(run):
     wi = _read(out, "whatif")
     assert stages["whatif"]["members"] == int(wi[~wi.observed].member_count.sum()) > 0
     assert 0 < stages["whatif"]["replay_seconds"] < stages["whatif"]["seconds"] + stages["rebalances"]["seconds"]
-    assert doc["groups"] == 5 and doc["bad_frames"] == 3 == doc["undecodable_frames"]
+    assert doc["groups"] == 6 and doc["bad_frames"] == 5 and doc["undecodable_frames"] == 3
+    assert stages["metadata"]["topics"] > 0
     bad = _read(out, "bad_frames")
-    assert len(bad) == 3 and set(bad.kind) == {"undecodable"} and bad.reason.notna().all()
+    assert len(bad) == 5 and set(bad.kind) == {"undecodable", "inconsistent"} and bad.reason.notna().all()
+
+
+def test_the_whatif_uses_the_metadata_counts(run):
+    capture, out, _summary, _ = run
+    wi = _read(out, "whatif")
+    stale = wi[wi.group_id == "stale-app"]
+    # Its members' Metadata says 12 partitions; its leader assigned 8 (all the assignments would infer).
+    assert len(stale) == 5 and set(stale.partitions) == {12}
+    assert stale[stale.observed].assigned.tolist() == [8]
+    assert stale[~stale.observed & (stale.strategy == "range")].assigned.tolist() == [12]
+    # The bad Metadata responses are bad frames of their own, as the local analysis finds them.
+    bad = _read(out, "bad_frames")
+    metadata = bad[bad.api_key == 3].sort_values("seq")
+    assert (metadata.kind == "inconsistent").all() and len(metadata) == 2
+    local = analysis.bad_frames_of(analysis.events_from_frames(decode_capture(capture)))
+    assert metadata.reason.tolist() == local[local.api_key == 3].sort_values("seq").reason.tolist()
 
 
 def test_spark_session_uses_the_active_session(spark):
@@ -142,7 +165,7 @@ def test_a_corrupted_capture_completes_with_bad_frames(spark, tmp_path):
 
     capture = str(tmp_path / "c.parquet")
     # This seed's damage includes a SyncGroup frame decoding to a negative partition.
-    synth(capture, groups=8, seed=5, duration_s=300.0, corrupt_rate=0.03)
+    synth(capture, groups=8, seed=2, duration_s=300.0, corrupt_rate=0.03)
     out = str(tmp_path / "out")
     s = run_pipeline(capture, out, spark=spark, buckets=2, partitions=2, log=lambda *_: None)
     bad = _read(out, "bad_frames")

@@ -59,7 +59,7 @@ def whatif_rows(tl: Timeline, strategies=STRATEGIES, implementation=None) -> Lis
             continue
         prev_own = prev.ownership() if prev is not None else {}
         member_ids = [m[0] for m in gg.members]
-        total = sum(tl.partition_counts.get(t, 0) for t in {t for _, _, ts in gg.members for t in ts})
+        total = sum(gg.partition_counts.get(t, 0) for t in {t for _, _, ts in gg.members for t in ts})
 
         def summary(name, is_observed, own, reproduces):
             loads = Counter(own.values())
@@ -75,7 +75,7 @@ def whatif_rows(tl: Timeline, strategies=STRATEGIES, implementation=None) -> Lis
         observed_lists = gg.assignment or gg.leader_assignment
         for strategy in strategies:
             try:
-                result = assign_group(strategy, whatif_group_input(strategy, gg, prev, tl.partition_counts),
+                result = assign_group(strategy, whatif_group_input(strategy, gg, prev, gg.partition_counts),
                                       implementation=implementation)
             except KwireError as exc:
                 # The inputs the capture gives this generation are not a

@@ -8,6 +8,8 @@ from kwire.codec._codec_c import _AnyRequest
 
 #: The group apis whose frames get columns of their own (from kwire.codec._batch_common).
 GROUP_APIS: tuple[int, ...]
+#: The apis whose response bodies are decoded: the group apis and Metadata (from kwire.codec._batch_common).
+RESPONSE_APIS: tuple[int, ...]
 #: The pyarrow.Schema of decode_batch's result (pyarrow ships no type information, hence Any).
 FRAMES_SCHEMA: Any
 REQUEST_CLASS: dict[int, type[_AnyRequest]]

@@ -13,8 +13,8 @@ per-message decoders and the field extraction both twins import from
 import numpy as np
 cimport numpy as cnp
 
-from kwire.codec._batch_common import (Columns, FRAMES_SCHEMA, GROUP_APIS, RequestHeader, error_text,
-                                       extract_request, extract_response)
+from kwire.codec._batch_common import (Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, RequestHeader,
+                                       error_text, extract_request, extract_response)
 from kwire.codec._framing import decode_response, message_class, split_request
 from kwire.codec import _schema
 from kwire.errors import KwireError
@@ -234,7 +234,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 if trunc_v[i]:
                     error_col[i] = "truncated frame"
                 continue
-            if key not in GROUP_APIS:
+            if key not in RESPONSE_APIS:
                 if trunc_v[i]:
                     error_col[i] = "truncated frame"
                 continue

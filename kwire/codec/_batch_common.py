@@ -19,8 +19,11 @@ RequestHeader = DEFAULT.codec.RequestHeader
 Subscription = DEFAULT.codec.Subscription
 Assignment = DEFAULT.codec.Assignment
 
-FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
+METADATA, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 3, 10, 11, 12, 13, 14
 GROUP_APIS = (FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP)
+# Metadata responses are decoded for the topic sizes they carry (Metadata
+# requests are not: the response alone names each topic and its partitions).
+RESPONSE_APIS = GROUP_APIS + (METADATA,)
 
 _TS = pa.timestamp("us", tz="UTC")
 MEMBER_TYPE = pa.struct([("member_id", pa.string()), ("group_instance_id", pa.string()),
@@ -38,6 +41,7 @@ FRAMES_SCHEMA = pa.schema([
     ("protocol_type", pa.string()), ("protocol_name", pa.string()), ("leader", pa.string()),
     ("session_timeout_ms", pa.int32()), ("rebalance_timeout_ms", pa.int32()),
     ("protocols", pa.list_(pa.string())), ("topics", pa.list_(pa.string())),
+    ("partition_counts", pa.list_(pa.int32())),
     ("members", pa.list_(MEMBER_TYPE)), ("assignments", pa.list_(ASSIGNMENT_TYPE)),
     ("leaving", pa.list_(pa.string())), ("decode_error", pa.string()),
 ])
@@ -45,7 +49,7 @@ FRAMES_SCHEMA = pa.schema([
 # Columns kept as Python lists (strings and nested values); the rest are
 # fixed-width and go into NumPy arrays with a validity mask.
 OBJECT_COLUMNS = ("client_id", "group_id", "member_id", "group_instance_id", "protocol_type", "protocol_name",
-                  "leader", "protocols", "topics", "members", "assignments", "leaving", "decode_error")
+                  "leader", "protocols", "topics", "partition_counts", "members", "assignments", "leaving", "decode_error")
 # Fixed-width columns that may be null, and the NumPy type each is built in.
 NULLABLE_INTS = {"api_key": np.int16, "api_version": np.int16, "correlation_id": np.int32,
                  "request_seq": np.int64, "request_ts": np.int64, "generation_id": np.int32,
@@ -111,8 +115,31 @@ def extract_request(api_key, msg, row):
             row["group_id"] = msg.key
 
 
+def _partition_count(partitions):
+    """A topic's size as a Metadata response gives it: the number of
+    partitions listed, when they are 0..n-1 (a broker lists every partition
+    of a topic, unavailable ones with an error of their own); None when the
+    listing cannot be a topic's, which the analysis reports as a bad frame."""
+    n = len(partitions)
+    indexes = {p.partition_index for p in partitions}
+    if n and len(indexes) == n and min(indexes) == 0 and max(indexes) == n - 1:
+        return n
+    return None
+
+
 def extract_response(api_key, msg, row):
     """Fill ``row`` from a decoded response body (request context already in ``row``)."""
+    if api_key == METADATA:
+        # No error code of its own, and nothing of a group's: each topic has
+        # an error code, and only the topics answered without one have a size.
+        names, counts = [], []
+        for t in msg.topics:
+            if t.error_code == 0 and t.name is not None:
+                names.append(t.name)
+                counts.append(_partition_count(t.partitions))
+        row["topics"] = names
+        row["partition_counts"] = counts
+        return
     row["error_code"] = msg.error_code
     if api_key == JOIN_GROUP:
         row["generation_id"] = msg.generation_id
@@ -147,6 +174,7 @@ class Columns:
         self.ints = {name: np.zeros(n, dtype) for name, dtype in NULLABLE_INTS.items()}
         self.valid = {name: np.zeros(n, bool) for name in NULLABLE_INTS}
         self.objs = {name: [None] * n for name in OBJECT_COLUMNS}
+        self.nones = [None] * n
 
     def set_row(self, i, row):
         for k, v in row.items():
@@ -179,6 +207,10 @@ class Columns:
                 if name == "request_ts":
                     arr = arr.cast(_TS)
             else:
-                arr = pa.array(self.objs[name], field.type)
+                values = self.objs[name]
+                # Some of these columns are null in a whole batch (Metadata's, errors' on clean traffic),
+                # which Arrow would convert None by None.  List equality stops at the first item that is
+                # not the same object, so a column with values costs one or a few comparisons here.
+                arr = pa.nulls(self.n, field.type) if values == self.nones else pa.array(values, field.type)
             arrays.append(arr)
         return pa.RecordBatch.from_arrays(arrays, schema=FRAMES_SCHEMA)

@@ -20,6 +20,7 @@ import numpy as np
 from kwire.codec._batch_common import (  # FRAMES_SCHEMA: each twin offers it (kwire.pipeline reads it there)
     FRAMES_SCHEMA,  # noqa: F401
     GROUP_APIS,
+    RESPONSE_APIS,
     Columns,
     error_text,
     extract_request,
@@ -117,7 +118,7 @@ def _decode_response(frame, conn, pending, row):
     row["member_id"] = member_id
     row["generation_id"] = generation_id
     row["group_instance_id"] = instance_id
-    if api_key not in GROUP_APIS:
+    if api_key not in RESPONSE_APIS:
         return
     try:
         header, msg = decode_response(frame, api_key, version)

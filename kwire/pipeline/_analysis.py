@@ -9,23 +9,29 @@ reduced by the Spark stage: heartbeat requests are dropped and successful
 heartbeat responses are folded into one row per (group, member,
 generation) carrying the last such heartbeat's request time in ``ts``.
 Timestamps are integer microseconds.
+
+Topic sizes come from the capture's Metadata responses where it has any
+(:func:`metadata_partition_counts`, :class:`MetadataCounts`), and are
+otherwise inferred from the partitions assigned.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kwire import assignors
-from kwire.errors import AssignmentError, KwireError
+from kwire.errors import ArgumentValueError, AssignmentError, KwireError
 
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
+METADATA, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 3, 11, 12, 13, 14
 REQUEST, RESPONSE = 0, 1
 
 #: Kafka's default session.timeout.ms, for members whose JoinGroup was not captured.
@@ -47,10 +53,12 @@ ERROR_NAMES = {
     79: "MEMBER_ID_REQUIRED", 81: "GROUP_MAX_SIZE_REACHED", 82: "FENCED_INSTANCE_ID",
 }
 
-# Columns the Spark stage passes in (and tests build by hand).
+# Columns the Spark stage passes in (and tests build by hand).  Metadata
+# responses may be among the events (api key 3, no group), with their
+# ``topics`` and ``partition_counts``: see :func:`metadata_partition_counts`.
 EVENT_COLUMNS = ["group_id", "seq", "ts", "request_seq", "request_ts", "direction", "api_key", "member_id",
                  "group_instance_id", "generation_id", "error_code", "protocol_name", "leader", "session_timeout_ms", "topics",
-                 "members", "assignments", "leaving"]
+                 "partition_counts", "members", "assignments", "leaving"]
 
 REBALANCE_SCHEMA = pa.schema([
     ("group_id", pa.string()), ("generation_id", pa.int32()), ("protocol_name", pa.string()),
@@ -86,6 +94,11 @@ BAD_FRAME_SCHEMA = pa.schema([
     ("reason", pa.string()),
 ])
 
+#: A topic's partition count from the Metadata response at ``seq``; as
+#: :func:`metadata_partition_counts` returns them, only the rows where the
+#: count changes.
+COUNT_SCHEMA = pa.schema([("topic", pa.string()), ("seq", pa.int64()), ("partitions", pa.int32())])
+
 
 @dataclass
 class Generation:
@@ -100,6 +113,12 @@ class Generation:
     assignment: Dict[str, List[Tuple[str, int]]] = field(default_factory=dict)
     leader_assignment: Dict[str, List[Tuple[str, int]]] = field(default_factory=dict)
     joined_ids: List[str] = field(default_factory=list)
+    #: Where in the capture (a ``seq``) the generation's topic sizes are
+    #: read: its first assignment frame (the leader's SyncGroup request when
+    #: captured), else its last JoinGroup response.
+    sizes_seq: Optional[int] = None
+    #: Topic sizes as of ``sizes_seq``: what the what-if replays this generation with.
+    partition_counts: Dict[str, int] = field(default_factory=dict)
 
     def member_ids(self):
         if self.members:
@@ -141,25 +160,141 @@ class Timeline:
     leaves: List[Tuple[int, str]]  # (ts, member_id)
     last_heartbeat: Dict[Tuple[str, int], int]  # (member, generation) -> ts
     session_timeout: Dict[str, int]
+    #: Topic sizes as of the group's last event (each generation has its own).
     partition_counts: Dict[str, int]
     #: rows of :data:`BAD_FRAME_SCHEMA`
     bad_frames: List[dict] = field(default_factory=list)
 
 
-def metadata_partition_counts(events) -> Dict[str, int]:
-    """Topic sizes from captured Metadata responses.
+# Which Metadata response an event takes a topic's size from: the last one
+# before it in the capture (``seq`` order, which ties never blur, unlike
+# ``ts``), and before the topic's first response, that first one.  Metadata is
+# cluster-wide, so every client's responses count for every group, not only
+# the group's own members' (a member may fetch it from a broker the capture
+# does not see).  Per event rather than one size per topic for the whole
+# capture, because sizes change: partitions are added (the consumers see it in
+# their next Metadata response and rebalance), and a topic deleted and created
+# again may be smaller.  A generation replays with the sizes as of its
+# assignment, which the leader computed from the Metadata it had then.  Before
+# the first response the first one is the best there is: sizes only grow while
+# a topic lives, so a later size is at least the size then.  The cost of "as
+# of": a leader that saw growth the capture did not (its Metadata went to an
+# unrecorded broker) has its assignment of a new partition reported as a bad
+# frame, naming the size the capture knew.
 
-    The hook for the codec's Metadata message (the group-protocol issue adds
-    it): once the batch decoder fills a column of topic sizes for Metadata
-    responses, read them here, and the counts it returns take precedence over
-    inference from assignments in :func:`build_timeline` (an assignment
-    beyond a known size becomes a bad frame).  Until then, no topic has a
-    known size."""
-    return {}
+
+def metadata_partition_counts(frames: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS):
+    """Topic sizes from the Metadata responses among ``frames`` (Arrow, with
+    ``seq``, ``ts``, ``api_key``, ``direction``, ``topics`` and
+    ``partition_counts``; other rows are ignored).
+
+    Returns ``(counts, bad)``: the :data:`COUNT_SCHEMA` rows where a topic's
+    size changes (:func:`count_changes`), and the :data:`BAD_FRAME_SCHEMA`
+    rows of the responses left out, each with the first reason found: a
+    topic whose partitions are not 0..n-1 (the decoder's null count), a size
+    beyond ``max_partitions`` (the cap assignments have), or a topic listed
+    twice with different sizes.  Columnar: nothing per topic or partition
+    becomes a Python object but the reasons' names."""
+    is_metadata = pc.and_(pc.equal(frames.column("api_key"), METADATA), pc.equal(frames.column("direction"), RESPONSE))
+    f = frames.filter(pc.and_(pc.fill_null(is_metadata, False), pc.and_(pc.is_valid(frames.column("topics")),
+                                                                        pc.is_valid(frames.column("partition_counts")))))
+    topics = f.column("topics").combine_chunks()
+    listed = f.column("partition_counts").combine_chunks()
+    if pc.any(pc.not_equal(pc.list_value_length(topics), pc.list_value_length(listed))).as_py():
+        raise ArgumentValueError("a Metadata row must have one partition count per topic")
+    row = pc.list_parent_indices(topics).to_numpy()
+    topic = pc.list_flatten(topics)
+    listed = pc.list_flatten(listed)
+    code = pc.dictionary_encode(topic).indices.to_numpy(zero_copy_only=False)
+    size = pc.fill_null(listed, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    unlisted = listed.is_null().to_numpy(zero_copy_only=False)
+    over = size > max_partitions
+    by_name = np.lexsort((code, row))
+    twice = np.zeros(len(row), bool)
+    pairs = (row[by_name][1:] == row[by_name][:-1]) & (code[by_name][1:] == code[by_name][:-1])
+    twice[by_name[1:][pairs & (size[by_name][1:] != size[by_name][:-1])]] = True
+    wrong = unlisted | over | twice
+    bad_rows, first = np.unique(row[wrong], return_index=True)
+    seq = f.column("seq").to_numpy()
+    ts = f.column("ts").cast(pa.int64()).to_numpy()
+    reasons = []
+    for i in np.flatnonzero(wrong)[first]:
+        name = topic[i].as_py()
+        # "Metadata response <kind>: <details>", the report counting reasons by kind.
+        if unlisted[i]:
+            reasons.append(f"Metadata response with partitions not 0..n-1: topic {name!r}")
+        elif over[i]:
+            reasons.append(f"Metadata response beyond the cap per topic: topic {name!r} of {size[i]:,} partitions, "
+                           f"the cap {max_partitions:,}")
+        else:
+            reasons.append(f"Metadata response listing a topic twice: {name!r}, with different partition counts")
+    n_bad = len(bad_rows)
+    bad = pa.table({"seq": seq[bad_rows], "ts": ts[bad_rows], "group_id": pa.nulls(n_bad, pa.string()),
+                    "api_key": np.full(n_bad, METADATA, np.int16), "direction": np.full(n_bad, RESPONSE, np.int8),
+                    "member_id": pa.nulls(n_bad, pa.string()), "generation_id": pa.nulls(n_bad, pa.int32()),
+                    "kind": pa.array(["inconsistent"] * n_bad, pa.string()), "reason": pa.array(reasons, pa.string())},
+                   schema=BAD_FRAME_SCHEMA)
+    keep = ~np.isin(row, bad_rows)
+    counts = pa.table({"topic": topic.filter(keep), "seq": seq[row[keep]], "partitions": size[keep].astype(np.int32)},
+                      schema=COUNT_SCHEMA)
+    return count_changes(counts), bad
 
 
-def _assignment_problem(rows, member_id, subscriptions, known_counts, max_partitions):
-    """Why a SyncGroup frame's assignments cannot be true, or None.
+def count_changes(counts: pa.Table) -> pa.Table:
+    """``counts`` (:data:`COUNT_SCHEMA`, any order) reduced to where each
+    topic's size changes in capture order: its first row, and each row whose
+    size differs from the one before.  Reducing a reduction changes nothing,
+    so parts of a capture are reduced apart and their results together (the
+    Spark stage reduces each partition's, then the driver all of them)."""
+    counts = counts.select(COUNT_SCHEMA.names).cast(COUNT_SCHEMA).sort_by([("topic", "ascending"), ("seq", "ascending")])
+    if counts.num_rows < 2:
+        return counts
+    code = pc.dictionary_encode(counts.column("topic").combine_chunks()).indices.to_numpy(zero_copy_only=False)
+    size = counts.column("partitions").to_numpy()
+    keep = np.ones(len(code), bool)
+    keep[1:] = (code[1:] != code[:-1]) | (size[1:] != size[:-1])
+    return counts.filter(pa.array(keep))
+
+
+class MetadataCounts:
+    """Topic sizes from a capture's Metadata responses, as of any point of it
+    (the rule is the comment above :func:`metadata_partition_counts`)."""
+
+    def __init__(self, changes: Optional[pa.Table] = None):
+        #: topic -> (seqs where its size changes, the size from each)
+        self._changes: Dict[str, Tuple[List[int], List[int]]] = {}
+        if changes is not None:
+            changes = count_changes(changes)
+            for topic, seq, n in zip(*(changes.column(c).to_pylist() for c in COUNT_SCHEMA.names)):
+                seqs, sizes = self._changes.setdefault(topic, ([], []))
+                seqs.append(seq)
+                sizes.append(n)
+
+    @classmethod
+    def constant(cls, counts: Mapping[str, int]) -> "MetadataCounts":
+        """Sizes that hold for the whole capture."""
+        topics = list(counts)
+        return cls(pa.table({"topic": topics, "seq": [0] * len(topics), "partitions": [counts[t] for t in topics]},
+                            schema=COUNT_SCHEMA))
+
+    def __contains__(self, topic):
+        return topic in self._changes
+
+    def count(self, topic, seq) -> Optional[int]:
+        """``topic``'s size as of ``seq``, or None where no Metadata response names it."""
+        changes = self._changes.get(topic)
+        if changes is None:
+            return None
+        seqs, sizes = changes
+        return sizes[max(bisect_right(seqs, seq) - 1, 0)]
+
+    def varies(self, topic) -> bool:
+        """Whether ``topic``'s size changes in the capture."""
+        return len(self._changes[topic][0]) > 1
+
+
+def _assignment_problem(rows, member_id, subscriptions, known: MetadataCounts, seq, max_partitions):
+    """Why a SyncGroup frame's assignments (at ``seq``) cannot be true, or None.
 
     ``subscriptions``: member id -> the topics it subscribed to in this
     generation, for the members whose JoinGroup was captured."""
@@ -169,7 +304,7 @@ def _assignment_problem(rows, member_id, subscriptions, known_counts, max_partit
         topics = subscriptions.get(mid)
         if topics is not None and topic not in topics:
             return f"assignment of topic {topic!r} to member {mid!r}, which did not subscribe to it"
-        limit = known_counts.get(topic)
+        limit = known.count(topic, seq)
         for p in r["partitions"]:
             p = int(p)
             if p < 0:
@@ -182,12 +317,14 @@ def _assignment_problem(rows, member_id, subscriptions, known_counts, max_partit
 
 
 def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, known_counts=None) -> Timeline:
-    """``events``: dicts with :data:`EVENT_COLUMNS`, any order.
+    """``events``: dicts with :data:`EVENT_COLUMNS` of one group's frames, any order.
 
-    ``known_counts``: topic sizes from Metadata responses
-    (:func:`metadata_partition_counts`); other topics' sizes are inferred
-    from assignments, up to ``max_partitions``."""
-    known_counts = dict(known_counts or {})
+    ``known_counts``: topic sizes from Metadata responses, a
+    :class:`MetadataCounts` (or a mapping of sizes that hold throughout);
+    they take precedence, and an assignment beyond one is a bad frame.
+    Other topics' sizes are inferred from assignments, up to ``max_partitions``."""
+    if not isinstance(known_counts, MetadataCounts):
+        known_counts = MetadataCounts.constant(known_counts or {})
     events = sorted(events, key=lambda e: e["seq"])
     bad: List[dict] = []
     # member id -> topics of its latest JoinGroup request, for members whose
@@ -201,6 +338,8 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
     # attributed to the id its response names, through the request's seq.
     session_by_seq: Dict[int, int] = {}
     counts: Dict[str, int] = defaultdict(int)
+    # Topics the group names, whichever way, for the sizes from Metadata.
+    named = set()
 
     def gen(g):
         if g not in gens:
@@ -212,6 +351,7 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
         err = _none(e["error_code"])
         g = _none(e["generation_id"])
         ts = int(e["ts"])
+        seq = int(e["seq"])
         member = _none(e["member_id"])
         if direction == RESPONSE and err:
             errors.append((ts, int(err)))
@@ -223,15 +363,17 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
             gg_members = gens[int(g)].members if g is not None and int(g) in gens else []
             subscriptions = dict(requested)
             subscriptions.update((m[0], set(m[2])) for m in gg_members)
-            problem = _assignment_problem(e["assignments"], member, subscriptions, known_counts, max_partitions)
+            problem = _assignment_problem(e["assignments"], member, subscriptions, known_counts, seq,
+                                          max_partitions)
             if problem is not None:
-                bad.append({"seq": int(e["seq"]), "ts": ts, "group_id": group_id, "api_key": key,
+                bad.append({"seq": seq, "ts": ts, "group_id": group_id, "api_key": key,
                             "direction": direction, "member_id": member,
                             "generation_id": int(g) if g is not None else None, "kind": "inconsistent",
                             "reason": problem})
                 continue
         if key == JOIN_GROUP and direction == REQUEST:
             topics = _list(e["topics"])
+            named.update(topics)
             if member and len(topics):
                 requested[member] = set(topics)
             st = _none(e["session_timeout_ms"])
@@ -248,12 +390,17 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
             gg.leader = _none(e["leader"]) or gg.leader
             if member and member not in gg.joined_ids:
                 gg.joined_ids.append(member)
+            if not gg.assignment and not gg.leader_assignment:
+                gg.sizes_seq = seq
             ms = e["members"]
             if ms is not None and len(ms):
                 gg.members = [(m["member_id"], _none(m["group_instance_id"]),
                                tuple(m["topics"]) if m["topics"] is not None else ()) for m in ms]
+                named.update(t for m in gg.members for t in m[2])
         elif key == SYNC_GROUP and g is not None:
             gg = gen(int(g))
+            if len(_list(e["assignments"])) and not gg.assignment and not gg.leader_assignment:
+                gg.sizes_seq = seq
             if direction == RESPONSE and not err:
                 gg.end = ts if gg.end is None else max(gg.end, ts)
                 _assign_rows(e["assignments"], member, gg.assignment)
@@ -270,8 +417,21 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
             for r in e["assignments"]:
                 for p in r["partitions"]:
                     counts[r["topic"]] = max(counts[r["topic"]], int(p) + 1)
-    counts.update(known_counts)
-    return Timeline(group_id, gens, errors, leaves, last_hb, session, dict(counts), bad)
+    known = [t for t in named.union(counts) if t in known_counts]
+    varying = [t for t in known if known_counts.varies(t)]
+    last_seq = int(events[-1]["seq"]) if events else 0
+
+    def sizes_at(seq):
+        out = dict(counts)
+        out.update((t, known_counts.count(t, seq)) for t in known)
+        return out
+
+    group_counts = sizes_at(last_seq)
+    for gg in gens.values():
+        # Without a topic whose size changes, every generation shares the group's sizes.
+        gg.partition_counts = (sizes_at(gg.sizes_seq if gg.sizes_seq is not None else last_seq) if varying
+                               else group_counts)
+    return Timeline(group_id, gens, errors, leaves, last_hb, session, group_counts, bad)
 
 
 def completed_generations(tl: Timeline) -> List[Generation]:
@@ -308,7 +468,7 @@ def rebalance_rows(tl: Timeline) -> List[dict]:
             if any(m in topics_before and set(topics_before[m]) != set(t) for m, t in topics_now.items()):
                 triggers.append("subscription_change")
             if not triggers:
-                expected = sum(tl.partition_counts.get(t, 0) for t in set().union(*topics_before.values())) \
+                expected = sum(prev.partition_counts.get(t, 0) for t in set().union(*topics_before.values())) \
                     if topics_before else 0
                 assigned = len(prev.ownership())
                 triggers.append("revocation_followup" if assigned < expected else "unknown")
@@ -464,7 +624,7 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
     inp = _ReplayInput()
     inp.group_id, inp.generation_id, inp.protocol_name = tl.group_id, gg.generation_id, gg.protocol_name
     inp.member_ids = [m[0] for m in gg.members]
-    inp.total = sum(tl.partition_counts.get(t, 0) for t in {t for m in gg.members for t in m[2]})
+    inp.total = sum(gg.partition_counts.get(t, 0) for t in {t for m in gg.members for t in m[2]})
     inp.member_codes = np.array([code(m) for m in inp.member_ids], dtype=_I64)
     inp.owner_codes = np.append(inp.member_codes, -1)  # indexed by member position, -1 for none
     observed = gg.assignment or gg.leader_assignment
@@ -481,8 +641,8 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
         # Java's sticky iteration order depends on.
         owned = [prev_lists.get(m, ()) for m in inp.member_ids]
     prev_generation = prev.generation_id if prev is not None else -1
-    inp.plain = _variant(gg, None, tl.partition_counts, tid, prev_generation)
-    inp.sticky = (_variant(gg, owned, tl.partition_counts, tid, prev_generation) if owned and any(owned)
+    inp.plain = _variant(gg, None, gg.partition_counts, tid, prev_generation)
+    inp.sticky = (_variant(gg, owned, gg.partition_counts, tid, prev_generation) if owned and any(owned)
                   else inp.plain)
     for v in {id(inp.plain): inp.plain, id(inp.sticky): inp.sticky}.values():
         _place_prev(v, inp.prev_keys, len(topic_ids))
@@ -620,12 +780,15 @@ def whatif_table(timelines, strategies=STRATEGIES, implementation=None, timer=No
 def events_from_frames(frames: pa.Table) -> pd.DataFrame:
     """The reduction the Spark stage does, in pandas: group frames only,
     heartbeat requests dropped, successful heartbeats folded into the last
-    one per (group, member, generation)."""
+    one per (group, member, generation); and the Metadata responses, which
+    the Spark stage reads apart (:func:`metadata_partition_counts`)."""
     for name in ("ts", "request_ts"):
         i = frames.schema.get_field_index(name)
         frames = frames.set_column(i, name, frames.column(name).cast(pa.int64()))
     frames = frames.to_pandas()
-    f = frames[frames["group_id"].notna() & frames["api_key"].isin([JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP])]
+    group = frames["group_id"].notna() & frames["api_key"].isin([JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP])
+    metadata = (frames["api_key"] == METADATA) & (frames["direction"] == RESPONSE)
+    f = frames[group | metadata]
     f = f[f["decode_error"].isna()]
     hb_ok = (f["api_key"] == HEARTBEAT) & (f["direction"] == RESPONSE) & (f["error_code"] == 0)
     keep = f[~hb_ok & ~((f["api_key"] == HEARTBEAT) & (f["direction"] == REQUEST))]
@@ -646,34 +809,69 @@ def _frame(rows, schema):
     return table.to_pandas()
 
 
-def _timelines(records, max_partitions=DEFAULT_MAX_PARTITIONS):
+def _timelines(records, max_partitions, known: MetadataCounts):
     by_group = defaultdict(list)
     for r in records:
         by_group[r["group_id"]].append(r)
     for gid in sorted(by_group):
-        yield build_timeline(gid, by_group[gid], max_partitions, metadata_partition_counts(by_group[gid]))
+        yield build_timeline(gid, by_group[gid], max_partitions, known)
 
 
-def timelines_of(pdf, max_partitions=DEFAULT_MAX_PARTITIONS):
-    return _timelines(pdf.to_dict("records") if not pdf.empty else (), max_partitions)
+# The columns of Metadata responses among events, as :func:`metadata_partition_counts` reads them.
+_METADATA_EVENT_SCHEMA = pa.schema([("seq", pa.int64()), ("ts", pa.int64()), ("api_key", pa.int16()),
+                                    ("direction", pa.int8()), ("topics", pa.list_(pa.string())),
+                                    ("partition_counts", pa.list_(pa.int32()))])
 
 
-def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS):
+def _split_metadata(pdf, counts, max_partitions):
+    """``(group events, MetadataCounts, bad Metadata frames)`` of a pandas
+    events frame.  ``counts``: the capture's (the Spark stage has them, and a
+    bucket's events hold no Metadata), or None to read the Metadata
+    responses among the events."""
+    is_metadata = (pdf["api_key"] == METADATA).to_numpy(dtype=bool, na_value=False) if len(pdf) else np.zeros(0, bool)
+    bad = BAD_FRAME_SCHEMA.empty_table()
+    if counts is None:
+        meta = pa.Table.from_pandas(pdf.loc[is_metadata, _METADATA_EVENT_SCHEMA.names], schema=_METADATA_EVENT_SCHEMA,
+                                    preserve_index=False)
+        counts, bad = metadata_partition_counts(meta, max_partitions)
+    groups = pdf[~is_metadata]
+    return groups.to_dict("records") if not groups.empty else (), MetadataCounts(counts), bad
+
+
+def timelines_of(pdf, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None):
+    """Timelines of a pandas events frame (:data:`EVENT_COLUMNS`).  ``counts``:
+    the capture's Metadata counts (:func:`metadata_partition_counts`), or None
+    to take them from the Metadata responses among the events."""
+    records, known, _bad = _split_metadata(pdf, counts, max_partitions)
+    return _timelines(records, max_partitions, known)
+
+
+def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None):
     """Timelines of an Arrow table of events (:data:`EVENT_COLUMNS`), without pandas."""
-    return _timelines(events.select(EVENT_COLUMNS).to_pylist(), max_partitions)
+    is_metadata = pc.fill_null(pc.equal(events.column("api_key"), METADATA), False)
+    if counts is None:
+        counts, _bad = metadata_partition_counts(events, max_partitions)
+    groups = events.filter(pc.invert(is_metadata)).select(EVENT_COLUMNS)
+    return _timelines(groups.to_pylist(), max_partitions, MetadataCounts(counts))
 
 
-def rebalances_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in timelines_of(pdf, max_partitions) for r in rebalance_rows(tl)], REBALANCE_SCHEMA)
+def rebalances_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None) -> pd.DataFrame:
+    return _frame([r for tl in timelines_of(pdf, max_partitions, counts) for r in rebalance_rows(tl)],
+                  REBALANCE_SCHEMA)
 
 
-def assignments_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in timelines_of(pdf, max_partitions) for r in assignment_rows(tl)], ASSIGNMENT_SCHEMA)
+def assignments_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None) -> pd.DataFrame:
+    return _frame([r for tl in timelines_of(pdf, max_partitions, counts) for r in assignment_rows(tl)],
+                  ASSIGNMENT_SCHEMA)
 
 
-def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None) -> pd.DataFrame:
-    return whatif_table(timelines_of(pdf, max_partitions), timer=timer).to_pandas()
+def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None) -> pd.DataFrame:
+    return whatif_table(timelines_of(pdf, max_partitions, counts), timer=timer).to_pandas()
 
 
-def bad_frames_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS) -> pd.DataFrame:
-    return _frame([r for tl in timelines_of(pdf, max_partitions) for r in tl.bad_frames], BAD_FRAME_SCHEMA)
+def bad_frames_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None) -> pd.DataFrame:
+    """The frames the analysis left out: the groups' and, when the Metadata
+    comes from ``pdf`` itself (``counts`` None), the Metadata responses'."""
+    records, known, bad = _split_metadata(pdf, counts, max_partitions)
+    rows = [r for tl in _timelines(records, max_partitions, known) for r in tl.bad_frames]
+    return pa.concat_tables([bad, pa.Table.from_pylist(rows, schema=BAD_FRAME_SCHEMA)]).to_pandas()

@@ -106,6 +106,8 @@ def summarize(s, reb, wi, bad):
 def _reason_kind(reason):
     # "negative partition -5 of topic 't'" -> "negative partition": the kind
     # without the numbers and names that make every reason distinct.
+    if reason.startswith("Metadata response"):
+        return reason.split(":")[0]
     for kind in ("negative partition", "beyond the cap", "(Metadata)", "did not subscribe"):
         if kind in reason:
             return {"(Metadata)": "partition beyond the topic's size (Metadata)",

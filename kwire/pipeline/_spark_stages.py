@@ -5,14 +5,20 @@
    the same Python worker; ``mapInArrow`` feeds each Arrow batch to the
    batch decoder (``kwire.codec._batch_c``) as zero-copy NumPy views.  Written to
    ``OUT/frames``.
-2. **events**: group frames only; heartbeat requests dropped and successful
+2. **metadata**: topic sizes from the Metadata responses, capture-wide
+   (Metadata is the cluster's, not a group's): each partition reduced to
+   where a topic's size changes, then the driver reduces those
+   (:func:`kwire.pipeline._analysis.metadata_partition_counts`); the small
+   table goes to every analysis task.
+   **events**: group frames only; heartbeat requests dropped and successful
    heartbeats folded into the last one per (group, member, generation) --
    the bulk of the traffic, reduced in the JVM before Python sees it.
 3. **rebalances / assignments / what-if**: ``applyInArrow`` over buckets
    of groups (not one task per group) balanced by the groups' event counts,
    each bucket analysed by :mod:`kwire.pipeline._analysis`; the what-if
    stays in Arrow and NumPy from its input to its rows.
-4. ``bad_frames``: undecodable frames and the frames the analysis left out
+4. ``bad_frames``: undecodable frames and the frames the analysis left out,
+   Metadata responses' among them
    (:data:`kwire.pipeline._analysis.BAD_FRAME_SCHEMA`), with their reasons.
 5. ``report.md``, ``report.json`` and charts from small aggregates
    (:mod:`kwire.pipeline._report`).
@@ -31,6 +37,7 @@ import sys
 import time
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kwire.errors import ArgumentTypeError, CaptureFormatError
 from kwire.pipeline import _analysis as analysis
@@ -221,6 +228,40 @@ def decode_stage(spark, capture_path, partitions=None, implementation=None, arch
     return ordered_capture(spark, capture_path, partitions).mapInArrow(lambda it: decode(it, implementation), schema)
 
 
+#: What the metadata stage's tasks return: bad Metadata frames (``kind``
+#: set) and, with ``kind`` null, count changes (``topic``, ``seq``, ``partitions``).
+METADATA_STAGE_SCHEMA = pa.schema(list(analysis.BAD_FRAME_SCHEMA) + [pa.field("topic", pa.string()),
+                                                                    pa.field("partitions", pa.int32())])
+
+
+def metadata_partition(batches, max_partitions):
+    """Runs in the Python worker: one partition's Metadata responses, reduced
+    to their count changes, and their bad frames."""
+    batches = list(batches)
+    if not batches:
+        return
+    counts, bad = analysis.metadata_partition_counts(pa.Table.from_batches(batches), max_partitions)
+    out = pa.concat_tables([bad, counts], promote_options="default")
+    yield from out.select(METADATA_STAGE_SCHEMA.names).cast(METADATA_STAGE_SCHEMA).to_batches()
+
+
+def metadata_stage(frames, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, archive=None):
+    """``(counts, bad)``: the capture's :data:`~kwire.pipeline._analysis.COUNT_SCHEMA`
+    changes and its bad Metadata frames (:data:`~kwire.pipeline._analysis.BAD_FRAME_SCHEMA`),
+    both small Arrow tables on the driver."""
+    from pyspark.sql import functions as F
+
+    responses = frames.where((F.col("api_key") == analysis.METADATA) & (F.col("direction") == analysis.RESPONSE)
+                             & F.col("partition_counts").isNotNull()).select(
+        "seq", F.unix_micros("ts").alias("ts"), "api_key", "direction", "topics", "partition_counts")
+    run = remote(__name__, "metadata_partition", archive)
+    rows = responses.mapInArrow(lambda it: run(it, max_partitions), spark_schema(METADATA_STAGE_SCHEMA))
+    table = rows.toArrow().cast(METADATA_STAGE_SCHEMA)
+    is_bad = pc.is_valid(table.column("kind"))
+    counts = analysis.count_changes(table.filter(pc.invert(is_bad)).select(analysis.COUNT_SCHEMA.names))
+    return counts, table.filter(is_bad).select(analysis.BAD_FRAME_SCHEMA.names)
+
+
 def events_stage(frames):
     from pyspark.sql import functions as F
 
@@ -306,32 +347,38 @@ _BUCKET_KINDS = {
 }
 
 
-def analyse_bucket(pdf, kind, max_partitions, timer=None):
+def analyse_bucket(pdf, kind, max_partitions, timer=None, counts=None):
     """Runs in the Python worker: one bucket of groups' events (pandas) to the
     rows of table ``kind``.  ``timer`` (what-if only) gets the seconds spent
-    replaying, not building timelines."""
+    replaying, not building timelines.  ``counts``: the capture's Metadata
+    counts (from :func:`metadata_stage`)."""
     fn, _schema = _BUCKET_KINDS[kind]
     extra = (timer,) if kind == "whatif" else ()
-    return fn(pdf.drop(columns=["bucket"]), max_partitions, *extra)
+    return fn(pdf.drop(columns=["bucket"]), max_partitions, *extra, counts=counts)
 
 
-def analyse_bucket_arrow(table, kind, max_partitions, timer=None):
+def analyse_bucket_arrow(table, kind, max_partitions, timer=None, counts=None):
     if kind == "whatif":
         # Arrow in, Arrow out: the replay runs on arrays, no pandas between.
-        return analysis.whatif_table(analysis.timelines_of_arrow(table, max_partitions), timer=timer)
+        return analysis.whatif_table(analysis.timelines_of_arrow(table, max_partitions, counts), timer=timer)
     _fn, schema = _BUCKET_KINDS[kind]
-    return pa.Table.from_pandas(analyse_bucket(table.to_pandas(), kind, max_partitions), schema=schema,
-                                preserve_index=False)
+    return pa.Table.from_pandas(analyse_bucket(table.to_pandas(), kind, max_partitions, counts=counts),
+                                schema=schema, preserve_index=False)
 
 
-def bucket_stage(events, kind, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, archive=None, timer=None):
+def bucket_stage(events, kind, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, archive=None, timer=None,
+                 counts=None):
+    """``counts``: the capture's Metadata counts, an Arrow table (a kwire
+    object in the closure would make the workers import kwire before
+    :func:`~kwire.pipeline._ship.remote` can find it); None for none."""
     _fn, schema = _BUCKET_KINDS[kind]
+    counts = analysis.COUNT_SCHEMA.empty_table() if counts is None else counts
     grouped = events.groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
         run = remote(__name__, "analyse_bucket_arrow", archive)
-        return grouped.applyInArrow(lambda t: run(t, kind, max_partitions, timer), spark_schema(schema))
+        return grouped.applyInArrow(lambda t: run(t, kind, max_partitions, timer, counts), spark_schema(schema))
     run = remote(__name__, "analyse_bucket", archive)
-    return grouped.applyInPandas(lambda pdf: run(pdf, kind, max_partitions, timer), spark_schema(schema))
+    return grouped.applyInPandas(lambda pdf: run(pdf, kind, max_partitions, timer, counts), spark_schema(schema))
 
 
 def undecodable_frames(frames):
@@ -407,14 +454,21 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         stages["decode"] = {"seconds": st.seconds, "frames": row["frames"]}
         s = {"frames": row["frames"], "decode_errors": row["errors"] or 0, "connections": row["conns"]}
 
+        with progress.stage("metadata") as st:
+            metadata_counts, metadata_bad = metadata_stage(frames, max_partitions, archive)
+            st.done(topics=len(pc.unique(metadata_counts.column("topic"))))
+        stages["metadata"] = {"seconds": st.seconds, **st.counts}
+
         events = bucketed(events_stage(frames), buckets).persist()
         tables = {}
         replay = sc.accumulator(0.0)
         for kind in ("rebalances", "assignments", "whatif", "bad_frames"):
             with progress.stage(kind) as st:
-                table = bucket_stage(events, kind, max_partitions, archive, replay if kind == "whatif" else None)
+                table = bucket_stage(events, kind, max_partitions, archive, replay if kind == "whatif" else None,
+                                     metadata_counts)
                 if kind == "bad_frames":
-                    table = undecodable_frames(frames).unionByName(table)
+                    table = undecodable_frames(frames).unionByName(table).unionByName(
+                        spark.createDataFrame(metadata_bad.to_pylist(), spark_schema(analysis.BAD_FRAME_SCHEMA)))
                 table.write.mode("overwrite").parquet(_path(out, kind))
                 tables[kind] = spark.read.parquet(_path(out, kind))
                 if kind == "whatif":

@@ -4,8 +4,10 @@ Each group is simulated the way a Kafka coordinator and its Java-style
 clients behave, and every frame is encoded by kwire:
 
 * a new member finds its coordinator (FindCoordinator on a bootstrap
+  connection), fetches Metadata for the topics it subscribes to (on the same
   connection), joins with an empty member id and, from JoinGroup v4 on, is
-  told MEMBER_ID_REQUIRED (79) with its id, then joins again;
+  told MEMBER_ID_REQUIRED (79) with its id, then joins again; a member that
+  changes its subscription fetches Metadata for it before it rejoins;
 * a rebalance is noticed by the other members at their next heartbeat
   (REBALANCE_IN_PROGRESS, 27), after which they rejoin; the leader runs the
   group's assignor (kwire's, on the members' real Subscriptions, with owned
@@ -30,6 +32,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 import kwire
+from kwire import codec
 from kwire.pipeline._capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
 
 MEMBER_ID_REQUIRED = 79
@@ -52,15 +55,16 @@ class Profile:
     heartbeat: int
     leave: int
     subscription: int
+    metadata: int
 
 
 PROFILES = {
     # A Java 3.x consumer against a 3.x broker.
-    "java3": Profile("java3", 4, 9, 5, 4, 5, 3),
+    "java3": Profile("java3", 4, 9, 5, 4, 5, 3, 12),
     # An older client: no member-id round trip, no static membership fields.
-    "legacy": Profile("legacy", 1, 2, 1, 1, 1, 0),
+    "legacy": Profile("legacy", 1, 2, 1, 1, 1, 0, 1),
     # librdkafka-like: JoinGroup v5, classic headers.
-    "rdkafka": Profile("rdkafka", 2, 5, 3, 3, 3, 1),
+    "rdkafka": Profile("rdkafka", 2, 5, 3, 3, 3, 1, 4),
 }
 
 
@@ -140,6 +144,10 @@ class GroupSim:
         self.generation = 0
         self.leader: Optional[str] = None
         self._client_seq = 0
+        # Metadata's timing draws from its own generator, so that adding it
+        # left every other draw (member ids, timings, choices) as it was.
+        self._metadata_rng = random.Random(f"metadata/{group_id}")
+        self._metadata_responses: Dict[tuple, object] = {}
         self.last_heartbeat: Dict[str, int] = {}
         #: Ground truth, one dict per generation: what the analysis should find.
         self.history: List[dict] = []
@@ -189,11 +197,13 @@ class GroupSim:
         corr = self._request(boot, ts, fc, p.find_coordinator)
         ts += self.latency()
         self._response(boot, ts, fr, p.find_coordinator, corr)
+        ready = ts + self.latency(1, 5)
+        self.fetch_metadata(boot, ts, ready)
         # The member's id is chosen now but only told to it by the
         # coordinator: in MEMBER_ID_REQUIRED (v4+, dynamic members) or in
         # its first successful JoinGroup response; until then it joins with "".
         m = Member(member_id, client_id, instance, list(topics), self.out.new_conn(), addr, corr=boot.corr)
-        ts += self.latency(1, 5)
+        ts = ready
         if p.join >= 4 and instance is None:
             corr = self._request(m, ts, self._join_request(m), p.join)
             ts += self.latency()
@@ -203,6 +213,34 @@ class GroupSim:
             m.id_known = True
             ts += self.latency()
         return m, ts
+
+    def fetch_metadata(self, m: Member, t_from, t_to=None):
+        """``m``'s Metadata request for its topics and the response, both
+        between ``t_from`` and ``t_to`` (by default 1-5 ms later) on ``m``'s
+        connection.  Returns ``t_to``."""
+        if t_to is None:
+            t_to = t_from + int(self._metadata_rng.uniform(1, 5) * MS)
+        a, b = sorted(self._metadata_rng.uniform(0.05, 0.95) for _ in range(2))
+        version = self.profile.metadata
+        req = codec.MetadataRequest(topics=[codec.MetadataRequestTopic(name=t) for t in sorted(m.topics)])
+        corr = self._request(m, t_from + int((t_to - t_from) * a), req, version)
+        self._response(m, t_from + int((t_to - t_from) * b), self._metadata_response(m.topics), version, corr)
+        return t_to
+
+    def _metadata_response(self, topics):
+        """The cluster's answer: three brokers, each topic's partitions
+        replicated three times (UNKNOWN_TOPIC_OR_PARTITION, 3, for a topic the
+        cluster does not have).  Built once per set of topics and sizes."""
+        key = tuple((t, self.partitions.get(t)) for t in sorted(topics))
+        resp = self._metadata_responses.get(key)
+        if resp is None:
+            brokers = [codec.MetadataResponseBroker(node_id=n, host=f"broker-{n}", port=9092) for n in (1, 2, 3)]
+            resp = codec.MetadataResponse(brokers=brokers, controller_id=1, topics=[codec.MetadataResponseTopic(
+                error_code=0 if n is not None else 3, name=t, partitions=[codec.MetadataResponsePartition(
+                    error_code=0, partition_index=i, leader_id=i % 3 + 1, replica_nodes=_replicas(i),
+                    isr_nodes=_replicas(i)) for i in range(n or 0)]) for t, n in key])
+            self._metadata_responses[key] = resp
+        return resp
 
     def _subscription(self, m: Member) -> bytes:
         p = self.profile
@@ -369,6 +407,10 @@ class GroupSim:
         return self._heartbeat(m, t, m.generation, UNKNOWN_MEMBER_ID)
 
 
+def _replicas(partition):
+    return [(partition + k) % 3 + 1 for k in range(3)]
+
+
 def _topic_groups(cls, owned):
     groups: Dict[str, List[int]] = {}
     for t, p in owned:
@@ -436,7 +478,7 @@ def simulate_group(out: Frames, index: int, seed: int, t0: int, duration_s: floa
         else:
             m = rng.choice(live)
             m.topics = rng.sample(names, rng.randint(1, 3))
-            t = sim.rebalance(t, early=[m])
+            t = sim.rebalance(sim.fetch_metadata(m, t), early=[m])
     if corrupt_rate:
         _corrupt(out, rng, corrupt_rate)
     return sim
