@@ -475,3 +475,15 @@ def test_the_sync_request_frame_leaves_what_it_does_not_write_to_the_codec(imple
                             **request)
     with pytest.raises(AssignmentError):
         leader_sync_request("range", None, counts, implementation=implementation, **request)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_frame_of_many_megabytes_is_the_codecs_frame(implementation):
+    """Past 8 MiB the compiled kernel asks for huge pages for the frame it writes: the bytes stay the codec's."""
+    sub = codec.Subscription(topics=["big", "small"]).encode(3)
+    response = sync_response([("m-1", None, sub), ("m-2", None, sub)], "range")
+    counts = {"big": 3_000_000, "small": 5}
+    request = dict(group_id="g", correlation_id=3)
+    got = leader_sync_request("range", response, counts, implementation=implementation, **request)
+    assert len(got) > 8 << 20
+    assert got == sync_frame_by_the_codec("range", response, counts, None, implementation, 5, **request)

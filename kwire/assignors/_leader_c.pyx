@@ -224,6 +224,39 @@ cdef inline int64_t _put_uvarint(uint8_t* out, uint64_t v) noexcept nogil:
     return n + 1
 
 
+cdef extern from *:
+    """
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    static void kwire_advise_huge_pages(void* start, size_t length) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        (void)madvise(start, length, MADV_HUGEPAGE);
+    #else
+        (void)start; (void)length;
+    #endif
+    }
+    """
+    void kwire_advise_huge_pages(void* start, size_t length) nogil
+
+
+cdef void _ask_for_huge_pages(uint8_t* buf, int64_t size) noexcept nogil:
+    """Ask the kernel to back a big, fresh output with huge pages.
+
+    A leader's frame for 1M partitions is ~20 MB written once into fresh
+    memory: with 4 KiB pages that is ~5000 page faults, a third of the
+    write.  As NumPy does for its big arrays, the 2 MiB-aligned interior is
+    marked MADV_HUGEPAGE (Linux); where the kernel has none, or on another
+    system, the advice is ignored and nothing else changes."""
+    cdef size_t huge = 2 * 1024 * 1024
+    if size < 4 * <int64_t>huge:
+        return
+    cdef size_t start = (<size_t>buf + huge - 1) & ~(huge - 1)
+    cdef size_t end = (<size_t>buf + <size_t>size) & ~(huge - 1)
+    if end > start:
+        kwire_advise_huge_pages(<void*>start, end - start)
+
+
 def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:] partition,
                const int64_t[:] name_offsets, bytes name_blob, int version, list member_ids, bint flexible,
                bytes head, bytes tail):
@@ -270,6 +303,7 @@ def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:]
         runs.stamp_base = members
         frame = PyBytes_FromStringAndSize(NULL, total)
         buf = <uint8_t*>PyBytes_AS_STRING(frame)
+        _ask_for_huge_pages(buf, total)
         memcpy(buf, PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
         at = PyBytes_GET_SIZE(head)
         with nogil:
