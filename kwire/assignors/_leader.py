@@ -102,11 +102,14 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
     D = len(first_ids)
     claims: Optional[list] = None
     if reading.rows is None:
-        generation = subscription_generation = np.full(D, DEFAULT_GENERATION, dtype=_I64)
+        generation = subscription_generation = np.full(D, DEFAULT_GENERATION, dtype=_I32)
     else:
+        # int32 as the group keeps them: every value here was read from an
+        # int32 on the wire, and an int64 column would be narrowed and
+        # range-checked again by ArrayGroup on every call.
         generation, subscription_generation, claims = reading.rows(cols)
-        generation = np.array(generation, dtype=_I64)
-        subscription_generation = np.array(subscription_generation, dtype=_I64)
+        generation = np.array(generation, dtype=_I32)
+        subscription_generation = np.array(subscription_generation, dtype=_I32)
     mentioned = np.zeros(len(cols.names), dtype=bool)
     mentioned[cols.list_topic] = True
     if reading.owned_entries:
@@ -360,8 +363,8 @@ def _array_group(topics, partition_counts, index, member_ids, instance_ids, whic
         owned_indptr=owned_indptr,
         owned_topic=owned_topic,
         owned_partition=owned_partition,
-        generation=generation[which] if M else np.zeros(0, dtype=_I64),
-        subscription_generation=subscription_generation[which] if M else np.zeros(0, dtype=_I64),
+        generation=generation[which] if M else np.zeros(0, dtype=_I32),
+        subscription_generation=subscription_generation[which] if M else np.zeros(0, dtype=_I32),
         rack_names=rack_names,
         replica_rack_indptr=rr_indptr,
         replica_racks=rr,
