@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+import pyarrow as pa
 
 import kwire
 from kwire import codec
@@ -95,17 +96,22 @@ class Frames:
         self.client.append(client)
         self.broker.append(broker)
 
-    def write(self, path, rows_per_group=65536):
+    def sorted_table(self) -> pa.Table:
+        """The frames as a table of the capture's columns but ``seq`` (``ts``
+        as int64 microseconds), in time order."""
+        ts = np.asarray(self.ts, dtype=np.int64)
+        table = pa.table({
+            "ts": ts, "conn": np.asarray(self.conn, np.int64), "direction": np.asarray(self.direction, np.int8),
+            "client": pa.array(self.client, pa.string()), "broker": pa.array(self.broker, pa.string()),
+            "frame": pa.array(self.frame, pa.binary()), "truncated": np.asarray(self.truncated, bool)})
         # Stable sort: frames with equal timestamps keep generation order,
         # so a response never precedes its request.
-        order = np.argsort(np.asarray(self.ts, dtype=np.int64), kind="stable")
-        pick = lambda xs: [xs[i] for i in order]  # noqa: E731
+        return table.take(np.argsort(ts, kind="stable"))
+
+    def write(self, path, rows_per_group=65536):
         with CaptureWriter(path, rows_per_group=rows_per_group) as w:
-            w.append_columns(np.asarray(self.ts, np.int64)[order], np.asarray(self.conn, np.int64)[order],
-                             np.asarray(self.direction, np.int8)[order], pick(self.frame),
-                             truncated=np.asarray(self.truncated, bool)[order],
-                             client=pick(self.client), broker=pick(self.broker))
-        return len(order)
+            w.append_table(self.sorted_table())
+        return len(self.ts)
 
 
 @dataclass
