@@ -7,6 +7,7 @@ one place.  docs/PIPELINE.md documents the columns.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -47,10 +48,15 @@ class CaptureWriter:
         self.rows_per_group = rows_per_group
         self._writer = pq.ParquetWriter(self.path, SCHEMA, compression=compression)
         self._cols = {name: [] for name in COLUMNS}
+        # Tables from append_table not yet written: less than a row group.
+        self._tables = []
+        self._table_rows = 0
         self.seq = 0
         self.closed = False
 
     def append(self, ts_us, conn, direction, frame, truncated=False, client=None, broker=None):
+        if self._tables:
+            self._write_tables()  # they came first
         c = self._cols
         c["seq"].append(self.seq)
         c["ts"].append(int(ts_us))
@@ -64,29 +70,36 @@ class CaptureWriter:
         if len(c["seq"]) >= self.rows_per_group:
             self.flush()
 
-    def append_columns(self, ts_us, conn, direction, frames, truncated=None, client=None, broker=None):
-        """Bulk append (the generator's path): equal-length sequences."""
-        self.flush()
-        n = len(frames)
-        import numpy as np
+    def append_table(self, table: pa.Table):
+        """Bulk append (the generator's path): a table with every column but
+        ``seq``, ``ts`` as int64 microseconds or as the schema's timestamp.
 
-        table = pa.table(
-            {
-                "seq": pa.array(np.arange(self.seq, self.seq + n, dtype=np.int64)),
-                "ts": pa.array(np.asarray(ts_us, dtype=np.int64), pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-                "conn": pa.array(np.asarray(conn, dtype=np.int64)),
-                "direction": pa.array(np.asarray(direction, dtype=np.int8)),
-                "client": pa.array(client if client is not None else [None] * n, pa.string()),
-                "broker": pa.array(broker if broker is not None else [None] * n, pa.string()),
-                "frame": pa.array(frames, pa.binary()),
-                "truncated": pa.array(np.zeros(n, bool) if truncated is None else np.asarray(truncated, bool)),
-            },
-            schema=SCHEMA,
-        )
-        self._writer.write_table(table, row_group_size=self.rows_per_group)
+        Rows are written in whole row groups of ``rows_per_group``; the rest
+        waits for the next call or :meth:`flush`.  So a capture appended in
+        pieces has the row groups, and the bytes, of one appended at once."""
+        self._write_rows()
+        n = table.num_rows
+        seq = pa.array(np.arange(self.seq, self.seq + n, dtype=np.int64))
+        columns = [seq] + [table.column(f.name).cast(f.type) for f in SCHEMA if f.name != "seq"]
+        self._tables.append(pa.Table.from_arrays(columns, schema=SCHEMA))
+        self._table_rows += n
         self.seq += n
+        whole = self._table_rows - self._table_rows % self.rows_per_group
+        if whole:
+            pending = pa.concat_tables(self._tables)
+            # One chunk per column: Parquet's pages break where the input's chunks do.
+            self._writer.write_table(pending.slice(0, whole).combine_chunks(), row_group_size=self.rows_per_group)
+            self._tables = [pending.slice(whole)]
+            self._table_rows -= whole
 
-    def flush(self):
+    def _write_tables(self):
+        if self._table_rows:
+            self._writer.write_table(pa.concat_tables(self._tables).combine_chunks(),
+                                     row_group_size=self.rows_per_group)
+        self._tables = []
+        self._table_rows = 0
+
+    def _write_rows(self):
         c = self._cols
         if not c["seq"]:
             return
@@ -99,6 +112,10 @@ class CaptureWriter:
         self._writer.write_table(pa.Table.from_arrays(arrays, schema=SCHEMA))
         for v in c.values():
             v.clear()
+
+    def flush(self):
+        self._write_tables()
+        self._write_rows()
 
     def close(self):
         if self.closed:
