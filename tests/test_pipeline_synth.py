@@ -71,6 +71,21 @@ def test_temporary_files_go_on_error(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+def test_a_merge_that_fails_leaves_the_previous_capture(tmp_path, monkeypatch):
+    out = tmp_path / "x.parquet"
+    synth(out, groups=2, duration_s=30)
+    before = out.read_bytes()
+
+    def failing(self, writer):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(_synth.SortedRuns, "merge_into", failing)
+    with pytest.raises(RuntimeError, match="disk full"):
+        synth(out, groups=4, duration_s=30, chunk_groups=2)
+    assert out.read_bytes() == before
+    assert os.listdir(tmp_path) == ["x.parquet"]
+
+
 @pytest.mark.parametrize("kw", [dict(groups=-1), dict(chunk_groups=0), dict(batch_rows=0)])
 def test_synth_refuses_bad_sizes(tmp_path, kw):
     with pytest.raises(ArgumentValueError):

@@ -138,8 +138,12 @@ class SortedRuns:
         self._dir = tempfile.TemporaryDirectory(prefix=".kwire-synth-", dir=directory)
         self._paths: List[str] = []
 
+    def scratch(self, name: str) -> str:
+        """A path in the temporary directory, gone with it unless moved out."""
+        return os.path.join(self._dir.name, name)
+
     def add(self, table: pa.Table):
-        path = os.path.join(self._dir.name, f"run-{len(self._paths):05d}.arrow")
+        path = self.scratch(f"run-{len(self._paths):05d}.arrow")
         # LZ4: the runs are read once, soon; 40% of their bytes (zstd: 20%) in two thirds of zstd's time.
         options = pa.ipc.IpcWriteOptions(compression="lz4")
         with pa.OSFile(path, "wb") as f, pa.ipc.new_file(f, table.schema, options=options) as w:
@@ -620,6 +624,10 @@ def synth(path, groups=1000, seed=0, duration_s=600.0, heartbeat_interval_ms=300
                 count += len(out.frame)
                 runs.add(out.sorted_table())
                 out.clear()
-        with CaptureWriter(path) as w:
+        # Written beside the runs and moved into place whole: a merge that
+        # fails leaves no half capture at ``path`` (and an older one intact).
+        partial = runs.scratch("capture.parquet")
+        with CaptureWriter(partial) as w:
             runs.merge_into(w)
+        os.replace(partial, path)
     return count
