@@ -3,7 +3,8 @@
     python benches/bench_leader.py [--quick] [--rounds N] [--no-kafka-python]
 
 One case is one group shape and strategy.  Every timing is the best of
-``--rounds`` runs of:
+``--rounds`` rounds (each the mean of a loop of calls lasting at least
+``ROUND_S``, one call for the big shapes; a collection before each round) of:
 
     JoinGroupResponse frame -> kwire.decode_response -> leader_assignments
     -> SyncGroupRequest -> kwire.encode_request frame
@@ -13,7 +14,7 @@ and of the bytes-out entry point, which gives the same frame ("bytes out"):
     JoinGroupResponse frame -> kwire.decode_response -> leader_sync_request
 
 next to the array core alone (``assign_arrays`` on the same group, built
-afresh and untimed before each run, so that the core derives its member order
+afresh and untimed for each call, so that the core derives its member order
 and hashes as the whole path must) and, for the two small shapes, kafka-python 3.0.12's own leader path on
 the same frame (its JoinGroupResponse and ConsumerProtocolSubscription
 decoders, its assignor, its ConsumerProtocolAssignment and SyncGroupRequest
@@ -129,15 +130,31 @@ def kafka_python_setup(T, P, strategy):
     return cluster, (assignor() if strategy == "cooperative-sticky" else assignor)
 
 
+#: A timed round lasts at least this long: a call of a fraction of a millisecond is timed as the mean of a
+#: loop of calls, as timeit does (one call alone measures the timer and the caches a collection just emptied).
+ROUND_S = 0.02
+
+
 def best(fn, rounds, setup=None):
-    """The fastest of ``rounds`` calls of ``fn()``, or of ``fn(setup())`` with ``setup`` untimed."""
+    """Seconds per call of ``fn()``, or of ``fn(setup())`` with ``setup`` untimed: the best of ``rounds``
+    rounds, each the mean of enough calls to last :data:`ROUND_S` (one call for the big shapes)."""
+    arg = setup() if setup is not None else None
+    t = time.perf_counter()
+    fn() if setup is None else fn(arg)
+    number = max(1, int(ROUND_S / max(time.perf_counter() - t, 1e-9)))
     times = []
     for _ in range(rounds):
-        arg = setup() if setup is not None else None
+        args = [setup() for _ in range(number)] if setup is not None else None
         gc.collect()
         t = time.perf_counter()
-        fn() if setup is None else fn(arg)
-        times.append(time.perf_counter() - t)
+        if setup is None:
+            for _ in range(number):
+                fn()
+        else:
+            for a in args:
+                fn(a)
+        times.append((time.perf_counter() - t) / number)
+        del args
     return min(times)
 
 

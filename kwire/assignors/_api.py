@@ -24,7 +24,7 @@ from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, checked_c
 from ._leader import ColumnReading, assignment_payloads, join_members_group, member_objects_group, sync_request_frame
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import assign_range, reference_range
-from ._userdata import cooperative_generation, member_input_for, protocol_generation, sticky_claims
+from ._userdata import cooperative_generations, member_input_for, protocol_generations, sticky_claims
 from ._roundrobin import assign_roundrobin, reference_roundrobin
 
 ArrayFn = Callable[..., ArrayAssignment]
@@ -318,16 +318,15 @@ def _column_reading(strategy: str, counts: Dict[str, int]) -> Optional[ColumnRea
     if strategy == "cooperative-sticky":
 
         def cooperative_rows(cols):
-            ids = cols.generation.tolist()
-            generation = [cooperative_generation(g, user_data) for g, user_data in zip(ids, cols.user_data)]
-            return generation, [protocol_generation(g) for g in ids], None
+            return (cooperative_generations(cols.generation, cols.user_data), protocol_generations(cols.generation),
+                    None)
 
         return ColumnReading(check, True, cooperative_rows)
 
     def sticky_rows(cols):
         read = [sticky_claims(user_data) for user_data in cols.user_data]
         claims = [_kept_claims(owned, counts) for owned, _ in read]
-        return [generation for _, generation in read], [protocol_generation(g) for g in cols.generation.tolist()], claims
+        return [generation for _, generation in read], protocol_generations(cols.generation), claims
 
     return ColumnReading(check, False, sticky_rows)
 

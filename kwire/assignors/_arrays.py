@@ -173,6 +173,16 @@ _STR_TYPES = frozenset((str,))
 _OPTIONAL_STR_TYPES = frozenset((str, type(None)))
 
 
+def all_str(values) -> bool:
+    """Whether every value is exactly a str (a few C loops: counting types, not testing each value)."""
+    return _STR_TYPES.issuperset(map(type, values))
+
+
+def all_optional_str(values) -> bool:
+    """Whether every value is exactly a str or None."""
+    return _OPTIONAL_STR_TYPES.issuperset(map(type, values))
+
+
 class ArrayGroup:
     """A consumer group as arrays: see docs/ASSIGNORS.md for the full layout.
 
@@ -340,7 +350,7 @@ class ArrayGroup:
         M = len(self.member_ids)
         # Counting the types first is a few C loops: the per-value loops
         # below, which name the offender, run only when there is one.
-        if not _STR_TYPES.issuperset(map(type, self.member_ids)):
+        if not all_str(self.member_ids):
             for m in self.member_ids:
                 if not isinstance(m, str):
                     raise AssignmentError(f"member ids must be str, got {m!r}")
@@ -355,7 +365,7 @@ class ArrayGroup:
         for name, values in (("group_instance_ids", self.group_instance_ids), ("racks", self.racks)):
             if len(values) != M:
                 raise AssignmentError(f"{name} has {len(values)} entries for {M} members")
-            if _OPTIONAL_STR_TYPES.issuperset(map(type, values)):
+            if all_optional_str(values):
                 continue
             for v in values:
                 if v is not None and not isinstance(v, str):

@@ -32,6 +32,8 @@ from ..errors import AssignmentError
 from ._arrays import (
     ArrayAssignment,
     ArrayGroup,
+    all_optional_str,
+    all_str,
     interned_topics,
     load_kernels,
     replica_rack_columns,
@@ -54,7 +56,9 @@ class ColumnReading(NamedTuple):
     """How a strategy reads a member from its subscription's columns
     (``_api._facts`` attaches one as ``facts.columns``)."""
 
-    #: ``check_ids(member_id, group_instance_id)``: raises the strategy's AssignmentError.
+    #: ``check_ids(member_id, group_instance_id)``: raises the strategy's
+    #: AssignmentError; it refuses only a member id that is not a str or an
+    #: instance id that is neither str nor None.
     check_ids: Callable[[object, object], None]
     #: Whether the Subscription's owned partitions are the member's claims.
     owned_entries: bool
@@ -82,14 +86,16 @@ def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partitio
         distinct = [facts(_Member(member_ids[i], instance_ids[i], codec.Subscription.decode(key)))
                     for key, i in zip(keys, firsts)]
         return columns_group(member_ids, instance_ids, which, distinct, counts, partition_racks)
-    for k, i in enumerate(firsts):
-        try:
-            reading.check_ids(member_ids[i], instance_ids[i])
-        except AssignmentError:
-            # Bytes that are bad up to and including this member's are refused
-            # first, as when each member was decoded and then read in turn.
-            kernels.subscription_columns(keys[:k + 1])
-            raise
+    if not (all_str(member_ids) and all_optional_str(instance_ids)):
+        # Some id will be refused: which error comes first is decided member by member.
+        for k, i in enumerate(firsts):
+            try:
+                reading.check_ids(member_ids[i], instance_ids[i])
+            except AssignmentError:
+                # Bytes that are bad up to and including this member's are refused
+                # first, as when each member was decoded and then read in turn.
+                kernels.subscription_columns(keys[:k + 1])
+                raise
     cols = kernels.subscription_columns(keys)
     return _subscriptions_group(member_ids, instance_ids, which, [member_ids[i] for i in firsts], cols, reading,
                                 counts, partition_racks)

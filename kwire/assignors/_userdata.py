@@ -25,6 +25,8 @@ import struct
 from itertools import repeat
 from typing import List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from .. import codec
 from ..errors import AssignmentError, DecodeError
 from ._javaorder import hashmap_capacity, hashmap_order, string_hash
@@ -209,6 +211,11 @@ def protocol_generation(value: Optional[int]) -> int:
     return DEFAULT_GENERATION if value is None or value < 0 else value
 
 
+def protocol_generations(values: np.ndarray) -> np.ndarray:
+    """:func:`protocol_generation` of each generationId of a column (int32), in one pass."""
+    return np.where(values < 0, np.int32(DEFAULT_GENERATION), values).astype(np.int32, copy=False)
+
+
 def sticky_claims(user_data: Optional[bytes]) -> Tuple[List[TopicPartition], int]:
     """An eager ``sticky`` member's ``(owned partitions, generation)``: from its userData only."""
     owned, gen = decode_sticky_userdata(user_data)
@@ -221,6 +228,16 @@ def cooperative_generation(generation_id: Optional[int], user_data: Optional[byt
     if generation_id is not None and generation_id >= 0:
         return generation_id
     return _gen(decode_cooperative_userdata(user_data))
+
+
+def cooperative_generations(generation_ids: np.ndarray, user_data: List[Optional[bytes]]) -> np.ndarray:
+    """:func:`cooperative_generation` of each row of a column of generationIds
+    (int32) and their userData: only the rows without a generationId read
+    their userData."""
+    out = np.array(generation_ids, dtype=np.int32)
+    for k in np.flatnonzero(out < 0).tolist():
+        out[k] = cooperative_generation(None, user_data[k])
+    return out
 
 
 def sticky_member_input(member_id: str, topics: Sequence[str], user_data: Optional[bytes],
