@@ -475,6 +475,9 @@ def test_the_sync_request_frame_leaves_what_it_does_not_write_to_the_codec(imple
                             **request)
     with pytest.raises(AssignmentError):
         leader_sync_request("range", None, counts, implementation=implementation, **request)
+    with pytest.raises(KwireError):  # no generation_id: the codec's typed error, not an AttributeError
+        leader_sync_request("range", join_response([("m", None, sub)]), counts, implementation=implementation,
+                            **request)
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)

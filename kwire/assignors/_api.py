@@ -466,10 +466,12 @@ def leader_sync_request(
     group = leader_group(strategy, join_group_response, partitions_per_topic, partition_racks=partition_racks,
                          implementation=implementation)
     result = assign_arrays(strategy, group, implementation=implementation, java_exact=java_exact)
+    # A response without one of these gets the codec's EncodeError for it, not an AttributeError.
     request = codec.SyncGroupRequest(
-        group_id=group_id, generation_id=join_group_response.generation_id,
-        member_id=join_group_response.member_id, group_instance_id=group_instance_id,
-        protocol_type=join_group_response.protocol_type, protocol_name=join_group_response.protocol_name,
+        group_id=group_id, generation_id=getattr(join_group_response, "generation_id", None),
+        member_id=getattr(join_group_response, "member_id", None), group_instance_id=group_instance_id,
+        protocol_type=getattr(join_group_response, "protocol_type", None),
+        protocol_name=getattr(join_group_response, "protocol_name", None),
         assignments=[],
     )
     # The codec writes (and checks) everything but the assignments, which

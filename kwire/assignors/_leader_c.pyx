@@ -130,11 +130,14 @@ cdef int _runs_init(_Runs* runs, Py_ssize_t num_topics) except -1:
 
 
 cdef void _runs_free(_Runs* runs) noexcept:
+    """Free what ``runs`` holds; a second call frees nothing."""
     PyMem_Free(runs.stamp)
     PyMem_Free(runs.group_of_topic)
     PyMem_Free(runs.group_topic)
     PyMem_Free(runs.group_size)
     PyMem_Free(runs.group_cursor)
+    runs.stamp = runs.group_of_topic = runs.group_topic = runs.group_size = NULL
+    runs.group_cursor = NULL
 
 
 cdef int64_t _assignment_size(_Runs* runs, Py_ssize_t m, const int64_t[:] indptr, const int32_t[:] topic,
