@@ -73,6 +73,35 @@ def test_kernels_write_the_codecs_bytes(implementation):
                 ]
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_the_kernels_frame_writer_takes_members_listed_topic_by_topic_or_not(implementation):
+    """``sync_frame`` writes a member whose topics each come in one run (range's and roundrobin's lists) in
+    list order, and groups any other; both must give the codec's frame, in classic and flexible versions."""
+    kernels = load_kernels("leader", implementation)
+    rng = random.Random(16)
+    kinds = set()
+    for _ in range(200):
+        a = random_assignment(rng)
+        offsets, blob = topic_name_table(a.topics)
+        for m in range(len(a.member_ids)):
+            topics = a.topic[a.indptr[m]:a.indptr[m + 1]].tolist()
+            runs = [t for i, t in enumerate(topics) if i == 0 or topics[i - 1] != t]
+            kinds.add(len(runs) == len(set(runs)))
+        payloads = kernels.assignment_bytes(a.indptr, a.topic, a.partition, offsets, blob, 3)
+        for version in (3, 5):  # int16/int32 lengths, then varints and tag sections
+            request = codec.SyncGroupRequest(group_id="g", generation_id=1, member_id="m0", protocol_type="consumer",
+                                             protocol_name="range", assignments=[])
+            head = codec.encode_request(request, version, correlation_id=1)
+            flexible = version >= codec.SyncGroupRequest.flexible_from
+            cut = 2 if flexible else 4
+            got = kernels.sync_frame(a.indptr, a.topic, a.partition, offsets, blob, 3, a.member_ids, flexible,
+                                     head[:-cut], b"\x00" if flexible else b"")
+            request.assignments = [codec.SyncGroupRequestAssignment(member_id=mid, assignment=p)
+                                   for mid, p in zip(a.member_ids, payloads)]
+            assert got == codec.encode_request(request, version, correlation_id=1)
+    assert kinds == {True, False}  # both writers were exercised
+
+
 def join_response(subs):
     return SimpleNamespace(
         members=[SimpleNamespace(member_id=mid, group_instance_id=inst, metadata=raw) for mid, inst, raw in subs]

@@ -98,7 +98,8 @@ def member_rows(list members):
 cdef struct _Runs:
     # One member's partitions grouped by topic, in order of the topic's first
     # appearance: which group each topic is (group_of_topic, valid where
-    # stamp holds pass + member, so the arrays are never cleared), each
+    # stamp holds the member's grouping stamp, so the arrays are never
+    # cleared; see _assignment_size), each
     # group's topic and size, and where its next partition goes while writing.
     int64_t* stamp
     # Added to the member in stamps: a second pass over the same members
@@ -109,6 +110,10 @@ cdef struct _Runs:
     int32_t* group_size
     int64_t* group_cursor
     Py_ssize_t groups
+    # The member's partitions come topic by topic, each topic in one run (as
+    # range's and roundrobin's lists always do): the groups are the runs, so
+    # the bytes are written in list order in one pass, with no grouping.
+    bint contiguous
 
 
 cdef int _runs_init(_Runs* runs, Py_ssize_t num_topics) except -1:
@@ -142,14 +147,37 @@ cdef void _runs_free(_Runs* runs) noexcept:
 
 cdef int64_t _assignment_size(_Runs* runs, Py_ssize_t m, const int64_t[:] indptr, const int32_t[:] topic,
                               const int64_t[:] name_offsets) noexcept nogil:
-    """Group member ``m``'s partitions into ``runs``; the size of its Assignment."""
+    """The size of member ``m``'s Assignment; groups its partitions into
+    ``runs`` unless they are contiguous (see ``_Runs.contiguous``)."""
+    cdef int64_t i, size = 2 + 4 + 4
+    # Two stamps per member: one for the contiguity walk, one for grouping.
+    cdef int64_t walked = 2 * (runs.stamp_base + m)
+    cdef int32_t t, last = -1
+    runs.contiguous = True
+    for i in range(indptr[m], indptr[m + 1]):
+        t = topic[i]
+        if t != last:
+            if runs.stamp[t] == walked:  # the topic comes back after another one
+                runs.contiguous = False
+                return _grouped_size(runs, m, indptr, topic, name_offsets, walked + 1)
+            runs.stamp[t] = walked
+            last = t
+            size += 2 + (name_offsets[t + 1] - name_offsets[t]) + 4
+        size += 4
+    return size
+
+
+cdef int64_t _grouped_size(_Runs* runs, Py_ssize_t m, const int64_t[:] indptr, const int32_t[:] topic,
+                           const int64_t[:] name_offsets, int64_t grouping) noexcept nogil:
+    """Group member ``m``'s partitions into ``runs`` (``grouping``: this
+    member's stamp); the size of its Assignment."""
     cdef int64_t i, size = 2 + 4 + 4
     cdef int32_t t
     runs.groups = 0
     for i in range(indptr[m], indptr[m + 1]):
         t = topic[i]
-        if runs.stamp[t] != runs.stamp_base + m:
-            runs.stamp[t] = runs.stamp_base + m
+        if runs.stamp[t] != grouping:
+            runs.stamp[t] = grouping
             runs.group_of_topic[t] = <int32_t>runs.groups
             runs.group_topic[runs.groups] = t
             runs.group_size[runs.groups] = 0
@@ -163,11 +191,32 @@ cdef int64_t _assignment_size(_Runs* runs, Py_ssize_t m, const int64_t[:] indptr
 cdef void _write_assignment(uint8_t* buf, _Runs* runs, Py_ssize_t m, const int64_t[:] indptr,
                             const int32_t[:] topic, const int32_t[:] partition, const int64_t[:] name_offsets,
                             const uint8_t* names, int version) noexcept nogil:
-    """Member ``m``'s Assignment (grouped by the last _assignment_size of ``m``) at ``buf``."""
+    """Member ``m``'s Assignment (as the last _assignment_size of ``m`` found it) at ``buf``."""
     cdef Py_ssize_t g
-    cdef int64_t i, at = 6, name_len
-    cdef int32_t t
+    cdef int64_t i, run_end, end = indptr[m + 1], at = 6, name_len
+    cdef int32_t t, runs_written = 0
     _put16(buf, version)
+    if runs.contiguous:
+        i = indptr[m]
+        while i < end:
+            t = topic[i]
+            run_end = i + 1
+            while run_end < end and topic[run_end] == t:
+                run_end += 1
+            name_len = name_offsets[t + 1] - name_offsets[t]
+            _put16(buf + at, <int32_t>name_len)
+            memcpy(buf + at + 2, names + name_offsets[t], name_len)
+            at += 2 + name_len
+            _put32(buf + at, <int32_t>(run_end - i))
+            at += 4
+            while i < run_end:
+                _put32(buf + at, partition[i])
+                at += 4
+                i += 1
+            runs_written += 1
+        _put32(buf + 2, runs_written)
+        _put32(buf + at, -1)
+        return
     _put32(buf + 2, <int32_t>runs.groups)
     for g in range(runs.groups):
         t = runs.group_topic[g]
@@ -275,11 +324,12 @@ def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:]
         return None
     cdef const char** id_at = <const char**>PyMem_Malloc(max(members, 1) * sizeof(const char*))
     cdef int64_t* id_size = <int64_t*>PyMem_Malloc(max(members, 1) * sizeof(int64_t))
+    cdef int64_t* assignment_size = <int64_t*>PyMem_Malloc(max(members, 1) * sizeof(int64_t))
     cdef _Runs runs
     runs.stamp = runs.group_of_topic = runs.group_topic = runs.group_size = NULL
     runs.group_cursor = NULL
     try:
-        if id_at == NULL or id_size == NULL:
+        if id_at == NULL or id_size == NULL or assignment_size == NULL:
             raise MemoryError()
         total = PyBytes_GET_SIZE(head) + PyBytes_GET_SIZE(tail)
         total += _uvarint_size(<uint64_t>members + 1) if flexible else 4
@@ -301,6 +351,9 @@ def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:]
             for m in range(members):
                 size = _assignment_size(&runs, m, indptr, topic, name_offsets)
                 total += size + (_uvarint_size(<uint64_t>size + 1) if flexible else 0)
+                # A contiguous member is written without measuring it again;
+                # the others are grouped again while writing (negative size).
+                assignment_size[m] = size if runs.contiguous else -size
         if total - 4 > 0x7FFFFFFF:
             return None  # past the size prefix: the codec refuses it with its own error
         runs.stamp_base = members
@@ -323,7 +376,10 @@ def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:]
                     at += 2
                 memcpy(buf + at, id_at[m], id_size[m])
                 at += id_size[m]
-                size = _assignment_size(&runs, m, indptr, topic, name_offsets)
+                size = assignment_size[m]
+                runs.contiguous = size > 0
+                if not runs.contiguous:
+                    size = _assignment_size(&runs, m, indptr, topic, name_offsets)
                 if flexible:
                     at += _put_uvarint(buf + at, <uint64_t>size + 1)
                 else:
@@ -340,6 +396,7 @@ def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:]
     finally:
         PyMem_Free(id_at)
         PyMem_Free(id_size)
+        PyMem_Free(assignment_size)
         _runs_free(&runs)
 
 
