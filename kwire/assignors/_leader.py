@@ -272,7 +272,14 @@ def assignment_payloads(result: ArrayAssignment, version: int, implementation: O
     if table is None:
         return None
     kernels = load_kernels("leader", implementation)
-    return kernels.assignment_bytes(result.indptr, result.topic, result.partition, *table, version)
+    return kernels.assignment_bytes(*_contiguous(result), *table, version)
+
+
+def _contiguous(result: ArrayAssignment) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``result``'s CSR arrays as the compiled writers take them (C-contiguous;
+    an assignment built from slices is copied)."""
+    return (np.ascontiguousarray(result.indptr), np.ascontiguousarray(result.topic),
+            np.ascontiguousarray(result.partition))
 
 
 def _writable_names(result: ArrayAssignment, version) -> Optional[Tuple[np.ndarray, bytes]]:
@@ -295,7 +302,7 @@ def sync_request_frame(result: ArrayAssignment, member_ids: List, assignment_ver
     if table is None:
         return None
     kernels = load_kernels("leader", implementation)
-    return kernels.sync_frame(result.indptr, result.topic, result.partition, *table, assignment_version,
+    return kernels.sync_frame(*_contiguous(result), *table, assignment_version,
                               member_ids, flexible, head, b"\x00" if flexible else b"")
 
 

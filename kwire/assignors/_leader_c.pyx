@@ -145,8 +145,27 @@ cdef void _runs_free(_Runs* runs) noexcept:
     runs.group_cursor = NULL
 
 
-cdef int64_t _assignment_size(_Runs* runs, Py_ssize_t m, const int64_t[:] indptr, const int32_t[:] topic,
-                              const int64_t[:] name_offsets) noexcept nogil:
+cdef inline void _copy_name(uint8_t* out, const uint8_t* name, int64_t size) noexcept nogil:
+    """``memcpy`` for topic names, most of which are a few bytes: at a
+    million runs a frame, the library call's dispatch cost more than the
+    copy.  Fixed-size copies compile to plain moves; two that overlap cover
+    any size between them."""
+    if size > 16:
+        memcpy(out, name, size)
+    elif size >= 8:
+        memcpy(out, name, 8)
+        memcpy(out + size - 8, name + size - 8, 8)
+    elif size >= 4:
+        memcpy(out, name, 4)
+        memcpy(out + size - 4, name + size - 4, 4)
+    elif size > 0:
+        out[0] = name[0]
+        out[size // 2] = name[size // 2]
+        out[size - 1] = name[size - 1]
+
+
+cdef int64_t _assignment_size(_Runs* runs, Py_ssize_t m, const int64_t* indptr, const int32_t* topic,
+                              const int64_t* name_offsets) noexcept nogil:
     """The size of member ``m``'s Assignment; groups its partitions into
     ``runs`` unless they are contiguous (see ``_Runs.contiguous``)."""
     cdef int64_t i, size = 2 + 4 + 4
@@ -167,8 +186,8 @@ cdef int64_t _assignment_size(_Runs* runs, Py_ssize_t m, const int64_t[:] indptr
     return size
 
 
-cdef int64_t _grouped_size(_Runs* runs, Py_ssize_t m, const int64_t[:] indptr, const int32_t[:] topic,
-                           const int64_t[:] name_offsets, int64_t grouping) noexcept nogil:
+cdef int64_t _grouped_size(_Runs* runs, Py_ssize_t m, const int64_t* indptr, const int32_t* topic,
+                           const int64_t* name_offsets, int64_t grouping) noexcept nogil:
     """Group member ``m``'s partitions into ``runs`` (``grouping``: this
     member's stamp); the size of its Assignment."""
     cdef int64_t i, size = 2 + 4 + 4
@@ -188,8 +207,8 @@ cdef int64_t _grouped_size(_Runs* runs, Py_ssize_t m, const int64_t[:] indptr, c
     return size
 
 
-cdef void _write_assignment(uint8_t* buf, _Runs* runs, Py_ssize_t m, const int64_t[:] indptr,
-                            const int32_t[:] topic, const int32_t[:] partition, const int64_t[:] name_offsets,
+cdef void _write_assignment(uint8_t* buf, _Runs* runs, Py_ssize_t m, const int64_t* indptr,
+                            const int32_t* topic, const int32_t* partition, const int64_t* name_offsets,
                             const uint8_t* names, int version) noexcept nogil:
     """Member ``m``'s Assignment (as the last _assignment_size of ``m`` found it) at ``buf``."""
     cdef Py_ssize_t g
@@ -205,7 +224,7 @@ cdef void _write_assignment(uint8_t* buf, _Runs* runs, Py_ssize_t m, const int64
                 run_end += 1
             name_len = name_offsets[t + 1] - name_offsets[t]
             _put16(buf + at, <int32_t>name_len)
-            memcpy(buf + at + 2, names + name_offsets[t], name_len)
+            _copy_name(buf + at + 2, names + name_offsets[t], name_len)
             at += 2 + name_len
             _put32(buf + at, <int32_t>(run_end - i))
             at += 4
@@ -222,7 +241,7 @@ cdef void _write_assignment(uint8_t* buf, _Runs* runs, Py_ssize_t m, const int64
         t = runs.group_topic[g]
         name_len = name_offsets[t + 1] - name_offsets[t]
         _put16(buf + at, <int32_t>name_len)
-        memcpy(buf + at + 2, names + name_offsets[t], name_len)
+        _copy_name(buf + at + 2, names + name_offsets[t], name_len)
         at += 2 + name_len
         _put32(buf + at, runs.group_size[g])
         at += 4
@@ -235,23 +254,29 @@ cdef void _write_assignment(uint8_t* buf, _Runs* runs, Py_ssize_t m, const int64
     _put32(buf + at, -1)
 
 
-def assignment_bytes(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:] partition,
-                     const int64_t[:] name_offsets, bytes name_blob, int version):
+def assignment_bytes(const int64_t[::1] indptr, const int32_t[::1] topic, const int32_t[::1] partition,
+                     const int64_t[::1] name_offsets, bytes name_blob, int version):
     cdef Py_ssize_t members = indptr.shape[0] - 1, m
     cdef const uint8_t* names = <const uint8_t*>PyBytes_AS_STRING(name_blob)
     cdef list out = [None] * members
     cdef int64_t size
     cdef bytes blob
     cdef uint8_t* buf
+    # Raw pointers for the per-member helpers: a memoryview passed to a cdef
+    # function is a struct copied per call, and its indexing multiplies by a stride.
+    cdef const int64_t* indptr_p = &indptr[0]
+    cdef const int32_t* topic_p = &topic[0] if topic.shape[0] else NULL
+    cdef const int32_t* partition_p = &partition[0] if partition.shape[0] else NULL
+    cdef const int64_t* name_offsets_p = &name_offsets[0]
     cdef _Runs runs
     _runs_init(&runs, name_offsets.shape[0] - 1)
     try:
         for m in range(members):
-            size = _assignment_size(&runs, m, indptr, topic, name_offsets)
+            size = _assignment_size(&runs, m, indptr_p, topic_p, name_offsets_p)
             blob = PyBytes_FromStringAndSize(NULL, size)
             buf = <uint8_t*>PyBytes_AS_STRING(blob)
             with nogil:
-                _write_assignment(buf, &runs, m, indptr, topic, partition, name_offsets, names, version)
+                _write_assignment(buf, &runs, m, indptr_p, topic_p, partition_p, name_offsets_p, names, version)
             out[m] = blob
     finally:
         _runs_free(&runs)
@@ -309,8 +334,8 @@ cdef void _ask_for_huge_pages(uint8_t* buf, int64_t size) noexcept nogil:
         kwire_advise_huge_pages(<void*>start, end - start)
 
 
-def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:] partition,
-               const int64_t[:] name_offsets, bytes name_blob, int version, list member_ids, bint flexible,
+def sync_frame(const int64_t[::1] indptr, const int32_t[::1] topic, const int32_t[::1] partition,
+               const int64_t[::1] name_offsets, bytes name_blob, int version, list member_ids, bint flexible,
                bytes head, bytes tail):
     cdef Py_ssize_t members = indptr.shape[0] - 1, m, id_len
     cdef const uint8_t* names = <const uint8_t*>PyBytes_AS_STRING(name_blob)
@@ -325,6 +350,12 @@ def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:]
     cdef const char** id_at = <const char**>PyMem_Malloc(max(members, 1) * sizeof(const char*))
     cdef int64_t* id_size = <int64_t*>PyMem_Malloc(max(members, 1) * sizeof(int64_t))
     cdef int64_t* assignment_size = <int64_t*>PyMem_Malloc(max(members, 1) * sizeof(int64_t))
+    # Raw pointers for the per-member helpers: a memoryview passed to a cdef
+    # function is a struct copied per call, and its indexing multiplies by a stride.
+    cdef const int64_t* indptr_p = &indptr[0]
+    cdef const int32_t* topic_p = &topic[0] if topic.shape[0] else NULL
+    cdef const int32_t* partition_p = &partition[0] if partition.shape[0] else NULL
+    cdef const int64_t* name_offsets_p = &name_offsets[0]
     cdef _Runs runs
     runs.stamp = runs.group_of_topic = runs.group_topic = runs.group_size = NULL
     runs.group_cursor = NULL
@@ -349,7 +380,7 @@ def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:]
         _runs_init(&runs, name_offsets.shape[0] - 1)
         with nogil:
             for m in range(members):
-                size = _assignment_size(&runs, m, indptr, topic, name_offsets)
+                size = _assignment_size(&runs, m, indptr_p, topic_p, name_offsets_p)
                 total += size + (_uvarint_size(<uint64_t>size + 1) if flexible else 0)
                 # A contiguous member is written without measuring it again;
                 # the others are grouped again while writing (negative size).
@@ -379,13 +410,13 @@ def sync_frame(const int64_t[:] indptr, const int32_t[:] topic, const int32_t[:]
                 size = assignment_size[m]
                 runs.contiguous = size > 0
                 if not runs.contiguous:
-                    size = _assignment_size(&runs, m, indptr, topic, name_offsets)
+                    size = _assignment_size(&runs, m, indptr_p, topic_p, name_offsets_p)
                 if flexible:
                     at += _put_uvarint(buf + at, <uint64_t>size + 1)
                 else:
                     _put32(buf + at, <int32_t>size)
                     at += 4
-                _write_assignment(buf + at, &runs, m, indptr, topic, partition, name_offsets, names, version)
+                _write_assignment(buf + at, &runs, m, indptr_p, topic_p, partition_p, name_offsets_p, names, version)
                 at += size
                 if flexible:
                     buf[at] = 0  # the assignment's empty tag section
