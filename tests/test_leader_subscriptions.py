@@ -5,6 +5,7 @@ to the codec's schema and to ``kwire.codec.Subscription.decode``: the same
 fields for random subscriptions at every version (newer versions included),
 and the codec's very error for truncated, corrupted and garbage bytes."""
 
+import itertools
 import random
 import struct
 
@@ -238,3 +239,33 @@ def test_many_topic_names_keep_their_ids(implementation):
     assert rows_of(cols) == codec_rows(rows)
     check_interning(cols, rows)
     assert len(cols.list_ptr) == 2 and len(cols.names) == len(names) + 40
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_names_that_differ_in_one_byte_are_told_apart(implementation):
+    """The compiled reader hashes and compares names a word at a time, with
+    words that overlap at the end: names of every length up to past two
+    words, each also with one byte changed at every position, must keep
+    distinct ids (and equal names one id)."""
+    names = []
+    for length in range(0, 41):
+        base = "".join(chr(ord("a") + i % 26) for i in range(length))
+        names.append(base)
+        names += [base[:i] + "#" + base[i + 1:] for i in range(length)]
+    # Many names of one length alike but for a few bytes, so that lookups
+    # meet look-alikes in the table (a compare that skipped those bytes
+    # would hand out a look-alike's id): the middle of short names, the
+    # last word of longer ones.
+    names += ["".join(p) for p in itertools.product("abcdefghij", repeat=3)]
+    for length in (5, 7, 9, 12, 16, 17, 24):
+        names += [("x" * length + f"{i:03d}")[-length:] for i in range(300)]
+        names += [f"{i:03d}" + "y" * (length - 3) for i in range(300)]
+    names = list(dict.fromkeys(names))
+    rows = [codec.Subscription(topics=names[k::3],
+                               owned_partitions=[codec.SubscriptionTopicPartition(topic=t, partitions=[1])
+                                                 for t in names[k + 1::5]]).encode(1)
+            for k in range(3)]
+    cols = columns_of(implementation, rows)
+    assert sorted(cols.names) == sorted(set(names))
+    assert rows_of(cols) == codec_rows(rows)
+    check_interning(cols, rows)
