@@ -125,12 +125,15 @@ def test_report_json(run):
     doc = json.load(open(os.path.join(out, "report.json")))
     assert doc["spark"]["master"] == "local[2]" and doc["spark"]["app_id"].startswith("local-")
     stages = doc["stages"]
-    assert set(stages) >= {"spark_start", "decode", "rebalances", "assignments", "whatif", "bad_frames", "report"}
+    assert set(stages) >= {"spark_start", "decode", "metadata", "timelines", "whatif", "report"}
     assert all(v["seconds"] >= 0 for v in stages.values())
     assert stages["decode"]["frames"] == summary["frames"] == doc["frames"]
     wi = _read(out, "whatif")
     assert stages["whatif"]["members"] == int(wi[~wi.observed].member_count.sum()) > 0
-    assert 0 < stages["whatif"]["replay_seconds"] < stages["whatif"]["seconds"] + stages["rebalances"]["seconds"]
+    assert 0 < stages["whatif"]["replay_seconds"] < stages["whatif"]["seconds"] + stages["timelines"]["seconds"]
+    # one timeline pass wrote the three tables, and counted each
+    for name in ("rebalances", "assignments", "bad_frames"):
+        assert stages["timelines"][name] == len(_read(out, name))
     assert doc["groups"] == 6 and doc["bad_frames"] == 5 and doc["undecodable_frames"] == 3
     assert stages["metadata"]["topics"] > 0
     bad = _read(out, "bad_frames")

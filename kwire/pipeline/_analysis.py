@@ -855,6 +855,22 @@ def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS, 
     return _timelines(groups.to_pylist(), max_partitions, MetadataCounts(counts))
 
 
+def timeline_tables(timelines) -> Dict[str, pa.Table]:
+    """The rebalances, assignments and bad frames of ``timelines``, read off
+    each timeline in one pass: building a group's timeline is most of what
+    each of these tables costs, so the pipeline builds it once for the three."""
+    rebalances: list = []
+    assignments: list = []
+    bad: list = []
+    for tl in timelines:
+        rebalances += rebalance_rows(tl)
+        assignments += assignment_rows(tl)
+        bad += tl.bad_frames
+    return {"rebalances": pa.Table.from_pylist(rebalances, schema=REBALANCE_SCHEMA),
+            "assignments": pa.Table.from_pylist(assignments, schema=ASSIGNMENT_SCHEMA),
+            "bad_frames": pa.Table.from_pylist(bad, schema=BAD_FRAME_SCHEMA)}
+
+
 def rebalances_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None) -> pd.DataFrame:
     return _frame([r for tl in timelines_of(pdf, max_partitions, counts) for r in rebalance_rows(tl)],
                   REBALANCE_SCHEMA)

@@ -13,10 +13,12 @@
    **events**: group frames only; heartbeat requests dropped and successful
    heartbeats folded into the last one per (group, member, generation) --
    the bulk of the traffic, reduced in the JVM before Python sees it.
-3. **rebalances / assignments / what-if**: ``applyInArrow`` over buckets
-   of groups (not one task per group) balanced by the groups' event counts,
-   each bucket analysed by :mod:`kwire.pipeline._analysis`; the what-if
-   stays in Arrow and NumPy from its input to its rows.
+3. **timelines / what-if**: ``applyInArrow`` over buckets of groups (not
+   one task per group) balanced by the groups' event counts, each bucket
+   analysed by :mod:`kwire.pipeline._analysis`.  ``timelines`` builds each
+   group's timeline once and writes the rebalances, assignments and the
+   analysis's bad frames from it; the what-if stays in Arrow and NumPy from
+   its input to its rows.
 4. ``bad_frames``: undecodable frames and the frames the analysis left out,
    Metadata responses' among them
    (:data:`kwire.pipeline._analysis.BAD_FRAME_SCHEMA`), with their reasons.
@@ -339,31 +341,70 @@ def bucketed(events, buckets):
     return events.join(F.broadcast(plan), "group_id").repartition(buckets, "bucket")
 
 
-_BUCKET_KINDS = {
-    "rebalances": (analysis.rebalances_of, analysis.REBALANCE_SCHEMA),
-    "assignments": (analysis.assignments_of, analysis.ASSIGNMENT_SCHEMA),
-    "whatif": (analysis.whatif_of, analysis.WHATIF_SCHEMA),
-    "bad_frames": (analysis.bad_frames_of, analysis.BAD_FRAME_SCHEMA),
-}
+#: The tables the ``timelines`` stage reads off each group's timeline, in one
+#: pass per bucket (see :func:`kwire.pipeline._analysis.timeline_tables`).
+TIMELINE_TABLES = {"rebalances": analysis.REBALANCE_SCHEMA, "assignments": analysis.ASSIGNMENT_SCHEMA,
+                   "bad_frames": analysis.BAD_FRAME_SCHEMA}
+
+
+def _wide_name(table, column):
+    return f"{table}__{column}"
+
+
+#: The three tables as one, which is what one ``applyInArrow`` can return:
+#: ``table`` names the table a row belongs to, and each table's columns sit
+#: under its own prefix (null in the other tables' rows).
+WIDE_SCHEMA = pa.schema([pa.field("table", pa.string())] + [
+    pa.field(_wide_name(name, f.name), f.type) for name, schema in TIMELINE_TABLES.items() for f in schema])
+
+
+def _wide(tables):
+    """:data:`WIDE_SCHEMA` rows of ``{table name: table}``."""
+    parts = []
+    for name, table in tables.items():
+        columns = {"table": pa.array([name] * table.num_rows, pa.string())}
+        for other, schema in TIMELINE_TABLES.items():
+            for f in schema:
+                columns[_wide_name(other, f.name)] = (table.column(f.name) if other == name
+                                                      else pa.nulls(table.num_rows, f.type))
+        parts.append(pa.Table.from_pydict(columns, schema=WIDE_SCHEMA))
+    return pa.concat_tables(parts)
+
+
+def unwide(wide, name):
+    """Table ``name`` of a Spark DataFrame of :data:`WIDE_SCHEMA` rows."""
+    from pyspark.sql import functions as F
+
+    return wide.where(F.col("table") == name).select(
+        *(F.col(_wide_name(name, f.name)).alias(f.name) for f in TIMELINE_TABLES[name]))
+
+
+def _timelines_of(events, max_partitions, counts):
+    if isinstance(events, pa.Table):
+        return analysis.timelines_of_arrow(events, max_partitions, counts)
+    return analysis.timelines_of(events.drop(columns=["bucket"]), max_partitions, counts)
 
 
 def analyse_bucket(pdf, kind, max_partitions, timer=None, counts=None):
-    """Runs in the Python worker: one bucket of groups' events (pandas) to the
-    rows of table ``kind``.  ``timer`` (what-if only) gets the seconds spent
-    replaying, not building timelines.  ``counts``: the capture's Metadata
-    counts (from :func:`metadata_stage`)."""
-    fn, _schema = _BUCKET_KINDS[kind]
-    extra = (timer,) if kind == "whatif" else ()
-    return fn(pdf.drop(columns=["bucket"]), max_partitions, *extra, counts=counts)
+    """Runs in the Python worker: one bucket of groups' events (pandas: the
+    Spark versions without ``applyInArrow``) to the rows of stage ``kind``.
+    ``timer`` (what-if only) gets the seconds spent replaying, not building
+    timelines.  ``counts``: the capture's Metadata counts (from
+    :func:`metadata_stage`)."""
+    return analyse_bucket_arrow(pdf, kind, max_partitions, timer, counts).to_pandas()
 
 
-def analyse_bucket_arrow(table, kind, max_partitions, timer=None, counts=None):
+def analyse_bucket_arrow(events, kind, max_partitions, timer=None, counts=None):
+    """One bucket of groups' events (Arrow, or pandas) to the rows of stage
+    ``kind``: ``timelines`` (:data:`WIDE_SCHEMA`) or ``whatif``."""
+    timelines = _timelines_of(events, max_partitions, counts)
     if kind == "whatif":
         # Arrow in, Arrow out: the replay runs on arrays, no pandas between.
-        return analysis.whatif_table(analysis.timelines_of_arrow(table, max_partitions, counts), timer=timer)
-    _fn, schema = _BUCKET_KINDS[kind]
-    return pa.Table.from_pandas(analyse_bucket(table.to_pandas(), kind, max_partitions, counts=counts),
-                                schema=schema, preserve_index=False)
+        return analysis.whatif_table(timelines, timer=timer)
+    return _wide(analysis.timeline_tables(timelines))
+
+
+_STAGE_SCHEMAS = {"timelines": WIDE_SCHEMA, "whatif": analysis.WHATIF_SCHEMA}
 
 
 def bucket_stage(events, kind, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, archive=None, timer=None,
@@ -371,7 +412,7 @@ def bucket_stage(events, kind, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, a
     """``counts``: the capture's Metadata counts, an Arrow table (a kwire
     object in the closure would make the workers import kwire before
     :func:`~kwire.pipeline._ship.remote` can find it); None for none."""
-    _fn, schema = _BUCKET_KINDS[kind]
+    schema = _STAGE_SCHEMAS[kind]
     counts = analysis.COUNT_SCHEMA.empty_table() if counts is None else counts
     grouped = events.groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
@@ -461,24 +502,30 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
 
         events = bucketed(events_stage(frames), buckets).persist()
         tables = {}
-        replay = sc.accumulator(0.0)
-        for kind in ("rebalances", "assignments", "whatif", "bad_frames"):
-            with progress.stage(kind) as st:
-                table = bucket_stage(events, kind, max_partitions, archive, replay if kind == "whatif" else None,
-                                     metadata_counts)
-                if kind == "bad_frames":
+        with progress.stage("timelines") as st:
+            # Each group's timeline is built once here for three tables (see
+            # TIMELINE_TABLES); the what-if below builds its own, then replays.
+            wide = bucket_stage(events, "timelines", max_partitions, archive, counts=metadata_counts).persist()
+            rows = {}
+            for name in TIMELINE_TABLES:
+                table = unwide(wide, name)
+                if name == "bad_frames":
                     table = undecodable_frames(frames).unionByName(table).unionByName(
                         spark.createDataFrame(metadata_bad.to_pylist(), spark_schema(analysis.BAD_FRAME_SCHEMA)))
-                table.write.mode("overwrite").parquet(_path(out, kind))
-                tables[kind] = spark.read.parquet(_path(out, kind))
-                if kind == "whatif":
-                    counts = tables[kind].where(~F.col("observed")).agg(
-                        F.count(F.lit(1)).alias("rows"), F.sum("member_count").alias("members")).first()
-                    st.done(members=counts["members"] or 0)
-                else:
-                    st.done(rows=tables[kind].count())
-            stages[kind] = {"seconds": st.seconds, **st.counts}
-        stages["whatif"]["replay_seconds"] = replay.value
+                table.write.mode("overwrite").parquet(_path(out, name))
+                tables[name] = spark.read.parquet(_path(out, name))
+                rows[name] = tables[name].count()
+            wide.unpersist()
+            st.done(**rows)
+        stages["timelines"] = {"seconds": st.seconds, **st.counts}
+        replay = sc.accumulator(0.0)
+        with progress.stage("whatif") as st:
+            bucket_stage(events, "whatif", max_partitions, archive, replay, metadata_counts).write.mode(
+                "overwrite").parquet(_path(out, "whatif"))
+            tables["whatif"] = spark.read.parquet(_path(out, "whatif"))
+            counts = tables["whatif"].where(~F.col("observed")).agg(F.sum("member_count").alias("members")).first()
+            st.done(members=counts["members"] or 0)
+        stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value}
         events.unpersist()
 
         with progress.stage("report") as st:
