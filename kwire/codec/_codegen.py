@@ -134,6 +134,11 @@ class _StructGen:
             sizes[v] = self.gen.schema.element_min_size(f, v, v in self.msg.flexible)
         return _piecewise(sizes, self.rng)
 
+    @staticmethod
+    def _chained(f):
+        """Whether ``f`` is an array whose elements are each handed the one before (see ``takes_prev``)."""
+        return f.is_array and f.is_struct and bool(_shared_bytes(f.fields))
+
     def _elem_cls(self, f):
         return self.msg.struct_class_names.get(f.struct_name, f.struct_name)
 
@@ -178,9 +183,9 @@ class _StructGen:
     def _read_value(self, f, target, idx):
         """Lines that read ``f`` (field ``idx``) into ``target``."""
         if f.is_array:
-            chained = f.is_struct and _shared_bytes(f.fields)
+            chained = self._chained(f)
             if f.is_struct:
-                elem = f"_r_{self._elem_cls(f)}(r, version{', prev' if chained else ''})"
+                elem = f"_r_{self._elem_cls(f)}(r, version{', last_item' if chained else ''})"
             else:
                 elem = self._read_scalar(f, f.element_type)
             named = ["        " + line for line in self._element_failed(f, idx)] if f.is_struct else []
@@ -192,13 +197,13 @@ class _StructGen:
                 "    # Sized once (r_count has checked n against the bytes left); a slot",
                 "    # an error leaves empty is NULL, which the list's dealloc skips.",
                 "    lst = PyList_New(n)",
-                *(["    prev = None"] if chained else []),
+                *(["    last_item = None"] if chained else []),
                 "    try:",
                 "        for i in range(n):",
                 f"            item = {elem}",
                 "            Py_INCREF(item)",
                 "            PyList_SET_ITEM(lst, i, item)",
-                *(["            prev = item"] if chained else []),
+                *(["            last_item = item"] if chained else []),
                 "    except DecodeError as e:",
                 *named,
                 "        e.prepend_path(i)",
@@ -229,7 +234,9 @@ class _StructGen:
             "    cdef Py_ssize_t n, i",
             "    cdef list lst",
             "    cdef object item",
-            *([] if self.takes_prev else ["    cdef object prev"]),
+            # The element an array of ``f`` read last, handed to the next one
+            # (its own name: ``prev`` is this struct's parameter).
+            *(["    cdef object last_item"] if any(self._chained(f) for f in self.fields) else []),
             f"    cdef bint flex = {self.flex_cond}",
         ]
         if self.tagged:
