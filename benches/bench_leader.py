@@ -22,8 +22,9 @@ encoders).  The "leader" column is leader_assignments alone (decoded members
 in, payload bytes out).  Memory is tracemalloc's peak during one whole path
 beyond the input frame, in its own run (tracing slows the timed runs).
 
-Cooperative-sticky "2nd gen" members each report the partitions a first
-rebalance gave them, with 10% of the members gone.
+"2nd gen" members each report the partitions a first rebalance gave them,
+with 10% of the members gone: cooperative-sticky ones as owned partitions,
+eager sticky ones as StickyAssignorUserData V1 (as a Java member sends it).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import tracemalloc
 import kwire
 from kwire import codec
 from kwire.assignors import (GroupMember, assign_arrays, cooperative_user_data, leader_assignments, leader_group,
-                             leader_sync_request)
+                             leader_sync_request, sticky_user_data)
 
 SHAPES = {
     "100x1k": (100, 10, 100),
@@ -63,18 +64,24 @@ def first_generation(M, T):
     return [(MEMBER.format(i), sub) for i in range(M)]
 
 
-def second_generation(M, T, P):
-    """Every member owning what a first cooperative-sticky rebalance gave it; 10% gone."""
+def second_generation(M, T, P, strategy="cooperative-sticky"):
+    """Every member owning what a first ``strategy`` rebalance gave it; 10% gone."""
     counts = {t: P for t in topics_of(T)}
     first = [GroupMember(mid, None, codec.Subscription.decode(raw)) for mid, raw in first_generation(M, T)]
-    result = kwire.assignors.assign_members_arrays("cooperative-sticky", first, counts).topic_groups()
+    result = kwire.assignors.assign_members_arrays(strategy, first, counts).topic_groups()
     out = []
     for i, m in enumerate(first):
         if i % 10 == 9:
             continue
-        owned = [codec.SubscriptionTopicPartition(topic=t, partitions=ps) for t, ps in result[m.member_id]]
-        out.append((m.member_id, codec.Subscription(topics=topics_of(T), owned_partitions=owned, generation_id=1,
-                                                    user_data=cooperative_user_data(1)).encode(3)))
+        if strategy == "sticky":
+            # Eager members revoke everything before joining: the claims travel in userData only.
+            mine = [(t, p) for t, ps in result[m.member_id] for p in ps]
+            sub = codec.Subscription(topics=topics_of(T), generation_id=1, user_data=sticky_user_data(mine, 1))
+        else:
+            owned = [codec.SubscriptionTopicPartition(topic=t, partitions=ps) for t, ps in result[m.member_id]]
+            sub = codec.Subscription(topics=topics_of(T), owned_partitions=owned, generation_id=1,
+                                     user_data=cooperative_user_data(1))
+        out.append((m.member_id, sub.encode(3)))
     return out
 
 
@@ -184,6 +191,7 @@ def cases(quick=False):
         for strategy in ("range", "roundrobin", "cooperative-sticky"):
             out.append((shape, strategy, "1st gen"))
         out.append((shape, "cooperative-sticky", "2nd gen"))
+        out.append((shape, "sticky", "2nd gen"))
     return out
 
 
@@ -196,7 +204,7 @@ def measure(shape, strategy, gen, rounds=7, kafka_python=True, memory=True):
     M, T, P = SHAPES[shape]
     if shape == "2000x1M":
         rounds = max(2, rounds // 3)
-    subs = first_generation(M, T) if gen == "1st gen" else second_generation(M, T, P)
+    subs = first_generation(M, T) if gen == "1st gen" else second_generation(M, T, P, strategy)
     frame = join_frame(subs, strategy)
     counts = {t: P for t in topics_of(T)}
     _h, resp = kwire.decode_response(frame, 11, 9)

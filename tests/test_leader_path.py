@@ -4,16 +4,19 @@ in both twins, and ``leader_assignments`` gives the SyncGroup payloads the
 member-level path gives -- for random groups and for every Java golden case."""
 
 import random
+import struct
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from kwire import codec
-from kwire.assignors import GroupMember, assign, assign_arrays, leader_assignments, leader_group, leader_sync_request
+from kwire.assignors import (GroupMember, assign, assign_arrays, leader_assignments, leader_group, leader_sync_request,
+                             sticky_user_data)
 from kwire.assignors._api import encode_member_assignment
 from kwire.assignors._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from kwire.assignors._leader_common import ASSIGNMENT_VERSIONS, topic_name_table
+from kwire.assignors._userdata import decode_sticky_userdata
 from kwire.codec._schema import CONSUMER_PROTOCOL_ASSIGNMENT
 from kwire.errors import AssignmentError, KwireError
 from tests._data import golden_cases
@@ -519,3 +522,148 @@ def test_a_frame_of_many_megabytes_is_the_codecs_frame(implementation):
     got = leader_sync_request("range", response, counts, implementation=implementation, **request)
     assert len(got) > 8 << 20
     assert got == sync_frame_by_the_codec("range", response, counts, None, implementation, 5, **request)
+
+
+def sticky_v1_bytes(entries, generation):
+    """StickyAssignorUserData V1 written by hand, so a topic name can be any bytes."""
+    out = struct.pack(">i", len(entries))
+    for name, parts in entries:
+        out += struct.pack(">h", len(name)) + name + struct.pack(f">i{len(parts)}i", len(parts), *parts)
+    return out + struct.pack(">i", generation)
+
+
+def odd_sticky_user_data(rng, topics, counts):
+    """Eager sticky userData of every kind a peer may send: V1 as Java writes
+    it (claims past a topic's end, claimed twice, on topics the member does
+    not subscribe to or the metadata does not know), V0, none, empty,
+    truncated, with bytes after it, a byte flipped, garbage, a topic that is
+    not UTF-8, now and then a negative index."""
+    entries = []
+    for t in rng.sample(topics + ["gone", "\u00e9t\u00e9"], rng.randint(0, 3)):
+        end = counts.get(t, 4)
+        parts = rng.sample(range(end + 2), rng.randint(0, min(end + 2, 4)))
+        if parts and rng.random() < 0.2:
+            parts.append(parts[0])
+        if rng.random() < 0.03:
+            parts.append(-1)
+        entries.append((t.encode(), parts))
+    v1 = sticky_v1_bytes(entries, rng.randint(-1, 4))
+    kind = rng.randrange(10)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return b""
+    if kind == 2:  # V0: no generation
+        return v1[:-4]
+    if kind == 3:
+        return v1[:rng.randrange(len(v1))]
+    if kind == 4:
+        return v1 + bytes(rng.randrange(256) for _ in range(rng.randint(1, 6)))
+    if kind == 5:
+        flipped = bytearray(v1)
+        flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
+        return bytes(flipped)
+    if kind == 6:
+        return bytes(rng.randrange(256) for _ in range(rng.randint(1, 24)))
+    if kind == 7 and entries:
+        entries[rng.randrange(len(entries))] = (rng.choice([b"\xe9t\xe9", b"a\xff", b"\xed\xa0\x80"]), [0, 1])
+        return sticky_v1_bytes(entries, rng.randint(-1, 4))
+    return v1
+
+
+def odd_sticky_group(rng):
+    topics = rng.sample(["a", "b", "c", "\u00e9"], rng.randint(1, 4))
+    counts = {t: rng.randint(0, 6) for t in topics}
+    subs = []
+    for i in range(rng.randint(1, 8)):
+        if subs and rng.random() < 0.2:  # the same bytes as another member
+            subs.append((f"m{i}", None, rng.choice(subs)[2]))
+            continue
+        sub = codec.Subscription(topics=sorted(rng.sample(topics, rng.randint(1, len(topics)))),
+                                 user_data=odd_sticky_user_data(rng, topics, counts),
+                                 generation_id=rng.choice([-1, 1, 2]))
+        subs.append((f"m{i}", rng.choice([None, f"inst-{i}"]), sub.encode(rng.choice([0, 1, 2, 3]))))
+    return subs, counts
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_the_leader_path_reads_any_sticky_user_data_as_the_member_level_path(implementation):
+    """The kernels read the userData that is one V1 message, the lenient
+    reader the rest: the payloads and the frame are the member-level path's,
+    errors included."""
+    rng = random.Random("odd-sticky")
+    kernels = load_kernels("leader", implementation)
+    read = set()
+    for _ in range(300):
+        subs, counts = odd_sticky_group(rng)
+        user_data = [codec.Subscription.decode(raw).user_data for _, _, raw in subs]
+        read.update(kernels.sticky_userdata_columns(user_data, []).read.tolist())
+        response = sync_response(subs, "sticky")
+        try:
+            want = old_leader_path("sticky", subs, counts, None, implementation)
+        except KwireError as exc:
+            with pytest.raises(type(exc)) as got:
+                leader_assignments("sticky", response, counts, implementation=implementation)
+            assert str(got.value) == str(exc)
+            continue
+        got = leader_assignments("sticky", response, counts, implementation=implementation)
+        assert [(x.member_id, x.assignment) for x in got] == want
+        req = codec.SyncGroupRequest(
+            group_id="g", generation_id=response.generation_id, member_id=response.member_id,
+            protocol_type="consumer", protocol_name="sticky",
+            assignments=[codec.SyncGroupRequestAssignment(member_id=mid, assignment=a) for mid, a in want])
+        frame = leader_sync_request("sticky", response, counts, group_id="g", correlation_id=1,
+                                    implementation=implementation)
+        assert frame == codec.encode_request(req, 5, correlation_id=1)
+    assert read == {True, False}  # both readers were exercised
+
+
+def test_both_kernels_read_sticky_user_data_into_the_same_columns():
+    """Identical columns from both twins, and every row they read is what
+    Java's lenient reader reads from it."""
+    if "cython" not in IMPLEMENTATIONS:
+        pytest.skip("compiled kernels not built")
+    compiled, pure = load_kernels("leader", "cython"), load_kernels("leader", "python")
+    rng = random.Random("sticky-columns")
+    for _ in range(500):
+        topics = rng.sample(["a", "b", "c", "\u00e9"], rng.randint(1, 4))
+        counts = {t: rng.randint(0, 6) for t in topics}
+        user_data = [odd_sticky_user_data(rng, topics, counts) for _ in range(rng.randint(0, 6))]
+        names = rng.sample(["a", "b", "zz", "\u00e9"], rng.randint(0, 4))
+        got, want = compiled.sticky_userdata_columns(user_data, names), pure.sticky_userdata_columns(user_data, names)
+        assert got.claims.names == want.claims.names
+        assert got.claims.names[:len(names)] == names
+        for a, b in ((got.read, want.read), (got.generation, want.generation), (got.claims.ptr, want.claims.ptr),
+                     (got.claims.topic, want.claims.topic), (got.claims.partition, want.claims.partition)):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()
+        for k in np.flatnonzero(got.read).tolist():
+            row = slice(got.claims.ptr[k], got.claims.ptr[k + 1])
+            claims = [(got.claims.names[t], p) for t, p in zip(got.claims.topic[row].tolist(),
+                                                                got.claims.partition[row].tolist())]
+            assert (claims, int(got.generation[k])) == decode_sticky_userdata(user_data[k])
+
+
+def test_compiled_leader_path_reads_java_sticky_user_data_without_an_object_per_partition(monkeypatch):
+    """A second-generation eager group, each member's userData its last
+    assignment as a Java member writes it: the compiled kernels read every
+    one, and nothing decodes a claim into a ``(topic, partition)`` tuple."""
+    if "cython" not in IMPLEMENTATIONS:
+        pytest.skip("compiled kernels not built")
+    import kwire.assignors._leader_py as leader_py
+    import kwire.assignors._userdata as userdata
+
+    counts = {t: 7 for t in ("a", "b", "\u00e9")}
+    first = [GroupMember(f"m{i}", None, codec.Subscription(topics=sorted(counts))) for i in range(6)]
+    result = assign("sticky", first, counts)
+    subs = [(m.member_id, None, codec.Subscription(topics=sorted(counts), generation_id=1,
+                                                   user_data=sticky_user_data(result[m.member_id], 1)).encode(3))
+            for m in first[1:]]
+    want = old_leader_path("sticky", subs, counts, None, "cython")
+
+    def refuse(*_a, **_k):
+        raise AssertionError("the compiled leader path decoded sticky userData into tuples")
+
+    monkeypatch.setattr(userdata, "decode_sticky_userdata", refuse)
+    monkeypatch.setattr(leader_py, "sticky_userdata_columns", refuse)
+    got = leader_assignments("sticky", join_response(subs), counts, implementation="cython")
+    assert [(x.member_id, x.assignment) for x in got] == want

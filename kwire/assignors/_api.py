@@ -24,7 +24,7 @@ from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, checked_c
 from ._leader import ColumnReading, assignment_payloads, join_members_group, member_objects_group, sync_request_frame
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import assign_range, reference_range
-from ._userdata import cooperative_generations, member_input_for, protocol_generations, sticky_claims
+from ._userdata import cooperative_generations, member_input_for, protocol_generations, sticky_claim_columns
 from ._roundrobin import assign_roundrobin, reference_roundrobin
 
 ArrayFn = Callable[..., ArrayAssignment]
@@ -218,7 +218,8 @@ def _sanitized(member: MemberInput, counts, unique_topics: Optional[Dict[tuple, 
 
 
 def _kept_claims(owned, counts) -> tuple:
-    """The ``(topic, partition)`` claims a topic still has (see :func:`_sanitized`)."""
+    """The ``(topic, partition)`` claims a topic still has (see :func:`_sanitized`;
+    the leader path cleans its claim columns by the same rule, ``_leader._current_claims``)."""
     return tuple(tp for tp in owned if counts.get(tp[0]) is None or tp[1] < counts[tp[0]])
 
 
@@ -308,7 +309,7 @@ def _facts(strategy: str, counts: Dict[str, int], decoded: bool = False):
 def _column_reading(strategy: str, counts: Dict[str, int]) -> Optional[ColumnReading]:
     """What :func:`member_input` reads, from subscription columns: the same
     checks, sources and cleanup (:func:`_sanitized`'s topic de-duplication is
-    done on the topic-id columns, its claim cleanup on the owned columns)."""
+    done on the topic-id columns, its claim cleanup on the claim columns)."""
     reader = get_strategy(strategy).member_input
     if reader is None:  # topics and rack only
         return ColumnReading(_checked_ids, False, None)
@@ -317,16 +318,15 @@ def _column_reading(strategy: str, counts: Dict[str, int]) -> Optional[ColumnRea
     check = functools.partial(_checked_ids, shown=False)
     if strategy == "cooperative-sticky":
 
-        def cooperative_rows(cols):
+        def cooperative_rows(cols, _kernels):
             return (cooperative_generations(cols.generation, cols.user_data), protocol_generations(cols.generation),
                     None)
 
         return ColumnReading(check, True, cooperative_rows)
 
-    def sticky_rows(cols):
-        read = [sticky_claims(user_data) for user_data in cols.user_data]
-        claims = [_kept_claims(owned, counts) for owned, _ in read]
-        return [generation for _, generation in read], protocol_generations(cols.generation), claims
+    def sticky_rows(cols, kernels):
+        generation, claims = sticky_claim_columns(cols.user_data, cols.names, kernels.sticky_userdata_columns)
+        return generation, protocol_generations(cols.generation), claims
 
     return ColumnReading(check, False, sticky_rows)
 

@@ -10,14 +10,17 @@ ids once for the whole group (a subscription whose topics array is the
 previous one's reuses its topic list without reading it), owned partitions
 become ``(topic id, partition)`` int32 columns, and generation ids, racks
 and userData one value each.  The strategy's reading (``_api._facts``) then
-takes a member's generation from those values.  What is never built on the
-range, roundrobin and cooperative-sticky paths: a Python object per
-partition, per owned entry or per subscribed topic, or a per-member
-Subscription/Assignment message object; per member only a few (the rack
-and userData of its distinct subscription, its payload).  Eager sticky
-members' userData claims are still decoded into one ``(topic, partition)``
-tuple each.  A strategy registered with its own ``member_input`` is handed
-decoded Subscriptions, one per distinct byte string.
+takes a member's generation from those values; eager sticky's claims come
+from the userData, whose well-formed V1 messages the kernels'
+``sticky_userdata_columns`` reads into the same kind of columns, in the
+same topic ids (``_userdata.sticky_claim_columns`` reads any other userData
+as Java does, alone).  What is never built on the built-in strategies' paths:
+a Python object per partition, per owned entry or per subscribed topic, or a
+per-member Subscription/Assignment message object; per member only a few
+(the rack and userData of its distinct subscription, its payload) -- but
+for the claims of sticky userData that is not one well-formed V1 message.
+A strategy registered with its own ``member_input`` is handed decoded
+Subscriptions, one per distinct byte string.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ._arrays import (
     replica_rack_columns,
     required_list,
 )
-from ._leader_common import ASSIGNMENT_VERSIONS, SubscriptionColumns, topic_name_table
+from ._leader_common import ASSIGNMENT_VERSIONS, ClaimColumns, SubscriptionColumns, topic_name_table
 from ._model import DEFAULT_GENERATION, MemberInput
 
 _I32 = np.int32
@@ -62,11 +65,13 @@ class ColumnReading(NamedTuple):
     check_ids: Callable[[object, object], None]
     #: Whether the Subscription's owned partitions are the member's claims.
     owned_entries: bool
-    #: ``rows(columns) -> (generation, subscription_generation, claims)``, one
-    #: entry per distinct subscription each (claims: ``(topic, partition)``
-    #: pairs read elsewhere, already cleaned up, or None for none at all);
-    #: None: every member has the defaults.
-    rows: Optional[Callable[[SubscriptionColumns], Tuple[Sequence[int], Sequence[int], Optional[list]]]]
+    #: ``rows(columns, kernels) -> (generation, subscription_generation,
+    #: claims)``, one entry per distinct subscription each (``kernels``: the
+    #: leader kernels that read ``columns``; claims: :class:`ClaimColumns`
+    #: read elsewhere, whose names start with ``columns.names``, not yet
+    #: cleaned up, or None for none at all); None: every member has the defaults.
+    rows: Optional[Callable[[SubscriptionColumns, object],
+                            Tuple[Sequence[int], Sequence[int], Optional[ClaimColumns]]]]
 
 
 def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partition_racks=None,
@@ -98,34 +103,35 @@ def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partitio
                 raise
     cols = kernels.subscription_columns(keys)
     return _subscriptions_group(member_ids, instance_ids, which, [member_ids[i] for i in firsts], cols, reading,
-                                counts, partition_racks)
+                                counts, partition_racks, kernels)
 
 
 def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: SubscriptionColumns,
-                         reading: ColumnReading, counts: Dict[str, int], partition_racks) -> ArrayGroup:
+                         reading: ColumnReading, counts: Dict[str, int], partition_racks, kernels) -> ArrayGroup:
     """The :class:`ArrayGroup` of members whose subscription is row
     ``which[i]`` of ``cols`` (``first_ids[k]``: the first member with row ``k``)."""
     D = len(first_ids)
-    claims: Optional[list] = None
+    claims: Optional[ClaimColumns] = None
     if reading.rows is None:
         generation = subscription_generation = np.full(D, DEFAULT_GENERATION, dtype=_I32)
     else:
         # int32 as the group keeps them: every value here was read from an
         # int32 on the wire, and an int64 column would be narrowed and
         # range-checked again by ArrayGroup on every call.
-        generation, subscription_generation, claims = reading.rows(cols)
+        generation, subscription_generation, claims = reading.rows(cols, kernels)
         generation = np.array(generation, dtype=_I32)
         subscription_generation = np.array(subscription_generation, dtype=_I32)
-    mentioned = np.zeros(len(cols.names), dtype=bool)
+    all_names = cols.names if claims is None else claims.names
+    mentioned = np.zeros(len(all_names), dtype=bool)
     mentioned[cols.list_topic] = True
     if reading.owned_entries:
         mentioned[cols.entry_topic] = True
+    elif claims is not None:
+        mentioned[claims.topic] = True
     names = set(counts)
-    names.update(itertools.compress(cols.names, mentioned))
-    for owned in claims or ():
-        names.update(t for t, _ in owned)
+    names.update(itertools.compress(all_names, mentioned))
     topics, index, partition_counts = interned_topics(names, counts)
-    topic_of_name = np.array([index.get(n, -1) for n in cols.names], dtype=_I32)
+    topic_of_name = np.array([index.get(n, -1) for n in all_names], dtype=_I32)
     list_flat, list_ptr = _first_of_each(topic_of_name[cols.list_topic], cols.list_ptr, len(topics))
     if reading.owned_entries:
         owned = _current_claims(topic_of_name[cols.owned_topic], cols.owned_partition, cols.owned_ptr, first_ids,
@@ -133,7 +139,8 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
     elif claims is None:
         owned = np.zeros(0, dtype=_I32), np.zeros(0, dtype=_I32), np.zeros(D + 1, dtype=_I64)
     else:
-        owned = _claim_columns(first_ids, claims, index)
+        owned = _current_claims(topic_of_name[claims.topic], claims.partition, claims.ptr, first_ids, topics, index,
+                                counts)
     return _array_group(topics, partition_counts, index, member_ids, instance_ids, which, list_flat, list_ptr,
                         cols.topic_list, owned, generation, subscription_generation, cols.rack, partition_racks)
 
@@ -154,7 +161,7 @@ def _first_of_each(flat: np.ndarray, ptr: np.ndarray, width: int) -> Tuple[np.nd
 
 def _current_claims(flat_t, flat_p, ptr, first_ids: List, topics: List[str], index: Dict[str, int],
                     counts: Dict[str, int]):
-    """Owned partitions as CSR ``(topic, partition, ptr)``, cleaned up as
+    """Claimed partitions as CSR ``(topic, partition, ptr)``, cleaned up as
     ``_api._sanitized`` cleans a member's claims: a negative index is
     refused (naming the first member that claims it), one past its topic's
     known partition count is dropped, and a topic the metadata does not know

@@ -2,7 +2,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from ._leader_common import SubscriptionColumns
+from ._leader_common import StickyUserDataColumns, SubscriptionColumns
 
 def assignment_bytes(
     indptr: np.ndarray, topic: np.ndarray, partition: np.ndarray, name_offsets: np.ndarray, name_blob: bytes, version: int
@@ -14,5 +14,7 @@ def sync_frame(
 ) -> Optional[bytes]: ...
 
 def subscription_columns(metadata: List[bytes]) -> SubscriptionColumns: ...
+
+def sticky_userdata_columns(user_data: List[Optional[bytes]], names: List[str]) -> StickyUserDataColumns: ...
 
 def member_rows(members: list) -> Tuple[List[Any], List[Any], np.ndarray, List[bytes], List[int]]: ...

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled twin of ``_leader_py``: a JoinGroupResponse's members grouped by
 their metadata bytes, the members' ``ConsumerProtocolSubscription``
-bytes read into columns, and each member's ``ConsumerProtocolAssignment``
+bytes and eager sticky userData read into columns, and each member's ``ConsumerProtocolAssignment``
 bytes written straight from an assignment's CSR arrays into one bytes object
 per member (layout in ``_leader_common``).  The two must return identical
 results.  No Python object is made per partition, per owned entry or per
@@ -18,7 +18,7 @@ from libc.string cimport memcmp, memcpy, memset
 from .. import codec
 from ..errors import AssignmentError
 from . import _leader_common
-from ._leader_common import SubscriptionColumns, metadata_type_error
+from ._leader_common import ClaimColumns, StickyUserDataColumns, SubscriptionColumns, metadata_type_error
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
@@ -554,7 +554,8 @@ cdef class _TopicIds:
     """Topic name bytes -> topic id, ids in order of first appearance.
 
     Keyed by the bytes (pointers into the caller's metadata, alive for the
-    read), so a name seen before costs a hash and a memcmp, and no str."""
+    read, or into a given name's UTF-8, alive with the str), so a name seen
+    before costs a hash and a memcmp, and no str."""
     cdef list names
     cdef const uint8_t** name_at
     cdef int32_t* name_length
@@ -576,30 +577,57 @@ cdef class _TopicIds:
 
     cdef int32_t id_of(self, const uint8_t* name, int32_t length) except -2:
         """The id of ``name``, or -1 if it is not UTF-8 (the codec refuses it)."""
-        cdef int32_t t
-        cdef Py_ssize_t slot = <Py_ssize_t>(_name_hash(name, length) & <uint64_t>self.mask)
-        while True:
-            t = self.slots[slot]
-            if t < 0:
-                break
-            if self.name_length[t] == length and _same_name(self.name_at[t], name, length):
-                return t
-            slot = (slot + 1) & self.mask
+        cdef Py_ssize_t slot = self._slot(name, length)
+        if self.slots[slot] >= 0:
+            return self.slots[slot]
         try:
             text = PyUnicode_DecodeUTF8(<const char*>name, length, NULL)
         except UnicodeDecodeError:
             return -1
-        t = <int32_t>self.count
+        return self._add(text, name, length, slot)
+
+    cdef int seed(self, str text) except -1:
+        """Give ``text`` the next id, as if its UTF-8 had been read (its bytes
+        live as long as the str, which ``names`` holds).  A name given twice
+        takes a second id that no lookup finds, so ids stay positions in ``names``."""
+        cdef Py_ssize_t length
+        cdef const uint8_t* name = <const uint8_t*>PyUnicode_AsUTF8AndSize(text, &length)
+        cdef Py_ssize_t slot = self._slot(name, <int32_t>length)
+        self._add(text, name, <int32_t>length, slot if self.slots[slot] < 0 else -1)
+        return 0
+
+    cdef inline Py_ssize_t _slot(self, const uint8_t* name, int32_t length) noexcept:
+        """The slot holding ``name``'s id, or the empty slot where it would go."""
+        cdef int32_t t
+        cdef Py_ssize_t slot = <Py_ssize_t>(_name_hash(name, length) & <uint64_t>self.mask)
+        while True:
+            t = self.slots[slot]
+            if t < 0 or (self.name_length[t] == length and _same_name(self.name_at[t], name, length)):
+                return slot
+            slot = (slot + 1) & self.mask
+
+    cdef int32_t _add(self, str text, const uint8_t* name, int32_t length, Py_ssize_t slot) except -1:
+        """The next id for ``text`` (whose UTF-8 is ``name``), put in ``slot`` (-1: in none)."""
+        cdef int32_t t = <int32_t>self.count
         if self.count == self.room:
             self._grow_names()
         self.name_at[t] = name
         self.name_length[t] = length
         self.names.append(text)
         self.count += 1
-        self.slots[slot] = t
+        if slot >= 0:
+            self.slots[slot] = t
         if 2 * self.count > self.mask:
-            self._rehash()
+            self._rehash(2 * self.mask + 1)
         return t
+
+    cdef int truncate(self, Py_ssize_t count) except -1:
+        """Forget every id from ``count`` on (names read from bytes that turned out bad)."""
+        if count == self.count:
+            return 0
+        del self.names[count:]
+        self.count = count
+        return self._rehash(self.mask)
 
     cdef int _grow_names(self) except -1:
         cdef Py_ssize_t room = max(2 * self.room, 64)
@@ -614,8 +642,8 @@ cdef class _TopicIds:
         self.room = room
         return 0
 
-    cdef int _rehash(self) except -1:
-        cdef Py_ssize_t mask = 2 * self.mask + 1
+    cdef int _rehash(self, Py_ssize_t mask) except -1:
+        """The ids in a table of ``mask + 1`` slots, made anew."""
         cdef int32_t* slots = <int32_t*>PyMem_Malloc((mask + 1) * sizeof(int32_t))
         if slots == NULL:
             raise MemoryError()
@@ -651,14 +679,22 @@ ctypedef struct _Cursor:
     Py_ssize_t end
 
 
-cdef inline int64_t _count(_Cursor* c, Py_ssize_t min_size, bytes raw) except -1:
-    """An int32 array count; refused (the codec's error) when truncated,
+cdef inline int64_t _fitting_count(_Cursor* c, Py_ssize_t min_size) noexcept nogil:
+    """An int32 array count, the cursor moved past it; -1 when truncated,
     null, negative, or more elements of ``min_size`` bytes than are left."""
     if c.end - c.pos < 4:
-        _refuse(raw)
+        return -1
     cdef int64_t n = _be32(c.p + c.pos)
     c.pos += 4
     if n < 0 or n > (c.end - c.pos) // min_size:
+        return -1
+    return n
+
+
+cdef inline int64_t _count(_Cursor* c, Py_ssize_t min_size, bytes raw) except -1:
+    """An int32 array count; refused (the codec's error) where :func:`_fitting_count` finds none."""
+    cdef int64_t n = _fitting_count(c, min_size)
+    if n < 0:
         _refuse(raw)
     return n
 
@@ -687,6 +723,19 @@ cdef inline int32_t _topic(_Cursor* c, _TopicIds ids, bytes raw) except -1:
     return t
 
 
+cdef inline int _partitions(_Cursor* c, int32_t t, int64_t count, _Growing topic, _Growing partition) except -1:
+    """The ``count`` int32 partitions at the cursor (known to be there) onto
+    the columns, each with topic ``t``."""
+    cdef int32_t* topic_out = <int32_t*>topic.extend(count)
+    cdef int32_t* partition_out = <int32_t*>partition.extend(count)
+    cdef int64_t j
+    for j in range(count):
+        topic_out[j] = t
+        partition_out[j] = _be32(c.p + c.pos)
+        c.pos += 4
+    return 0
+
+
 def subscription_columns(list metadata):
     """Each byte string of ``metadata`` (all ``bytes``) read into
     :class:`SubscriptionColumns`; bad bytes raise the codec's error."""
@@ -701,12 +750,10 @@ def subscription_columns(list metadata):
     # starts with the same bytes has the same topics, so nothing in it is read.
     cdef const uint8_t* last_topics = NULL
     cdef Py_ssize_t last_topics_size = -1
-    cdef Py_ssize_t k, i, j, start
-    cdef int64_t count, n
+    cdef Py_ssize_t k, i, start
+    cdef int64_t n
     cdef int32_t t, layout
     cdef int16_t written_version
-    cdef int32_t* topic_out
-    cdef int32_t* partition_out
     cdef _Cursor c
     cdef bytes raw
     list_ptr.push64(0)
@@ -739,13 +786,7 @@ def subscription_columns(list metadata):
             for i in range(_count(&c, 6, raw)):
                 t = _topic(&c, ids, raw)
                 entry_topic.push32(t)
-                count = _count(&c, 4, raw)
-                topic_out = <int32_t*>owned_topic.extend(count)
-                partition_out = <int32_t*>owned_partition.extend(count)
-                for j in range(count):
-                    topic_out[j] = t
-                    partition_out[j] = _be32(c.p + c.pos)
-                    c.pos += 4
+                _partitions(&c, t, _count(&c, 4, raw), owned_topic, owned_partition)
         entry_ptr.push64(entry_topic.used)
         owned_ptr.push64(owned_topic.used)
         if layout >= 2:
@@ -771,3 +812,82 @@ def subscription_columns(list metadata):
         entry_ptr.array(), entry_topic.array(), owned_ptr.array(), owned_topic.array(), owned_partition.array(),
         generation.array(), racks, user_data,
     )
+
+
+# ---------------------------------------------------------------------------
+# Eager sticky userData -> claim columns
+# ---------------------------------------------------------------------------
+# Java reads StickyAssignorUserData leniently (_userdata: V1 then V0, bytes
+# after the message ignored, a topic that is not UTF-8 read with replacement
+# characters).  What every Java member sends is exactly one V1 message, and
+# for those bytes every reading agrees: that case alone is read here, one
+# int32 pair per claimed partition and no str but a topic's first.  A row is
+# read only if the codec would decode all of it as V1; any other row is left
+# unread, its claims and names undone, for the lenient reader.  The layout
+# is the codec schema's StickyAssignorUserData at V1, never flexible:
+#
+#     int32  entry count, then per entry: int16 length + UTF-8 topic,
+#            int32 partition count, then each partition as int32
+#     int32  generation, then nothing
+
+
+cdef int _sticky_v1(_Cursor* c, _TopicIds ids, _Growing topic, _Growing partition,
+                    int32_t* generation) except -1:
+    """1 if ``c`` holds exactly one V1 message, read into the columns; 0
+    where the codec would refuse the bytes (what was written stays for the
+    caller to undo)."""
+    cdef int64_t entries, length, count, i
+    cdef int32_t t
+    entries = _fitting_count(c, 6)  # an entry takes at least 6 bytes
+    if entries < 0:
+        return 0
+    for i in range(entries):
+        if c.end - c.pos < 2:
+            return 0
+        length = _be16(c.p + c.pos)
+        c.pos += 2
+        if length < 0 or length > c.end - c.pos:
+            return 0
+        t = ids.id_of(c.p + c.pos, <int32_t>length)
+        if t < 0:
+            return 0
+        c.pos += length
+        count = _fitting_count(c, 4)
+        if count < 0:
+            return 0
+        _partitions(c, t, count, topic, partition)
+    if c.end - c.pos != 4:
+        return 0
+    generation[0] = _be32(c.p + c.pos)
+    return 1
+
+
+def sticky_userdata_columns(list user_data, list names):
+    """Each userData of ``user_data`` that is exactly one V1 message, read
+    into :class:`StickyUserDataColumns`, topic ids continuing ``names``
+    (distinct, as ``subscription_columns`` gives them)."""
+    cdef Py_ssize_t rows = len(user_data), k, topics_before, names_before
+    cdef _TopicIds ids = _TopicIds()
+    cdef _Growing ptr = _Growing(8), topic = _Growing(4), partition = _Growing(4)
+    read_arr = np.zeros(rows, dtype=bool)
+    generation_arr = np.full(rows, -1, dtype=np.int32)
+    cdef uint8_t[::1] read = read_arr.view(np.uint8)
+    cdef int32_t[::1] generation = generation_arr
+    cdef _Cursor c
+    cdef object raw
+    for name in names:
+        ids.seed(name)
+    ptr.push64(0)
+    for k in range(rows):
+        raw = user_data[k]
+        if isinstance(raw, bytes):
+            c.p, c.pos, c.end = <const uint8_t*>PyBytes_AS_STRING(raw), 0, PyBytes_GET_SIZE(raw)
+            topics_before, names_before = topic.used, ids.count
+            if _sticky_v1(&c, ids, topic, partition, &generation[k]):
+                read[k] = 1
+            else:
+                topic.used = partition.used = topics_before
+                ids.truncate(names_before)
+        ptr.push64(topic.used)
+    return StickyUserDataColumns(
+        read_arr, generation_arr, ClaimColumns(ids.names, ptr.array(), topic.array(), partition.array()))

@@ -2,7 +2,8 @@
 member's metadata that is not bytes is refused, the byte
 layout of the ``ConsumerProtocolAssignment`` they write, the table of
 topic names they copy from, and the columns they read the members'
-``ConsumerProtocolSubscription`` bytes into (:class:`SubscriptionColumns`).
+``ConsumerProtocolSubscription`` bytes into (:class:`SubscriptionColumns`)
+and eager sticky userData into (:class:`StickyUserDataColumns`).
 
 The layout is the codec schema's ``ConsumerProtocolAssignment`` (kwire/codec/
 _schema.py) at every version kwire knows, 0 to 3, which all have the same
@@ -82,3 +83,31 @@ class SubscriptionColumns(NamedTuple):
     #: rackId (None before v3) and userData, per row.
     rack: List[Optional[str]]
     user_data: List[Optional[bytes]]
+
+
+class ClaimColumns(NamedTuple):
+    """Partitions claimed by each row, as CSR over topic ids ``names``."""
+
+    #: Topic ``i`` is ``names[i]``.
+    names: List[str]
+    #: int64[D+1], int32[P], int32[P]: each row's claims in the order written.
+    ptr: np.ndarray
+    topic: np.ndarray
+    partition: np.ndarray
+
+
+class StickyUserDataColumns(NamedTuple):
+    """Eager ``StickyAssignorUserData`` byte strings (or None), one a row,
+    read where they are exactly one V1 message.
+
+    Only those rows are read: any other (None, empty, V0, broken, trailing
+    bytes, a topic that is not UTF-8) is left unread, with no claims and
+    generation -1, for Java's lenient reader (``_userdata``)."""
+
+    #: bool[D]: which rows were read.
+    read: np.ndarray
+    #: int32[D]: the generation of each row read.
+    generation: np.ndarray
+    #: Claims of the rows read; ``claims.names`` starts with the names the
+    #: reader was given, same ids, then each new topic in order of first appearance.
+    claims: ClaimColumns

@@ -1,6 +1,6 @@
 """Pure twin of ``_leader_c``: a JoinGroupResponse's members grouped by their
 metadata bytes, the members' ``ConsumerProtocolSubscription``
-bytes read into columns (over the codec's decode), and each member's
+bytes and eager sticky userData read into columns (over the codec's decode), and each member's
 ``ConsumerProtocolAssignment`` bytes straight from an assignment's CSR arrays
 (layout in ``_leader_common``).  The two must return identical results."""
 
@@ -12,8 +12,9 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from .. import codec
-from ..errors import AssignmentError
-from ._leader_common import MAX_NAME_BYTES, SubscriptionColumns, metadata_type_error
+from ..errors import AssignmentError, DecodeError
+from ._leader_common import (MAX_NAME_BYTES, ClaimColumns, StickyUserDataColumns, SubscriptionColumns,
+                             metadata_type_error)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -101,6 +102,37 @@ def subscription_columns(metadata: List[bytes]) -> SubscriptionColumns:
         np.array(entry_ptr, dtype=i64), np.array(entry_topic, dtype=i32),
         np.array(owned_ptr, dtype=i64), np.array(owned_topic, dtype=i32), np.array(owned_partition, dtype=i32),
         np.array(generation, dtype=i32), rack, user_data,
+    )
+
+
+def sticky_userdata_columns(user_data: List[Optional[bytes]], names: List[str]) -> StickyUserDataColumns:
+    """Each userData of ``user_data`` the codec decodes as StickyAssignorUserData
+    V1, into columns, topic ids continuing ``names`` (distinct); the rest unread."""
+    names = list(names)
+    ids: Dict[str, int] = {}
+    for i, name in enumerate(names):
+        ids.setdefault(name, i)
+    read, generation, ptr, topic, partition = [], [], [0], [], []
+    for raw in user_data:
+        msg = None
+        if isinstance(raw, bytes):
+            try:
+                msg = codec.StickyAssignorUserData.decode(raw, 1)
+            except DecodeError:
+                pass
+        read.append(msg is not None)
+        generation.append(-1 if msg is None else msg.generation)
+        for entry in msg.previous_assignment if msg is not None else ():
+            t = ids.setdefault(entry.topic, len(names))
+            if t == len(names):
+                names.append(entry.topic)
+            topic.extend([t] * len(entry.partitions))
+            partition.extend(entry.partitions)
+        ptr.append(len(topic))
+    return StickyUserDataColumns(
+        np.array(read, dtype=bool), np.array(generation, dtype=np.int32),
+        ClaimColumns(names, np.array(ptr, dtype=np.int64), np.array(topic, dtype=np.int32),
+                     np.array(partition, dtype=np.int32)),
     )
 
 

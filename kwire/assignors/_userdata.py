@@ -23,13 +23,14 @@ from __future__ import annotations
 import re
 import struct
 from itertools import repeat
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .. import codec
 from ..errors import AssignmentError, DecodeError
 from ._javaorder import hashmap_capacity, hashmap_order, string_hash
+from ._leader_common import ClaimColumns, StickyUserDataColumns
 from ._model import DEFAULT_GENERATION, MemberInput
 
 TopicPartition = Tuple[str, int]
@@ -220,6 +221,47 @@ def sticky_claims(user_data: Optional[bytes]) -> Tuple[List[TopicPartition], int
     """An eager ``sticky`` member's ``(owned partitions, generation)``: from its userData only."""
     owned, gen = decode_sticky_userdata(user_data)
     return owned, _gen(gen)
+
+
+def sticky_claim_columns(user_data: List[Optional[bytes]], names: List[str],
+                         read_columns: Callable[[list, list], StickyUserDataColumns]) -> Tuple[np.ndarray, ClaimColumns]:
+    """:func:`sticky_claims` of each userData, as columns: ``(generation
+    int32[D], claims)``, topic ids continuing ``names``.
+
+    ``read_columns`` (the leader kernels' ``sticky_userdata_columns``) reads
+    the rows that are exactly one V1 message -- what every Java member
+    sends, and where every reading agrees -- without a Python object per
+    partition; the rest, one at a time, by :func:`sticky_claims` itself."""
+    read = read_columns(user_data, names)
+    rest = np.flatnonzero(~read.read).tolist()
+    if not rest:
+        return read.generation, read.claims
+    generation, claims = read.generation, read.claims
+    names = list(claims.names)
+    ids: Dict[str, int] = {}
+    for i, name in enumerate(names):
+        ids.setdefault(name, i)
+    lengths = np.diff(claims.ptr)
+    lenient = {}
+    for k in rest:
+        owned, generation[k] = sticky_claims(user_data[k])
+        for topic, _ in owned:
+            if ids.setdefault(topic, len(names)) == len(names):
+                names.append(topic)
+        lenient[k] = owned
+        lengths[k] = len(owned)
+    ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    topic = np.empty(int(ptr[-1]), dtype=np.int32)
+    partition = np.empty(int(ptr[-1]), dtype=np.int32)
+    # The rows read keep their claims, moved on by what the rows before them gained.
+    at = np.arange(len(claims.topic), dtype=np.int64) + np.repeat(ptr[:-1] - claims.ptr[:-1], np.diff(claims.ptr))
+    topic[at] = claims.topic
+    partition[at] = claims.partition
+    for k, owned in lenient.items():
+        topic[ptr[k]:ptr[k + 1]] = [ids[t] for t, _ in owned]
+        partition[ptr[k]:ptr[k + 1]] = [p for _, p in owned]
+    return generation, ClaimColumns(names, ptr, topic, partition)
 
 
 def cooperative_generation(generation_id: Optional[int], user_data: Optional[bytes]) -> int:
