@@ -770,7 +770,8 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
 # replay_batch gives replay's rows, but reads them with a fixed number of
 # NumPy calls per batch instead of about ten per generation and strategy,
 # which on the what-if's groups of three or four members cost more than the
-# arithmetic.  Each generation (and each answer) gets ranges of its own in
+# arithmetic; for the same reason range and roundrobin run on all the
+# generations in one call each (assignors.assign_arrays_many).  Each generation (and each answer) gets ranges of its own in
 # concatenated arrays: owner codes from a code base, topic ids from a topic
 # base (so partition keys stay sorted across generations), partition slots
 # from a slot base, members from a member base.  Per-segment results are
@@ -820,28 +821,27 @@ def _read_observed(inputs, sizes, has_prev):
     return obs_len, moved, hi, lo
 
 
-def _read_answers(jobs):
+def _read_answers(inputs, variants, answer):
     """``(assigned, moved, max_load, min_load, reproduces)`` of each answer in
-    ``jobs`` (``(input, variant, ArrayAssignment)``), as :func:`replay` reads
-    them one by one; ``moved`` is 0 where the generation has no previous one."""
-    J = len(jobs)
-    inputs = [inp for inp, _v, _r in jobs]
-    groups = [v.group for _i, v, _r in jobs]
-    results = [r for _i, _v, r in jobs]
+    ``answer``, one per generation of ``inputs`` on its ``variants``' group,
+    end to end (``assignors.end_to_end``), as :func:`replay` reads them one
+    by one; ``moved`` is 0 where the generation has no previous one."""
+    J = len(inputs)
+    groups = [v.group for v in variants]
     sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
     n_topics = np.array([len(g.topic_offset) - 1 for g in groups], _I64)
-    elem_len = np.array([len(r.topic) for r in results], _I64)
     slot_base, n_slots = _starts(np.array([g.num_partitions + 1 for g in groups], _I64))
     member_base, n_members = _starts(sizes)
-    elem_base, n_elems = _starts(elem_len)
     topic_base, n_all_topics = _starts(n_topics)
+    indptr = answer.indptr
+    n_elems = int(indptr[-1])
+    elem_len = np.diff(np.append(indptr[member_base], n_elems))
     job_of_member = np.repeat(np.arange(J), sizes)
     job_of_elem = np.repeat(np.arange(J), elem_len)
 
     slot_of_topic = (np.concatenate([g.topic_offset[:-1] for g in groups]) + np.repeat(slot_base, n_topics))
-    topic = np.concatenate([r.topic for r in results]).astype(_I64) + topic_base[job_of_elem]
-    partition = np.concatenate([r.partition for r in results]).astype(_I64)
-    indptr = np.append(np.concatenate([r.indptr[:-1] for r in results]) + elem_base[job_of_member], n_elems)
+    topic = answer.topic.astype(_I64) + topic_base[job_of_elem]
+    partition = answer.partition.astype(_I64)
     counts = np.diff(indptr)
     member = np.repeat(np.arange(n_members), counts)
     # Owner per partition slot; a partition given twice keeps its last owner, as a dict would.
@@ -855,8 +855,8 @@ def _read_answers(jobs):
     with_prev = np.array([inp.has_prev for inp in inputs], bool)
     if with_prev.any():
         picked = [j for j in range(J) if with_prev[j]]
-        prev_len = np.array([len(jobs[j][1].prev_slots) for j in picked], _I64)
-        now = owner[np.concatenate([jobs[j][1].prev_slots for j in picked]) + np.repeat(slot_base[with_prev], prev_len)]
+        prev_len = np.array([len(variants[j].prev_slots) for j in picked], _I64)
+        now = owner[np.concatenate([variants[j].prev_slots for j in picked]) + np.repeat(slot_base[with_prev], prev_len)]
         member_codes = np.concatenate([inp.member_codes for inp in inputs])
         now = np.where(now >= 0, member_codes[now], -1)
         moved[with_prev] = _moved_counts(now, np.concatenate([inputs[j].prev_codes for j in picked]),
@@ -871,7 +871,7 @@ def _read_answers(jobs):
     reproduces = counted.copy()
     if counted.any():
         keep = counted[job_of_elem]
-        ids = np.concatenate([v.topic_ids for _i, v, _r in jobs])
+        ids = np.concatenate([v.topic_ids for v in variants])
         keys = (ids[topic[keep]] << 32) | partition[keep]
         received = np.concatenate([inputs[j].obs_lists for j in np.flatnonzero(counted)])
         job = job_of_elem[keep]
@@ -887,8 +887,8 @@ def _read_answers(jobs):
 def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table:
     """The what-if rows (:data:`WHATIF_SCHEMA`) of ``inputs``, packed
     generations (:func:`replay_inputs`), in order: :func:`replay`'s rows for
-    each, with the assignors run per generation and their answers read for
-    the whole batch at once."""
+    each, with range and roundrobin run on the whole batch at once, the
+    sticky pair per generation, and every answer read for the whole batch."""
     inputs = list(inputs)
     n, width = len(inputs), len(strategies) + 1
     if not n:
@@ -906,19 +906,45 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
     (assigned[observed_rows], moved[observed_rows], max_load[observed_rows],
      min_load[observed_rows]) = _read_observed(inputs, sizes, has_prev)
 
-    jobs, job_rows = [], []
+    # Range and roundrobin run every generation in one call each (their
+    # kernels split one topic at a time, whichever group it is of); the
+    # sticky pair, and any generation a stacked call cannot take, runs alone.
+    plain = [i for i, inp in enumerate(inputs) if inp.plain.error is None]
+    stacked = {}
+    for strategy in strategies:
+        if strategy in ("range", "roundrobin") and plain and strategy not in stacked:
+            try:
+                stacked[strategy] = assignors.assign_arrays_many(
+                    strategy, [inputs[i].plain.group for i in plain], implementation=implementation)
+            except KwireError:
+                pass  # each generation then runs, and reports its failure, on its own
+    rows_of, inputs_of, variants_of, answers = [], [], [], []
+    for k, strategy in enumerate(strategies, 1):
+        if strategy in stacked:
+            rows_of.extend(i * width + k for i in plain)
+            inputs_of.extend(inputs[i] for i in plain)
+            variants_of.extend(inputs[i].plain for i in plain)
+            answers.append(stacked[strategy])
+    alone = [k for k, s in enumerate(strategies, 1) if s not in stacked]
+    alone_names = [strategies[k - 1] for k in alone]
+    every = list(range(1, width))
     for i, inp in enumerate(inputs):
-        for k, (v, result, error) in enumerate(_answers(inp, strategies, implementation), i * width + 1):
+        # a generation the stacked calls left out reports each strategy's failure itself
+        todo, names = (alone, alone_names) if inp.plain.error is None else (every, strategies)
+        for k, (v, result, error) in zip(todo, _answers(inp, names, implementation)):
+            k += i * width
             if result is None:
                 failed[k] = True
                 error_at[k] = len(errors)
                 errors.append(error)
             else:
-                jobs.append((inp, v, result))
-                job_rows.append(k)
-    if jobs:
-        (assigned[job_rows], moved[job_rows], max_load[job_rows], min_load[job_rows],
-         reproduces[job_rows]) = _read_answers(jobs)
+                rows_of.append(k)
+                inputs_of.append(inp)
+                variants_of.append(v)
+                answers.append(result)
+    if rows_of:
+        (assigned[rows_of], moved[rows_of], max_load[rows_of], min_load[rows_of],
+         reproduces[rows_of]) = _read_answers(inputs_of, variants_of, assignors.end_to_end(answers))
 
     generation = np.repeat(np.arange(n), width)
     observed = np.zeros(n_rows, bool)
