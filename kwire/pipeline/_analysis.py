@@ -830,7 +830,10 @@ def _read_answers(inputs, variants, answer):
     groups = [v.group for v in variants]
     sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
     n_topics = np.array([len(g.topic_offset) - 1 for g in groups], _I64)
-    slot_base, n_slots = _starts(np.array([g.num_partitions + 1 for g in groups], _I64))
+    # each group's topic offsets, its partition count last
+    offsets = np.concatenate([g.topic_offset for g in groups])
+    last = np.cumsum(n_topics + 1) - 1
+    slot_base, n_slots = _starts(offsets[last] + 1)
     member_base, n_members = _starts(sizes)
     topic_base, n_all_topics = _starts(n_topics)
     indptr = answer.indptr
@@ -839,7 +842,7 @@ def _read_answers(inputs, variants, answer):
     job_of_member = np.repeat(np.arange(J), sizes)
     job_of_elem = np.repeat(np.arange(J), elem_len)
 
-    slot_of_topic = (np.concatenate([g.topic_offset[:-1] for g in groups]) + np.repeat(slot_base, n_topics))
+    slot_of_topic = np.delete(offsets, last) + np.repeat(slot_base, n_topics)
     topic = answer.topic.astype(_I64) + topic_base[job_of_elem]
     partition = answer.partition.astype(_I64)
     counts = np.diff(indptr)
@@ -876,11 +879,14 @@ def _read_answers(inputs, variants, answer):
         received = np.concatenate([inputs[j].obs_lists for j in np.flatnonzero(counted)])
         job = job_of_elem[keep]
         as_is = np.bincount(job[keys != received], minlength=J) == 0
-        _u, first, inverse = np.unique(member[keep] * n_all_topics + topic[keep], return_index=True,
-                                       return_inverse=True)
-        grouped = keys[np.argsort(first[inverse], kind="stable")]
-        regrouped = np.bincount(job[grouped != received], minlength=J) == 0
-        reproduces &= as_is | regrouped
+        reproduces &= as_is
+        redo = ~as_is[job]  # only the lists that differ as they stand are regrouped
+        if redo.any():
+            _u, first, inverse = np.unique((member[keep] * n_all_topics + topic[keep])[redo], return_index=True,
+                                           return_inverse=True)
+            grouped = keys[redo][np.argsort(first[inverse], kind="stable")]
+            regrouped = np.bincount(job[redo][grouped != received[redo]], minlength=J) == 0
+            reproduces |= counted & regrouped
     return assigned, moved, hi, lo, reproduces
 
 
