@@ -89,20 +89,37 @@ def java_topic_order(stack: GroupStack, kernels) -> np.ndarray:
     if len(idx) <= 1:
         return idx
     groups = len(stack.groups)
-    group = stack.group_of_topic[idx]
-    n_subscribed = np.bincount(stack.group_of_topic[subscribed], minlength=groups)
     hashes = stack.topic_hashes()[idx]
-    set_bucket = hashmap_buckets(hashes, _capacities(n_subscribed)[group])
-    map_bucket = hashmap_buckets(hashes, _capacities(np.bincount(group, minlength=groups))[group])
+    if groups == 1:
+        # one set and one map, whose capacities are plain numbers: the common call costs no more for the stack
+        group = None
+        n_subscribed = [int(np.count_nonzero(subscribed))]
+        set_capacity, map_capacity = capacity_after(n_subscribed[0]), capacity_after(len(idx))
+    else:
+        group = stack.group_of_topic[idx]
+        n_subscribed = np.bincount(stack.group_of_topic[subscribed], minlength=groups)
+        set_capacity = _capacities(n_subscribed)[group]
+        map_capacity = _capacities(np.bincount(group, minlength=groups))[group]
+    set_bucket = hashmap_buckets(hashes, set_capacity)
+    map_bucket = hashmap_buckets(hashes, map_capacity)
     first = np.zeros(len(idx), dtype=np.int64)
-    in_set = np.sort((group.astype(np.int64) << 32) | set_bucket)
-    for g in sorted(set((in_set[1:][in_set[1:] == in_set[:-1]] >> 32).tolist())):
+    for g in _crowded(set_bucket, group):
         # Two of the group's topics share a set bucket: their order there is first insertion.
-        gg, mine = stack.groups[g], group == g
+        gg = stack.groups[g]
+        mine = slice(None) if group is None else group == g
         seen = kernels.first_seen(len(gg.topics), gg.sub_indptr, gg.sub_topics, gg.member_hashmap_order(),
                                   int(n_subscribed[g]))
         first[mine] = seen[idx[mine] - stack.topic_base[g]]
-    return idx[np.lexsort((first, set_bucket, map_bucket, group))]
+    keys = (first, set_bucket, map_bucket)
+    return idx[np.lexsort(keys if group is None else keys + (group,))]
+
+
+def _crowded(set_bucket, group) -> List[int]:
+    """The groups (each topic's in ``group``, or None for one group) in which two topics share a set bucket."""
+    if group is None:
+        return [0] if len(np.unique(set_bucket)) < len(set_bucket) else []
+    in_set = np.sort((group.astype(np.int64) << 32) | set_bucket)
+    return sorted(set((in_set[1:][in_set[1:] == in_set[:-1]] >> 32).tolist()))
 
 
 def _co_partitioned_groups(group, tp_indptr, tp_members, member_rack, topic_order):
