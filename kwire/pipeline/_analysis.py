@@ -2,7 +2,7 @@
 
 Pure Python over one group's decoded events, so it is tested without
 Spark; the Spark stages call it once per bucket of groups, never once
-per group.  The what-if replays on arrays (:func:`replay`).
+per group.  The what-if replays on arrays, a task's generations at once (:func:`replay_batch`).
 
 Events are rows of the decoded frames table (see ``kwire.codec._batch_py``),
 reduced by the Spark stage: heartbeat requests are dropped and successful
@@ -771,12 +771,13 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
 # NumPy calls per batch instead of about ten per generation and strategy,
 # which on the what-if's groups of three or four members cost more than the
 # arithmetic; for the same reason range and roundrobin run on all the
-# generations in one call each (assignors.assign_arrays_many).  Each generation (and each answer) gets ranges of its own in
-# concatenated arrays: owner codes from a code base, topic ids from a topic
-# base (so partition keys stay sorted across generations), partition slots
-# from a slot base, members from a member base.  Per-segment results are
-# reduceat over segments that are never empty (every generation has members,
-# every answer a slot past its end) or bincount of the segment numbers.
+# generations in one call each (assignors.assign_arrays_many).  Each
+# generation (and each answer) gets ranges of its own in concatenated
+# arrays: owner codes from a code base, topic ids from a topic base (so
+# partition keys stay sorted across generations), partition slots from a
+# slot base, members from a member base.  Per-segment results are reduceat
+# over segments that are never empty (every generation has members, every
+# answer a slot past its end) or bincount of the segment numbers.
 
 
 def _starts(lengths):
@@ -859,7 +860,8 @@ def _read_answers(inputs, variants, answer):
     if with_prev.any():
         picked = [j for j in range(J) if with_prev[j]]
         prev_len = np.array([len(variants[j].prev_slots) for j in picked], _I64)
-        now = owner[np.concatenate([variants[j].prev_slots for j in picked]) + np.repeat(slot_base[with_prev], prev_len)]
+        prev_slots = np.concatenate([variants[j].prev_slots for j in picked])
+        now = owner[prev_slots + np.repeat(slot_base[with_prev], prev_len)]
         member_codes = np.concatenate([inp.member_codes for inp in inputs])
         now = np.where(now >= 0, member_codes[now], -1)
         moved[with_prev] = _moved_counts(now, np.concatenate([inputs[j].prev_codes for j in picked]),
