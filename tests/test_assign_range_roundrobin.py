@@ -349,3 +349,68 @@ def test_bare_array_assignment():
     named = ArrayAssignment([0, 2, 3], [0, 1, 1], [0, 0, 1], ["a", "b"], ["x", "y"], [0, 1, 3])
     assert named.to_dict() == {"a": [("x", 0), ("y", 0)], "b": [("y", 1)]}
     assert named.owner_of_each_partition().tolist() == [0, 0, 1]
+
+
+# -- many groups in one call ------------------------------------------------------------------
+
+
+# "Aa" and "BB" share a String.hashCode, so their HashSet order is first insertion.
+_topic_names = st.sampled_from(["a", "b", "zz", "Aa", "BB", "t0", "t1", "t10", "\u00e9", "\U0001d4b3"])
+
+
+@st.composite
+def _small_group(draw):
+    topics = kwire.assignors.java_sorted(set(draw(st.lists(_topic_names, max_size=5))))
+    counts = [draw(st.integers(0, 7)) for _ in topics]
+    member_ids = draw(st.lists(st.sampled_from(["m0", "m1", "m2", "m10", "Aa", "BB", "z"]), max_size=5, unique=True))
+    instances = [draw(st.sampled_from([None, None, "i0", "i1", "Aa"])) for _ in member_ids]
+    subs = [draw(st.lists(st.integers(0, len(topics) - 1), max_size=4)) if topics else [] for _ in member_ids]
+    indptr = np.cumsum([0] + [len(s) for s in subs])
+    return ArrayGroup(topics, counts, member_ids, indptr, [t for s in subs for t in s], group_instance_ids=instances)
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups=st.lists(_small_group(), max_size=6))
+def test_many_groups_in_one_call_are_each_group_alone(groups):
+    from kwire.assignors import assign_arrays_many, end_to_end
+
+    for strategy in ("range", "roundrobin"):
+        for impl in IMPLS:
+            try:
+                alone = end_to_end([assign_arrays(strategy, g, implementation=impl) for g in groups])
+            except AssignmentError:
+                assert strategy == "roundrobin" and any(g.num_members == 0 for g in groups)
+                with pytest.raises(AssignmentError):
+                    assign_arrays_many(strategy, groups, implementation=impl)
+                continue
+            assert assign_arrays_many(strategy, groups, implementation=impl) == alone, (strategy, impl)
+
+
+def test_many_groups_with_racks_and_registered_strategies():
+    from kwire.assignors import assign_arrays_many, end_to_end
+
+    racked = ArrayGroup.from_group_input(GroupInput(
+        members=[MemberInput("a", topics=("t",), rack="r1"), MemberInput("b", topics=("t",), rack="r0")],
+        partitions_per_topic={"t": 4}, partition_racks={"t": [["r0"], ["r1"], ["r0"], ["r1"]]}))
+    plain = ArrayGroup(["t", "u"], [3, 2], ["x", "y"], [0, 2, 3], [0, 1, 0])
+    groups = [plain, racked, plain]
+    for strategy in ("range", "roundrobin"):
+        for impl in IMPLS:
+            alone = [assign_arrays(strategy, g, implementation=impl) for g in groups]
+            assert assign_arrays_many(strategy, groups, implementation=impl) == end_to_end(alone)
+    # rack matching gave the racked group its local partitions, not plain ranges
+    assert assign_arrays("range", racked).to_dict() == {"a": [("t", 1), ("t", 3)], "b": [("t", 0), ("t", 2)]}
+    assert len(assign_arrays_many("range", [])) == 0 and len(assign_arrays_many("roundrobin", [])) == 0
+    with pytest.raises(AssignmentError):
+        assign_arrays_many("range", [plain, "not a group"])
+    with pytest.raises(AssignmentError):
+        assign_arrays_many("roundrobin", [plain], implementation="fortran")
+    # a strategy registered over a built-in one answers for every group
+    previous = unregister_strategy("range")
+    try:
+        register_strategy("range", lambda g: assign_arrays("roundrobin", g))
+        assert assign_arrays_many("range", groups) == end_to_end([assign_arrays("roundrobin", g) for g in groups])
+    finally:
+        register_strategy(previous.name, previous.arrays, reference=previous.reference,
+                          member_input=previous.member_input)
+    assert assign_arrays_many("sticky", groups) == end_to_end([assign_arrays("sticky", g) for g in groups])

@@ -107,13 +107,24 @@ def test_a_corrupted_capture_is_analysed(tmp_path):
 
 def test_a_failing_what_if_is_reported_for_its_group(events, monkeypatch):
     real = kwire.assignors.assign_arrays
+    real_many = kwire.assignors.assign_arrays_many
+
+    def refused(group):
+        return any(m.startswith("orders-app") for m in group.member_ids) or "t" in group.topics
 
     def assign_arrays(strategy, group, implementation=None):
-        if any(m.startswith("orders-app") for m in group.member_ids) or "t" in group.topics:
+        if refused(group):
             raise AssignmentError("refused for the test")
         return real(strategy, group, implementation=implementation)
 
+    def assign_arrays_many(strategy, groups, implementation=None):
+        # one group refused refuses the whole call: the what-if then runs each generation alone
+        if any(refused(g) for g in groups):
+            raise AssignmentError("refused for the test")
+        return real_many(strategy, groups, implementation=implementation)
+
     monkeypatch.setattr(kwire.assignors, "assign_arrays", assign_arrays)
+    monkeypatch.setattr(kwire.assignors, "assign_arrays_many", assign_arrays_many)
     wi = analysis.whatif_of(events)
     failed = wi[wi.error.notna()]
     assert set(failed.group_id) == {"orders-app"}

@@ -4,10 +4,10 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 :func:`leader_assignments` straight from a JoinGroupResponse
 (:func:`leader_sync_request`: the SyncGroupRequest frame itself).  Array level
 (no Python object per partition): :func:`assign_arrays` on an
-:class:`ArrayGroup`.  See docs/ASSIGNORS.md.
+:class:`ArrayGroup`, :func:`assign_arrays_many` on many at once.  See docs/ASSIGNORS.md.
 """
 
-from ._arrays import ArrayAssignment, ArrayGroup
+from ._arrays import ArrayAssignment, ArrayGroup, end_to_end
 from ._javaorder import java_sorted
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._api import (
@@ -16,6 +16,7 @@ from ._api import (
     Strategy,
     assign,
     assign_arrays,
+    assign_arrays_many,
     assign_group,
     assign_members_arrays,
     get_strategy,
@@ -44,10 +45,12 @@ __all__ = [
     "Strategy",
     "assign",
     "assign_arrays",
+    "assign_arrays_many",
     "assign_group",
     "assign_members_arrays",
     "assign_sticky_pair",
     "cooperative_user_data",
+    "end_to_end",
     "get_strategy",
     "java_sorted",
     "leader_assignments",

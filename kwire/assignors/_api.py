@@ -20,12 +20,13 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from .. import codec
 from ..errors import AssignmentError
-from ._arrays import ArrayAssignment, ArrayGroup, array_assignment_of, checked_counts, group_input_of, required_list
+from ._arrays import (ArrayAssignment, ArrayGroup, array_assignment_of, checked_counts, end_to_end, group_input_of,
+                      required_list)
 from ._leader import ColumnReading, assignment_payloads, join_members_group, member_objects_group, sync_request_frame
 from ._model import MemberAssignments, GroupInput, MemberInput
-from ._range import assign_range, reference_range
+from ._range import assign_range, assign_range_many, reference_range
 from ._userdata import cooperative_generations, member_input_for, protocol_generations, sticky_claim_columns
-from ._roundrobin import assign_roundrobin, reference_roundrobin
+from ._roundrobin import assign_roundrobin, assign_roundrobin_many, reference_roundrobin
 
 ArrayFn = Callable[..., ArrayAssignment]
 ReferenceFn = Callable[[GroupInput], MemberAssignments]
@@ -250,6 +251,30 @@ def assign_arrays(
             options["implementation"] = implementation
         return entry.arrays(group, **options)
     return array_assignment_of(group, entry.reference(group_input_of(group), **options))
+
+
+#: The built-in array forms that run many groups in one kernel call.
+_MANY = {"range": (assign_range, assign_range_many), "roundrobin": (assign_roundrobin, assign_roundrobin_many)}
+
+
+def assign_arrays_many(
+    strategy: str, groups: Sequence[ArrayGroup], *, implementation: Optional[str] = None
+) -> ArrayAssignment:
+    """:func:`assign_arrays` of each of ``groups``, end to end: a bare
+    :class:`ArrayAssignment` whose rows are the first group's members, then
+    the second's, and so on, each group's topics numbered as in that group.
+    Range and roundrobin run all the groups in one call of their kernels, so
+    many small groups cost about what one larger group does; any other
+    strategy (or one registered over either) runs group by group."""
+    groups = list(groups)
+    for g in groups:
+        if not isinstance(g, ArrayGroup):
+            raise AssignmentError(f"assign_arrays_many needs ArrayGroups, got {type(g).__name__}")
+    entry = get_strategy(strategy)
+    many = _MANY.get(strategy)
+    if many is not None and entry.arrays is many[0]:
+        return many[1](groups, implementation)
+    return end_to_end([assign_arrays(strategy, g, implementation=implementation) for g in groups])
 
 
 def assign_group(

@@ -582,6 +582,26 @@ class ArrayAssignment:
         return f"ArrayAssignment({len(self)} members, {len(self.topic)} partitions)"
 
 
+def segment_starts(lengths) -> Tuple[np.ndarray, int]:
+    """Where each of ``lengths``' segments starts when they are laid end to end, and the total."""
+    ends = np.cumsum(lengths, dtype=_I64)
+    return ends - lengths, int(ends[-1]) if len(ends) else 0
+
+
+def end_to_end(answers: Sequence[ArrayAssignment]) -> ArrayAssignment:
+    """Many groups' answers as one bare :class:`ArrayAssignment`: member ``m``
+    of ``answers[g]`` is row ``m`` plus the members of the answers before it;
+    topics keep each group's own indices."""
+    if not answers:
+        return ArrayAssignment(np.zeros(1, _I64), np.zeros(0, _I32), np.zeros(0, _I32))
+    lengths = np.array([len(a.topic) for a in answers], _I64)
+    members = np.array([len(a.indptr) - 1 for a in answers], _I64)
+    base, total = segment_starts(lengths)
+    indptr = np.append(np.concatenate([a.indptr[:-1] for a in answers]) + np.repeat(base, members), total)
+    return ArrayAssignment(indptr, np.concatenate([a.topic for a in answers]),
+                           np.concatenate([a.partition for a in answers]))
+
+
 def group_input_of(group: ArrayGroup) -> GroupInput:
     """The :class:`GroupInput` an :class:`ArrayGroup` describes (for strategies that only have a reference form)."""
     from ._model import MemberInput

@@ -9,36 +9,117 @@ per-partition work happens in the ``_rangerr`` kernels.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ._javaorder import capacity_after, hashmap_buckets, member_info_order, string_hashmap_order, topic_partition_sort_key
 from ..errors import AssignmentError
-from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
+from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, load_kernels, segment_starts
 from ._model import MemberAssignments, GroupInput, MemberInput
 
-def java_topic_order(group: ArrayGroup, kernels, subscribed: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """Topics with partitions and subscribers, in the order Java's range assignor visits them.
+class GroupStack:
+    """Many groups' subscriptions as the columns of one: members and topics
+    numbered end to end (group ``g``'s from ``member_base[g]`` and
+    ``topic_base[g]``), each topic's subscribers in its own group's
+    ``MemberInfo`` order.  A topic's subscribers all belong to its group, so
+    the kernels, which split one topic at a time, split a stack as they
+    split each group apart; a stack of one group is that group's own arrays."""
+
+    __slots__ = ("groups", "member_base", "num_members", "topic_base", "num_topics", "group_of_topic",
+                 "partition_counts", "sub_indptr", "sub_topics", "member_order", "tp_indptr", "tp_members")
+
+    def __init__(self, groups: Sequence[ArrayGroup], kernels):
+        self.groups = groups
+        if len(groups) == 1:
+            # the common call, one group: its own arrays, nothing numbered anew
+            g = groups[0]
+            self.member_base = self.topic_base = _ZERO
+            self.num_members, self.num_topics = g.num_members, len(g.topics)
+            self.group_of_topic = np.zeros(self.num_topics, dtype=np.intp)
+            self.partition_counts, self.sub_indptr, self.sub_topics = g.partition_counts, g.sub_indptr, g.sub_topics
+            self.member_order = g.member_sort_order()
+        else:
+            n_members = np.array([g.num_members for g in groups], dtype=np.int64)
+            n_topics = np.array([len(g.topics) for g in groups], dtype=np.int64)
+            self.member_base, self.num_members = segment_starts(n_members)
+            self.topic_base, self.num_topics = segment_starts(n_topics)
+            self.group_of_topic = np.repeat(np.arange(len(groups)), n_topics)
+            n_subs = np.array([len(g.sub_topics) for g in groups], dtype=np.int64)
+            sub_base, n_all = segment_starts(n_subs)
+            self.partition_counts = np.concatenate([g.partition_counts for g in groups])
+            self.sub_indptr = np.append(np.concatenate([g.sub_indptr[:-1] for g in groups])
+                                        + np.repeat(sub_base, n_members), n_all)
+            self.sub_topics = (np.concatenate([g.sub_topics for g in groups])
+                               + np.repeat(self.topic_base, n_subs)).astype(np.int32)
+            self.member_order = (np.concatenate([g.member_sort_order() for g in groups])
+                                 + np.repeat(self.member_base, n_members)).astype(np.int32)
+        self.tp_indptr, self.tp_members = kernels.subscribers_by_topic(self.num_topics, self.sub_indptr,
+                                                                        self.sub_topics, self.member_order)
+
+    def answer(self, indptr, topic, partition) -> ArrayAssignment:
+        """A kernel's answer on the stack, each topic numbered in its own group again."""
+        local = topic - self.topic_base[self.group_of_topic[topic]]
+        return ArrayAssignment(indptr, local.astype(np.int32), partition)
+
+    def topic_hashes(self) -> np.ndarray:
+        if len(self.groups) == 1:
+            return self.groups[0].topic_hashes()
+        return np.concatenate([g.topic_hashes() for g in self.groups])
+
+
+_ZERO = np.zeros(1, dtype=np.int64)
+
+
+def _capacities(sizes: np.ndarray) -> np.ndarray:
+    """:func:`capacity_after` of each size."""
+    return np.array([capacity_after(n) for n in sizes.tolist()], dtype=np.int64)
+
+
+def java_topic_order(stack: GroupStack, kernels) -> np.ndarray:
+    """Topics with partitions and subscribers, in the order Java's range
+    assignor visits them: each group's in turn, numbered as in the stack.
 
     Java collects the subscribed topics into a ``HashSet`` (members visited in
     the subscriptions ``HashMap`` order), then copies the ones with metadata
     into a ``HashMap``.  Iteration is by bucket of the final map; ties fall
     back to the set's order, whose own ties fall back to first insertion."""
-    idx = np.flatnonzero(active).astype(np.int32)
+    subscribed = stack.tp_indptr[1:] > stack.tp_indptr[:-1]
+    idx = np.flatnonzero(subscribed & (stack.partition_counts > 0)).astype(np.int32)
     if len(idx) <= 1:
         return idx
-    hashes = group.topic_hashes()[idx]
-    set_bucket = hashmap_buckets(hashes, capacity_after(int(subscribed.sum())))
-    map_bucket = hashmap_buckets(hashes, capacity_after(len(idx)))
-    if len(np.unique(set_bucket)) < len(idx):
-        first = kernels.first_seen(
-            len(group.topics), group.sub_indptr, group.sub_topics, group.member_hashmap_order(), int(subscribed.sum())
-        )
-        first = first[idx]
+    groups = len(stack.groups)
+    hashes = stack.topic_hashes()[idx]
+    if groups == 1:
+        # one set and one map, whose capacities are plain numbers: the common call costs no more for the stack
+        group = None
+        n_subscribed = [int(np.count_nonzero(subscribed))]
+        set_capacity, map_capacity = capacity_after(n_subscribed[0]), capacity_after(len(idx))
     else:
-        first = np.zeros(len(idx), dtype=np.int64)
-    return idx[np.lexsort((first, set_bucket, map_bucket))]
+        group = stack.group_of_topic[idx]
+        n_subscribed = np.bincount(stack.group_of_topic[subscribed], minlength=groups)
+        set_capacity = _capacities(n_subscribed)[group]
+        map_capacity = _capacities(np.bincount(group, minlength=groups))[group]
+    set_bucket = hashmap_buckets(hashes, set_capacity)
+    map_bucket = hashmap_buckets(hashes, map_capacity)
+    first = np.zeros(len(idx), dtype=np.int64)
+    for g in _crowded(set_bucket, group):
+        # Two of the group's topics share a set bucket: their order there is first insertion.
+        gg = stack.groups[g]
+        mine = slice(None) if group is None else group == g
+        seen = kernels.first_seen(len(gg.topics), gg.sub_indptr, gg.sub_topics, gg.member_hashmap_order(),
+                                  int(n_subscribed[g]))
+        first[mine] = seen[idx[mine] - stack.topic_base[g]]
+    keys = (first, set_bucket, map_bucket)
+    return idx[np.lexsort(keys if group is None else keys + (group,))]
+
+
+def _crowded(set_bucket, group) -> List[int]:
+    """The groups (each topic's in ``group``, or None for one group) in which two topics share a set bucket."""
+    if group is None:
+        return [0] if len(np.unique(set_bucket)) < len(set_bucket) else []
+    in_set = np.sort((group.astype(np.int64) << 32) | set_bucket)
+    return sorted(set((in_set[1:][in_set[1:] == in_set[:-1]] >> 32).tolist()))
 
 
 def _co_partitioned_groups(group, tp_indptr, tp_members, member_rack, topic_order):
@@ -58,16 +139,20 @@ def _co_partitioned_groups(group, tp_indptr, tp_members, member_rack, topic_orde
     return indptr, topics
 
 
+def _rack_aware(group: ArrayGroup) -> bool:
+    """Whether Java's rack matching may apply: replicas with racks and a member with one."""
+    return bool(len(group.replica_racks)) and bool((group.member_rack_index() >= 0).any())
+
+
 def assign_range(group: ArrayGroup, implementation: Optional[str] = None) -> ArrayAssignment:
     k = load_kernels("rangerr", implementation)
-    T, M = len(group.topics), group.num_members
-    tp_indptr, tp_members = k.subscribers_by_topic(T, group.sub_indptr, group.sub_topics, group.member_sort_order())
-    subscribed = tp_indptr[1:] > tp_indptr[:-1]
-    active = subscribed & (group.partition_counts > 0)
-    topic_order = java_topic_order(group, k, subscribed, active)
+    M = group.num_members
+    stack = GroupStack([group], k)
+    tp_indptr, tp_members = stack.tp_indptr, stack.tp_members
+    topic_order = java_topic_order(stack, k)
 
-    member_rack = group.member_rack_index()
-    if len(group.replica_racks) and (member_rack >= 0).any():
+    if _rack_aware(group):
+        member_rack = group.member_rack_index()
         needs = k.rack_needs(
             group.partition_counts,
             group.topic_offset,
@@ -96,6 +181,17 @@ def assign_range(group: ArrayGroup, implementation: Optional[str] = None) -> Arr
             return ArrayAssignment.for_group(group, *out)
     out = k.range_plain(M, group.partition_counts, tp_indptr, tp_members, topic_order)
     return ArrayAssignment.for_group(group, *out)
+
+
+def assign_range_many(groups: Sequence[ArrayGroup], implementation: Optional[str] = None) -> ArrayAssignment:
+    """:func:`assign_range` of each group, end to end (:func:`end_to_end`), in one kernel run."""
+    k = load_kernels("rangerr", implementation)
+    if not groups or any(_rack_aware(g) for g in groups):
+        # Rack matching ties co-partitioned topics of a group together: group by group.
+        return end_to_end([assign_range(g, implementation) for g in groups])
+    stack = GroupStack(groups, k)
+    return stack.answer(*k.range_plain(stack.num_members, stack.partition_counts, stack.tp_indptr,
+                                       stack.tp_members, java_topic_order(stack, k)))
 
 
 # -- object-level reference -------------------------------------------------------------------

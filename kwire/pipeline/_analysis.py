@@ -2,7 +2,7 @@
 
 Pure Python over one group's decoded events, so it is tested without
 Spark; the Spark stages call it once per bucket of groups, never once
-per group.  The what-if replays on arrays (:func:`replay`).
+per group.  The what-if replays on arrays, a task's generations at once (:func:`replay_batch`).
 
 Events are rows of the decoded frames table (see ``kwire.codec._batch_py``),
 reduced by the Spark stage: heartbeat requests are dropped and successful
@@ -527,8 +527,8 @@ _I32, _I64 = np.int32, np.int64
 
 class _ReplayInput:
     __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "total", "member_codes",
-                 "owner_codes", "none_code", "has_prev", "prev_keys", "prev_codes", "obs_keys", "obs_codes",
-                 "obs_counts", "obs_lists", "plain", "sticky")
+                 "owner_codes", "none_code", "n_codes", "n_topic_ids", "has_prev", "prev_keys", "prev_codes",
+                 "obs_keys", "obs_codes", "obs_counts", "obs_lists", "plain", "sticky")
 
 
 class _Variant:
@@ -648,6 +648,9 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
         _place_prev(v, inp.prev_keys, len(topic_ids))
     # None is a name the dicts allow; only "no owner" and a None owner compare equal there.
     inp.none_code = names.get(None, -2)
+    # How many owner codes and topic ids the generation uses, for the batch
+    # to give every generation a range of its own.
+    inp.n_codes, inp.n_topic_ids = len(names), len(topic_ids)
     return inp
 
 
@@ -704,12 +707,10 @@ def _reproduces(result, topic_ids, counts, inp):
     return bool(np.array_equal(keys[order], inp.obs_lists))
 
 
-def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=None) -> None:
-    """Append the generation's what-if rows (tuples in :data:`WHATIF_SCHEMA`
-    order) to ``rows``: the observed assignment, then each strategy's."""
-    _observed_row(rows, inp)
-    m = len(inp.member_ids)
-    member_index = np.arange(m)
+def _answers(inp: _ReplayInput, strategies, implementation):
+    """Each strategy's ``(variant, ArrayAssignment, None)`` for the
+    generation, or ``(variant, None, error text)`` where kwire's assignor
+    refused its inputs."""
     answered = {}
     if inp.sticky.error is None and "sticky" in strategies and "cooperative-sticky" in strategies:
         # The pair shares one run of Java's algorithm, most of what each costs on a small group.
@@ -718,6 +719,7 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
                                 assignors.assign_sticky_pair(inp.sticky.group, implementation=implementation)))
         except KwireError:
             pass  # each strategy then runs, and reports its failure, on its own below
+    out = []
     for strategy in strategies:
         v = inp.sticky if strategy in ("sticky", "cooperative-sticky") else inp.plain
         try:
@@ -728,10 +730,26 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
                 result = assignors.assign_arrays(strategy, v.group, implementation=implementation)
         except KwireError as exc:
             # The inputs the capture gives this generation are not a valid
-            # group (the bad frames were already left out): report it on
-            # this row and go on with the other groups.
+            # group (the bad frames were already left out): the row reports
+            # it and the other groups go on.
+            out.append((v, None, f"{type(exc).__name__}: {exc}"))
+            continue
+        out.append((v, result, None))
+    return out
+
+
+def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=None) -> None:
+    """Append the generation's what-if rows (tuples in :data:`WHATIF_SCHEMA`
+    order) to ``rows``: the observed assignment, then each strategy's.  One
+    generation at a time, the reference :func:`replay_batch` is tested
+    against (its reading is written apart, per generation)."""
+    _observed_row(rows, inp)
+    m = len(inp.member_ids)
+    member_index = np.arange(m)
+    for strategy, (v, result, error) in zip(strategies, _answers(inp, strategies, implementation)):
+        if result is None:
             rows.append((inp.group_id, inp.generation_id, strategy, False, m, inp.total,
-                         None, None, None, None, None, None, f"{type(exc).__name__}: {exc}"))
+                         None, None, None, None, None, None, error))
             continue
         counts = result.indptr[1:] - result.indptr[:-1]
         # Owner per partition slot, and -1 in the slot past the end; a
@@ -745,6 +763,222 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
             moved = _moved(inp.owner_codes[owner[v.prev_slots]], inp)
         _row(rows, inp, strategy, False, len(taken), np.bincount(taken, minlength=m), moved,
              _reproduces(result, v.topic_ids, counts, inp))
+
+
+# -- the batch: every generation of a task read at once ---------------------------------------------------
+#
+# replay_batch gives replay's rows, but reads them with a fixed number of
+# NumPy calls per batch instead of about ten per generation and strategy,
+# which on the what-if's groups of three or four members cost more than the
+# arithmetic; for the same reason range and roundrobin run on all the
+# generations in one call each (assignors.assign_arrays_many).  Each
+# generation (and each answer) gets ranges of its own in concatenated
+# arrays: owner codes from a code base, topic ids from a topic base (so
+# partition keys stay sorted across generations), partition slots from a
+# slot base, members from a member base.  Per-segment results are reduceat
+# over segments that are never empty (every generation has members, every
+# answer a slot past its end) or bincount of the segment numbers.
+
+
+def _starts(lengths):
+    """Where each segment of ``lengths`` starts in their concatenation, and the total."""
+    ends = np.cumsum(lengths, dtype=_I64)
+    return ends - lengths, int(ends[-1]) if len(ends) else 0
+
+
+def _moved_counts(now, prev_codes, none_codes, segment, n):
+    """Per segment, how many previously owned partitions have another owner
+    (``now``: each one's owner code, -1 for none); :func:`_moved` for many."""
+    same = (now == prev_codes) | ((now == -1) & (prev_codes == none_codes))
+    return np.bincount(segment[~same], minlength=n)
+
+
+def _loads_range(loads, starts):
+    return np.maximum.reduceat(loads, starts), np.minimum.reduceat(loads, starts)
+
+
+def _read_observed(inputs, sizes, has_prev):
+    """``(assigned, moved, max_load, min_load)`` of every generation's observed row."""
+    n = len(inputs)
+    obs_len = np.array([len(inp.obs_keys) for inp in inputs], _I64)
+    code_base, n_codes = _starts(np.array([inp.n_codes for inp in inputs], _I64))
+    codes = np.concatenate([inp.obs_codes for inp in inputs])
+    member_codes = np.concatenate([inp.member_codes for inp in inputs]) + np.repeat(code_base, sizes)
+    loads = np.bincount(codes + np.repeat(code_base, obs_len), minlength=n_codes)[member_codes]
+    hi, lo = _loads_range(loads, _starts(sizes)[0])
+    moved = np.zeros(n, _I64)
+    if has_prev.any():
+        topic_base = _starts(np.array([inp.n_topic_ids for inp in inputs], _I64))[0] << 32
+        keys = np.concatenate([inp.obs_keys for inp in inputs]) + np.repeat(topic_base, obs_len)
+        with_prev = [inp for inp in inputs if inp.has_prev]
+        prev_len = np.array([len(inp.prev_keys) for inp in with_prev], _I64)
+        prev_keys = (np.concatenate([inp.prev_keys for inp in with_prev])
+                     + np.repeat(topic_base[has_prev], prev_len))
+        at = np.minimum(np.searchsorted(keys, prev_keys), len(keys) - 1)
+        now = np.where(keys[at] == prev_keys, codes[at], -1)
+        moved[has_prev] = _moved_counts(now, np.concatenate([inp.prev_codes for inp in with_prev]),
+                                        np.repeat([inp.none_code for inp in with_prev], prev_len),
+                                        np.repeat(np.arange(len(with_prev)), prev_len), len(with_prev))
+    return obs_len, moved, hi, lo
+
+
+def _read_answers(inputs, variants, answer):
+    """``(assigned, moved, max_load, min_load, reproduces)`` of each answer in
+    ``answer``, one per generation of ``inputs`` on its ``variants``' group,
+    end to end (``assignors.end_to_end``), as :func:`replay` reads them one
+    by one; ``moved`` is 0 where the generation has no previous one."""
+    J = len(inputs)
+    groups = [v.group for v in variants]
+    sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
+    n_topics = np.array([len(g.topic_offset) - 1 for g in groups], _I64)
+    # each group's topic offsets, its partition count last
+    offsets = np.concatenate([g.topic_offset for g in groups])
+    last = np.cumsum(n_topics + 1) - 1
+    slot_base, n_slots = _starts(offsets[last] + 1)
+    member_base, n_members = _starts(sizes)
+    topic_base, n_all_topics = _starts(n_topics)
+    indptr = answer.indptr
+    n_elems = int(indptr[-1])
+    elem_len = np.diff(np.append(indptr[member_base], n_elems))
+    job_of_member = np.repeat(np.arange(J), sizes)
+    job_of_elem = np.repeat(np.arange(J), elem_len)
+
+    slot_of_topic = np.delete(offsets, last) + np.repeat(slot_base, n_topics)
+    topic = answer.topic.astype(_I64) + topic_base[job_of_elem]
+    partition = answer.partition.astype(_I64)
+    counts = np.diff(indptr)
+    member = np.repeat(np.arange(n_members), counts)
+    # Owner per partition slot; a partition given twice keeps its last owner, as a dict would.
+    owner = np.full(n_slots, -1, _I64)
+    owner[slot_of_topic[topic] + partition] = member
+    taken = owner >= 0
+    assigned = np.add.reduceat(taken, slot_base, dtype=_I64)
+    hi, lo = _loads_range(np.bincount(owner[taken], minlength=n_members), member_base)
+
+    moved = np.zeros(J, _I64)
+    with_prev = np.array([inp.has_prev for inp in inputs], bool)
+    if with_prev.any():
+        picked = [j for j in range(J) if with_prev[j]]
+        prev_len = np.array([len(variants[j].prev_slots) for j in picked], _I64)
+        prev_slots = np.concatenate([variants[j].prev_slots for j in picked])
+        now = owner[prev_slots + np.repeat(slot_base[with_prev], prev_len)]
+        member_codes = np.concatenate([inp.member_codes for inp in inputs])
+        now = np.where(now >= 0, member_codes[now], -1)
+        moved[with_prev] = _moved_counts(now, np.concatenate([inputs[j].prev_codes for j in picked]),
+                                         np.repeat([inputs[j].none_code for j in picked], prev_len),
+                                         np.repeat(np.arange(len(picked)), prev_len), len(picked))
+
+    # Reproduces: every member's count as received, then its list as it reads
+    # back from the Assignment bytes (topics grouped in order of first
+    # appearance) or as it stands (a received list may repeat a topic apart).
+    miscounted = counts != np.concatenate([inp.obs_counts for inp in inputs])
+    counted = np.bincount(job_of_member[miscounted], minlength=J) == 0
+    reproduces = counted.copy()
+    if counted.any():
+        keep = counted[job_of_elem]
+        ids = np.concatenate([v.topic_ids for v in variants])
+        keys = (ids[topic[keep]] << 32) | partition[keep]
+        received = np.concatenate([inputs[j].obs_lists for j in np.flatnonzero(counted)])
+        job = job_of_elem[keep]
+        as_is = np.bincount(job[keys != received], minlength=J) == 0
+        reproduces &= as_is
+        redo = ~as_is[job]  # only the lists that differ as they stand are regrouped
+        if redo.any():
+            _u, first, inverse = np.unique((member[keep] * n_all_topics + topic[keep])[redo], return_index=True,
+                                           return_inverse=True)
+            grouped = keys[redo][np.argsort(first[inverse], kind="stable")]
+            regrouped = np.bincount(job[redo][grouped != received[redo]], minlength=J) == 0
+            reproduces |= counted & regrouped
+    return assigned, moved, hi, lo, reproduces
+
+
+def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table:
+    """The what-if rows (:data:`WHATIF_SCHEMA`) of ``inputs``, packed
+    generations (:func:`replay_inputs`), in order: :func:`replay`'s rows for
+    each, with range and roundrobin run on the whole batch at once, the
+    sticky pair per generation, and every answer read for the whole batch."""
+    inputs = list(inputs)
+    n, width = len(inputs), len(strategies) + 1
+    if not n:
+        return WHATIF_SCHEMA.empty_table()
+    n_rows = n * width
+    sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
+    has_prev = np.array([inp.has_prev for inp in inputs], bool)
+    assigned, moved, max_load, min_load = (np.zeros(n_rows, _I64) for _ in range(4))
+    reproduces = np.zeros(n_rows, bool)
+    failed = np.zeros(n_rows, bool)
+    error_at = np.full(n_rows, -1, _I64)
+    errors: List[str] = []
+
+    observed_rows = np.arange(n) * width
+    (assigned[observed_rows], moved[observed_rows], max_load[observed_rows],
+     min_load[observed_rows]) = _read_observed(inputs, sizes, has_prev)
+
+    # Range and roundrobin run every generation in one call each (their
+    # kernels split one topic at a time, whichever group it is of); the
+    # sticky pair, and any generation a stacked call cannot take, runs alone.
+    plain = [i for i, inp in enumerate(inputs) if inp.plain.error is None]
+    stacked = {}
+    for strategy in strategies:
+        if strategy in ("range", "roundrobin") and plain and strategy not in stacked:
+            try:
+                stacked[strategy] = assignors.assign_arrays_many(
+                    strategy, [inputs[i].plain.group for i in plain], implementation=implementation)
+            except KwireError:
+                pass  # each generation then runs, and reports its failure, on its own
+    rows_of, inputs_of, variants_of, answers = [], [], [], []
+    for k, strategy in enumerate(strategies, 1):
+        if strategy in stacked:
+            rows_of.extend(i * width + k for i in plain)
+            inputs_of.extend(inputs[i] for i in plain)
+            variants_of.extend(inputs[i].plain for i in plain)
+            answers.append(stacked[strategy])
+    alone = [k for k, s in enumerate(strategies, 1) if s not in stacked]
+    alone_names = [strategies[k - 1] for k in alone]
+    every = list(range(1, width))
+    for i, inp in enumerate(inputs):
+        # a generation the stacked calls left out reports each strategy's failure itself
+        todo, names = (alone, alone_names) if inp.plain.error is None else (every, strategies)
+        for k, (v, result, error) in zip(todo, _answers(inp, names, implementation)):
+            k += i * width
+            if result is None:
+                failed[k] = True
+                error_at[k] = len(errors)
+                errors.append(error)
+            else:
+                rows_of.append(k)
+                inputs_of.append(inp)
+                variants_of.append(v)
+                answers.append(result)
+    if rows_of:
+        (assigned[rows_of], moved[rows_of], max_load[rows_of], min_load[rows_of],
+         reproduces[rows_of]) = _read_answers(inputs_of, variants_of, assignors.end_to_end(answers))
+
+    generation = np.repeat(np.arange(n), width)
+    observed = np.zeros(n_rows, bool)
+    observed[observed_rows] = True
+    # the observed row's name is the group's protocol, the others the strategy's
+    names = pa.array([inp.protocol_name for inp in inputs] + list(strategies), pa.string())
+    name_at = np.where(observed, generation, n + np.arange(n_rows) % width - 1)
+
+    def int32(values, mask):
+        return pa.array(values.astype(_I32), pa.int32(), mask=mask)
+
+    return pa.Table.from_arrays([
+        pa.array([inp.group_id for inp in inputs], pa.string()).take(generation),
+        pa.array(np.array([inp.generation_id for inp in inputs], _I32)[generation], pa.int32()),
+        names.take(name_at),
+        pa.array(observed, pa.bool_()),
+        pa.array(sizes.astype(_I32)[generation], pa.int32()),
+        pa.array(np.array([inp.total for inp in inputs], _I32)[generation], pa.int32()),
+        int32(assigned, failed),
+        int32(moved, failed | ~has_prev[generation]),
+        int32(max_load, failed),
+        int32(min_load, failed),
+        int32(max_load - min_load, failed),
+        pa.array(reproduces, pa.bool_(), mask=failed | observed),
+        pa.array(errors, pa.string()).take(pa.array(error_at, mask=error_at < 0)),
+    ], schema=WHATIF_SCHEMA)
 
 
 def replay_inputs(tl: Timeline):
@@ -761,20 +995,14 @@ def replay_inputs(tl: Timeline):
 
 def whatif_table(timelines, strategies=STRATEGIES, implementation=None, timer=None) -> pa.Table:
     """The what-if rows of ``timelines``.  ``timer``: gets ``add(seconds)``
-    with the time spent in :func:`replay` only, not in building timelines
-    or packing arrays."""
-    rows: list = []
-    spent = 0.0
-    for tl in timelines:
-        for inp in replay_inputs(tl):
-            t = time.perf_counter()
-            replay(inp, rows, strategies, implementation)
-            spent += time.perf_counter() - t
+    with the time spent in :func:`replay_batch` (its Arrow table included),
+    not in building timelines or packing arrays."""
+    inputs = [inp for tl in timelines for inp in replay_inputs(tl)]
+    t = time.perf_counter()
+    table = replay_batch(inputs, strategies, implementation)
     if timer is not None:
-        timer.add(spent)
-    columns = list(zip(*rows)) if rows else [()] * len(WHATIF_SCHEMA)
-    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, WHATIF_SCHEMA)],
-                                schema=WHATIF_SCHEMA)
+        timer.add(time.perf_counter() - t)
+    return table
 
 
 def events_from_frames(frames: pa.Table) -> pd.DataFrame:
