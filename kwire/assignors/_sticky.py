@@ -28,13 +28,7 @@ NAMES = ("sticky", "cooperative-sticky")
 
 def _java(kernels, group: ArrayGroup, cooperative: bool):
     """Java's answer from ``kernels`` (may raise JavaAssignorFailure)."""
-    out = kernels.sticky_arrays(group, cooperative)
-    if out is None:
-        # The one place the compiled kernel hands a group to the pure twin:
-        # a claim past its topic's end.  A known performance cliff (the
-        # reference is plain Python), tracked by issue 12.
-        out = _sticky_py.sticky_arrays(group, cooperative)
-    return out
+    return kernels.sticky_arrays(group, cooperative)
 
 
 def _with_claims(group: ArrayGroup, keep) -> ArrayGroup:
@@ -134,7 +128,7 @@ def assign_sticky_pair(group: ArrayGroup, *, implementation: Optional[str] = Non
     except JavaAssignorFailure:
         both = None
     if both is None:
-        # an empty group, input only the pure twin models, or Java throws: each answer on its own
+        # an empty group, or Java throws: each answer on its own
         return assign_sticky(group, implementation), assign_cooperative_sticky(group, implementation)
     eager = both[0]
     return tuple(ArrayAssignment.for_group(group, *(out if _sticky_repair.is_valid(group, *out)
