@@ -57,13 +57,21 @@ def _consistent_claims(group: ArrayGroup) -> np.ndarray:
     keep = (number < group.partition_counts.astype(np.int64)[topic]) & (
         group.generation[member] == group.generation.max())
     subscribers = np.repeat(np.arange(M, dtype=np.int64), np.diff(group.sub_indptr)) * T + group.sub_topics
-    keep &= np.isin(member * T + topic, subscribers)
+    if M * T <= 8 * (len(topic) + len(subscribers)) + 4096:
+        # a member x topic table is no bigger than the input: a lookup, not a sort
+        subscribed = np.zeros(M * T, dtype=bool)
+        subscribed[subscribers] = True
+        keep &= subscribed[member * T + topic]
+    else:
+        keep &= np.isin(member * T + topic, subscribers)
     where = np.flatnonzero(keep)
-    # a claim repeated by one member counts once (its first listing)
-    key = member[where] * (int(group.topic_offset[-1]) + 1) + group.topic_offset[topic[where]] + number[where]
-    _, first = np.unique(key, return_index=True)
-    keep[:] = False
-    keep[where[first]] = True
+    partition = group.topic_offset[topic[where]] + number[where]
+    if len(partition) and np.bincount(partition).max() > 1:
+        # a claim repeated by one member counts once (its first listing)
+        key = member[where] * (int(group.topic_offset[-1]) + 1) + partition
+        _, first = np.unique(key, return_index=True)
+        keep[:] = False
+        keep[where[first]] = True
     return keep
 
 
