@@ -184,3 +184,50 @@ def test_sticky_racks_unequal_subscriptions(benchmark, racks):
 
     members, counts, layout = _case(("racks", racks), lambda: _cliff_group(100, 20, 50, racks=racks, unequal=True))
     benchmark(assign, "sticky", members, counts, partition_racks=layout, implementation=IMPL)
+
+
+def _recreated_smaller(n_members, n_topics, parts, *, stale_claim, unequal=False):
+    """The round-robin-owned second generation at array level (the member
+    level drops claims past a topic's end before any strategy runs), after
+    t000 was recreated one partition smaller.  ``stale_claim``: its old owner
+    still claims the lost partition, which Java keeps in its list and which
+    stalls its merge walk (on the equal path Java then throws and the default
+    repairs); otherwise that claim is gone, the clean twin."""
+    from kwire.assignors import ArrayGroup
+
+    owned = [[] for _ in range(n_members)]
+    for k in range(n_topics * parts):
+        topic, number = divmod(k, parts)
+        if stale_claim or (topic, number) != (0, parts - 1):
+            owned[k % n_members].append((topic, number))
+    subscriptions = [range(n_topics // 2) if unequal and i % 2 else range(n_topics) for i in range(n_members)]
+    entries = [tp for mine in owned for tp in mine]
+    return ArrayGroup(
+        [f"t{t:03d}" for t in range(n_topics)], [parts - 1] + [parts] * (n_topics - 1),
+        [f"consumer-{i:04d}" for i in range(n_members)], np.cumsum([0] + [len(s) for s in subscriptions]),
+        np.fromiter((t for s in subscriptions for t in s), dtype=np.int32),
+        owned_indptr=np.cumsum([0] + [len(mine) for mine in owned]),
+        owned_topic=np.array([t for t, _ in entries], dtype=np.int32),
+        owned_partition=np.array([p for _, p in entries], dtype=np.int32),
+        generation=[3] * n_members, subscription_generation=[3] * n_members)
+
+
+@pytest.mark.benchmark(group="cliff-claim-past-the-end")
+@pytest.mark.parametrize("size", [10_000, 20_000])
+@pytest.mark.parametrize("unequal", [False, True], ids=["equal", "unequal"])
+@pytest.mark.parametrize("stale_claim", [False, True], ids=["clean", "past-end"])
+@pytest.mark.parametrize("java_exact", [False, True], ids=["default", "java-exact"])
+def test_coop_claim_past_the_end(benchmark, size, unequal, stale_claim, java_exact):
+    from kwire.assignors._sticky import sticky_arrays
+    from kwire.assignors._sticky_rules import JavaAssignorFailure
+
+    group = _case(("past-end", size, unequal, stale_claim),
+                  lambda: _recreated_smaller(100, size // 100, 100, stale_claim=stale_claim, unequal=unequal))
+
+    def run():
+        try:
+            return sticky_arrays(group, True, IMPL, java_exact=java_exact)
+        except JavaAssignorFailure:
+            return None  # Java's own failure, reproduced (equal path with the stale claim)
+
+    benchmark(run)

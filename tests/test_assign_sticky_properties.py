@@ -165,17 +165,6 @@ def test_compiled_equals_pure(group, cooperative):
     _same_outcome(group, cooperative)
 
 
-def _may_be_declined(group):
-    """Inputs the compiled twin may still decline (return None for): a claim
-    past its topic's end.  A topic listed twice, a claim listed twice and
-    consumer racks on either path are covered."""
-    counts = _valid_counts(group)
-    for m in group.members:
-        if any(p >= counts[t] for t, p in m.owned if t in counts):
-            return True
-    return False
-
-
 @st.composite
 def repeated_groups(draw):
     """Groups whose subscriptions list topics twice and whose members repeat
@@ -214,24 +203,14 @@ def test_compiled_covers_repeated_topics_and_claims(group, cooperative):
 
 
 def _same_outcome(group, cooperative):
-    # None: the compiled twin declines the input and the strategy runs the
-    # pure one (kwire.assignors._sticky.sticky_arrays); only the documented
-    # inputs may be declined
     try:
         want = _sticky_py.sticky_assign(group, cooperative)
-    except JavaAssignorFailure as failure:  # the compiled twin must fail the same way (or decline)
-        try:
-            got = _sticky_c.sticky_assign(group, cooperative)
-        except JavaAssignorFailure as compiled_failure:
-            assert str(compiled_failure) == str(failure)
-            return
-        assert got is None and _may_be_declined(group)
+    except JavaAssignorFailure as failure:  # the compiled twin must fail the same way
+        with pytest.raises(JavaAssignorFailure) as compiled_failure:
+            _sticky_c.sticky_assign(group, cooperative)
+        assert str(compiled_failure.value) == str(failure)
         return
-    got = _sticky_c.sticky_assign(group, cooperative)
-    if got is None:
-        assert _may_be_declined(group)
-    else:
-        assert got == want
+    assert _sticky_c.sticky_assign(group, cooperative) == want
 
 
 @needs_compiled
@@ -347,16 +326,55 @@ def test_compiled_equals_pure_with_racks(group, cooperative):
     _same_outcome(group, cooperative)
 
 
+@st.composite
+def past_end_groups(draw):
+    """Groups where some members claim partitions past their topic's end
+    (Java keeps such a claim in the member's list, and the stalled merge walk
+    hands out partitions still held), on top of clean, consistent, repeated
+    and rack groups: both paths, with and without racks.  (A negative
+    partition number is refused by validation, so it is not drawn.)"""
+    base = draw(st.one_of(groups(allow_odd=False), groups(consistent=True, allow_odd=False),
+                          repeated_groups(), rack_groups()))
+    counts = base.partitions_per_topic
+    topics = sorted(counts)
+    members = list(base.members)
+    for k in draw(st.lists(st.integers(0, len(members) - 1), min_size=1, max_size=4)):
+        m = members[k]
+        past = (draw(st.sampled_from(topics)), 0)
+        past = (past[0], counts[past[0]] + draw(st.sampled_from([0, 0, 1, 5, 2**31 - 1 - counts[past[0]]])))
+        owned = list(m.owned)
+        owned.insert(draw(st.integers(0, len(owned))), past)
+        members[k] = MemberInput(member_id=m.member_id, topics=m.topics, owned=tuple(owned),
+                                 generation=m.generation, subscription_generation=m.subscription_generation,
+                                 rack=m.rack)
+    return GroupInput(members=members, partitions_per_topic=counts, partition_racks=base.partition_racks)
+
+
+@needs_compiled
+@pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(group=past_end_groups())
+def test_compiled_equals_pure_with_claims_past_the_end(group, cooperative):
+    """Claims past a topic's end stay compiled and match the pure twin:
+    Java's answer (or its failure, word for word) and the default's."""
+    _same_outcome(group, cooperative)
+    array_group = ArrayGroup.from_group_input(group)
+    answers = [_sticky.sticky_arrays(array_group, cooperative, impl) for impl in ("cython", "python")]
+    for got, want in zip(*answers):
+        assert np.array_equal(got, want) and got.dtype == want.dtype
+    assert _sticky_repair.is_valid(array_group, *answers[0])
+
+
 @needs_compiled
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
 @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(group=st.one_of(repeated_groups(), groups(allow_odd=False), rack_groups()))
+@given(group=st.one_of(repeated_groups(), groups(allow_odd=False), rack_groups(), past_end_groups()))
 def test_compiled_strategy_never_runs_the_pure_twin(group, cooperative):
-    """The compiled strategy keeps every covered input on the compiled path:
-    the pure twin's entry point raises if it is handed one.  Racks on both
-    paths are covered (rack_groups: unequal subscriptions, replica racks,
-    members with and without racks).  (Still handed over, issue 12: claims
-    past a topic's end, which these groups do not hold.)"""
+    """The compiled strategy keeps every input on the compiled path: the
+    pure twin's entry point raises if it is handed one.  Racks on both paths
+    are covered (rack_groups: unequal subscriptions, replica racks, members
+    with and without racks), and so are claims past a topic's end
+    (past_end_groups), which were handed over before issue 12."""
     def handed_over(*args, **kwargs):
         raise AssertionError("the compiled strategy handed a covered input to the pure twin")
 

@@ -28,13 +28,7 @@ NAMES = ("sticky", "cooperative-sticky")
 
 def _java(kernels, group: ArrayGroup, cooperative: bool):
     """Java's answer from ``kernels`` (may raise JavaAssignorFailure)."""
-    out = kernels.sticky_arrays(group, cooperative)
-    if out is None:
-        # The one place the compiled kernel hands a group to the pure twin:
-        # a claim past its topic's end.  A known performance cliff (the
-        # reference is plain Python), tracked by issue 12.
-        out = _sticky_py.sticky_arrays(group, cooperative)
-    return out
+    return kernels.sticky_arrays(group, cooperative)
 
 
 def _with_claims(group: ArrayGroup, keep) -> ArrayGroup:
@@ -63,13 +57,21 @@ def _consistent_claims(group: ArrayGroup) -> np.ndarray:
     keep = (number < group.partition_counts.astype(np.int64)[topic]) & (
         group.generation[member] == group.generation.max())
     subscribers = np.repeat(np.arange(M, dtype=np.int64), np.diff(group.sub_indptr)) * T + group.sub_topics
-    keep &= np.isin(member * T + topic, subscribers)
+    if M * T <= 8 * (len(topic) + len(subscribers)) + 4096:
+        # a member x topic table is no bigger than the input: a lookup, not a sort
+        subscribed = np.zeros(M * T, dtype=bool)
+        subscribed[subscribers] = True
+        keep &= subscribed[member * T + topic]
+    else:
+        keep &= np.isin(member * T + topic, subscribers)
     where = np.flatnonzero(keep)
-    # a claim repeated by one member counts once (its first listing)
-    key = member[where] * (int(group.topic_offset[-1]) + 1) + group.topic_offset[topic[where]] + number[where]
-    _, first = np.unique(key, return_index=True)
-    keep[:] = False
-    keep[where[first]] = True
+    partition = group.topic_offset[topic[where]] + number[where]
+    if len(partition) and np.bincount(partition).max() > 1:
+        # a claim repeated by one member counts once (its first listing)
+        key = member[where] * (int(group.topic_offset[-1]) + 1) + partition
+        _, first = np.unique(key, return_index=True)
+        keep[:] = False
+        keep[where[first]] = True
     return keep
 
 
@@ -134,7 +136,7 @@ def assign_sticky_pair(group: ArrayGroup, *, implementation: Optional[str] = Non
     except JavaAssignorFailure:
         both = None
     if both is None:
-        # an empty group, input only the pure twin models, or Java throws: each answer on its own
+        # an empty group, or Java throws: each answer on its own
         return assign_sticky(group, implementation), assign_cooperative_sticky(group, implementation)
     eager = both[0]
     return tuple(ArrayAssignment.for_group(group, *(out if _sticky_repair.is_valid(group, *out)

@@ -361,9 +361,23 @@ cdef class _Balancer:
     # fuller.  While that still holds the answer is still no, without a scan.
     cdef int witness_member
     cdef int32_t witness_partition
+    # Set by prepare_for_copies.  shared: some partition sits twice in the
+    # lists of members being balanced (see _Run.place); isBalanced then
+    # reads each partition's holder as the last of those lists in HashMap
+    # order (member_position), and "not in the member's list" no longer
+    # follows from "held by another".  subscribers: per topic with a fixed
+    # subscriber, its subscribers in HashMap order, for performReassignments'
+    # literal walk (Java reads a fixed member's load there and throws); None
+    # when no such topic.
+    cdef bint shared
+    cdef int32_t[::1] member_position
+    cdef object subscribers
+    cdef object member_rack
 
     def __init__(self, _Run r, _Heaps heaps):
         self.r = r
+        self.shared = False
+        self.subscribers = None
         self.heaps = heaps
         self.state_version = 0
         self.balanced_version = -1
@@ -387,6 +401,12 @@ cdef class _Balancer:
         self.heaps.changed(member, 1)
         self.state_version += 1
 
+    cdef void place(self, int member, int32_t partition) noexcept nogil:
+        """give() for a partition Java finds unassigned (see _Run.place)."""
+        self.r.place(member, partition)
+        self.heaps.changed(member, 1)
+        self.state_version += 1
+
     cdef void take(self, int member, int32_t partition) noexcept nogil:
         self.r.unlink(member, partition)
         self.heaps.changed(member, -1)
@@ -397,6 +417,61 @@ cdef class _Balancer:
         self.active[member] = 0
         self.heaps.remove(member)
         self.state_version += 1
+
+    cdef void prepare_for_copies(self, member_rack) except *:
+        """After fixed members drop out: the facts above, for balancing."""
+        cdef _Run r = self.r
+        cdef int32_t partition, copy
+        cdef int i, member, topic
+        cdef int64_t entry
+        if r.n_copies:
+            self.member_position = np.empty(r.n_members, dtype=np.int32)
+            for i in range(r.n_members):
+                self.member_position[r.hashmap_order[i]] = i
+            for partition in range(r.n_partitions):
+                copy = r.copy_of[partition]
+                if (copy >= 0 and r.holder[copy] >= 0 and self.active[r.holder[copy]]
+                        and r.holder[partition] >= 0 and self.active[r.holder[partition]]):
+                    self.shared = True
+                    break
+        if not r.n_virtual:
+            # without a claim past a topic's end, a fixed member subscribes to no movable topic
+            return
+        has_fixed = np.zeros(r.n_topics, dtype=bool)
+        for member in range(r.n_members):
+            if not self.active[member]:
+                for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
+                    topic = r.subscription_topic[entry]
+                    if self.movable[topic]:
+                        has_fixed[topic] = True
+        if not has_fixed.any():
+            return
+        subscribers = {int(topic): [] for topic in np.flatnonzero(has_fixed)}
+        for i in range(r.n_members):
+            member = r.hashmap_order[i]
+            for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
+                topic = r.subscription_topic[entry]
+                if topic in subscribers:
+                    subscribers[topic].append(member)
+        self.subscribers = subscribers
+        self.member_rack = member_rack
+
+    cdef inline int last_holder(self, int32_t partition) noexcept nogil:
+        """The holder isBalanced reads: with the partition in two lists, the
+        later of them in HashMap order (active members only), else node's."""
+        cdef int holder = self.r.holder[partition], other
+        cdef int32_t copy
+        if not self.shared:
+            return holder
+        copy = self.r.copy_of[partition]
+        if copy < 0:
+            return holder
+        other = self.r.holder[copy]
+        if other < 0 or not self.active[other]:
+            return holder
+        if holder < 0 or not self.active[holder] or self.member_position[other] > self.member_position[holder]:
+            return other
+        return holder
 
     cdef bint balanced(self) except -1:
         cdef int answer
@@ -420,8 +495,10 @@ cdef class _Balancer:
         cdef int member = self.witness_member, witness_holder, load
         if self.witness_partition < 0:
             return False
-        witness_holder = self.r.holder[self.witness_partition]
+        witness_holder = self.last_holder(self.witness_partition)
         if witness_holder < 0 or witness_holder == member or not self.active[witness_holder]:
+            return False
+        if self.shared and self.r.in_list(member, self.witness_partition):
             return False
         load = self.r.load[member]
         return load != self.max_load[member] and self.r.load[witness_holder] > load + 1
@@ -455,7 +532,7 @@ cdef class _Balancer:
             if not self.r.assignable[topic]:
                 continue
             for partition in range(self.r.first_partition[topic], self.r.first_partition[topic + 1]):
-                holder = self.r.holder[partition]
+                holder = self.last_holder(<int32_t>partition)
                 if holder < 0:
                     return -1
                 if not self.active[holder]:
@@ -487,8 +564,28 @@ cdef class _Balancer:
                     self.witness_member = member
                     self.witness_partition = (self.second_partition[topic] if self.top_member[topic] == member
                                               else self.top_partition[topic])
-                    return 0
+                    if not (self.shared and self.r.in_list(member, self.witness_partition)):
+                        return 0
+                    # the member holds another copy of the witness: Java's
+                    # literal question over this topic decides
+                    if self._topic_outweighs(member, topic):
+                        return 0
+                    self.witness_partition = -1
         return 1
+
+    cdef bint _topic_outweighs(self, int member, int topic) noexcept nogil:
+        """Java's isBalanced for one member and topic: a partition not in the
+        member's list whose holder has 2+ more (recorded as the witness)."""
+        cdef int64_t partition
+        cdef int holder, load = self.r.load[member]
+        for partition in range(self.r.first_partition[topic], self.r.first_partition[topic + 1]):
+            if self.r.in_list(member, <int32_t>partition):
+                continue
+            holder = self.last_holder(<int32_t>partition)
+            if holder >= 0 and self.active[holder] and self.r.load[holder] > load + 1:
+                self.witness_partition = <int32_t>partition
+                return True
+        return False
 
     cdef void take_snapshot(self) except *:
         r = self.r
@@ -514,6 +611,7 @@ cdef class _Balancer:
         cdef int src = r.holder[partition]
         cdef int topic = self.topic_of[partition]
         cdef long actual
+        cdef int32_t node
         if not self.snap_taken:
             self.take_snapshot()
         self.moves_made += 1
@@ -525,6 +623,13 @@ cdef class _Balancer:
         topic = self.topic_of[actual]
         self.moves.move(actual, topic, src, dst,
                         _topic_partition_spread(r.topic_hash[topic], actual - r.first_partition[topic]))
+        if r.n_copies:
+            # Java removes the first entry of the partition in src's list;
+            # node ``actual`` must be the one that leaves (it follows the
+            # newest placement), so it trades places with an earlier copy
+            node = r.first_entry(src, <int32_t>actual)
+            if node != actual:
+                r.swap(<int32_t>actual, node)
         self.take(src, <int32_t>actual)
         self.give(dst, <int32_t>actual)
 
@@ -560,6 +665,10 @@ cdef class _Balancer:
                 # can take it, when any potential consumer has 2+ fewer (the
                 # least loaded one answers "any")
                 topic = self.topic_of[partition]
+                if self.subscribers is not None and topic in self.subscribers:
+                    if self._walk_subscribers(partition, holder, holder_load):
+                        performed = modified = True
+                    continue
                 if self.heaps.topic_class_start[topic + 1] - self.heaps.topic_class_start[topic] > 64:
                     # A topic shared by many subscription classes: the search
                     # is long enough to be worth handing the GIL over.
@@ -572,3 +681,32 @@ cdef class _Balancer:
                     performed = modified = True
             if not modified:
                 return performed
+
+    cdef bint _walk_subscribers(self, int32_t partition, int holder, int holder_load) except -1:
+        """performReassignments' literal walk of a topic's subscribers (in
+        HashMap order), taken where one is fixed: first, when the holder is
+        on one of the partition's racks, those on its racks, then all; the
+        first with 2+ fewer sends the partition to the least loaded taker.
+        Reading a fixed member's load is Java's NullPointerException."""
+        cdef _Run r = self.r
+        cdef int topic = self.topic_of[partition], rack, other, best, on_racks
+        members = self.subscribers[topic]
+        rack = -1 if self.member_rack is None else self.member_rack[holder]
+        for on_racks in range(1 if rack >= 0 and _on_rack(
+                partition, rack, self.heaps.replica_rack_start, self.heaps.replica_rack) else 0, -1, -1):
+            for other in members:
+                if on_racks:
+                    rack = self.member_rack[other]
+                    if rack < 0 or not _on_rack(partition, rack, self.heaps.replica_rack_start,
+                                                self.heaps.replica_rack):
+                        continue
+                if not self.active[other]:
+                    raise JavaAssignorFailure(f"member {r.member_ids[other]!r} is referenced while balancing but "
+                                          "holds a fixed assignment (Java: NullPointerException)")
+                if holder_load > r.load[other] + 1:
+                    best = self.heaps.first_taking(topic)
+                    if best < 0:
+                        raise JavaAssignorFailure(f"no member can take partition {partition} (Java: assertion)")
+                    self.move(partition, best)
+                    return True
+        return False

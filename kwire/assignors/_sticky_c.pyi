@@ -1,5 +1,5 @@
 # Written by hand from _sticky_c.pyx; tests/test_stubs.py checks its names and parameters against the module.
-from typing import Literal, Optional
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -9,23 +9,19 @@ from kwire.assignors._model import GroupInput, MemberAssignments
 
 IMPLEMENTATION: Literal["cython"]
 
-def sticky_arrays(group: ArrayGroup, cooperative: bool) -> Optional[tuple[
-        npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]]:
+def sticky_arrays(group: ArrayGroup, cooperative: bool) -> tuple[
+        npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
     """Assign an :class:`ArrayGroup`; returns ``(indptr, topic, partition)``
-    with each member's partitions in Java's list order, or ``None`` when the
-    input needs what only the pure twin models (``kwire.assignors._sticky``
-    then runs it)."""
+    with each member's partitions in Java's list order."""
 
-def sticky_pair_arrays(group: ArrayGroup) -> Optional[tuple[
+def sticky_pair_arrays(group: ArrayGroup) -> tuple[
         tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]],
-        tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]]]:
+        tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]]:
     """``(sticky_arrays(group, False), sticky_arrays(group, True))`` from one
-    run: the two differ only in the cooperative adjustment at the end.
-    ``None`` where ``sticky_arrays`` gives ``None``."""
+    run: the two differ only in the cooperative adjustment at the end."""
 
-def sticky_assign(group: GroupInput, cooperative: bool) -> Optional[MemberAssignments]:
-    """``_sticky_py.sticky_assign`` for the inputs this module covers;
-    ``None`` for the others (see ``sticky_arrays``)."""
+def sticky_assign(group: GroupInput, cooperative: bool) -> MemberAssignments:
+    """``_sticky_py.sticky_assign`` on the compiled kernels."""
 
 def hash_set_trace(topic_hash: int, operations: list[tuple[bool, int]]) -> list[tuple[int, int]]:
     """``(capacity, first partition or -1)`` of one topic's ``HashSet<TopicPartition>``

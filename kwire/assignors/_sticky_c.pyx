@@ -16,10 +16,9 @@ Include files, not cimported modules: the phases call each other's ``cdef``
 methods in the inner loops, and inside one extension those stay direct C
 calls that the compiler can inline.
 
-The one input the kernels do not model -- a claimed partition number past
-the topic's size -- makes the entry points return ``None``;
-``kwire.assignors._sticky`` then runs the pure twin.
-Where Java throws, the entry points raise ``JavaAssignorFailure``.
+Every input the pure twin takes stays here, claims past a topic's end
+included (see ``_Run``).  Where Java throws, the entry points raise
+``JavaAssignorFailure``.
 """
 
 import numpy as np
@@ -27,6 +26,7 @@ from libc.stdlib cimport qsort
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
 from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions
+from ..errors import AssignmentError
 from ._sticky_rules import JavaAssignorFailure, balance_score, check_partition_total, move_budget, validate
 
 
@@ -49,18 +49,14 @@ _NO_I64 = np.zeros(1, dtype=np.int64)
 
 def sticky_arrays(group, bint cooperative):
     """Assign an :class:`ArrayGroup`; returns ``(indptr, topic, partition)``
-    with each member's partitions in Java's list order, or ``None`` when the
-    input needs what only the pure twin models (see the module docstring)."""
+    with each member's partitions in Java's list order."""
     answers = _answers(group, not cooperative, cooperative)
-    if answers is None:
-        return None
     return answers[1] if cooperative else answers[0]
 
 
 def sticky_pair_arrays(group):
     """``(sticky_arrays(group, False), sticky_arrays(group, True))`` from one
-    run: the two differ only in the cooperative adjustment at the end.
-    ``None`` where ``sticky_arrays`` gives ``None``."""
+    run: the two differ only in the cooperative adjustment at the end."""
     return _answers(group, True, True)
 
 
@@ -70,7 +66,7 @@ def _no_partitions():
 
 cdef _answers(group, bint eager, bint cooperative):
     """``(eager answer, cooperative answer)``, each only if asked for (None
-    otherwise); None for input only the pure twin models."""
+    otherwise)."""
     if group.num_members == 0:
         return (_no_partitions() if eager else None), (_no_partitions() if cooperative else None)
     check_partition_total(_partition_total(group))
@@ -79,8 +75,6 @@ cdef _answers(group, bint eager, bint cooperative):
     if any(group.racks):
         rack_active, member_rack, replica_rack_start, replica_rack, crowd = _rack_setup(group, assignable)
     cdef _Run r = _Run(group, assignable)
-    if r.has_unmodelled_input():
-        return None
     r.resolve()
     transferring = None
     if r.all_subscriptions_equal:
@@ -103,14 +97,11 @@ cdef _answers(group, bint eager, bint cooperative):
 
 
 def sticky_assign(group, cooperative):
-    """``_sticky_py.sticky_assign`` for the inputs this module covers;
-    ``None`` for the others (see ``sticky_arrays``)."""
+    """``_sticky_py.sticky_assign`` on the compiled kernels."""
     from ._arrays import ArrayGroup, ArrayAssignment
     validate(group)
     if not group.members:
         return {}
     array_group = ArrayGroup.from_group_input(group)
     out = sticky_arrays(array_group, bool(cooperative))
-    if out is None:
-        return None
     return ArrayAssignment.for_group(array_group, *out).to_dict()

@@ -116,10 +116,16 @@ cdef class _Run:
     """One assignment: the group's columns, the owner resolution, and each
     member's partition list (Java's ``List<TopicPartition>`` per consumer).
 
-    Partitions are global integers ``first_partition[topic] + number``; the
-    lists are intrusive doubly linked lists threaded through per-partition
+    Partitions are global integers ``first_partition[topic] + number``, and
+    claims past a topic's end get virtual ids after them (number_claims).
+    The lists are intrusive doubly linked lists threaded through per-node
     arrays, so Java's ``List.remove`` from the middle keeps list order at
-    O(1) cost."""
+    O(1) cost.  Node ``p`` is partition ``p``'s place in a list: where Java
+    last put it (its ``currentPartitionConsumer``).  Past-end claims stall
+    Java's merge walk of held against all partitions, and partitions held
+    after the stall are handed out again while still in their holder's
+    list; that second entry is a copy node (``copy_of``), taken from after
+    the virtual ids."""
     cdef int n_members, n_topics
     cdef long long n_partitions
     cdef const int32_t[::1] partition_count      # per topic
@@ -136,6 +142,11 @@ cdef class _Run:
     cdef const int32_t[::1] id_rank              # rank of the member id in Java String order
     cdef const int32_t[::1] topic_hash           # String.hashCode of each topic name
     cdef list member_ids          # only for error messages
+    # claims past a topic's end (number_claims)
+    cdef int32_t[::1] entry_partition  # per owned entry: partition or virtual id; -1 for a topic not assigned
+    cdef object past_end               # None, or {(topic, number): virtual id}
+    cdef int64_t n_virtual, n_primary  # virtual ids; real partitions + virtual ids
+    cdef int32_t[::1] virtual_topic, virtual_number
     # owner resolution (resolve())
     cdef uint8_t[::1] owned_kept       # per owned entry: the claim survived
     cdef uint8_t[::1] multiply_owned   # per partition: Java's partitionsWithMultiplePreviousOwners
@@ -143,6 +154,10 @@ cdef class _Run:
     cdef bint all_subscriptions_equal
     # member lists: first/last partition and length per member, links and holder per partition
     cdef int32_t[::1] list_first, list_last, load, next_in_list, prev_in_list, holder
+    # the second list entry of a partition (a node id) or -1, the partition of each copy node,
+    # and the copy nodes handed out so far; the last node is scratch space for swap()
+    cdef int32_t[::1] copy_of, copy_partition
+    cdef int64_t n_copies
 
     def __init__(self, group, assignable):
         self.n_members = group.num_members
@@ -162,30 +177,56 @@ cdef class _Run:
         self.id_rank = group.member_id_rank()
         self.topic_hash = group.topic_hashes()
         self.member_ids = list(group.member_ids)
+        self.number_claims()
 
-    # -- the check: inputs only the pure twin models ------------------------
-    cdef bint has_unmodelled_input(self) except -1:
-        """True when a member claims a partition past its topic's end (Java
-        keeps such a claim in a member's list, and its merge walk then treats
-        held partitions as unassigned, so one partition can sit in two lists,
-        which the per-partition linked lists cannot hold).
+    # -- claims past a topic's end ------------------------------------------
+    cdef void number_claims(self) except *:
+        """Give every owned entry its partition id (``entry_partition``).
 
-        A topic listed twice in one subscription and a partition claimed
-        twice by one member are modelled: resolve() settles a repeated claim
-        pairwise like any other, and the general path counts a repeated
-        topic where Java's lists do (subscriber counts, max load)."""
+        Java keeps a claim past its topic's end like any other: it is settled
+        between claimants, kept in a member's list and counted in its load.
+        Each distinct such (topic, number) gets a virtual id past the real
+        partitions, so resolution and the lists treat it as one more
+        partition that no member can be given."""
         cdef int member, topic
         cdef int64_t entry
         cdef int32_t number
+        cdef int32_t[::1] entry_partition = np.full(max(len(self.owned_topic), 1), -1, dtype=np.int32)
+        past_end = None
         for member in range(self.n_members):
             for entry in range(self.owned_start[member], self.owned_start[member + 1]):
                 topic = self.owned_topic[entry]
                 if not self.assignable[topic]:
                     continue
                 number = self.owned_number[entry]
-                if number < 0 or number >= self.partition_count[topic]:
-                    return True
-        return False
+                if number < 0:
+                    # ArrayGroup refuses these; a group built without validation must not index out of bounds
+                    raise AssignmentError(f"member {self.member_ids[member]!r} claims partition {number} "
+                                          f"of topic {topic}, a negative number")
+                if number < self.partition_count[topic]:
+                    entry_partition[entry] = <int32_t>(self.first_partition[topic] + number)
+                    continue
+                if past_end is None:
+                    past_end = {}
+                key = (topic, number)
+                virtual = past_end.get(key)
+                if virtual is None:
+                    virtual = past_end[key] = self.n_partitions + len(past_end)
+                entry_partition[entry] = virtual
+        self.entry_partition = entry_partition
+        self.past_end = past_end
+        self.n_virtual = len(past_end) if past_end is not None else 0
+        self.n_primary = self.n_partitions + self.n_virtual
+        self.virtual_topic = np.zeros(max(self.n_virtual, 1), dtype=np.int32)
+        self.virtual_number = np.zeros(max(self.n_virtual, 1), dtype=np.int32)
+        if past_end is not None:
+            for (topic, number), virtual in past_end.items():
+                self.virtual_topic[virtual - self.n_partitions] = topic
+                self.virtual_number[virtual - self.n_partitions] = number
+
+    cdef int32_t past_end_id(self, int topic, int32_t number) except -1:
+        """The virtual id of a claim past the topic's end (number_claims gave it one)."""
+        return <int32_t>self.past_end[(topic, number)]
 
     # -- allSubscriptionsEqual: owner resolution and path choice -------------
     cdef void resolve(self) except *:
@@ -194,10 +235,10 @@ cdef class _Run:
         cdef int32_t member_generation
         cdef uint8_t[::1] in_first = np.zeros(self.n_topics, dtype=np.uint8)
         # per partition: the owned entry of its current claimant, -1 for none
-        cdef int64_t[::1] claim = np.full(max(self.n_partitions, 1), -1, dtype=np.int64)
+        cdef int64_t[::1] claim = np.full(max(self.n_primary, 1), -1, dtype=np.int64)
         cdef int32_t[::1] entry_member = np.empty(max(len(self.owned_topic), 1), dtype=np.int32)
         self.owned_kept = np.zeros(max(len(self.owned_topic), 1), dtype=np.uint8)
-        self.multiply_owned = np.zeros(max(self.n_partitions, 1), dtype=np.uint8)
+        self.multiply_owned = np.zeros(max(self.n_primary, 1), dtype=np.uint8)
         self.all_subscriptions_equal = True
         self.max_generation = -1
         for member in range(self.n_members):
@@ -231,10 +272,9 @@ cdef class _Run:
             # HashMap order: this member's memberData generation against the
             # earlier one's protocol field
             for entry in range(self.owned_start[member], self.owned_start[member + 1]):
-                topic = self.owned_topic[entry]
-                if not self.assignable[topic]:
+                partition = self.entry_partition[entry]
+                if partition < 0:
                     continue
-                partition = self.first_partition[topic] + self.owned_number[entry]
                 other_entry = claim[partition]
                 if other_entry < 0:
                     self.owned_kept[entry] = 1
@@ -259,13 +299,19 @@ cdef class _Run:
 
     # -- member lists ----------------------------------------------------------
     cdef void init_lists(self) except *:
-        n = max(self.n_partitions, 1)
+        n = max(self.n_primary, 1)
+        if self.n_virtual:
+            # at most one copy per real partition, plus the scratch node
+            n = self.n_primary + self.n_partitions + 1
         self.list_first = np.full(self.n_members, -1, dtype=np.int32)
         self.list_last = np.full(self.n_members, -1, dtype=np.int32)
         self.load = np.zeros(self.n_members, dtype=np.int32)
         self.next_in_list = np.full(n, -1, dtype=np.int32)
         self.prev_in_list = np.full(n, -1, dtype=np.int32)
         self.holder = np.full(n, -1, dtype=np.int32)
+        self.copy_of = np.full(max(self.n_partitions, 1) if self.n_virtual else 1, -1, dtype=np.int32)
+        self.copy_partition = np.full(max(self.n_partitions, 1) if self.n_virtual else 1, -1, dtype=np.int32)
+        self.n_copies = 0
 
     cdef inline void append(self, int member, int32_t partition) noexcept nogil:
         cdef int32_t last = self.list_last[member]
@@ -292,10 +338,76 @@ cdef class _Run:
         self.load[member] -= 1
         self.holder[partition] = -1
 
+    cdef void place(self, int member, int32_t partition) noexcept nogil:
+        """Java's ``add`` of an unassigned partition.  One still in a list
+        (handed out again after a stalled merge walk) leaves a copy node
+        where it was, so node ``partition`` follows the newest placement."""
+        cdef int32_t copy
+        if self.holder[partition] >= 0:
+            copy = <int32_t>(self.n_primary + self.n_copies)
+            self.copy_partition[self.n_copies] = partition
+            self.n_copies += 1
+            self.copy_of[partition] = copy
+            self.replace(partition, copy)
+        self.append(member, partition)
+
+    cdef void replace(self, int32_t old, int32_t new) noexcept nogil:
+        """Unlinked node ``new`` takes linked node ``old``'s place."""
+        cdef int32_t before = self.prev_in_list[old], after = self.next_in_list[old]
+        cdef int member = self.holder[old]
+        self.prev_in_list[new] = before
+        self.next_in_list[new] = after
+        if before < 0:
+            self.list_first[member] = new
+        else:
+            self.next_in_list[before] = new
+        if after < 0:
+            self.list_last[member] = new
+        else:
+            self.prev_in_list[after] = new
+        self.holder[new] = member
+        self.holder[old] = -1
+
+    cdef void swap(self, int32_t a, int32_t b) noexcept nogil:
+        """Exchange the places of two linked nodes (via the scratch node)."""
+        cdef int32_t scratch = <int32_t>(self.holder.shape[0] - 1)
+        self.replace(a, scratch)
+        self.replace(b, a)
+        self.replace(scratch, b)
+
+    cdef inline int32_t node_partition(self, int32_t node) noexcept nogil:
+        if node < self.n_primary:
+            return node
+        return self.copy_partition[node - self.n_primary]
+
+    cdef inline bint in_list(self, int member, int32_t partition) noexcept nogil:
+        """Java's ``consumer's list contains partition``."""
+        if self.holder[partition] == member:
+            return True
+        return (self.n_copies > 0 and partition < self.n_partitions and self.copy_of[partition] >= 0
+                and self.holder[self.copy_of[partition]] == member)
+
+    cdef int32_t first_entry(self, int member, int32_t partition) noexcept nogil:
+        """The node of Java's ``remove(partition)`` from ``member``'s list:
+        its first entry there (-1 if none)."""
+        cdef int32_t copy = -1, node
+        if self.n_copies > 0 and partition < self.n_partitions:
+            copy = self.copy_of[partition]
+        if copy < 0 or self.holder[copy] != member:
+            return partition if self.holder[partition] == member else -1
+        if self.holder[partition] != member:
+            return copy
+        node = self.next_in_list[partition]
+        while node >= 0:
+            if node == copy:
+                return partition
+            node = self.next_in_list[node]
+        return copy
+
     cdef tuple export(self):
         """CSR arrays (member index order) of the current lists."""
         cdef int member, k = 0
-        cdef int32_t partition
+        cdef int32_t partition, node
         cdef int64_t total = 0
         cdef int64_t[::1] indptr
         cdef int32_t[::1] out_topic, out_number, topic_of
@@ -310,16 +422,23 @@ cdef class _Run:
         out_number = out_number_a
         topic_of = self.topic_of_partitions()
         for member in range(self.n_members):
-            partition = self.list_first[member]
-            while partition >= 0:
+            node = self.list_first[member]
+            while node >= 0:
+                partition = self.node_partition(node)
                 out_topic[k] = topic_of[partition]
-                out_number[k] = <int32_t>(partition - first_partition[topic_of[partition]])
+                if partition < self.n_partitions:
+                    out_number[k] = <int32_t>(partition - first_partition[topic_of[partition]])
+                else:
+                    out_number[k] = self.virtual_number[partition - self.n_partitions]
                 k += 1
-                partition = self.next_in_list[partition]
+                node = self.next_in_list[node]
             indptr[member + 1] = k
         return indptr_a, out_topic_a, out_number_a
 
     cdef int32_t[::1] topic_of_partitions(self):
-        """Per partition: its topic."""
+        """Per partition (virtual ids included): its topic."""
         counts = np.asarray(self.partition_count)
-        return np.repeat(np.arange(self.n_topics, dtype=np.int32), counts).astype(np.int32)
+        topic_of = np.repeat(np.arange(self.n_topics, dtype=np.int32), counts).astype(np.int32)
+        if self.n_virtual:
+            topic_of = np.concatenate([topic_of, np.asarray(self.virtual_topic)[:self.n_virtual]])
+        return topic_of

@@ -65,8 +65,8 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
     max_quota = <int>((total + n_members - 1) // n_members)
     expected_over_min = <int>(total % n_members)
     r.init_lists()
-    cdef uint8_t[::1] maybe_revoked = np.zeros(max(r.n_partitions, 1), dtype=np.uint8)
-    cdef uint8_t[::1] taken = np.zeros(max(r.n_partitions, 1), dtype=np.uint8)
+    cdef uint8_t[::1] maybe_revoked = np.zeros(max(r.n_primary, 1), dtype=np.uint8)
+    cdef uint8_t[::1] taken = np.zeros(max(r.n_primary, 1), dtype=np.uint8)
     cdef uint8_t[::1] transferring = np.zeros(max(r.n_partitions, 1), dtype=np.uint8)
     cdef int64_t[::1] keys = np.empty(max(len(r.owned_topic), 1), dtype=np.int64)
     # unfilledMembersWithUnderMinQuotaPartitions
@@ -77,6 +77,8 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
     cdef int64_t key_base = n_topics if n_topics > 0 else 1
     cdef int64_t key
     cdef bint sorted_already
+    # the first topic (Java order: index order) with a kept claim past its end
+    cdef int stall_topic = n_topics
 
     # assignOwnedPartitions, members in HashMap order
     for i in range(n_members):
@@ -88,12 +90,13 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
             if not r.owned_kept[entry]:
                 continue
             topic = r.owned_topic[entry]
-            partition = r.first_partition[topic] + r.owned_number[entry]
+            partition = r.entry_partition[entry]
             if r.multiply_owned[partition]:
                 continue
-            # a claim on a replica-less rack is dropped (not revoked) in rack-aware mode
-            if (rack_active and member_rack[member] >= 0
-                    and not _on_rack(partition, member_rack[member], replica_rack_start, replica_rack)):
+            # a claim on a replica-less rack is dropped (not revoked) in rack-aware mode; a claim
+            # past the topic's end is on no rack
+            if rack_active and member_rack[member] >= 0 and not (partition < r.n_partitions and _on_rack(
+                    partition, member_rack[member], replica_rack_start, replica_rack)):
                 continue
             key = <int64_t>r.owned_number[entry] * key_base + topic
             if n_kept and key < keys[n_kept - 1]:
@@ -119,7 +122,12 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
         for j in range(n_kept):
             topic = <int>(keys[j] % key_base)
             number = <int32_t>(keys[j] // key_base)
-            partition = r.first_partition[topic] + number
+            if number < r.partition_count[topic]:
+                partition = r.first_partition[topic] + number
+            else:
+                partition = r.past_end_id(topic, number)
+                if j < load and topic < stall_topic:
+                    stall_topic = topic
             if j < load:
                 r.append(member, <int32_t>partition)
                 taken[partition] = 1
@@ -130,8 +138,12 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
     _sort_by_rank(queue, queue_tail, r.id_rank)
 
     # the unassigned partitions: topics in Java order, partitions ascending,
-    # then (when consumers have racks) stable-sorted by consumers on their racks
+    # then (when consumers have racks) stable-sorted by consumers on their racks.
+    # Java finds them by a merge walk of the kept claims against all
+    # partitions; a kept claim past its topic's end stalls it, so every
+    # partition after that topic counts as unassigned, held or not.
     cdef int64_t n_todo = 0, x
+    cdef int64_t stall = r.first_partition[stall_topic + 1] if stall_topic < n_topics else r.n_partitions
     cdef int k, cursor, next_load
     todo_a = np.empty(max(total, 1), dtype=np.int32)
     cdef int32_t[::1] todo = todo_a
@@ -139,7 +151,7 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
         if not r.assignable[topic]:
             continue
         for partition in range(r.first_partition[topic], r.first_partition[topic + 1]):
-            if not taken[partition]:
+            if not taken[partition] or partition >= stall:
                 todo[n_todo] = <int32_t>partition
                 n_todo += 1
     if crowd is not None and n_todo > 1:
@@ -178,7 +190,7 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
                             queue[j] = queue[j + 1]
                         queue_tail -= 1
             if member >= 0:
-                r.append(member, <int32_t>partition)
+                r.place(member, <int32_t>partition)
                 if maybe_revoked[partition] or r.multiply_owned[partition]:
                     transferring[partition] = 1
                 done[x] = 1
@@ -208,7 +220,7 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
             under_pos += 1
             from_under = True
         # assignNewPartition
-        r.append(member, <int32_t>partition)
+        r.place(member, <int32_t>partition)
         load = r.load[member]
         if maybe_revoked[partition] or r.multiply_owned[partition]:
             transferring[partition] = 1

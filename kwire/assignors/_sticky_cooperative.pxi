@@ -18,28 +18,30 @@ cdef void _withhold_transferring(_Run r, const uint8_t[::1] transferring) except
 cdef void _withhold_computed(_Run r) except *:
     """General path (computeTransferringPartitions): partitions assigned to
     a member that did not own them and owned by a member that lost them."""
-    cdef int i, member, topic
+    cdef int i, member
     cdef int64_t entry, partition
-    cdef int32_t listed
+    cdef int32_t listed, node
     # stamps hold member + 1: "owned by this member", without clearing per member
-    cdef int32_t[::1] owned_stamp = np.zeros(max(r.n_partitions, 1), dtype=np.int32)
-    cdef int32_t[::1] added_to = np.full(max(r.n_partitions, 1), -1, dtype=np.int32)
-    cdef uint8_t[::1] revoked = np.zeros(max(r.n_partitions, 1), dtype=np.uint8)
+    cdef int32_t[::1] owned_stamp = np.zeros(max(r.n_primary, 1), dtype=np.int32)
+    cdef int32_t[::1] added_to = np.full(max(r.n_primary, 1), -1, dtype=np.int32)
+    cdef uint8_t[::1] revoked = np.zeros(max(r.n_primary, 1), dtype=np.uint8)
     for i in range(r.n_members):
         member = r.hashmap_order[i]
         for entry in range(r.owned_start[member], r.owned_start[member + 1]):
-            topic = r.owned_topic[entry]
-            if not r.assignable[topic]:
+            partition = r.entry_partition[entry]
+            if partition < 0:
                 continue
-            partition = r.first_partition[topic] + r.owned_number[entry]
             owned_stamp[partition] = member + 1
-            if r.holder[partition] != member:
+            if not r.in_list(member, <int32_t>partition):
                 revoked[partition] = 1
-        listed = r.list_first[member]
-        while listed >= 0:
+        node = r.list_first[member]
+        while node >= 0:
+            listed = r.node_partition(node)
             if owned_stamp[listed] != member + 1:
                 added_to[listed] = member
-            listed = r.next_in_list[listed]
+            node = r.next_in_list[node]
     for partition in range(r.n_partitions):
         if added_to[partition] >= 0 and revoked[partition]:
-            r.unlink(added_to[partition], <int32_t>partition)
+            # Java's remove takes the partition's first entry in the list
+            member = added_to[partition]
+            r.unlink(member, r.first_entry(member, <int32_t>partition))

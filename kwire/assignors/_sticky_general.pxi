@@ -114,10 +114,10 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
         if r.generation[member] >= r.max_generation:
             continue
         for entry in range(r.owned_start[member], r.owned_start[member + 1]):
-            topic = r.owned_topic[entry]
-            if not r.assignable[topic]:
+            partition = r.entry_partition[entry]
+            # (a claim past the topic's end is never looked up)
+            if partition < 0 or partition >= r.n_partitions:
                 continue
-            partition = r.first_partition[topic] + r.owned_number[entry]
             if b.prev_owner[partition] < 0 or r.generation[member] > b.prev_generation[partition]:
                 b.prev_owner[partition] = member
                 b.prev_generation[partition] = r.generation[member]
@@ -126,6 +126,7 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
     # subscribes to (in rack-aware mode: on a partition with a replica on the
     # member's rack, when the member has one); any other claim means a
     # revocation is required
+    cdef uint8_t[::1] kept_past_end = np.zeros(n_topics, dtype=np.uint8)
     for member in range(n_members):
         for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
             subscribed[r.subscription_topic[entry]] = 1
@@ -133,10 +134,13 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
             if not r.owned_kept[entry]:
                 continue
             topic = r.owned_topic[entry]
-            partition = r.first_partition[topic] + r.owned_number[entry]
-            if subscribed[topic] and not (rack_active and member_rack[member] >= 0 and not _on_rack(
-                    partition, member_rack[member], replica_rack_start, replica_rack)):
+            partition = r.entry_partition[entry]
+            if subscribed[topic] and not (rack_active and member_rack[member] >= 0 and not (
+                    partition < r.n_partitions and _on_rack(partition, member_rack[member], replica_rack_start,
+                                                            replica_rack))):
                 r.append(member, <int32_t>partition)
+                if partition >= r.n_partitions:
+                    kept_past_end[topic] = 1
             else:
                 revocation_required = True
         for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
@@ -152,23 +156,29 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
     # order, to the first member of sortedCurrentSubscriptions that can take
     # it.  In rack-aware mode a first pass offers each partition only to
     # members on its racks (or without a rack); what it leaves goes to
-    # anyone in a second pass, in the same order.
+    # anyone in a second pass, in the same order.  Java finds the unassigned
+    # ones by a merge walk of the kept claims against all partitions (both
+    # in that order); a kept claim past its topic's end stalls it, so every
+    # partition of a later topic counts as unassigned, held or not.
     cdef int n_unassigned = 0, n_left = 0
+    cdef bint stalled = False
     cdef int32_t[::1] unassigned = np.empty(max(total, 1), dtype=np.int32)
     cdef int32_t[::1] left = np.empty(max(total, 1) if rack_active else 1, dtype=np.int32)
     for i in range(len(sorted_topics)):
         topic = sorted_topics[i]
         for partition in range(r.first_partition[topic], r.first_partition[topic + 1]):
-            if r.holder[partition] < 0:
+            if stalled or r.holder[partition] < 0:
                 unassigned[n_unassigned] = <int32_t>partition
                 n_unassigned += 1
+        if kept_past_end[topic]:
+            stalled = True
     with nogil:
         if rack_active:
             for i in range(n_unassigned):
                 listed = unassigned[i]
                 member = b.heaps.first_on_racks(b.topic_of[listed], listed)
                 if member >= 0:
-                    b.give(member, listed)
+                    b.place(member, listed)
                 else:
                     left[n_left] = listed
                     n_left += 1
@@ -176,13 +186,13 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
                 listed = left[i]
                 member = b.heaps.first_taking(b.topic_of[listed])
                 if member >= 0:
-                    b.give(member, listed)
+                    b.place(member, listed)
         else:
             for i in range(n_unassigned):
                 listed = unassigned[i]
                 member = b.heaps.first_taking(b.topic_of[listed])
                 if member >= 0:
-                    b.give(member, listed)
+                    b.place(member, listed)
 
     # fixed partitions (topics with fewer than two potential consumers) and
     # fixed members (full, and holding nothing that could move) drop out
@@ -204,12 +214,13 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
         if not can_move:
             listed = r.list_first[member]
             while listed >= 0:
-                if b.movable[b.topic_of[listed]]:
+                if b.movable[b.topic_of[r.node_partition(listed)]]:
                     can_move = True
                     break
                 listed = r.next_in_list[listed]
         if not can_move:
             b.fix(member)
+    b.prepare_for_copies(member_rack if rack_active else None)
 
     if not revocation_required:
         b.reassign(unassigned, n_unassigned_movable)

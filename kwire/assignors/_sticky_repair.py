@@ -101,6 +101,11 @@ def repair(group, indptr, topic, number) -> Tuple[np.ndarray, np.ndarray, np.nda
     n_members, n_topics = group.num_members, len(group.topics)
     topic = np.asarray(topic, dtype=_I32)
     number = np.asarray(number, dtype=_I32)
+    if (len(topic) == int(group.partition_counts[_assignable(group)].sum())
+            and is_valid(group, indptr, topic, number)):
+        # every partition once and nothing missing: there is nothing to
+        # repair (Java's answer on consistent claims, the usual case here)
+        return np.asarray(indptr, dtype=_I64), topic, number
     keep = ~invalid_entries(group, indptr, topic, number)
     member = _member_of(indptr, n_members)[keep]
     topic, number = topic[keep], number[keep]
@@ -154,13 +159,17 @@ def withhold_transfers(group, indptr, topic, number) -> Tuple[np.ndarray, np.nda
     owned_number = group.owned_partition.astype(_I64)
     exists = (owned_number < counts[owned_topic]) if n_topics else np.zeros(0, dtype=bool)
     owned_member, owned_partition = owned_member[exists], group.topic_offset[owned_topic[exists]] + owned_number[exists]
-    width = total + 1
-    assigned_keys = member * width + partition
-    owned_keys = owned_member * width + owned_partition
-    added = ~np.isin(assigned_keys, owned_keys)
-    revoked = np.zeros(width, dtype=bool)
-    revoked[owned_partition[~np.isin(owned_keys, assigned_keys)]] = True
-    keep = ~(added & revoked[partition])
+    # A valid answer holds each partition once, so "this member was given
+    # that partition" is one lookup in a holder array (no sort of pair keys,
+    # which took most of a repaired cooperative answer's time).
+    holder = np.full(total, -1, dtype=_I64)
+    holder[partition] = member
+    kept_by_owner = holder[owned_partition] == owned_member
+    revoked = np.zeros(total, dtype=bool)
+    revoked[owned_partition[~kept_by_owner]] = True
+    owner_kept = np.zeros(total, dtype=bool)
+    owner_kept[owned_partition[kept_by_owner]] = True
+    keep = owner_kept[partition] | ~revoked[partition]
     out_indptr = np.zeros(n_members + 1, dtype=_I64)
     np.cumsum(np.bincount(member[keep], minlength=n_members), out=out_indptr[1:])
     return out_indptr, np.asarray(topic)[keep], np.asarray(number)[keep]
