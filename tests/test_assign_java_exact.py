@@ -7,6 +7,7 @@ default and ``java_exact=True`` must differ exactly as the file says, through
 
 import json
 
+import numpy as np
 import pytest
 
 import kwire
@@ -105,6 +106,103 @@ def test_is_valid_agrees_with_invalid_entries():
                                             number) == verdict, twin.__name__
         verdicts.add(verdict)
     assert verdicts == {True, False}
+
+
+def _random_claims_group(rng):
+    """A small group whose claims break every rule a consistent group keeps: partitions past a topic's
+    end, listed twice, of topics the member left, from members of an older generation."""
+    n_members, n_topics = int(rng.integers(1, 6)), int(rng.integers(1, 5))
+    counts = rng.integers(0, 4, n_topics).astype(np.int32)
+    subs = [sorted(set(rng.integers(0, n_topics, rng.integers(0, n_topics + 1)).tolist())) for _ in range(n_members)]
+    sizes = rng.integers(0, 5, n_members)
+    owned_topic = rng.integers(0, n_topics, int(sizes.sum())).astype(np.int32)
+    owned_partition = rng.integers(0, 5, int(sizes.sum())).astype(np.int32)
+    return ArrayGroup([f"t{i}" for i in range(n_topics)], counts, [f"m{i}" for i in range(n_members)],
+                      np.cumsum([0] + [len(s) for s in subs]), np.array([t for s in subs for t in s], dtype=np.int32),
+                      owned_indptr=np.cumsum(np.concatenate([[0], sizes])), owned_topic=owned_topic,
+                      owned_partition=owned_partition, generation=rng.integers(1, 3, n_members),
+                      subscription_generation=[2] * n_members), subs
+
+
+def _member_entries(indptr, *columns):
+    for member in range(len(indptr) - 1):
+        for entry in range(int(indptr[member]), int(indptr[member + 1])):
+            yield (entry, member) + tuple(int(column[entry]) for column in columns)
+
+
+def test_repair_steps_are_the_rule_in_both_twins():
+    """The sticky default's step 3 (claims a consistent group could send) and step 4 (withholding
+    partitions still to be revoked), each twin of the kernel held to the rule stated entry by entry."""
+    from kwire.assignors._arrays import load_kernels
+
+    twins = [load_kernels("rangerr", impl) for impl in assignor_implementations()]
+    rng = np.random.default_rng(11)
+    seen = set()
+    for _ in range(1500):
+        group, subs = _random_claims_group(rng)
+        claims = (group.owned_indptr, group.owned_topic, group.owned_partition)
+        newest = int(group.generation.max())
+        expected_keep, listed = [], set()
+        for _entry, member, t, p in _member_entries(*claims):
+            ok = (group.generation[member] == newest and t in subs[member] and p < group.partition_counts[t]
+                  and (member, t, p) not in listed)
+            listed.add((member, t, p))
+            expected_keep.append(bool(ok))
+        seen.update(expected_keep)
+        # a valid answer: each existing partition of a subscribed topic to one of its subscribers, or to none
+        answer = [[] for _ in subs]
+        for t, count in enumerate(group.partition_counts.tolist()):
+            takers = [m for m, s in enumerate(subs) if t in s]
+            for p in range(count):
+                if takers and rng.random() < 0.8:
+                    answer[int(rng.choice(takers))].append((t, p))
+        indptr = np.cumsum([0] + [len(a) for a in answer]).astype(np.int64)
+        topic = np.array([t for a in answer for t, _ in a], dtype=np.int32)
+        number = np.array([p for a in answer for _, p in a], dtype=np.int32)
+        holder = {(t, p): m for _e, m, t, p in _member_entries(indptr, topic, number)}
+        revoked, owner_kept = set(), set()
+        for _e, member, t, p in _member_entries(*claims):
+            if p < group.partition_counts[t]:
+                (owner_kept if holder.get((t, p)) == member else revoked).add((t, p))
+        expected = [[] for _ in subs]
+        for _e, member, t, p in _member_entries(indptr, topic, number):
+            if (t, p) in owner_kept or (t, p) not in revoked:
+                expected[member].append((t, p))
+        for twin in twins:
+            keep = twin.consistent_claims(group.partition_counts, group.topic_offset, group.generation,
+                                          group.sub_indptr, group.sub_topics, *claims)
+            assert keep.dtype == bool and keep.tolist() == expected_keep, twin.__name__
+            out_indptr, out_topic, out_number = twin.transfers_withheld(
+                group.partition_counts, group.topic_offset, *claims, indptr, topic, number)
+            got = [list(zip(out_topic[a:b].tolist(), out_number[a:b].tolist()))
+                   for a, b in zip(out_indptr[:-1].tolist(), out_indptr[1:].tolist())]
+            assert got == expected, twin.__name__
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("bad", [(0, -1), (-1, 0), (3, 0), (0, 2)], ids=["negative partition", "negative topic",
+                                                                           "no such topic", "past the end"])
+def test_repair_steps_refuse_entries_out_of_range_alike(bad):
+    """Both twins raise the same IndexError where an entry names no partition (the twin's NumPy indexing
+    would wrap, the compiled loop read past its arrays); a claim past its topic's end is a claim, not an error."""
+    from kwire.assignors._arrays import load_kernels
+
+    counts, offset = np.array([2, 1], np.int32), np.array([0, 2, 3], np.int64)
+    one = np.array([0, 1], np.int64)
+    t, p = np.array([bad[0]], np.int32), np.array([bad[1]], np.int32)
+    messages = set()
+    for twin in (load_kernels("rangerr", impl) for impl in assignor_implementations()):
+        with pytest.raises(IndexError) as answer_error:
+            twin.transfers_withheld(counts, offset, one, np.array([0], np.int32), np.array([0], np.int32), one, t, p)
+        messages.add(str(answer_error.value))
+        if bad == (0, 2):
+            assert twin.consistent_claims(counts, offset, np.array([1], np.int32), one, np.array([0], np.int32),
+                                          one, t, p).tolist() == [False]
+            continue
+        with pytest.raises(IndexError) as claim_error:
+            twin.consistent_claims(counts, offset, np.array([1], np.int32), one, np.array([0], np.int32), one, t, p)
+        messages.add(str(claim_error.value))
+    assert len(messages) == 1  # the twins word it alike, and a claim alike to an answer's entry
 
 
 @pytest.mark.parametrize("implementation", assignor_implementations())

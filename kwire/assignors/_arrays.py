@@ -371,6 +371,17 @@ class ArrayGroup:
                 if v is not None and not isinstance(v, str):
                     raise AssignmentError(f"{name} entries must be str or None, got {v!r}")
 
+    def with_claims(self, owned_indptr, owned_topic, owned_partition) -> "ArrayGroup":
+        """This group with other owned partitions (trusted: the caller took
+        them from this group's).  Everything else is shared, the derived
+        facts below included: none of them depends on what members own."""
+        other = ArrayGroup.__new__(ArrayGroup)
+        other.__dict__.update(self.__dict__)
+        other.owned_indptr = np.ascontiguousarray(owned_indptr, dtype=_I64)
+        other.owned_topic = np.ascontiguousarray(owned_topic, dtype=_I32)
+        other.owned_partition = np.ascontiguousarray(owned_partition, dtype=_I32)
+        return other
+
     # -- derived facts shared by the assignors ------------------------------------------------
 
     @property

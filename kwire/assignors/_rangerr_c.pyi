@@ -34,3 +34,11 @@ def string_hashes(names: list[str]) -> _I32:
 def assignment_is_valid(partition_counts: _I32, topic_offset: _I64, sub_indptr: _I64, sub_topics: _I32,
                         indptr: _I64, topic: _I32, number: _I32) -> bool:
     """Every entry an existing partition of a topic its member subscribes to, each partition once."""
+def consistent_claims(partition_counts: _I32, topic_offset: _I64, generation: _I32, sub_indptr: _I64,
+                      sub_topics: _I32, owned_indptr: _I64, owned_topic: _I32,
+                      owned_partition: _I32) -> npt.NDArray[np.bool_]:
+    """Per owned entry: whether a consistent group could send it (the sticky default's repair, step 3)."""
+
+def transfers_withheld(partition_counts: _I32, topic_offset: _I64, owned_indptr: _I64, owned_topic: _I32,
+                       owned_partition: _I32, indptr: _I64, topic: _I32, number: _I32) -> tuple[_I64, _I32, _I32]:
+    """The valid answer ``(indptr, topic, number)`` without the partitions still to be revoked (step 4)."""

@@ -592,3 +592,101 @@ def assignment_is_valid(const int32_t[:] partition_counts, const int64_t[:] topi
         valid = _valid(partition_counts, topic_offset, sub_indptr, sub_topics, indptr, topic, number,
                        subscriber_mark, taken)
     return valid
+
+
+# -- the sticky default's repair steps: see the twin ------------------------------------------------
+
+
+def consistent_claims(const int32_t[::1] partition_counts, const int64_t[::1] topic_offset, const int32_t[::1] generation,
+                      const int64_t[::1] sub_indptr, const int32_t[::1] sub_topics, const int64_t[::1] owned_indptr,
+                      const int32_t[::1] owned_topic, const int32_t[::1] owned_partition):
+    """See the twin.  One pass over the claims, with per-topic and
+    per-partition marks of the member last seen, where the twin sorts keys."""
+    cdef Py_ssize_t n_members = owned_indptr.shape[0] - 1, n_topics = partition_counts.shape[0], member
+    cdef int64_t entry, slot
+    cdef int32_t t, p, newest
+    keep_a = np.zeros(owned_topic.shape[0], dtype=bool)
+    if owned_topic.shape[0] == 0:
+        return keep_a
+    _check_entries(n_topics, partition_counts, owned_topic, owned_partition, False)
+    cdef uint8_t[::1] keep = keep_a.view(np.uint8)
+    cdef int64_t[::1] subscriber_mark = np.zeros(max(n_topics, 1), dtype=np.int64)
+    cdef int64_t[::1] claim_mark = np.zeros(max(topic_offset[n_topics], 1), dtype=np.int64)
+    with nogil:
+        newest = generation[0]
+        for member in range(1, n_members):
+            if generation[member] > newest:
+                newest = generation[member]
+        for member in range(n_members):
+            if generation[member] != newest:
+                continue
+            for entry in range(sub_indptr[member], sub_indptr[member + 1]):
+                subscriber_mark[sub_topics[entry]] = member + 1
+            for entry in range(owned_indptr[member], owned_indptr[member + 1]):
+                t = owned_topic[entry]
+                p = owned_partition[entry]
+                if subscriber_mark[t] != member + 1 or p >= partition_counts[t]:
+                    continue
+                slot = topic_offset[t] + p
+                if claim_mark[slot] != member + 1:  # else the member listed it before
+                    claim_mark[slot] = member + 1
+                    keep[entry] = 1
+    return keep_a
+
+
+def transfers_withheld(const int32_t[::1] partition_counts, const int64_t[::1] topic_offset,
+                       const int64_t[::1] owned_indptr, const int32_t[::1] owned_topic,
+                       const int32_t[::1] owned_partition, const int64_t[::1] indptr, const int32_t[::1] topic,
+                       const int32_t[::1] number):
+    """See the twin.  Two passes over the answer and one over the claims,
+    with a holder and a flag per partition."""
+    cdef Py_ssize_t n_members = indptr.shape[0] - 1, n_topics = partition_counts.shape[0], member
+    cdef int64_t entry, slot, total = topic_offset[n_topics], written = 0
+    cdef int32_t t, p
+    holder_a = np.full(max(total, 1), -1, dtype=np.int64)
+    cdef int64_t[::1] holder = holder_a
+    # per partition: bit 1, a member that owned it lost it; bit 2, a member that owned it kept it
+    cdef uint8_t[::1] fate = np.zeros(max(total, 1), dtype=np.uint8)
+    out_indptr_a = np.zeros(n_members + 1, dtype=np.int64)
+    out_topic_a = np.empty(topic.shape[0], dtype=np.int32)
+    out_number_a = np.empty(topic.shape[0], dtype=np.int32)
+    cdef int64_t[::1] out_indptr = out_indptr_a
+    cdef int32_t[::1] out_topic = out_topic_a, out_number = out_number_a
+    _check_entries(n_topics, partition_counts, topic, number, True)
+    _check_entries(n_topics, partition_counts, owned_topic, owned_partition, False)
+    with nogil:
+        for member in range(n_members):
+            for entry in range(indptr[member], indptr[member + 1]):
+                holder[topic_offset[topic[entry]] + number[entry]] = member
+        for member in range(n_members):
+            for entry in range(owned_indptr[member], owned_indptr[member + 1]):
+                t = owned_topic[entry]
+                p = owned_partition[entry]
+                if p >= partition_counts[t]:
+                    continue  # a claim past the topic's end: no one is given it
+                slot = topic_offset[t] + p
+                fate[slot] |= 2 if holder[slot] == member else 1
+        for member in range(n_members):
+            for entry in range(indptr[member], indptr[member + 1]):
+                slot = topic_offset[topic[entry]] + number[entry]
+                if fate[slot] != 1:
+                    out_topic[written] = topic[entry]
+                    out_number[written] = number[entry]
+                    written += 1
+            out_indptr[member + 1] = written
+    return out_indptr_a, out_topic_a[:written], out_number_a[:written]
+
+
+cdef _check_entries(Py_ssize_t n_topics, const int32_t[::1] partition_counts, const int32_t[::1] entry_topic,
+                    const int32_t[::1] entry_number, bint to_its_end):
+    # The twin indexes NumPy arrays with these and raises IndexError on a bad
+    # one (its _check_entries); the loops here would read past their arrays.
+    cdef Py_ssize_t entry
+    cdef int32_t t, p
+    for entry in range(entry_topic.shape[0]):
+        t = entry_topic[entry]
+        p = entry_number[entry]
+        if t < 0 or t >= n_topics or p < 0:
+            raise IndexError(f"entry {entry}: topic {t}, partition {p}")
+        if to_its_end and p >= partition_counts[t]:
+            raise IndexError(f"entry {entry}: partition {p} of a topic of {partition_counts[t]}")

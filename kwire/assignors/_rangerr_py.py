@@ -259,3 +259,84 @@ def assignment_is_valid(partition_counts, topic_offset, sub_indptr, sub_topics, 
     elif not np.isin(keys, subscription_keys).all():
         return False
     return int(np.bincount(topic_offset[topic] + number).max()) <= 1
+
+
+# -- the sticky default's repair steps (kwire.assignors._sticky_repair) ------------------------------
+# They sit beside assignment_is_valid for the same reason: they are facts about a group's columns and an
+# answer's, which every repaired sticky answer computes, and the compiled twin's single passes are what keep a
+# repaired answer within a few times its clean twin's cost.
+
+
+def consistent_claims(partition_counts, topic_offset, generation, sub_indptr, sub_topics, owned_indptr,
+                      owned_topic, owned_partition):
+    """Per owned entry: whether a consistent group could send it (step 3 of
+    ``_sticky_repair``): an existing partition of a topic its member
+    subscribes to, from a member of the newest generation, and the member's
+    first listing of that partition."""
+    n_members, n_topics = len(owned_indptr) - 1, len(partition_counts)
+    member = np.repeat(np.arange(n_members, dtype=_I64), np.diff(owned_indptr))
+    topic = np.asarray(owned_topic, dtype=_I64)
+    number = np.asarray(owned_partition, dtype=_I64)
+    if len(topic) == 0:
+        return np.zeros(0, dtype=bool)
+    _check_entries(n_topics, topic, number)
+    keep = (number < np.asarray(partition_counts, dtype=_I64)[topic]) & (generation[member] == generation.max())
+    subscription_keys = np.repeat(np.arange(n_members, dtype=_I64), np.diff(sub_indptr)) * n_topics + sub_topics
+    keep &= np.isin(member * n_topics + topic, subscription_keys)
+    where = np.flatnonzero(keep)
+    key = member[where] * (int(topic_offset[-1]) + 1) + topic_offset[topic[where]] + number[where]
+    # np.unique's return_index is each key's first occurrence: a member's repeated claim counts once
+    _, first = np.unique(key, return_index=True)
+    keep[:] = False
+    keep[where[first]] = True
+    return keep
+
+
+def _check_entries(n_topics, topic, number, partition_counts=None):
+    """IndexError at the first entry that names no topic or a negative
+    partition (or, given ``partition_counts``, one past its topic's end),
+    where NumPy's indexing would wrap or land in another topic's range."""
+    topic, number = np.asarray(topic, dtype=_I64), np.asarray(number, dtype=_I64)
+    outside = (topic < 0) | (topic >= n_topics) | (number < 0)
+    bad = outside.copy()
+    if partition_counts is not None:
+        inside = np.flatnonzero(~outside)
+        bad[inside] = number[inside] >= np.asarray(partition_counts, dtype=_I64)[topic[inside]]
+    if bad.any():
+        entry = int(np.flatnonzero(bad)[0])
+        if outside[entry]:
+            raise IndexError(f"entry {entry}: topic {topic[entry]}, partition {number[entry]}")
+        raise IndexError(f"entry {entry}: partition {number[entry]} of a topic of {partition_counts[topic[entry]]}")
+
+
+def transfers_withheld(partition_counts, topic_offset, owned_indptr, owned_topic, owned_partition, indptr,
+                       topic, number):
+    """``(indptr, topic, number)``: the valid answer given without each
+    partition handed to a member that did not own it while a member that
+    owned it loses it (step 4 of ``_sticky_repair``)."""
+    n_members = len(indptr) - 1
+    topic = np.asarray(topic, dtype=_I32)
+    number = np.asarray(number, dtype=_I32)
+    _check_entries(len(partition_counts), topic, number, partition_counts)
+    _check_entries(len(partition_counts), owned_topic, owned_partition)
+    member = np.repeat(np.arange(n_members, dtype=_I64), np.diff(indptr))
+    partition = topic_offset[topic] + number
+    total = int(topic_offset[-1])
+    owned_member = np.repeat(np.arange(n_members, dtype=_I64), np.diff(owned_indptr))
+    owned_topic = np.asarray(owned_topic, dtype=_I64)
+    owned_number = np.asarray(owned_partition, dtype=_I64)
+    exists = owned_number < np.asarray(partition_counts, dtype=_I64)[owned_topic]
+    owned_member, owned_at = owned_member[exists], topic_offset[owned_topic[exists]] + owned_number[exists]
+    # A valid answer holds each partition once: "this member was given that
+    # partition" is one look-up in a holder array.
+    holder = np.full(total, -1, dtype=_I64)
+    holder[partition] = member
+    kept_by_owner = holder[owned_at] == owned_member
+    revoked = np.zeros(total, dtype=bool)
+    revoked[owned_at[~kept_by_owner]] = True
+    owner_kept = np.zeros(total, dtype=bool)
+    owner_kept[owned_at[kept_by_owner]] = True
+    keep = owner_kept[partition] | ~revoked[partition]
+    out_indptr = np.zeros(n_members + 1, dtype=_I64)
+    np.cumsum(np.bincount(member[keep], minlength=n_members), out=out_indptr[1:])
+    return out_indptr, topic[keep], number[keep]

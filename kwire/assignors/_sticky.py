@@ -33,46 +33,19 @@ def _java(kernels, group: ArrayGroup, cooperative: bool):
 
 def _with_claims(group: ArrayGroup, keep) -> ArrayGroup:
     """``group`` with only the owned entries where ``keep`` is True."""
-    member = np.repeat(np.arange(group.num_members), np.diff(group.owned_indptr))[keep]
-    owned_indptr = np.zeros(group.num_members + 1, dtype=np.int64)
-    np.cumsum(np.bincount(member, minlength=group.num_members), out=owned_indptr[1:])
-    racked = len(group.replica_racks) > 0
-    return ArrayGroup(
-        group.topics, group.partition_counts, group.member_ids, group.sub_indptr, group.sub_topics,
-        group_instance_ids=group.group_instance_ids, racks=group.racks,
-        owned_indptr=owned_indptr, owned_topic=group.owned_topic[keep], owned_partition=group.owned_partition[keep],
-        generation=group.generation, subscription_generation=group.subscription_generation,
-        rack_names=group.rack_names, replica_rack_indptr=group.replica_rack_indptr if racked else None,
-        replica_racks=group.replica_racks if racked else None, validate=False)
+    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)  # kept entries before each one
+    np.cumsum(keep, out=kept_before[1:])
+    return group.with_claims(kept_before[group.owned_indptr], group.owned_topic[keep], group.owned_partition[keep])
 
 
 def _consistent_claims(group: ArrayGroup) -> np.ndarray:
     """Per owned entry: a claim a consistent group could send (step 3 of
     ``_sticky_repair``): an existing partition of a topic the member
     subscribes to, claimed once by it, by a member of the newest generation."""
-    M, T = group.num_members, len(group.topics)
-    member = np.repeat(np.arange(M, dtype=np.int64), np.diff(group.owned_indptr))
-    topic = group.owned_topic.astype(np.int64)
-    number = group.owned_partition.astype(np.int64)
-    keep = (number < group.partition_counts.astype(np.int64)[topic]) & (
-        group.generation[member] == group.generation.max())
-    subscribers = np.repeat(np.arange(M, dtype=np.int64), np.diff(group.sub_indptr)) * T + group.sub_topics
-    if M * T <= 8 * (len(topic) + len(subscribers)) + 4096:
-        # a member x topic table is no bigger than the input: a lookup, not a sort
-        subscribed = np.zeros(M * T, dtype=bool)
-        subscribed[subscribers] = True
-        keep &= subscribed[member * T + topic]
-    else:
-        keep &= np.isin(member * T + topic, subscribers)
-    where = np.flatnonzero(keep)
-    partition = group.topic_offset[topic[where]] + number[where]
-    if len(partition) and np.bincount(partition).max() > 1:
-        # a claim repeated by one member counts once (its first listing)
-        key = member[where] * (int(group.topic_offset[-1]) + 1) + partition
-        _, first = np.unique(key, return_index=True)
-        keep[:] = False
-        keep[where[first]] = True
-    return keep
+    # Like the validity check, a fact about the columns: the compiled loop whenever there is one.
+    return load_kernels("rangerr").consistent_claims(
+        group.partition_counts, group.topic_offset, group.generation, group.sub_indptr, group.sub_topics,
+        group.owned_indptr, group.owned_topic, group.owned_partition)
 
 
 def sticky_arrays(group: ArrayGroup, cooperative: bool, implementation: Optional[str] = None, *,

@@ -147,29 +147,10 @@ def withhold_transfers(group, indptr, topic, number) -> Tuple[np.ndarray, np.nda
     """Step 4: drop each partition given to a member that did not own it
     while a member that owned it loses it (Java's
     computeTransferringPartitions over a valid answer)."""
-    n_members, n_topics = group.num_members, len(group.topics)
     if len(topic) == 0:
         return indptr, topic, number
-    total = int(group.topic_offset[-1])
-    member = _member_of(indptr, n_members)
-    partition = group.topic_offset[topic] + number
-    counts = group.partition_counts.astype(_I64)
-    owned_member = _member_of(group.owned_indptr, n_members)
-    owned_topic = group.owned_topic.astype(_I64)
-    owned_number = group.owned_partition.astype(_I64)
-    exists = (owned_number < counts[owned_topic]) if n_topics else np.zeros(0, dtype=bool)
-    owned_member, owned_partition = owned_member[exists], group.topic_offset[owned_topic[exists]] + owned_number[exists]
-    # A valid answer holds each partition once, so "this member was given
-    # that partition" is one lookup in a holder array (no sort of pair keys,
-    # which took most of a repaired cooperative answer's time).
-    holder = np.full(total, -1, dtype=_I64)
-    holder[partition] = member
-    kept_by_owner = holder[owned_partition] == owned_member
-    revoked = np.zeros(total, dtype=bool)
-    revoked[owned_partition[~kept_by_owner]] = True
-    owner_kept = np.zeros(total, dtype=bool)
-    owner_kept[owned_partition[kept_by_owner]] = True
-    keep = owner_kept[partition] | ~revoked[partition]
-    out_indptr = np.zeros(n_members + 1, dtype=_I64)
-    np.cumsum(np.bincount(member[keep], minlength=n_members), out=out_indptr[1:])
-    return out_indptr, np.asarray(topic)[keep], np.asarray(number)[keep]
+    # As with is_valid, the compiled loop whenever there is one: a repaired
+    # cooperative answer spent most of its time here in NumPy calls.
+    return load_kernels("rangerr").transfers_withheld(
+        group.partition_counts, group.topic_offset, group.owned_indptr, group.owned_topic, group.owned_partition,
+        np.asarray(indptr, dtype=_I64), np.asarray(topic, dtype=_I32), np.asarray(number, dtype=_I32))
