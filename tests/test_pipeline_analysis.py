@@ -285,8 +285,8 @@ def test_session_timeout_of_a_member_whose_join_carried_no_id(tmp_path):
 @pytest.mark.parametrize("corrupt_rate", [0.0, 0.3])
 def test_one_timeline_pass_gives_the_tables_of_one_pass_each(tmp_path, corrupt_rate):
     """The pipeline's ``timelines`` stage builds each group's timeline once and
-    reads three tables off it, from Arrow (``applyInArrow``) or pandas (Spark
-    without it): the same rows as building the timelines for each table."""
+    reads every table off it, the what-if's included, from Arrow (``applyInArrow``)
+    or pandas (Spark without it): the same rows as building the timelines for each table."""
     import pyarrow as pa
 
     from kwire.pipeline import _spark_stages as stages
@@ -299,12 +299,14 @@ def test_one_timeline_pass_gives_the_tables_of_one_pass_each(tmp_path, corrupt_r
     events = pa.Table.from_pandas(pdf, preserve_index=False)
     want = {"rebalances": analysis.rebalances_of(pdf.drop(columns=["bucket"]), counts=counts),
             "assignments": analysis.assignments_of(pdf.drop(columns=["bucket"]), counts=counts),
-            "bad_frames": analysis.bad_frames_of(pdf.drop(columns=["bucket"]), counts=counts)}
+            "bad_frames": analysis.bad_frames_of(pdf.drop(columns=["bucket"]), counts=counts),
+            "whatif": analysis.whatif_of(pdf.drop(columns=["bucket"]), counts=counts)}
     assert len(want["rebalances"]) and len(want["assignments"])
     assert bool(len(want["bad_frames"])) == bool(corrupt_rate)
-    for wide in (stages.analyse_bucket_arrow(events, "timelines", analysis.DEFAULT_MAX_PARTITIONS, counts=counts),
-                 pa.Table.from_pandas(stages.analyse_bucket(pdf, "timelines", analysis.DEFAULT_MAX_PARTITIONS,
-                                                            counts=counts), schema=stages.WIDE_SCHEMA)):
+    assert len(want["whatif"])
+    for wide in (stages.analyse_bucket_arrow(events, analysis.DEFAULT_MAX_PARTITIONS, counts=counts),
+                 pa.Table.from_pandas(stages.analyse_bucket(pdf, analysis.DEFAULT_MAX_PARTITIONS, counts=counts),
+                                      schema=stages.WIDE_SCHEMA)):
         assert wide.schema == stages.WIDE_SCHEMA
         for name, schema in stages.TIMELINE_TABLES.items():
             mine = wide.filter(pa.compute.equal(wide.column("table"), name))

@@ -997,7 +997,12 @@ def whatif_table(timelines, strategies=STRATEGIES, implementation=None, timer=No
     """The what-if rows of ``timelines``.  ``timer``: gets ``add(seconds)``
     with the time spent in :func:`replay_batch` (its Arrow table included),
     not in building timelines or packing arrays."""
-    inputs = [inp for tl in timelines for inp in replay_inputs(tl)]
+    return timed_replay([inp for tl in timelines for inp in replay_inputs(tl)], strategies, implementation, timer)
+
+
+def timed_replay(inputs, strategies=STRATEGIES, implementation=None, timer=None) -> pa.Table:
+    """:func:`replay_batch` of packed ``inputs``, its seconds added to ``timer``
+    (as :func:`whatif_table` times them)."""
     t = time.perf_counter()
     table = replay_batch(inputs, strategies, implementation)
     if timer is not None:

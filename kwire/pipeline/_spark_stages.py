@@ -15,10 +15,11 @@
    the bulk of the traffic, reduced in the JVM before Python sees it.
 3. **timelines / what-if**: ``applyInArrow`` over buckets of groups (not
    one task per group) balanced by the groups' event counts, each bucket
-   analysed by :mod:`kwire.pipeline._analysis`.  ``timelines`` builds each
-   group's timeline once and writes the rebalances, assignments and the
-   analysis's bad frames from it; the what-if stays in Arrow and NumPy from
-   its input to its rows.
+   analysed by :mod:`kwire.pipeline._analysis`.  Each group's timeline is
+   built once, in one pass that reads the rebalances, assignments and the
+   analysis's bad frames off it and replays its generations for the what-if
+   (which stays in NumPy from its packed input to its Arrow rows); the
+   ``whatif`` stage then only writes its table out of that pass's cached result.
 4. ``bad_frames``: undecodable frames and the frames the analysis left out,
    Metadata responses' among them
    (:data:`kwire.pipeline._analysis.BAD_FRAME_SCHEMA`), with their reasons.
@@ -341,17 +342,19 @@ def bucketed(events, buckets):
     return events.join(F.broadcast(plan), "group_id").repartition(buckets, "bucket")
 
 
-#: The tables the ``timelines`` stage reads off each group's timeline, in one
-#: pass per bucket (see :func:`kwire.pipeline._analysis.timeline_tables`).
+#: The tables read off each group's timeline in one pass per bucket (see
+#: :func:`kwire.pipeline._analysis.timeline_tables`), the what-if's among them:
+#: building a group's timeline cost the what-if, in a pass of its own, as much
+#: as the other three tables together.
 TIMELINE_TABLES = {"rebalances": analysis.REBALANCE_SCHEMA, "assignments": analysis.ASSIGNMENT_SCHEMA,
-                   "bad_frames": analysis.BAD_FRAME_SCHEMA}
+                   "bad_frames": analysis.BAD_FRAME_SCHEMA, "whatif": analysis.WHATIF_SCHEMA}
 
 
 def _wide_name(table, column):
     return f"{table}__{column}"
 
 
-#: The three tables as one, which is what one ``applyInArrow`` can return:
+#: The tables as one, which is what one ``applyInArrow`` can return:
 #: ``table`` names the table a row belongs to, and each table's columns sit
 #: under its own prefix (null in the other tables' rows).
 WIDE_SCHEMA = pa.schema([pa.field("table", pa.string())] + [
@@ -385,41 +388,44 @@ def _timelines_of(events, max_partitions, counts):
     return analysis.timelines_of(events.drop(columns=["bucket"]), max_partitions, counts)
 
 
-def analyse_bucket(pdf, kind, max_partitions, timer=None, counts=None):
+def analyse_bucket(pdf, max_partitions, timer=None, counts=None):
     """Runs in the Python worker: one bucket of groups' events (pandas: the
-    Spark versions without ``applyInArrow``) to the rows of stage ``kind``.
-    ``timer`` (what-if only) gets the seconds spent replaying, not building
+    Spark versions without ``applyInArrow``) to its :data:`WIDE_SCHEMA` rows.
+    ``timer`` gets the seconds spent replaying the what-if, not building
     timelines.  ``counts``: the capture's Metadata counts (from
     :func:`metadata_stage`)."""
-    return analyse_bucket_arrow(pdf, kind, max_partitions, timer, counts).to_pandas()
+    return analyse_bucket_arrow(pdf, max_partitions, timer, counts).to_pandas()
 
 
-def analyse_bucket_arrow(events, kind, max_partitions, timer=None, counts=None):
-    """One bucket of groups' events (Arrow, or pandas) to the rows of stage
-    ``kind``: ``timelines`` (:data:`WIDE_SCHEMA`) or ``whatif``."""
-    timelines = _timelines_of(events, max_partitions, counts)
-    if kind == "whatif":
-        # Arrow in, Arrow out: the replay runs on arrays, no pandas between.
-        return analysis.whatif_table(timelines, timer=timer)
-    return _wide(analysis.timeline_tables(timelines))
+def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None):
+    """One bucket of groups' events (Arrow, or pandas) to its
+    :data:`WIDE_SCHEMA` rows: every table of :data:`TIMELINE_TABLES` from one
+    timeline build per group."""
+    replayed = []  # the what-if's packed generations, taken as the one pass goes by each timeline
+
+    def packing(timelines):
+        for tl in timelines:
+            replayed.extend(analysis.replay_inputs(tl))
+            yield tl
+
+    tables = analysis.timeline_tables(packing(_timelines_of(events, max_partitions, counts)))
+    tables["whatif"] = analysis.timed_replay(replayed, timer=timer)
+    return _wide(tables)
 
 
-_STAGE_SCHEMAS = {"timelines": WIDE_SCHEMA, "whatif": analysis.WHATIF_SCHEMA}
-
-
-def bucket_stage(events, kind, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, archive=None, timer=None,
-                 counts=None):
-    """``counts``: the capture's Metadata counts, an Arrow table (a kwire
-    object in the closure would make the workers import kwire before
-    :func:`~kwire.pipeline._ship.remote` can find it); None for none."""
-    schema = _STAGE_SCHEMAS[kind]
+def bucket_stage(events, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, archive=None, timer=None, counts=None):
+    """The :data:`WIDE_SCHEMA` rows of every bucket.  ``timer``: an
+    accumulator of the what-if's replay seconds.  ``counts``: the capture's
+    Metadata counts, an Arrow table (a kwire object in the closure would make
+    the workers import kwire before :func:`~kwire.pipeline._ship.remote` can
+    find it); None for none."""
     counts = analysis.COUNT_SCHEMA.empty_table() if counts is None else counts
     grouped = events.groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
         run = remote(__name__, "analyse_bucket_arrow", archive)
-        return grouped.applyInArrow(lambda t: run(t, kind, max_partitions, timer, counts), spark_schema(schema))
+        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts), spark_schema(WIDE_SCHEMA))
     run = remote(__name__, "analyse_bucket", archive)
-    return grouped.applyInPandas(lambda pdf: run(pdf, kind, max_partitions, timer, counts), spark_schema(schema))
+    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts), spark_schema(WIDE_SCHEMA))
 
 
 def undecodable_frames(frames):
@@ -502,12 +508,14 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
 
         events = bucketed(events_stage(frames), buckets).persist()
         tables = {}
+        replay = sc.accumulator(0.0)
         with progress.stage("timelines") as st:
-            # Each group's timeline is built once here for three tables (see
-            # TIMELINE_TABLES); the what-if below builds its own, then replays.
-            wide = bucket_stage(events, "timelines", max_partitions, archive, counts=metadata_counts).persist()
+            # Each group's timeline is built once here for every table of
+            # TIMELINE_TABLES, the what-if's included (its replay is timed
+            # by ``replay``); the first write computes and caches them all.
+            wide = bucket_stage(events, max_partitions, archive, replay, metadata_counts).persist()
             rows = {}
-            for name in TIMELINE_TABLES:
+            for name in ("rebalances", "assignments", "bad_frames"):
                 table = unwide(wide, name)
                 if name == "bad_frames":
                     table = undecodable_frames(frames).unionByName(table).unionByName(
@@ -515,13 +523,13 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
                 table.write.mode("overwrite").parquet(_path(out, name))
                 tables[name] = spark.read.parquet(_path(out, name))
                 rows[name] = tables[name].count()
-            wide.unpersist()
             st.done(**rows)
         stages["timelines"] = {"seconds": st.seconds, **st.counts}
-        replay = sc.accumulator(0.0)
         with progress.stage("whatif") as st:
-            bucket_stage(events, "whatif", max_partitions, archive, replay, metadata_counts).write.mode(
-                "overwrite").parquet(_path(out, "whatif"))
+            # Its rows were replayed in the pass above (``replay_seconds``);
+            # this stage writes them out of the cache.
+            unwide(wide, "whatif").write.mode("overwrite").parquet(_path(out, "whatif"))
+            wide.unpersist()
             tables["whatif"] = spark.read.parquet(_path(out, "whatif"))
             counts = tables["whatif"].where(~F.col("observed")).agg(F.sum("member_count").alias("members")).first()
             st.done(members=counts["members"] or 0)
