@@ -290,3 +290,23 @@ def test_co_partitioned_rack_range(group):
         assert len({owner[(t, p)] for t in cp}) == 1
     if _compiled_available():
         assert assign_arrays("range", ArrayGroup.from_group_input(group), implementation="cython") == pure
+
+
+def test_a_groups_member_order_is_javas_memberinfo_order():
+    """ArrayGroup.member_sort_order takes the member-id rank's inverse when no member is static: the same
+    order as Java's MemberInfo sort, names outside the BMP (UTF-16 order) and repeated ids included."""
+    import random
+
+    import numpy as np
+
+    from kwire.assignors._arrays import ArrayGroup
+
+    rng = random.Random(3)
+    for _ in range(2000):
+        n = rng.randint(0, 30)
+        ids = ["".join(rng.choice("aAbZ\u00e9\uff5e\U0001F600-0") for _ in range(rng.randint(0, 5))) for _ in range(n)]
+        # static members with distinct instance ids (repeated ones are visited in HashMap order instead)
+        instance_ids = [None] * n if rng.random() < 0.7 else [rng.choice([None, f"i{k}"]) for k in rng.sample(range(n), n)]
+        group = ArrayGroup(["t"], [1], ids, np.zeros(n + 1, np.int64), np.zeros(0, np.int32),
+                           group_instance_ids=instance_ids, validate=False)
+        assert group.member_sort_order().tolist() == member_info_order(instance_ids, ids), (ids, instance_ids)

@@ -436,6 +436,12 @@ class ArrayGroup:
 
     def _member_sort_order(self):
         gids = self.group_instance_ids
+        if gids.count(None) == len(gids):
+            # No static member: MemberInfo order is member id order, which
+            # the rank (also needed by the sticky kernels) already holds.
+            order = np.empty(self.num_members, dtype=_I32)
+            order[self.member_id_rank()] = np.arange(self.num_members, dtype=_I32)
+            return order
         static = [g for g in gids if g is not None]
         visit = None
         if len(set(static)) != len(static):
