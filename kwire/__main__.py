@@ -74,8 +74,8 @@ def cmd_synth(args):
 
 def cmd_pipeline(args):
     stages = _pipeline_import("spark_stages")
-    options = {"shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory,
-               "log_level": None if args.verbose else "ERROR"}
+    options = {"shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory
+               or stages.EMBEDDED_DRIVER_MEMORY, "log_level": None if args.verbose else "ERROR"}
     try:
         summary = stages.run_pipeline(args.capture, args.out, master=args.master, buckets=args.buckets,
                                       partitions=args.partitions, implementation=args.decoder,
@@ -170,8 +170,9 @@ def add_pipeline_arguments(p):
     p.add_argument("--partitions", type=_positive_int, default=None,
                    help="decode partitions (default: Spark parallelism)")
     p.add_argument("--shuffle-partitions", type=_positive_int, default=None)
-    p.add_argument("--driver-memory", type=_memory, default="2g",
-                   help="for the embedded session (spark-submit takes its own --driver-memory)")
+    p.add_argument("--driver-memory", type=_memory, default=None,
+                   help="heap of the embedded session's JVM (default 1200m: with its other memory, under 2 GB "
+                        "at 10,000 groups); spark-submit takes its own --driver-memory")
     p.add_argument("--max-partitions", type=_positive_int, default=100_000,
                    help="partitions per topic beyond which an assignment (for topics whose size is inferred) or "
                         "a Metadata response is a bad frame (default 100000)")

@@ -39,6 +39,21 @@ def spark():
     session.stop()
 
 
+def test_a_session_kwire_owns_bounds_the_jvm_outside_its_heap(spark):
+    """The JVM of a local session kwire starts also runs the executors: its threads do not keep temporary
+    direct buffers as large as their largest file read (docs/PIPELINE.md, the driver's memory)."""
+    from kwire.pipeline._spark_stages import EMBEDDED_JAVA_OPTIONS
+
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.driver.memory") == "1g"
+    assert "-Djdk.nio.maxCachedBufferSize=" in EMBEDDED_JAVA_OPTIONS
+    assert EMBEDDED_JAVA_OPTIONS in conf.get("spark.driver.extraJavaOptions")
+    # and the JVM really started with it (a conf set after launch would only be recorded)
+    jvm_args = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                    .getInputArguments())
+    assert EMBEDDED_JAVA_OPTIONS in jvm_args, jvm_args
+
+
 def _extra(out):
     pool = topic_pool(1, n_topics=6)
     for i in range(3):
