@@ -192,9 +192,9 @@ class _StructGen:
     def _is_default(self, f, obj):
         """A C condition: ``obj``'s ``f`` holds its default (an unboxed one compared in C unless overflowed)."""
         if _unboxed(f):
-            held = _default_test(f, f"{obj}.overflow[{f.attr!r}]")
+            held = f"held_is({obj}.overflow, {f.attr!r}, {f.default!r})"
             bit = self.bits[f.attr]
-            return f"({obj}.c_{f.attr} == {f.default!r} if not ({obj}.overflowed & {bit}) else <bint>({held}))"
+            return f"({obj}.c_{f.attr} == {f.default!r} if not ({obj}.overflowed & {bit}) else {held})"
         return _default_test(f, self._value(f, obj))
 
     def _set_default(self, f):
@@ -359,7 +359,7 @@ class _StructGen:
         if _unboxed(f):
             ctype, writer, utype, _lo, _hi = _C_INTS[f.type]
             return [f"if o.overflowed & {self.bits[f.attr]}:",
-                    f"    {_INT_WRITERS[f.type]}({w}, o.overflow[{f.attr!r}])",
+                    f"    w_held({w}, o.overflow, {f.attr!r}, HELD_{f.type.upper()})",
                     "else:",
                     f"    {writer}({w}, <{utype}>o.c_{f.attr})"]
         if f.is_array:

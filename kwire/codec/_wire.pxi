@@ -671,7 +671,7 @@ cdef inline object as_read(object v):
     return [] if v is EMPTY_ARRAY else v
 
 
-cdef inline bint int_fits(object v, int64_t lo, int64_t hi, int64_t* out) noexcept:
+cdef bint int_fits(object v, int64_t lo, int64_t hi, int64_t* out) noexcept:
     """Whether ``v`` can live in an integer field's C slot: an exact int (a bool or an int subclass reads
     back as itself, as in the pure twin) in the slot's range."""
     cdef int overflow = 0
@@ -695,6 +695,31 @@ cdef dict over_keep(dict over, str name, object v):
 cdef dict over_drop(dict over, str name):
     del over[name]
     return over or None
+
+
+cdef enum:
+    HELD_INT8, HELD_INT16, HELD_UINT16, HELD_INT32, HELD_INT64
+
+
+# What an integer field keeps in ``overflow`` is written, or refused, as the boxed field was.  One function
+# for the rare path, so the generated writers carry a call per field instead of an inlined int check.
+cdef int w_held(Writer* w, dict overflow, str name, int kind) except -1:
+    v = overflow[name]
+    if kind == HELD_INT8:
+        return w_int8(w, v)
+    if kind == HELD_INT16:
+        return w_int16(w, v)
+    if kind == HELD_UINT16:
+        return w_uint16(w, v)
+    if kind == HELD_INT32:
+        return w_int32(w, v)
+    return w_int64(w, v)
+
+
+cdef bint held_is(dict overflow, str name, object default) except -1:
+    """Whether an integer field's value kept in ``overflow`` is its default (see _default_test)."""
+    v = overflow[name]
+    return v is not None and v == default
 
 
 cdef list _NO_ITEMS = []
