@@ -10,25 +10,10 @@ import pytest
 import kwire
 from kwire import _impl
 
+from tests._twins import CODECS
+from tests._twins import same_in_both as _same_in_both
+
 np = pytest.importorskip("numpy")
-
-IMPLS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
-CODECS = [_impl.load("codec", impl, package="kwire.codec") for impl in IMPLS]
-
-
-def _outcome(call):
-    try:
-        return ("ok", call())
-    except kwire.KwireError as e:
-        return ("err", type(e).__name__, str(e))
-
-
-def _same_in_both(make):
-    """``make(codec)`` -> a thunk; the outcome, identical across the twins (and typed when it is an error)."""
-    results = [_outcome(make(codec)) for codec in CODECS]
-    for r in results[1:]:
-        assert r == results[0]
-    return results[0]
 
 
 def _protocol(codec, metadata):

@@ -35,6 +35,15 @@ VERSIONED_DATA_CAPACITY = 64
 #: 936 to malloc and made decode ~10% slower).  At most ~64 KB per class.
 FREELIST = 1024
 
+#: The C type an integer field is kept in, the writer of its bytes, the unsigned type that writer takes, and
+#: the range the C type holds (what the pure twin's _INT_RANGES accepts for the field's Kafka type).
+_C_INTS = {
+    "int8": ("int8_t", "w_u8", "uint8_t", "-0x80", "0x7F"),
+    "int16": ("int16_t", "w_be16", "uint16_t", "-0x8000", "0x7FFF"),
+    "uint16": ("uint16_t", "w_be16", "uint16_t", "0", "0xFFFF"),
+    "int32": ("int32_t", "w_be32", "uint32_t", "-0x80000000", "0x7FFFFFFF"),
+    "int64": ("int64_t", "w_be64", "uint64_t", "INT64_MIN", "INT64_MAX"),
+}
 _INT_WRITERS = {"int8": "w_int8", "int16": "w_int16", "uint16": "w_uint16", "int32": "w_int32", "int64": "w_int64"}
 _INT_READERS = {"int8": "r_int8", "int16": "r_int16", "uint16": "r_uint16", "int32": "r_int32", "int64": "r_int64"}
 
@@ -62,6 +71,17 @@ def _when(cond, body, indent, orelse=None):
     if orelse:
         out += [f"{pad}else:"] + [pad + "    " + line for line in orelse]
     return out
+
+
+def _unboxed(field):
+    """Whether a struct keeps ``field`` as a C integer (see ``class_def``)."""
+    return not field.is_array and not field.is_struct and field.type in _C_INTS
+
+
+def _store(field, obj):
+    """The C expression of ``obj``'s slot that holds ``field``: an array's may hold EMPTY_ARRAY, an unboxed
+    integer's is the C value, valid while its overflow bit is clear."""
+    return f"{obj}.c_{field.attr}" if _unboxed(field) else f"{obj}.v_{field.attr}"
 
 
 def _shared_bytes(fields):
@@ -116,6 +136,13 @@ class _StructGen:
         self.takes_prev = not self.root and _shared_bytes(fields)
         self.flex_cond = _range_cond(msg.flexible, rng)
         self.untagged = [f for f in fields if not (f.tag is not None)]
+        # An unboxed integer field's bit in ``overflowed``: set while the field holds what its C slot cannot
+        # (anything but an exact int in range), which ``overflow`` then keeps by field name.
+        self.bits = {f.attr: 1 << i for i, f in enumerate(f for f in fields if _unboxed(f))}
+        assert len(self.bits) <= 32, cls
+        slots = {"overflow", "overflowed"} | {p + f.attr for f in fields for p in ("c_", "v_")}
+        assert not slots & {f.attr for f in fields}, cls  # a field's property would shadow a slot
+        self.ovf_type = next(t for t, n in (("uint8_t", 8), ("uint16_t", 16), ("uint32_t", 32)) if len(self.bits) <= n)
         self.tagged = sorted((f for f in fields if f.tag is not None), key=lambda f: f.tag)
 
     # -- helpers ------------------------------------------------------------
@@ -155,6 +182,27 @@ class _StructGen:
             "",
         ]
 
+    def _value(self, f, obj):
+        """A C expression of what reading ``obj.<field>`` in Python gives, without making an empty array's list
+        (``_default_test`` and is_empty_list take EMPTY_ARRAY as empty)."""
+        if _unboxed(f):
+            return f"({obj}.overflow[{f.attr!r}] if {obj}.overflowed & {self.bits[f.attr]} else {obj}.c_{f.attr})"
+        return f"{obj}.v_{f.attr}"
+
+    def _is_default(self, f, obj):
+        """A C condition: ``obj``'s ``f`` holds its default (an unboxed one compared in C unless overflowed)."""
+        if _unboxed(f):
+            held = f"held_is({obj}.overflow, {f.attr!r}, {f.default!r})"
+            bit = self.bits[f.attr]
+            return f"({obj}.c_{f.attr} == {f.default!r} if not ({obj}.overflowed & {bit}) else {held})"
+        return _default_test(f, self._value(f, obj))
+
+    def _set_default(self, f):
+        """The line that gives a decoded instance ``f``'s default (a new instance's flags are all clear)."""
+        if f.is_array:
+            return f"o.v_{f.attr} = EMPTY_ARRAY"
+        return f"{_store(f, 'o')} = {_py_default(f)}"
+
     # -- reading ------------------------------------------------------------
 
     def _read_scalar(self, f, t):
@@ -162,7 +210,7 @@ class _StructGen:
             return f"r_string(r, {self._compact(f)}, {self._nullable(f)})"
         if t in ("bytes", "records"):
             if self.takes_prev and f in _shared_bytes(self.fields):
-                before = f"(<{self.cls}>prev).{f.attr} if prev is not None else None"
+                before = f"(<{self.cls}>prev).v_{f.attr} if prev is not None else None"
                 return f"r_bytes(r, {self._compact(f)}, {self._nullable(f)}, {before})"
             return f"r_bytes(r, {self._compact(f)}, {self._nullable(f)})"
         if t == "bool":
@@ -193,6 +241,8 @@ class _StructGen:
                 f"n = r_count(r, {self._compact(f)}, {self._nullable(f)}, {self._min_size(f)})",
                 "if n == -1:",
                 f"    {target} = None",
+                "elif n == 0:",
+                f"    {target} = EMPTY_ARRAY",
                 "else:",
                 "    # Sized once (r_count has checked n against the bytes left); a slot",
                 "    # an error leaves empty is NULL, which the list's dealloc skips.",
@@ -249,10 +299,10 @@ class _StructGen:
                 if present == "1" and not f.has_explicit_default and _py_default(f) == "None":
                     continue
                 # Tagged fields start at their default; the tag section may set them.
-                body.append(f"o.{f.attr} = {_py_default(f)}")
+                body.append(self._set_default(f))
                 continue
-            read = [f"{self.fvar} = {idx}"] + self._read_value(f, f"o.{f.attr}", idx)
-            default = [f"o.{f.attr} = {_py_default(f)}"] if _py_default(f) != "None" else None
+            read = [f"{self.fvar} = {idx}"] + self._read_value(f, _store(f, "o"), idx)
+            default = [self._set_default(f)] if _py_default(f) != "None" else None
             body += _when(present, read, 0, default)
         body.append(f"{self.fvar} = -1")
         if self.tagged:
@@ -272,7 +322,7 @@ class _StructGen:
                 tags.append(f"    {'if' if first else 'elif'} {test}:")
                 first = False
                 inner = [f"{self.fvar} = {idx}", "saved_end = r.end", "r.end = end"]
-                inner += self._read_value(f, f"o.{f.attr}", idx)
+                inner += self._read_value(f, _store(f, "o"), idx)
                 inner += ["r.end = saved_end", f"{self.fvar} = -1", f"r_check_tag_consumed(r, end, tag, {f.attr!r})"]
                 tags += ["        " + line for line in inner]
             tags += [
@@ -306,6 +356,12 @@ class _StructGen:
         return f"{_INT_WRITERS[t]}({w}, {expr})"
 
     def _write_value(self, f, expr, w="w"):
+        if _unboxed(f):
+            ctype, writer, utype, _lo, _hi = _C_INTS[f.type]
+            return [f"if o.overflowed & {self.bits[f.attr]}:",
+                    f"    w_held({w}, o.overflow, {f.attr!r}, HELD_{f.type.upper()})",
+                    "else:",
+                    f"    {writer}({w}, <{utype}>o.c_{f.attr})"]
         if f.is_array:
             elem = (f"_w_{self._elem_cls(f)}({w}, item, version)" if f.is_struct
                     else self._write_scalar(f, f.element_type, "item", w))
@@ -358,7 +414,7 @@ class _StructGen:
             if f.ignorable or absent == "1":
                 continue
             cond = f"not ({absent})" if absent != "0" else "1"
-            test = f"not {_default_test(f, f'o.{f.attr}')}"
+            test = f"not {self._is_default(f, 'o')}"
             msg = (f"f\"{kname}.{f.attr} = {{o.{f.attr}!r}} cannot be written at this version "
                    f"(the field exists in versions {f.versions!r})\"")
             L += _when(cond, [f"if {test}:", f"    raise UnsupportedVersionError({msg})"], 4)
@@ -367,7 +423,7 @@ class _StructGen:
             if f.tag is not None:
                 continue
             present = _range_cond(f.versions, self.rng)
-            body += _when(present, [f"f = {idx}"] + self._write_value(f, f"o.{f.attr}"), 0)
+            body += _when(present, [f"f = {idx}"] + self._write_value(f, self._value(f, "o")), 0)
         body.append("f = -1")
         if self.tagged:
             tags = ["known = {}"]
@@ -375,12 +431,12 @@ class _StructGen:
                 idx = self.fields.index(f)
                 cond = _range_cond(f.tagged.intersect(f.versions), self.rng)
                 inner = [
-                    f"if not {_default_test(f, f'o.{f.attr}')}:",
+                    f"if not {self._is_default(f, 'o')}:",
                     f"    f = {idx}",
                     "    w_init(&tw, 64)",
                     "    try:",
                 ]
-                inner += ["        " + line for line in self._write_value(f, f"o.{f.attr}", "&tw")]
+                inner += ["        " + line for line in self._write_value(f, self._value(f, "o"), "&tw")]
                 inner += [f"        known[{f.tag}] = w_bytes(&tw)", "    finally:", "        w_free(&tw)", "    f = -1"]
                 tags += _when(cond, inner, 0)
             tags.append("w_tags(w, o.unknown_tagged_fields, known)")
@@ -404,7 +460,20 @@ class _StructGen:
         doc = f"Kafka's {self.msg.name}" + ("" if self.cls == self.msg.class_name else f" {self.cls}") + \
               f" (versions {self.rng!r})."
         L.append(f'    """{doc}"""')
-        L += [f"    cdef public object {a}" for a in attrs]
+        # Each field is a property over a private slot; properties keep the fields' order among the class's
+        # descriptors (Cython lists explicit properties before `cdef public` ones).  An integer field is a C
+        # value (``c_``): a decoded element then costs no int object per field.  Whatever else is assigned
+        # to it (a bool, an int subclass, a value out of range, None) is kept as given in ``overflow``, so reads
+        # and encode errors stay those of the pure twin.  Arrays may hold EMPTY_ARRAY, read as a new list.
+        unboxed = [f for f in self.fields if _unboxed(f)]
+        if unboxed:
+            L.append("    cdef dict overflow")
+        L += [f"    cdef object v_{f.attr}" for f in self.fields if not _unboxed(f)]
+        # Widest first: no padding between them.
+        L += [f"    cdef {_C_INTS[f.type][0]} c_{f.attr}"
+              for f in sorted(unboxed, key=lambda f: -int("".join(filter(str.isdigit, f.type))))]
+        if unboxed:
+            L.append(f"    cdef {self.ovf_type} overflowed")
         L.append("    cdef public object unknown_tagged_fields")
         prefixed = self.cls == self.msg.class_name and self.msg.version_prefixed
         if prefixed:
@@ -428,19 +497,40 @@ class _StructGen:
                 if cname != kname:
                     L.append(f"    {cname} = {cname}")
             L.append("")
+        for f in self.fields:
+            L += self._property(f)
         params = ", ".join(f"{a}=_MISSING" for a in attrs)
         L.append(f"    def __init__(self, *, {params}, unknown_tagged_fields=None):")
+        if unboxed:
+            L += ["        self.overflowed = 0", "        self.overflow = None"]
         for f in self.fields:
-            L.append(f"        self.{f.attr} = {_py_default(f)} if {f.attr} is _MISSING else {f.attr}")
+            if _unboxed(f):
+                assert isinstance(f.default, int), (self.cls, f.attr)
+                L += [f"        if {f.attr} is _MISSING:", f"            self.c_{f.attr} = {f.default!r}",
+                      "        else:", f"            _s_{self.cls}_{f.attr}(self, {f.attr})"]
+            elif f.is_array and _py_default(f) == "[]":
+                L.append(f"        self.v_{f.attr} = EMPTY_ARRAY if {f.attr} is _MISSING else {f.attr}")
+            else:
+                L.append(f"        self.v_{f.attr} = {_py_default(f)} if {f.attr} is _MISSING else {f.attr}")
         L.append("        self.unknown_tagged_fields = unknown_tagged_fields")
         L.append("")
         L.append("    def __eq__(self, other):")
         L.append("        if type(other) is not type(self):")
         L.append("            return NotImplemented")
         L.append(f"        cdef {self.cls} o = <{self.cls}>other")
-        for a in attrs:
-            L.append(f"        if not (self.{a} == o.{a}):")
-            L.append("            return False")
+        for f in self.fields:
+            a = f.attr
+            if _unboxed(f):
+                # Two C values compare as their ints would; anything kept in overflow compares as itself.
+                L += [f"        if (self.overflowed | o.overflowed) & {self.bits[a]}:",
+                      f"            if not ({self._value(f, 'self')} == {self._value(f, 'o')}):",
+                      "                return False",
+                      f"        elif self.c_{a} != o.c_{a}:",
+                      "            return False"]
+            elif f.is_array:
+                L += [f"        if not (as_read(self.v_{a}) == as_read(o.v_{a})):", "            return False"]
+            else:
+                L += [f"        if not (self.v_{a} == o.v_{a}):", "            return False"]
         L.append("        return (self.unknown_tagged_fields or None) == (o.unknown_tagged_fields or None)")
         L.append("")
         L.append("    def __ne__(self, other):")
@@ -463,6 +553,52 @@ class _StructGen:
         if self.cls == self.msg.class_name:
             L += self._message_methods()
         L.append("")
+        return L
+
+    def _property(self, f):
+        a = f.attr
+        if _unboxed(f):
+            get = [f"        if self.overflowed & {self.bits[a]}:", f"            return self.overflow[{a!r}]",
+                   f"        return self.c_{a}"]
+            put, clear = f"_s_{self.cls}_{a}(self, v)", f"_s_{self.cls}_{a}(self, None)"
+        elif f.is_array:
+            # The list is made on first read and kept, so changing it in place changes the field.
+            get = [f"        if self.v_{a} is EMPTY_ARRAY:", f"            self.v_{a} = []",
+                   f"        return self.v_{a}"]
+            put, clear = f"self.v_{a} = v", f"self.v_{a} = None"
+        else:
+            get = [f"        return self.v_{a}"]
+            put, clear = f"self.v_{a} = v", f"self.v_{a} = None"
+        # `del` sets None, as a `cdef public object` attribute does.
+        return [
+            f"    property {a}:",
+            "        def __get__(self):", *("    " + line for line in get),
+            "        def __set__(self, v):", f"            {put}",
+            "        def __del__(self):", f"            {clear}", ""]
+
+    def setters(self):
+        """The setter of each unboxed field: the C slot for an exact int in range, ``overflow`` for anything else."""
+        L = []
+        for f in self.fields:
+            if not _unboxed(f):
+                continue
+            a, bit = f.attr, self.bits[f.attr]
+            ctype, _w, _u, lo, hi = _C_INTS[f.type]
+            L += [
+                f"cdef int _s_{self.cls}_{a}({self.cls} self, object v) except -1:",
+                "    cdef int64_t c",
+                f"    if int_fits(v, {lo}, {hi}, &c):",
+                f"        self.c_{a} = <{ctype}>c",
+                f"        if self.overflowed & {bit}:",
+                f"            self.overflowed ^= {bit}",
+                f"            self.overflow = over_drop(self.overflow, {a!r})",
+                "    else:",
+                f"        self.overflow = over_keep(self.overflow, {a!r}, v)",
+                f"        self.overflowed |= {bit}",
+                "    return 0",
+                "",
+                "",
+            ]
         return L
 
     def _write_and_return(self, capacity, before_body):
@@ -580,6 +716,7 @@ class Generator:
             L.append(f"# {'=' * 74}\n# {msg.name}\n# {'=' * 74}\n")
             for sg in sgs:
                 L += sg.class_def()
+                L += sg.setters()
         for msg, sgs in gens:
             for sg in sgs:
                 L += sg.read_function()

@@ -154,8 +154,9 @@ def decode_request(frame, *, max_elements=None):
     cdef Reader r
     keep = _open_frame(&r, frame)
     header = _read_request_header(&r, max_elements)
-    cdef int api_key = (<RequestHeader>header).request_api_key
-    version = (<RequestHeader>header).request_api_version
+    # Decoded just now, so both are C values (no overflow to look at).
+    cdef int api_key = (<RequestHeader>header).c_request_api_key
+    version = (<RequestHeader>header).c_request_api_version
     _check_request_version(api_key, version)
     return header, _read_body(&r, True, api_key, version)
 

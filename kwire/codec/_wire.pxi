@@ -13,7 +13,7 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from cpython.list cimport PyList_CheckExact, PyList_GET_SIZE, PyList_GetSlice, PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF, Py_XDECREF
-from cpython.long cimport PyLong_Check
+from cpython.long cimport PyLong_Check, PyLong_CheckExact
 from cpython.unicode cimport PyUnicode_Check
 from libc.string cimport memcmp, memcpy
 from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -657,6 +657,74 @@ cdef int w_uuid(Writer* w, object v) except -1:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# What decoded instances keep instead of objects
+# ---------------------------------------------------------------------------
+
+#: What a decoded empty array holds until it is read: then the field's property makes it a list of its own.
+#: A decode of many elements with empty arrays (OffsetFetch's topics) would otherwise build a list each.
+cdef object EMPTY_ARRAY = object()
+
+
+cdef inline object as_read(object v):
+    """The value a field holding ``v`` reads as, for comparing without keeping a list in the field."""
+    return [] if v is EMPTY_ARRAY else v
+
+
+cdef bint int_fits(object v, int64_t lo, int64_t hi, int64_t* out) noexcept:
+    """Whether ``v`` can live in an integer field's C slot: an exact int (a bool or an int subclass reads
+    back as itself, as in the pure twin) in the slot's range."""
+    cdef int overflow = 0
+    cdef long long x
+    if not PyLong_CheckExact(v):
+        return False
+    x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow or x < lo or x > hi:
+        return False
+    out[0] = x
+    return True
+
+
+cdef dict over_keep(dict over, str name, object v):
+    if over is None:
+        over = {}
+    over[name] = v
+    return over
+
+
+cdef dict over_drop(dict over, str name):
+    del over[name]
+    return over or None
+
+
+cdef enum:
+    HELD_INT8, HELD_INT16, HELD_UINT16, HELD_INT32, HELD_INT64
+
+
+# What an integer field keeps in ``overflow`` is written, or refused, as the boxed field was.  One function
+# for the rare path, so the generated writers carry a call per field instead of an inlined int check.
+cdef int w_held(Writer* w, dict overflow, str name, int kind) except -1:
+    v = overflow[name]
+    if kind == HELD_INT8:
+        return w_int8(w, v)
+    if kind == HELD_INT16:
+        return w_int16(w, v)
+    if kind == HELD_UINT16:
+        return w_uint16(w, v)
+    if kind == HELD_INT32:
+        return w_int32(w, v)
+    return w_int64(w, v)
+
+
+cdef bint held_is(dict overflow, str name, object default) except -1:
+    """Whether an integer field's value kept in ``overflow`` is its default (see _default_test)."""
+    v = overflow[name]
+    return v is not None and v == default
+
+
+cdef list _NO_ITEMS = []
+
+
 cdef list as_list(object v):
     """A snapshot of the elements of an array field (None is handled by the caller).
 
@@ -665,12 +733,16 @@ cdef list as_list(object v):
     true.  The pure twin takes the same snapshot."""
     if PyList_CheckExact(v):
         return PyList_GetSlice(v, 0, PY_SSIZE_T_MAX)
+    if v is EMPTY_ARRAY:
+        return _NO_ITEMS  # only read: the writers take its length and elements
     if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__"):
         raise EncodeError(f"expected a list, got {type(v).__name__}")
     return list(v)
 
 
 cdef bint is_empty_list(object v):
+    if v is EMPTY_ARRAY:
+        return True
     if v is None or isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
         return False
     return len(v) == 0
