@@ -27,7 +27,8 @@ from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
 from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions
 from ..errors import AssignmentError
-from ._sticky_rules import JavaAssignorFailure, balance_score, check_partition_total, move_budget, validate
+from ._sticky_rules import (JavaAssignorFailure, balance_score, check_partition_total, move_budget, pair_many,
+                            validate)
 
 
 IMPLEMENTATION = "cython"
@@ -58,6 +59,11 @@ def sticky_pair_arrays(group):
     """``(sticky_arrays(group, False), sticky_arrays(group, True))`` from one
     run: the two differ only in the cooperative adjustment at the end."""
     return _answers(group, True, True)
+
+
+def sticky_pair_many(groups):
+    """``sticky_pair_arrays`` of each group, end to end (see ``_sticky_rules.pair_many``)."""
+    return pair_many(groups, sticky_pair_arrays)
 
 
 def _no_partitions():

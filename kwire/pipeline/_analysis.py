@@ -892,11 +892,33 @@ def _read_answers(inputs, variants, answer):
     return assigned, moved, hi, lo, reproduces
 
 
+def _sticky_pair_stacked(inputs, plain, sizes, implementation):
+    """``{strategy: (generations, variants, answer)}`` of both sticky
+    strategies run on every generation of ``plain`` whose sticky group was
+    built, in one call; a generation the call refuses is left out, to run
+    (and report its failure) alone as :func:`_answers` runs it."""
+    paired = [i for i in plain if inputs[i].sticky.error is None]
+    if not paired:
+        return {}
+    *both, refused = assignors.assign_sticky_pair_many([inputs[i].sticky.group for i in paired],
+                                                       implementation=implementation)
+    if refused:
+        keep = np.ones(len(paired), bool)
+        keep[list(refused)] = False
+        # a refused group's members hold nothing: dropping their rows leaves the others' entries as they are
+        member_kept = np.repeat(keep, sizes[paired])
+        both = [assignors.ArrayAssignment(np.append(0, np.cumsum(np.diff(a.indptr)[member_kept])), a.topic,
+                                          a.partition) for a in both]
+        paired = [i for i, kept in zip(paired, keep) if kept]
+    variants = [inputs[i].sticky for i in paired]
+    return {strategy: (paired, variants, answer) for strategy, answer in zip(("sticky", "cooperative-sticky"), both)}
+
+
 def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table:
     """The what-if rows (:data:`WHATIF_SCHEMA`) of ``inputs``, packed
     generations (:func:`replay_inputs`), in order: :func:`replay`'s rows for
-    each, with range and roundrobin run on the whole batch at once, the
-    sticky pair per generation, and every answer read for the whole batch."""
+    each, with range, roundrobin and the sticky pair run on the whole batch
+    at once, and every answer read for the whole batch."""
     inputs = list(inputs)
     n, width = len(inputs), len(strategies) + 1
     if not n:
@@ -915,31 +937,38 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
      min_load[observed_rows]) = _read_observed(inputs, sizes, has_prev)
 
     # Range and roundrobin run every generation in one call each (their
-    # kernels split one topic at a time, whichever group it is of); the
-    # sticky pair, and any generation a stacked call cannot take, runs alone.
+    # kernels split one topic at a time, whichever group it is of), and the
+    # sticky pair every generation in one call too; a generation a stacked
+    # call cannot take runs alone.
     plain = [i for i, inp in enumerate(inputs) if inp.plain.error is None]
-    stacked = {}
+    stacked = {}  # strategy -> (generations, their variant, answer end to end)
     for strategy in strategies:
         if strategy in ("range", "roundrobin") and plain and strategy not in stacked:
             try:
-                stacked[strategy] = assignors.assign_arrays_many(
-                    strategy, [inputs[i].plain.group for i in plain], implementation=implementation)
+                stacked[strategy] = (plain, [inputs[i].plain for i in plain], assignors.assign_arrays_many(
+                    strategy, [inputs[i].plain.group for i in plain], implementation=implementation))
             except KwireError:
                 pass  # each generation then runs, and reports its failure, on its own
+    if "sticky" in strategies and "cooperative-sticky" in strategies:
+        stacked.update(_sticky_pair_stacked(inputs, plain, sizes, implementation))
     rows_of, inputs_of, variants_of, answers = [], [], [], []
     for k, strategy in enumerate(strategies, 1):
         if strategy in stacked:
-            rows_of.extend(i * width + k for i in plain)
-            inputs_of.extend(inputs[i] for i in plain)
-            variants_of.extend(inputs[i].plain for i in plain)
-            answers.append(stacked[strategy])
-    alone = [k for k, s in enumerate(strategies, 1) if s not in stacked]
-    alone_names = [strategies[k - 1] for k in alone]
-    every = list(range(1, width))
+            done, variants, answer = stacked[strategy]
+            rows_of.extend(i * width + k for i in done)
+            inputs_of.extend(inputs[i] for i in done)
+            variants_of.extend(variants)
+            answers.append(answer)
+    # which strategies each generation still runs alone
+    done_by = [set() for _ in inputs]
+    for strategy, (done, _v, _a) in stacked.items():
+        for i in done:
+            done_by[i].add(strategy)
     for i, inp in enumerate(inputs):
-        # a generation the stacked calls left out reports each strategy's failure itself
-        todo, names = (alone, alone_names) if inp.plain.error is None else (every, strategies)
-        for k, (v, result, error) in zip(todo, _answers(inp, names, implementation)):
+        todo = [k for k, s in enumerate(strategies, 1) if s not in done_by[i]]
+        if not todo:
+            continue
+        for k, (v, result, error) in zip(todo, _answers(inp, [strategies[k - 1] for k in todo], implementation)):
             k += i * width
             if result is None:
                 failed[k] = True
