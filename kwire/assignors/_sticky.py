@@ -125,10 +125,10 @@ def assign_sticky_pair_many(groups: Sequence[ArrayGroup], *, implementation: Opt
     :func:`assign_arrays_many` gives), and ``{index: error}`` of the groups
     :func:`assign_sticky_pair` refuses, whose members get empty lists.
 
-    The kernels run every group in one call and the answers are checked for
-    the whole batch at once; a group where Java's algorithm throws, or either
-    answer is not valid, takes :func:`assign_sticky_pair` itself, so each
-    group gets exactly what that gives it."""
+    The kernels run every group in one call (``sticky_pair_many``), which
+    also checks each answer's validity; a group where Java's algorithm
+    throws, or either answer is not valid, takes :func:`assign_sticky_pair`
+    itself, so each group gets exactly what that gives it."""
     groups = list(groups)
     for g in groups:
         if not isinstance(g, ArrayGroup):
@@ -138,8 +138,6 @@ def assign_sticky_pair_many(groups: Sequence[ArrayGroup], *, implementation: Opt
             get_strategy("cooperative-sticky").arrays is assign_cooperative_sticky):
         ran, *both = load_kernels("sticky", implementation).sticky_pair_many(groups)
         answered = ran.astype(bool)
-        for out in both:
-            answered &= _sticky_repair.valid_many(groups, members, *out)
     else:
         # someone registered their own form of either: every group takes the per-group path, theirs
         both = [(np.zeros(len(members) + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))] * 2

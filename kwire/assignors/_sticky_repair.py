@@ -96,51 +96,6 @@ def is_valid(group, indptr, topic, number) -> bool:
         np.asarray(indptr, dtype=_I64), np.asarray(topic, dtype=_I32), np.asarray(number, dtype=_I32))
 
 
-def valid_many(groups, members, indptr, topic, number) -> np.ndarray:
-    """Per group of ``groups`` (``members`` of each): whether its answer in the
-    end to end ``(indptr, topic, number)`` is valid (:func:`is_valid`), checked
-    for every group at once."""
-    n = len(groups)
-    valid = np.ones(n, dtype=bool)
-    if len(topic) == 0:
-        return valid
-    n_topics = np.array([len(g.topics) for g in groups], dtype=_I64)
-    topic_base = np.cumsum(n_topics) - n_topics
-    counts = np.concatenate([g.partition_counts for g in groups]).astype(_I64)
-    totals = np.array([int(g.topic_offset[-1]) if len(g.topic_offset) else 0 for g in groups], dtype=_I64)
-    slot_base = np.cumsum(totals) - totals
-    slot_of_topic = (np.concatenate([g.topic_offset[:-1] for g in groups]).astype(_I64)
-                     + np.repeat(slot_base, n_topics))
-    group_of_member = np.repeat(np.arange(n, dtype=_I64), members)
-    member = _member_of(indptr, len(group_of_member))
-    group = group_of_member[member]
-    topic = np.asarray(topic, dtype=_I64)
-    number = np.asarray(number, dtype=_I64)
-    ok = (topic >= 0) & (topic < n_topics[group])
-    where = np.flatnonzero(ok)
-    t = topic_base[group[where]] + topic[where]
-    ok[where] = (number[where] >= 0) & (number[where] < counts[t])
-    # each group's member x topic table, end to end: the member subscribes to the topic
-    table_size = members * n_topics
-    table_base = np.cumsum(table_size) - table_size
-    member_base = np.cumsum(members) - members
-    subscribed = np.zeros(int(table_size.sum()), dtype=bool)
-    sub_member = np.repeat(np.arange(len(group_of_member), dtype=_I64),
-                           np.concatenate([np.diff(g.sub_indptr) for g in groups]))
-    sub_group = group_of_member[sub_member]
-    subscribed[table_base[sub_group] + (sub_member - member_base[sub_group]) * n_topics[sub_group]
-               + np.concatenate([g.sub_topics for g in groups])] = True
-    where = np.flatnonzero(ok)
-    g = group[where]
-    ok[where] = subscribed[table_base[g] + (member[where] - member_base[g]) * n_topics[g] + topic[where]]
-    # each partition once: the slots of every group are disjoint, so one count over all of them
-    where = np.flatnonzero(ok)
-    slot = slot_of_topic[topic_base[group[where]] + topic[where]] + number[where]
-    ok[where] = np.bincount(slot)[slot] == 1
-    valid[group[~ok]] = False
-    return valid
-
-
 def repair(group, indptr, topic, number) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Step 2 of the module docstring on a complete (eager) answer."""
     n_members, n_topics = group.num_members, len(group.topics)

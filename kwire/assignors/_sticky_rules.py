@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import AssignmentError, KwireError
 from ._model import GroupInput
+from ._sticky_repair import is_valid
 
 class JavaAssignorFailure(AssignmentError):
     """Java's own sticky assignor fails on this input (it throws, or it would
@@ -100,10 +101,12 @@ def validate(group: GroupInput) -> None:
 
 def pair_many(groups, pair):
     """``pair(group)`` (a twin's ``sticky_pair_arrays``) of each group, end to
-    end: ``(ran, eager, cooperative)``.  ``ran`` is 1 per group that ran and 0
-    where the group is left to the per-group path: no members, or a
-    KwireError (Java throws, or the kernel refuses the input).  Such a group's
-    members get empty lists in both ``(indptr, topic, partition)``."""
+    end: ``(ran, eager, cooperative)``.  ``ran`` is 1 per group that ran with
+    both answers valid (``_sticky_repair.is_valid``) and 0 where the group is
+    left to the per-group path: no members, a KwireError (Java throws, or the
+    kernel refuses the input), or an answer that needs the repair.  Such a
+    group's members get empty lists in both ``(indptr, topic, partition)``."""
+
     n = len(groups)
     ran = np.zeros(n, dtype=np.uint8)
     members = np.array([g.num_members for g in groups], dtype=np.int64)
@@ -114,6 +117,8 @@ def pair_many(groups, pair):
         try:
             one, two = pair(group)
         except KwireError:
+            continue
+        if not (is_valid(group, *one) and is_valid(group, *two)):
             continue
         ran[i] = 1
         eager.append(one)
