@@ -140,7 +140,7 @@ def assign_sticky_pair_many(groups: Sequence[ArrayGroup], *, implementation: Opt
         answered = ran.astype(bool)
     else:
         # someone registered their own form of either: every group takes the per-group path, theirs
-        both = [(np.zeros(len(members) + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))] * 2
+        both = [(np.zeros(int(members.sum()) + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))] * 2
         answered = np.zeros(len(groups), dtype=bool)
     alone: Dict[int, Tuple[ArrayAssignment, ArrayAssignment]] = {}
     refused: Dict[int, KwireError] = {}
