@@ -822,70 +822,107 @@ def _read_observed(inputs, sizes, has_prev):
     return obs_len, moved, hi, lo
 
 
-def _read_answers(inputs, variants, answer):
+def _ragged(arrays):
+    """``(values end to end, where each array starts, its length)``."""
+    lengths = np.array([len(a) for a in arrays], _I64)
+    return (np.concatenate(arrays) if len(arrays) else np.zeros(0, _I64)), _starts(lengths)[0], lengths
+
+
+def _gather(ragged, which):
+    """The arrays ``which`` of a :func:`_ragged` laid end to end, and their lengths."""
+    values, starts, lengths = ragged
+    n = lengths[which]
+    base, total = _starts(n)
+    return values[np.repeat(starts[which] - base, n) + np.arange(total)], n
+
+
+class _Columns:
+    """What :func:`_read_answers` reads of the generations and of their two
+    variants, end to end once per batch; an answer picks its generation's
+    and variant's pieces by index (many answers share them: each
+    generation has four)."""
+
+    def __init__(self, inputs, variant_ids):
+        self.sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
+        self.has_prev = np.array([inp.has_prev for inp in inputs], bool)
+        self.none_code = np.array([inp.none_code for inp in inputs], _I64)
+        self.member_codes = _ragged([inp.member_codes for inp in inputs])
+        self.obs_counts = _ragged([inp.obs_counts for inp in inputs])
+        self.obs_lists = _ragged([inp.obs_lists for inp in inputs])
+        none = np.zeros(0, _I64)
+        self.prev_codes = _ragged([inp.prev_codes if inp.has_prev else none for inp in inputs])
+        # variant id: generation * 2, + 1 for the sticky one
+        self.variant_ids = variant_ids
+        variants = [inputs[v >> 1].sticky if v & 1 else inputs[v >> 1].plain for v in variant_ids.tolist()]
+        groups = [v.group for v in variants]
+        self.topic_starts = _ragged([g.topic_offset[:-1] for g in groups])
+        self.n_partitions = np.array([int(g.topic_offset[-1]) for g in groups], _I64)
+        self.topic_ids = _ragged([v.topic_ids for v in variants])
+        self.prev_slots = _ragged([v.prev_slots if v.prev_slots is not None else none for v in variants])
+
+
+def _read_answers(inputs, gen, sticky, answer):
     """``(assigned, moved, max_load, min_load, reproduces)`` of each answer in
-    ``answer``, one per generation of ``inputs`` on its ``variants``' group,
-    end to end (``assignors.end_to_end``), as :func:`replay` reads them one
-    by one; ``moved`` is 0 where the generation has no previous one."""
-    J = len(inputs)
-    groups = [v.group for v in variants]
-    sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
-    n_topics = np.array([len(g.topic_offset) - 1 for g in groups], _I64)
-    # each group's topic offsets, its partition count last
-    offsets = np.concatenate([g.topic_offset for g in groups])
-    last = np.cumsum(n_topics + 1) - 1
-    slot_base, n_slots = _starts(offsets[last] + 1)
+    ``answer``, end to end (``assignors.end_to_end``), one per generation
+    ``inputs[gen[j]]`` on its sticky variant's group where ``sticky[j]`` and
+    its plain one's otherwise, as :func:`replay` reads them one by one;
+    ``moved`` is 0 where the generation has no previous one."""
+    J = len(gen)
+    variant_id = gen * 2 + sticky
+    c = _Columns(inputs, np.unique(variant_id))
+    var = np.searchsorted(c.variant_ids, variant_id)
+    sizes = c.sizes[gen]
+    # each answer's partition slots, and one past its end for "not in the group"
+    slot_base, n_slots = _starts(c.n_partitions[var] + 1)
     member_base, n_members = _starts(sizes)
-    topic_base, n_all_topics = _starts(n_topics)
     indptr = answer.indptr
     n_elems = int(indptr[-1])
     elem_len = np.diff(np.append(indptr[member_base], n_elems))
     job_of_member = np.repeat(np.arange(J), sizes)
     job_of_elem = np.repeat(np.arange(J), elem_len)
+    var_of_elem = var[job_of_elem]
 
-    slot_of_topic = np.delete(offsets, last) + np.repeat(slot_base, n_topics)
-    topic = answer.topic.astype(_I64) + topic_base[job_of_elem]
+    topic = answer.topic.astype(_I64)  # the group's own topic index
     partition = answer.partition.astype(_I64)
     counts = np.diff(indptr)
     member = np.repeat(np.arange(n_members), counts)
     # Owner per partition slot; a partition given twice keeps its last owner, as a dict would.
     owner = np.full(n_slots, -1, _I64)
-    owner[slot_of_topic[topic] + partition] = member
+    topic_values, topic_at, _n = c.topic_starts
+    owner[slot_base[job_of_elem] + topic_values[topic_at[var_of_elem] + topic] + partition] = member
     taken = owner >= 0
     assigned = np.add.reduceat(taken, slot_base, dtype=_I64)
     hi, lo = _loads_range(np.bincount(owner[taken], minlength=n_members), member_base)
 
     moved = np.zeros(J, _I64)
-    with_prev = np.array([inp.has_prev for inp in inputs], bool)
-    if with_prev.any():
-        picked = [j for j in range(J) if with_prev[j]]
-        prev_len = np.array([len(variants[j].prev_slots) for j in picked], _I64)
-        prev_slots = np.concatenate([variants[j].prev_slots for j in picked])
-        now = owner[prev_slots + np.repeat(slot_base[with_prev], prev_len)]
-        member_codes = np.concatenate([inp.member_codes for inp in inputs])
+    picked = np.flatnonzero(c.has_prev[gen])
+    if len(picked):
+        prev_slots, prev_len = _gather(c.prev_slots, var[picked])
+        now = owner[prev_slots + np.repeat(slot_base[picked], prev_len)]
+        member_codes = _gather(c.member_codes, gen)[0]
         now = np.where(now >= 0, member_codes[now], -1)
-        moved[with_prev] = _moved_counts(now, np.concatenate([inputs[j].prev_codes for j in picked]),
-                                         np.repeat([inputs[j].none_code for j in picked], prev_len),
-                                         np.repeat(np.arange(len(picked)), prev_len), len(picked))
+        moved[picked] = _moved_counts(now, _gather(c.prev_codes, gen[picked])[0],
+                                      np.repeat(c.none_code[gen[picked]], prev_len),
+                                      np.repeat(np.arange(len(picked)), prev_len), len(picked))
 
     # Reproduces: every member's count as received, then its list as it reads
     # back from the Assignment bytes (topics grouped in order of first
     # appearance) or as it stands (a received list may repeat a topic apart).
-    miscounted = counts != np.concatenate([inp.obs_counts for inp in inputs])
+    miscounted = counts != _gather(c.obs_counts, gen)[0]
     counted = np.bincount(job_of_member[miscounted], minlength=J) == 0
     reproduces = counted.copy()
     if counted.any():
         keep = counted[job_of_elem]
-        ids = np.concatenate([v.topic_ids for v in variants])
-        keys = (ids[topic[keep]] << 32) | partition[keep]
-        received = np.concatenate([inputs[j].obs_lists for j in np.flatnonzero(counted)])
+        id_values, id_at, id_len = c.topic_ids
+        keys = (id_values[id_at[var_of_elem[keep]] + topic[keep]] << 32) | partition[keep]
+        received = _gather(c.obs_lists, gen[counted])[0]
         job = job_of_elem[keep]
         as_is = np.bincount(job[keys != received], minlength=J) == 0
         reproduces &= as_is
         redo = ~as_is[job]  # only the lists that differ as they stand are regrouped
         if redo.any():
-            _u, first, inverse = np.unique((member[keep] * n_all_topics + topic[keep])[redo], return_index=True,
-                                           return_inverse=True)
+            _u, first, inverse = np.unique((member[keep] * (int(id_len.max()) + 1) + topic[keep])[redo],
+                                           return_index=True, return_inverse=True)
             grouped = keys[redo][np.argsort(first[inverse], kind="stable")]
             regrouped = np.bincount(job[redo][grouped != received[redo]], minlength=J) == 0
             reproduces |= counted & regrouped
@@ -893,7 +930,7 @@ def _read_answers(inputs, variants, answer):
 
 
 def _sticky_pair_stacked(inputs, plain, sizes, implementation):
-    """``{strategy: (generations, variants, answer)}`` of both sticky
+    """``{strategy: (generations, answer)}`` of both sticky
     strategies run on every generation of ``plain`` whose sticky group was
     built, in one call; a generation the call refuses is left out, to run
     (and report its failure) alone as :func:`_answers` runs it."""
@@ -910,8 +947,7 @@ def _sticky_pair_stacked(inputs, plain, sizes, implementation):
         both = [assignors.ArrayAssignment(np.append(0, np.cumsum(np.diff(a.indptr)[member_kept])), a.topic,
                                           a.partition) for a in both]
         paired = [i for i, kept in zip(paired, keep) if kept]
-    variants = [inputs[i].sticky for i in paired]
-    return {strategy: (paired, variants, answer) for strategy, answer in zip(("sticky", "cooperative-sticky"), both)}
+    return {strategy: (paired, answer) for strategy, answer in zip(("sticky", "cooperative-sticky"), both)}
 
 
 def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table:
@@ -941,47 +977,47 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
     # sticky pair every generation in one call too; a generation a stacked
     # call cannot take runs alone.
     plain = [i for i, inp in enumerate(inputs) if inp.plain.error is None]
-    stacked = {}  # strategy -> (generations, their variant, answer end to end)
+    stacked = {}  # strategy -> (generations, answer end to end)
     for strategy in strategies:
         if strategy in ("range", "roundrobin") and plain and strategy not in stacked:
             try:
-                stacked[strategy] = (plain, [inputs[i].plain for i in plain], assignors.assign_arrays_many(
+                stacked[strategy] = (plain, assignors.assign_arrays_many(
                     strategy, [inputs[i].plain.group for i in plain], implementation=implementation))
             except KwireError:
                 pass  # each generation then runs, and reports its failure, on its own
     if "sticky" in strategies and "cooperative-sticky" in strategies:
         stacked.update(_sticky_pair_stacked(inputs, plain, sizes, implementation))
-    rows_of, inputs_of, variants_of, answers = [], [], [], []
+    rows_of, answers = [], []
     for k, strategy in enumerate(strategies, 1):
         if strategy in stacked:
-            done, variants, answer = stacked[strategy]
-            rows_of.extend(i * width + k for i in done)
-            inputs_of.extend(inputs[i] for i in done)
-            variants_of.extend(variants)
+            done, answer = stacked[strategy]
+            rows_of.append(np.array(done, _I64) * width + k)
             answers.append(answer)
     # which strategies each generation still runs alone
     done_by = [set() for _ in inputs]
-    for strategy, (done, _v, _a) in stacked.items():
+    for strategy, (done, _a) in stacked.items():
         for i in done:
             done_by[i].add(strategy)
     for i, inp in enumerate(inputs):
         todo = [k for k, s in enumerate(strategies, 1) if s not in done_by[i]]
         if not todo:
             continue
-        for k, (v, result, error) in zip(todo, _answers(inp, [strategies[k - 1] for k in todo], implementation)):
+        for k, (_v, result, error) in zip(todo, _answers(inp, [strategies[k - 1] for k in todo], implementation)):
             k += i * width
             if result is None:
                 failed[k] = True
                 error_at[k] = len(errors)
                 errors.append(error)
             else:
-                rows_of.append(k)
-                inputs_of.append(inp)
-                variants_of.append(v)
+                rows_of.append(np.array([k], _I64))
                 answers.append(result)
     if rows_of:
+        rows_of = np.concatenate(rows_of)
+        # the sticky strategies claim the previous ownership: their answers are on the sticky variant's group
+        on_sticky = np.array([False] + [s in ("sticky", "cooperative-sticky") for s in strategies])
         (assigned[rows_of], moved[rows_of], max_load[rows_of], min_load[rows_of],
-         reproduces[rows_of]) = _read_answers(inputs_of, variants_of, assignors.end_to_end(answers))
+         reproduces[rows_of]) = _read_answers(inputs, rows_of // width, on_sticky[rows_of % width],
+                                              assignors.end_to_end(answers))
 
     generation = np.repeat(np.arange(n), width)
     observed = np.zeros(n_rows, bool)
