@@ -9,9 +9,9 @@
 # each group's run takes slices of them, and both answers are written end to
 # end into one pair of buffers.
 
-from ._arrays import load_kernels as _load_kernels
+from ._arrays import fast_string_hashes as _string_hashes
+from ._javaorder import stacked_hashmap_positions as _stacked_hashmap_positions
 from ._sticky_repair import is_valid as _is_valid
-from ._javaorder import capacity_after as _capacity_after
 
 cdef enum:
     # Groups below this size cannot crowd a HashMap bucket into growing the
@@ -103,18 +103,13 @@ cdef _Stack _stack_of(list groups):
     total_topics = int(topic_base[len(groups)])
     subscribed = np.bincount(sub_topics + np.repeat(topic_base[:len(groups)], n_subs), minlength=total_topics)
     s.assignable = ((subscribed[:total_topics] > 0) & (counts > 0)).astype(np.uint8)
-    kernels = _load_kernels("rangerr")
-    s.topic_hash = kernels.string_hashes([t for g in groups for t in g.topics])
+    s.topic_hash = _string_hashes([t for g in groups for t in g.topics])
     ids = [m for g in groups for m in g.member_ids]
     group_of_member = np.repeat(np.arange(len(groups), dtype=np.int64), n_members)
     position = np.arange(len(ids), dtype=np.int64)
-    # HashMap order: by bucket of the spread hash, then insertion order, in a
-    # table of capacity_after(members) slots (a small group cannot crowd one)
-    capacity = np.array([_capacity_after(int(m)) for m in n_members], dtype=np.uint32)
-    h = kernels.string_hashes(ids).view(np.uint32)
-    bucket = (h ^ (h >> np.uint32(16))) & (np.repeat(capacity, n_members) - np.uint32(1))
-    order = np.lexsort((position, bucket, group_of_member))
-    hashmap_order = (order - member_base[group_of_member]).astype(np.int32)
+    # HashMap order in a table of capacity_after(members) slots: a small group cannot crowd one
+    hashmap_order = (_stacked_hashmap_positions(_string_hashes(ids), n_members)
+                     - member_base[group_of_member]).astype(np.int32)
     for g in np.flatnonzero(n_members >= _PLAIN_HASHMAP_MEMBERS).tolist():
         hashmap_order[member_base[g]:member_base[g + 1]] = _member_order(groups[g])
     s.hashmap_order = hashmap_order
