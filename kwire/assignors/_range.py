@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ._javaorder import (capacity_after, hashmap_buckets, member_info_order, stacked_hashmap_positions,
-                         string_hashmap_order, topic_partition_sort_key)
+                         stacked_name_order, string_hashmap_order, topic_partition_sort_key)
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, fast_string_hashes, load_kernels, segment_starts
 from ._model import MemberAssignments, GroupInput, MemberInput
@@ -53,8 +53,7 @@ class GroupStack:
                                         + np.repeat(sub_base, n_members), n_all)
             self.sub_topics = (np.concatenate([g.sub_topics for g in groups])
                                + np.repeat(self.topic_base, n_subs)).astype(np.int32)
-            self.member_order = (np.concatenate([g.member_sort_order() for g in groups])
-                                 + np.repeat(self.member_base, n_members)).astype(np.int32)
+            self.member_order = _stacked_member_order(groups, n_members, self.member_base)
         self.tp_indptr, self.tp_members = kernels.subscribers_by_topic(self.num_topics, self.sub_indptr,
                                                                         self.sub_topics, self.member_order)
 
@@ -77,6 +76,19 @@ class GroupStack:
 
 
 _ZERO = np.zeros(1, dtype=np.int64)
+
+
+def _stacked_member_order(groups, n_members, member_base) -> np.ndarray:
+    """Each group's ``member_sort_order``, numbered as in the stack: the
+    groups without static members (by member id) in one sort for all."""
+    order = stacked_name_order([m for g in groups for m in g.member_ids], n_members)
+    if order is None:
+        return (np.concatenate([g.member_sort_order() for g in groups])
+                + np.repeat(member_base, n_members)).astype(np.int32)
+    for i, g in enumerate(groups):
+        if g.group_instance_ids.count(None) != len(g.group_instance_ids):
+            order[member_base[i]:member_base[i] + n_members[i]] = g.member_sort_order() + member_base[i]
+    return order.astype(np.int32)
 
 
 def _capacities(sizes: np.ndarray) -> np.ndarray:

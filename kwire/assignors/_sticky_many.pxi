@@ -10,7 +10,7 @@
 # end into one pair of buffers.
 
 from ._arrays import fast_string_hashes as _string_hashes
-from ._javaorder import stacked_hashmap_positions as _stacked_hashmap_positions
+from ._javaorder import stacked_hashmap_positions as _stacked_hashmap_positions, stacked_name_order as _stacked_name_order
 from ._sticky_repair import is_valid as _is_valid
 
 cdef enum:
@@ -113,11 +113,8 @@ cdef _Stack _stack_of(list groups):
     for g in np.flatnonzero(n_members >= _PLAIN_HASHMAP_MEMBERS).tolist():
         hashmap_order[member_base[g]:member_base[g + 1]] = _member_order(groups[g])
     s.hashmap_order = hashmap_order
-    # id rank in Java String order: code point order equals it for ASCII
-    # (NumPy's strings drop trailing NULs, so ids holding one take java_rank)
-    joined = "".join(ids)
-    if joined.isascii() and "\0" not in joined:
-        order = np.lexsort((position, np.array(ids, dtype=str), group_of_member))
+    order = _stacked_name_order(ids, n_members)
+    if order is not None:
         id_rank = np.empty(len(ids), dtype=np.int32)
         id_rank[order] = position - member_base[group_of_member[order]]
     else:
