@@ -854,9 +854,10 @@ class _Columns:
         # variant id: generation * 2, + 1 for the sticky one
         self.variant_ids = variant_ids
         variants = [inputs[v >> 1].sticky if v & 1 else inputs[v >> 1].plain for v in variant_ids.tolist()]
-        groups = [v.group for v in variants]
-        self.topic_starts = _ragged([g.topic_offset[:-1] for g in groups])
-        self.n_partitions = np.array([int(g.topic_offset[-1]) for g in groups], _I64)
+        # each group's topic offsets, its partition count last
+        self.topic_starts = _ragged([v.group.topic_offset for v in variants])
+        values, starts, lengths = self.topic_starts
+        self.n_partitions = values[starts + lengths - 1]
         self.topic_ids = _ragged([v.topic_ids for v in variants])
         self.prev_slots = _ragged([v.prev_slots if v.prev_slots is not None else none for v in variants])
 
@@ -868,7 +869,9 @@ def _read_answers(inputs, gen, sticky, answer):
     its plain one's otherwise, as :func:`replay` reads them one by one;
     ``moved`` is 0 where the generation has no previous one."""
     J = len(gen)
-    variant_id = gen * 2 + sticky
+    # a generation with nothing to claim has one variant for all strategies
+    one = np.array([inp.sticky is inp.plain for inp in inputs], bool)
+    variant_id = gen * 2 + (sticky & ~one[gen])
     c = _Columns(inputs, np.unique(variant_id))
     var = np.searchsorted(c.variant_ids, variant_id)
     sizes = c.sizes[gen]
