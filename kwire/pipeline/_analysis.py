@@ -797,13 +797,15 @@ def _loads_range(loads, starts):
     return np.maximum.reduceat(loads, starts), np.minimum.reduceat(loads, starts)
 
 
-def _read_observed(inputs, sizes, has_prev):
-    """``(assigned, moved, max_load, min_load)`` of every generation's observed row."""
+def _read_observed(inputs, c):
+    """``(assigned, moved, max_load, min_load)`` of every generation's observed row
+    (``c``: the generations' :class:`_Columns`)."""
     n = len(inputs)
+    sizes, has_prev = c.sizes, c.has_prev
     obs_len = np.array([len(inp.obs_keys) for inp in inputs], _I64)
     code_base, n_codes = _starts(np.array([inp.n_codes for inp in inputs], _I64))
     codes = np.concatenate([inp.obs_codes for inp in inputs])
-    member_codes = np.concatenate([inp.member_codes for inp in inputs]) + np.repeat(code_base, sizes)
+    member_codes = c.member_codes[0] + np.repeat(code_base, sizes)
     loads = np.bincount(codes + np.repeat(code_base, obs_len), minlength=n_codes)[member_codes]
     hi, lo = _loads_range(loads, _starts(sizes)[0])
     moved = np.zeros(n, _I64)
@@ -811,15 +813,19 @@ def _read_observed(inputs, sizes, has_prev):
         topic_base = _starts(np.array([inp.n_topic_ids for inp in inputs], _I64))[0] << 32
         keys = np.concatenate([inp.obs_keys for inp in inputs]) + np.repeat(topic_base, obs_len)
         with_prev = [inp for inp in inputs if inp.has_prev]
-        prev_len = np.array([len(inp.prev_keys) for inp in with_prev], _I64)
+        # a generation without a previous one has no previous owners: the columns hold none for it
+        prev_codes, _starts_of, prev_len = c.prev_codes
+        prev_len = prev_len[has_prev]
         prev_keys = (np.concatenate([inp.prev_keys for inp in with_prev])
                      + np.repeat(topic_base[has_prev], prev_len))
         at = np.minimum(np.searchsorted(keys, prev_keys), len(keys) - 1)
         now = np.where(keys[at] == prev_keys, codes[at], -1)
-        moved[has_prev] = _moved_counts(now, np.concatenate([inp.prev_codes for inp in with_prev]),
-                                        np.repeat([inp.none_code for inp in with_prev], prev_len),
+        moved[has_prev] = _moved_counts(now, prev_codes, np.repeat(c.none_code[has_prev], prev_len),
                                         np.repeat(np.arange(len(with_prev)), prev_len), len(with_prev))
     return obs_len, moved, hi, lo
+
+
+_NONE = np.zeros(0, _I64)
 
 
 def _ragged(arrays):
@@ -837,21 +843,22 @@ def _gather(ragged, which):
 
 
 class _Columns:
-    """What :func:`_read_answers` reads of the generations and of their two
-    variants, end to end once per batch; an answer picks its generation's
-    and variant's pieces by index (many answers share them: each
-    generation has four)."""
+    """What the batch reads of the generations and (:meth:`of_variants`)
+    of their two variants, end to end once per batch; an answer picks its
+    generation's and variant's pieces by index (many answers share them:
+    each generation has four)."""
 
-    def __init__(self, inputs, variant_ids):
+    def __init__(self, inputs):
         self.sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
         self.has_prev = np.array([inp.has_prev for inp in inputs], bool)
         self.none_code = np.array([inp.none_code for inp in inputs], _I64)
         self.member_codes = _ragged([inp.member_codes for inp in inputs])
         self.obs_counts = _ragged([inp.obs_counts for inp in inputs])
         self.obs_lists = _ragged([inp.obs_lists for inp in inputs])
-        none = np.zeros(0, _I64)
-        self.prev_codes = _ragged([inp.prev_codes if inp.has_prev else none for inp in inputs])
-        # variant id: generation * 2, + 1 for the sticky one
+        self.prev_codes = _ragged([inp.prev_codes if inp.has_prev else _NONE for inp in inputs])
+
+    def of_variants(self, inputs, variant_ids):
+        """The variants' columns (variant id: generation * 2, + 1 for the sticky one)."""
         self.variant_ids = variant_ids
         variants = [inputs[v >> 1].sticky if v & 1 else inputs[v >> 1].plain for v in variant_ids.tolist()]
         # each group's topic offsets, its partition count last
@@ -859,20 +866,21 @@ class _Columns:
         values, starts, lengths = self.topic_starts
         self.n_partitions = values[starts + lengths - 1]
         self.topic_ids = _ragged([v.topic_ids for v in variants])
-        self.prev_slots = _ragged([v.prev_slots if v.prev_slots is not None else none for v in variants])
+        self.prev_slots = _ragged([v.prev_slots if v.prev_slots is not None else _NONE for v in variants])
 
 
-def _read_answers(inputs, gen, sticky, answer):
+def _read_answers(inputs, c, gen, sticky, answer):
     """``(assigned, moved, max_load, min_load, reproduces)`` of each answer in
     ``answer``, end to end (``assignors.end_to_end``), one per generation
     ``inputs[gen[j]]`` on its sticky variant's group where ``sticky[j]`` and
     its plain one's otherwise, as :func:`replay` reads them one by one;
-    ``moved`` is 0 where the generation has no previous one."""
+    ``moved`` is 0 where the generation has no previous one.  ``c``: the
+    generations' :class:`_Columns`."""
     J = len(gen)
     # a generation with nothing to claim has one variant for all strategies
     one = np.array([inp.sticky is inp.plain for inp in inputs], bool)
     variant_id = gen * 2 + (sticky & ~one[gen])
-    c = _Columns(inputs, np.unique(variant_id))
+    c.of_variants(inputs, np.unique(variant_id))
     var = np.searchsorted(c.variant_ids, variant_id)
     sizes = c.sizes[gen]
     # each answer's partition slots, and one past its end for "not in the group"
@@ -963,8 +971,8 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
     if not n:
         return WHATIF_SCHEMA.empty_table()
     n_rows = n * width
-    sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
-    has_prev = np.array([inp.has_prev for inp in inputs], bool)
+    columns = _Columns(inputs)
+    sizes, has_prev = columns.sizes, columns.has_prev
     assigned, moved, max_load, min_load = (np.zeros(n_rows, _I64) for _ in range(4))
     reproduces = np.zeros(n_rows, bool)
     failed = np.zeros(n_rows, bool)
@@ -973,7 +981,7 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
 
     observed_rows = np.arange(n) * width
     (assigned[observed_rows], moved[observed_rows], max_load[observed_rows],
-     min_load[observed_rows]) = _read_observed(inputs, sizes, has_prev)
+     min_load[observed_rows]) = _read_observed(inputs, columns)
 
     # Range and roundrobin run every generation in one call each (their
     # kernels split one topic at a time, whichever group it is of), and the
@@ -1019,7 +1027,7 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
         # the sticky strategies claim the previous ownership: their answers are on the sticky variant's group
         on_sticky = np.array([False] + [s in ("sticky", "cooperative-sticky") for s in strategies])
         (assigned[rows_of], moved[rows_of], max_load[rows_of], min_load[rows_of],
-         reproduces[rows_of]) = _read_answers(inputs, rows_of // width, on_sticky[rows_of % width],
+         reproduces[rows_of]) = _read_answers(inputs, columns, rows_of // width, on_sticky[rows_of % width],
                                               assignors.end_to_end(answers))
 
     generation = np.repeat(np.arange(n), width)
