@@ -961,12 +961,25 @@ def _sticky_pair_stacked(inputs, plain, sizes, implementation):
     return {strategy: (paired, answer) for strategy, answer in zip(("sticky", "cooperative-sticky"), both)}
 
 
+#: Generations replayed together.  The batch's arrays grow with it, and past
+#: a few hundred generations its scattered reads and sorts leave the CPU's
+#: caches: 4,766 generations in blocks of 512 replayed ~1.3x faster than in one.
+_BLOCK = 512
+
+
 def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table:
     """The what-if rows (:data:`WHATIF_SCHEMA`) of ``inputs``, packed
     generations (:func:`replay_inputs`), in order: :func:`replay`'s rows for
-    each, with range, roundrobin and the sticky pair run on the whole batch
-    at once, and every answer read for the whole batch."""
+    each, with range, roundrobin and the sticky pair run on a block of
+    generations at once, and every answer read for the whole block."""
     inputs = list(inputs)
+    if len(inputs) <= _BLOCK:
+        return _replay_block(inputs, strategies, implementation)
+    return pa.concat_tables([_replay_block(inputs[k:k + _BLOCK], strategies, implementation)
+                             for k in range(0, len(inputs), _BLOCK)]).combine_chunks()
+
+
+def _replay_block(inputs, strategies, implementation) -> pa.Table:
     n, width = len(inputs), len(strategies) + 1
     if not n:
         return WHATIF_SCHEMA.empty_table()
