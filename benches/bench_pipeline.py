@@ -17,6 +17,8 @@ Run: ``python benches/bench_pipeline.py [--groups N] [--seed S | --capture PATH]
    the batch, now its test reference), run just before the batch on the same
    inputs; ``member-level`` is the replay before arrays, kept as the test
    oracle in tests/test_pipeline_whatif.py.  The goal is >= 300,000 members/s.
+   Then the sticky pair alone: ``assign_sticky_pair_many`` on all the
+   generations' groups against ``assign_sticky_pair`` group by group.
 4. **Decode ÷ do-nothing**, in a started local[2] session that has already
    run a job and both stages once (the JVM and the Python workers warm): the
    decode stage written to Parquet, against a ``mapInArrow`` that passes the
@@ -119,6 +121,27 @@ def bench_whatif(path):
         print(f"  {name:<14} {seconds:8.2f} s  {members / seconds:>11,.0f} members/s")
     print(f"  batch / per-generation: {per_generation / batch:.2f}x faster; batch / member-level: "
           f"{member_level / batch:.1f}x; goal 300,000 members/s: {members / batch / 300_000:.2f} of it")
+    bench_sticky_pair(inputs)
+
+
+def bench_sticky_pair(inputs):
+    """The sticky pair alone on the what-if's groups: one call for all
+    (what replay_batch runs) against one call per generation, alternated."""
+    from kwire import assignors
+
+    groups = [inp.sticky.group for inp in inputs if inp.sticky.error is None]
+    times = {"many": [], "per-group": []}
+    for _ in range(3):
+        t = time.perf_counter()
+        assignors.assign_sticky_pair_many(groups)
+        times["many"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for g in groups:
+            assignors.assign_sticky_pair(g)
+        times["per-group"].append(time.perf_counter() - t)
+    many, alone = min(times["many"]), min(times["per-group"])
+    print(f"  sticky pair: {len(groups):,} groups, assign_sticky_pair_many {many / len(groups) * 1e6:.1f} us/group, "
+          f"assign_sticky_pair one by one {alone / len(groups) * 1e6:.1f} us/group ({alone / many:.1f}x; best of 3)")
 
 
 def _passthrough(batches):

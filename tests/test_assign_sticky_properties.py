@@ -441,3 +441,82 @@ def test_sticky_pair_keeps_typed_errors_and_registered_strategies():
         register_strategy(previous.name, previous.arrays, reference=previous.reference,
                           member_input=previous.member_input)
     assert get_strategy("sticky").arrays is previous.arrays
+
+
+# -- the pair on many groups at once -----------------------------------------------------------
+
+
+def _group_rows(answer, members, g):
+    """Group ``g``'s rows of an end to end answer, as its own ``(indptr, topic, partition)``."""
+    first = int(sum(members[:g]))
+    indptr = answer.indptr[first:first + members[g] + 1]
+    return indptr - indptr[0], answer.topic[indptr[0]:indptr[-1]], answer.partition[indptr[0]:indptr[-1]]
+
+
+def _is_pair_of_each(groups_, implementation):
+    """assign_sticky_pair_many's rows of each group are assign_sticky_pair's
+    answers, or its error; returns the batch's answers."""
+    from kwire.assignors import assign_sticky_pair, assign_sticky_pair_many
+    from kwire.errors import KwireError
+
+    eager, cooperative, refused = assign_sticky_pair_many(groups_, implementation=implementation)
+    members = [g.num_members for g in groups_]
+    assert len(eager.indptr) == len(cooperative.indptr) == sum(members) + 1
+    for g, group in enumerate(groups_):
+        try:
+            pair = assign_sticky_pair(group, implementation=implementation)
+        except KwireError as exc:
+            assert type(refused[g]) is type(exc) and str(refused[g]) == str(exc)
+            for answer in (eager, cooperative):
+                assert len(_group_rows(answer, members, g)[1]) == 0
+            continue
+        assert g not in refused
+        for got, want in zip((eager, cooperative), pair):
+            for a, b in zip(_group_rows(got, members, g), (want.indptr, want.topic, want.partition)):
+                assert np.array_equal(a, b) and a.dtype == b.dtype, (g, implementation)
+    return eager, cooperative, refused
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=st.lists(st.one_of(groups(), groups(allow_odd=False), groups(consistent=True), rack_groups(),
+                                past_end_groups(), repeated_groups()), min_size=1, max_size=12))
+def test_sticky_pair_many_is_the_pair_of_each_group(batch):
+    """The what-if's batch entry: on a batch of stale, conflicting,
+    consistent, racked, repeated groups and claims past a topic's end (where
+    Java throws or answers invalidly the batch hands the group to the
+    per-group path), each group's rows are assign_sticky_pair's answers, in
+    each twin, and the twins agree."""
+    array_groups = [ArrayGroup.from_group_input(g) for g in batch]
+    answers = [_is_pair_of_each(array_groups, impl) for impl in _IMPLS]
+    for got, want in zip(answers[0][:2], answers[-1][:2]):
+        assert all(np.array_equal(getattr(got, f), getattr(want, f)) for f in ("indptr", "topic", "partition"))
+
+
+def test_sticky_pair_many_odd_batches():
+    """Empty batches and groups, a group the kernels refuse (a negative claim,
+    built without validation), an invalid entry type, and a strategy
+    registered over a built-in one."""
+    from kwire.assignors import assign_arrays, assign_sticky_pair_many, register_strategy, unregister_strategy
+    from kwire.errors import AssignmentError
+
+    good = ArrayGroup(["t", "u"], [3, 2], ["m1", "m2"], [0, 1, 3], [0, 0, 1], owned_indptr=[0, 1, 1],
+                      owned_topic=[0], owned_partition=[2], generation=[1, -1], subscription_generation=[1, -1])
+    empty = ArrayGroup([], [], [], [0], [])
+    negative = ArrayGroup(["t"], [3], ["m1"], [0, 1], [0], owned_indptr=[0, 1], owned_topic=[0],
+                          owned_partition=[-1], generation=[1], subscription_generation=[1], validate=False)
+    for impl in _IMPLS:
+        eager, cooperative, refused = assign_sticky_pair_many([], implementation=impl)
+        assert len(eager) == len(cooperative) == 0 and refused == {}
+        eager, cooperative, refused = _is_pair_of_each([good, empty, negative, good], impl)
+        assert list(refused) == [2] and isinstance(refused[2], AssignmentError)
+    with pytest.raises(AssignmentError):
+        assign_sticky_pair_many([good, GroupInput(members=[], partitions_per_topic={})])
+    previous = unregister_strategy("sticky")
+    try:
+        register_strategy("sticky", lambda g: assign_arrays("roundrobin", g))
+        eager, _cooperative, _refused = _is_pair_of_each([good, good], None)
+        theirs = assign_arrays("roundrobin", good).partition
+        assert np.array_equal(eager.partition, np.concatenate([theirs, theirs]))
+    finally:
+        register_strategy(previous.name, previous.arrays, reference=previous.reference,
+                          member_input=previous.member_input)

@@ -250,6 +250,22 @@ def test_the_batch_gives_the_per_generation_rows(tmp_path, seed, corrupt, implem
     assert replayed.moved.notna().any() and (replayed.moved > 0).any()
 
 
+def test_the_batch_in_blocks_gives_the_per_generation_rows(tmp_path, monkeypatch):
+    """A batch longer than a block is replayed block by block; its rows are
+    still the per-generation ones, in order (blocks of 7 here, so that
+    refused groups, errors and sticky fallbacks fall in several blocks)."""
+    import random
+
+    path = tmp_path / "synth.parquet"
+    synth(path, groups=25, seed=11, duration_s=300, corrupt_rate=0.01)
+    timelines = _tampered(list(analysis.timelines_of(_events(path))), random.Random(11))
+    inputs = [inp for tl in timelines for inp in analysis.replay_inputs(tl)]
+    monkeypatch.setattr(analysis, "_BLOCK", 7)
+    assert len(inputs) > 3 * 7
+    batch = _batch_is_per_generation(inputs, STRATEGIES, None)
+    assert batch.column("error").null_count < batch.num_rows  # errors, in some block
+
+
 def test_the_batch_runs_any_strategies_and_none(tmp_path):
     path = tmp_path / "synth.parquet"
     synth(path, groups=6, seed=4, duration_s=200)

@@ -4,7 +4,8 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 :func:`leader_assignments` straight from a JoinGroupResponse
 (:func:`leader_sync_request`: the SyncGroupRequest frame itself).  Array level
 (no Python object per partition): :func:`assign_arrays` on an
-:class:`ArrayGroup`, :func:`assign_arrays_many` on many at once.  See docs/ASSIGNORS.md.
+:class:`ArrayGroup`, :func:`assign_arrays_many` on many at once
+(:func:`assign_sticky_pair_many`: both sticky strategies on many).  See docs/ASSIGNORS.md.
 """
 
 from ._arrays import ArrayAssignment, ArrayGroup, end_to_end
@@ -31,7 +32,7 @@ from ._api import (
 # range and roundrobin register in ._api; sticky and cooperative-sticky
 # register when their module is imported, here, so STRATEGIES is complete.
 from . import _sticky  # noqa: F401,E402
-from ._sticky import assign_sticky_pair  # noqa: E402
+from ._sticky import assign_sticky_pair, assign_sticky_pair_many  # noqa: E402
 from ._userdata import encode_cooperative_userdata as cooperative_user_data, sticky_user_data  # noqa: E402
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "assign_group",
     "assign_members_arrays",
     "assign_sticky_pair",
+    "assign_sticky_pair_many",
     "cooperative_user_data",
     "end_to_end",
     "get_strategy",

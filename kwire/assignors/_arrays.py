@@ -35,7 +35,8 @@ def load_kernels(name: str, implementation: Optional[str] = None):
     return _impl.load(name, implementation, package="kwire.assignors")
 
 
-def _fast_string_hashes(names: List[str]) -> np.ndarray:
+def fast_string_hashes(names: List[str]) -> np.ndarray:
+    """Java ``String.hashCode`` of each name (int32)."""
     # Hashes are facts about strings, not a choice of implementation: use the
     # compiled loop whenever the compiled kernels are in use.
     return load_kernels("rangerr").string_hashes(names)
@@ -408,10 +409,10 @@ class ArrayGroup:
         return self._cached("topic_index", lambda: {t: i for i, t in enumerate(self.topics)})
 
     def topic_hashes(self) -> np.ndarray:
-        return self._cached("topic_hashes", lambda: _fast_string_hashes(self.topics))
+        return self._cached("topic_hashes", lambda: fast_string_hashes(self.topics))
 
     def member_hashes(self) -> np.ndarray:
-        return self._cached("member_hashes", lambda: _fast_string_hashes(self.member_ids))
+        return self._cached("member_hashes", lambda: fast_string_hashes(self.member_ids))
 
     def member_id_rank(self) -> np.ndarray:
         """Each member id's rank in Java String order (read-only: shared by

@@ -37,6 +37,18 @@ def _sorted_by_name(indices: Iterable[int], names: Sequence[str]) -> List[int]:
     return sorted(indices, key=lambda i: utf16_key(names[i]))
 
 
+def stacked_name_order(names: List[str], sizes) -> Optional[np.ndarray]:
+    """Indices of ``names``, many lists end to end (``sizes`` of each),
+    sorted list by list, each in ``String.compareTo`` order (stably): one sort
+    for all the lists.  None where NumPy's strings cannot stand for Java's
+    order: a name beyond ASCII, or holding a NUL (NumPy drops trailing ones)."""
+    joined = "".join(names)
+    if not joined.isascii() or "\0" in joined:
+        return None
+    owner = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    return np.lexsort((np.arange(len(names)), np.array(names, dtype=str), owner))
+
+
 def java_sorted(names: Iterable[str]) -> List[str]:
     """``names`` sorted as Java's ``String.compareTo`` sorts them."""
     names = list(names)
@@ -225,9 +237,28 @@ def hashmap_positions(hashes: np.ndarray, capacity: int) -> np.ndarray:
     return np.lexsort((np.arange(len(bucket)), bucket)).astype(np.int32)
 
 
-def hashmap_buckets(hashes: np.ndarray, capacity: int) -> np.ndarray:
+def stacked_hashmap_positions(hashes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """:func:`hashmap_positions` of many maps at once: ``hashes`` of each
+    map's keys end to end (``sizes`` of them), each map of
+    :func:`capacity_after` its size; the positions are numbered end to end,
+    map after map."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    capacity = np.full(len(sizes), 16, dtype=np.int64)
+    while True:
+        # capacity_after for every size at once: double while the size exceeds 0.75 of it
+        grow = sizes > capacity * _LOAD_NUMERATOR // _LOAD_DENOMINATOR
+        if not grow.any():
+            break
+        capacity[grow] *= 2
+    bucket = hashmap_buckets(hashes, np.repeat(capacity, sizes).astype(np.uint32))
+    owner = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    return np.lexsort((np.arange(len(bucket)), bucket, owner)).astype(np.int32)
+
+
+def hashmap_buckets(hashes: np.ndarray, capacity) -> np.ndarray:
     """The bucket of each key (int32 ``hashCode``) in a Java HashMap of
-    ``capacity`` slots: :func:`spread` over a column, masked to the table."""
+    ``capacity`` slots (one number, or one per key): :func:`spread` over a
+    column, masked to the table."""
     h = np.asarray(hashes, dtype=np.int32).view(np.uint32)
     return (h ^ (h >> np.uint32(16))) & np.uint32(capacity - 1)
 

@@ -13,9 +13,10 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ._javaorder import capacity_after, hashmap_buckets, member_info_order, string_hashmap_order, topic_partition_sort_key
+from ._javaorder import (capacity_after, hashmap_buckets, member_info_order, stacked_hashmap_positions,
+                         stacked_name_order, string_hashmap_order, topic_partition_sort_key)
 from ..errors import AssignmentError
-from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, load_kernels, segment_starts
+from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, fast_string_hashes, load_kernels, segment_starts
 from ._model import MemberAssignments, GroupInput, MemberInput
 
 class GroupStack:
@@ -52,8 +53,7 @@ class GroupStack:
                                         + np.repeat(sub_base, n_members), n_all)
             self.sub_topics = (np.concatenate([g.sub_topics for g in groups])
                                + np.repeat(self.topic_base, n_subs)).astype(np.int32)
-            self.member_order = (np.concatenate([g.member_sort_order() for g in groups])
-                                 + np.repeat(self.member_base, n_members)).astype(np.int32)
+            self.member_order = _stacked_member_order(groups, n_members, self.member_base)
         self.tp_indptr, self.tp_members = kernels.subscribers_by_topic(self.num_topics, self.sub_indptr,
                                                                         self.sub_topics, self.member_order)
 
@@ -67,8 +67,28 @@ class GroupStack:
             return self.groups[0].topic_hashes()
         return np.concatenate([g.topic_hashes() for g in self.groups])
 
+    def member_hashmap_order(self) -> np.ndarray:
+        """Members in each group's ``HashMap`` iteration order, group after group, numbered as in the stack."""
+        if len(self.groups) == 1:
+            return self.groups[0].member_hashmap_order()
+        return stacked_hashmap_positions(fast_string_hashes([m for g in self.groups for m in g.member_ids]),
+                                         np.diff(np.append(self.member_base, self.num_members)))
+
 
 _ZERO = np.zeros(1, dtype=np.int64)
+
+
+def _stacked_member_order(groups, n_members, member_base) -> np.ndarray:
+    """Each group's ``member_sort_order``, numbered as in the stack: the
+    groups without static members (by member id) in one sort for all."""
+    order = stacked_name_order([m for g in groups for m in g.member_ids], n_members)
+    if order is None:
+        return (np.concatenate([g.member_sort_order() for g in groups])
+                + np.repeat(member_base, n_members)).astype(np.int32)
+    for i, g in enumerate(groups):
+        if g.group_instance_ids.count(None) != len(g.group_instance_ids):
+            order[member_base[i]:member_base[i] + n_members[i]] = g.member_sort_order() + member_base[i]
+    return order.astype(np.int32)
 
 
 def _capacities(sizes: np.ndarray) -> np.ndarray:
@@ -103,23 +123,22 @@ def java_topic_order(stack: GroupStack, kernels) -> np.ndarray:
     set_bucket = hashmap_buckets(hashes, set_capacity)
     map_bucket = hashmap_buckets(hashes, map_capacity)
     first = np.zeros(len(idx), dtype=np.int64)
-    for g in _crowded(set_bucket, group):
-        # Two of the group's topics share a set bucket: their order there is first insertion.
-        gg = stack.groups[g]
-        mine = slice(None) if group is None else group == g
-        seen = kernels.first_seen(len(gg.topics), gg.sub_indptr, gg.sub_topics, gg.member_hashmap_order(),
-                                  int(n_subscribed[g]))
-        first[mine] = seen[idx[mine] - stack.topic_base[g]]
+    if _crowded(set_bucket, group):
+        # Two of a group's topics share a set bucket: their order there is first
+        # insertion, which one walk of the stack's members (each group's in its
+        # HashMap order) ranks for every group at once.
+        first = kernels.first_seen(stack.num_topics, stack.sub_indptr, stack.sub_topics,
+                                   stack.member_hashmap_order(), int(np.count_nonzero(subscribed)))[idx]
     keys = (first, set_bucket, map_bucket)
     return idx[np.lexsort(keys if group is None else keys + (group,))]
 
 
-def _crowded(set_bucket, group) -> List[int]:
-    """The groups (each topic's in ``group``, or None for one group) in which two topics share a set bucket."""
+def _crowded(set_bucket, group) -> bool:
+    """Whether two topics of a group (each topic's in ``group``, or None for one group) share a set bucket."""
     if group is None:
-        return [0] if len(np.unique(set_bucket)) < len(set_bucket) else []
+        return len(np.unique(set_bucket)) < len(set_bucket)
     in_set = np.sort((group.astype(np.int64) << 32) | set_bucket)
-    return sorted(set((in_set[1:][in_set[1:] == in_set[:-1]] >> 32).tolist()))
+    return bool((in_set[1:] == in_set[:-1]).any())
 
 
 def _co_partitioned_groups(group, tp_indptr, tp_members, member_rack, topic_order):

@@ -11,7 +11,7 @@ comes from (userData vs. Subscription fields) is decided in
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import GroupInput, MemberAssignments
 from . import _sticky_py, _sticky_repair
 from ._api import assign_arrays, get_strategy, register_strategy
-from ..errors import AssignmentError
+from ..errors import AssignmentError, KwireError
 from ._sticky_rules import JavaAssignorFailure, validate
 from ._userdata import member_input_for
 
@@ -115,6 +115,66 @@ def assign_sticky_pair(group: ArrayGroup, *, implementation: Optional[str] = Non
     return tuple(ArrayAssignment.for_group(group, *(out if _sticky_repair.is_valid(group, *out)
                                                     else _repaired(group, cooperative, eager)))
                  for cooperative, out in zip((False, True), both))
+
+
+def assign_sticky_pair_many(groups: Sequence[ArrayGroup], *, implementation: Optional[str] = None
+                            ) -> Tuple[ArrayAssignment, ArrayAssignment, Dict[int, KwireError]]:
+    """:func:`assign_sticky_pair` of each of ``groups``, end to end:
+    ``(sticky, cooperative, refused)``, two bare :class:`ArrayAssignment` whose
+    rows are the first group's members, then the second's, and so on (as
+    :func:`assign_arrays_many` gives), and ``{index: error}`` of the groups
+    :func:`assign_sticky_pair` refuses, whose members get empty lists.
+
+    The kernels run every group in one call (``sticky_pair_many``), which
+    also checks each answer's validity; a group where Java's algorithm
+    throws, or either answer is not valid, takes :func:`assign_sticky_pair`
+    itself, so each group gets exactly what that gives it."""
+    groups = list(groups)
+    for g in groups:
+        if not isinstance(g, ArrayGroup):
+            raise AssignmentError(f"assign_sticky_pair_many needs ArrayGroups, got {type(g).__name__}")
+    members = np.array([g.num_members for g in groups], dtype=np.int64)
+    if get_strategy("sticky").arrays is assign_sticky and (
+            get_strategy("cooperative-sticky").arrays is assign_cooperative_sticky):
+        ran, *both = load_kernels("sticky", implementation).sticky_pair_many(groups)
+        answered = ran.astype(bool)
+    else:
+        # someone registered their own form of either: every group takes the per-group path, theirs
+        both = [(np.zeros(int(members.sum()) + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))] * 2
+        answered = np.zeros(len(groups), dtype=bool)
+    alone: Dict[int, Tuple[ArrayAssignment, ArrayAssignment]] = {}
+    refused: Dict[int, KwireError] = {}
+    for j in np.flatnonzero(~answered).tolist():
+        try:
+            alone[j] = assign_sticky_pair(groups[j], implementation=implementation)
+        except KwireError as exc:
+            refused[j] = exc
+    return (*(_spliced(members, answered, out, [(j, pair[k]) for j, pair in alone.items()])
+              for k, out in enumerate(both)), refused)
+
+
+def _spliced(members, answered, out, alone) -> ArrayAssignment:
+    """The batch answer ``out`` with each group not ``answered`` holding its
+    ``alone`` answer ``(index, ArrayAssignment)``, or nothing."""
+    indptr, topic, number = out
+    if answered.all():
+        return ArrayAssignment(indptr, topic, number)
+    counts = np.diff(indptr)
+    member_answered = np.repeat(answered, members)
+    group_of_entry = np.repeat(np.repeat(np.arange(len(members)), members), counts)
+    kept = answered[group_of_entry]
+    counts[~member_answered] = 0
+    member_base = np.cumsum(members) - members
+    parts = [(group_of_entry[kept], topic[kept], number[kept])]
+    for j, a in alone:
+        counts[member_base[j]:member_base[j] + members[j]] = np.diff(a.indptr)
+        parts.append((np.full(len(a.topic), j), a.topic, a.partition))
+    group, topic, number = (np.concatenate(column) for column in zip(*parts))
+    # each group's entries come from one source, in order: a stable sort by group lays them end to end
+    order = np.argsort(group, kind="stable")
+    new_indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=new_indptr[1:])
+    return ArrayAssignment(new_indptr, topic[order].astype(np.int32), number[order].astype(np.int32))
 
 
 def _run(group: ArrayGroup, cooperative: bool, implementation: Optional[str], java_exact: bool) -> ArrayAssignment:

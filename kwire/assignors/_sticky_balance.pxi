@@ -177,13 +177,14 @@ cdef class _Heaps:
     sortedCurrentSubscriptions subscribed to the topic" is a min over the
     classes subscribing to it instead of a walk of the TreeSet."""
     cdef int n_members
-    cdef int32_t[::1] class_of, class_start, class_length, heap, heap_pos, load
+    cdef int32_t[::1] class_start, class_length, heap, heap_pos, load
+    cdef const int32_t[::1] class_of
     cdef const int32_t[::1] id_rank
-    cdef int64_t[::1] topic_class_start    # per topic, CSR into topic_class
-    cdef int32_t[::1] topic_class
+    cdef const int64_t[::1] topic_class_start    # per topic, CSR into topic_class
+    cdef const int32_t[::1] topic_class
     # rack-aware mode: each class's rack (-1: none) and the replica racks
     # per partition (CSR), for first_on_racks
-    cdef int32_t[::1] class_rack
+    cdef const int32_t[::1] class_rack
     cdef const int64_t[::1] replica_rack_start
     cdef const int32_t[::1] replica_rack
 
@@ -303,22 +304,29 @@ cdef class _Heaps:
         return best
 
 
-def _heaps_for(_Run r, classes, class_rack, topic_class_start, topic_class, replica_rack_start, replica_rack):
+cdef _Heaps _heaps_for(_Run r, const int32_t[::1] class_of, const int32_t[::1] class_rack,
+                       const int64_t[::1] topic_class_start, const int32_t[::1] topic_class,
+                       const int64_t[::1] replica_rack_start, const int32_t[::1] replica_rack):
     cdef _Heaps heaps = _Heaps()
+    cdef int member, n_classes = 0
     heaps.n_members = r.n_members
     heaps.load = r.load
     heaps.id_rank = r.id_rank
-    class_of = np.asarray(classes, dtype=np.int32)
-    n_classes = int(class_of.max()) + 1 if r.n_members else 0
-    lengths = np.bincount(class_of, minlength=n_classes).astype(np.int32)
-    starts = np.zeros(n_classes, dtype=np.int32)
-    if n_classes > 1:
-        starts[1:] = np.cumsum(lengths)[:n_classes - 1]
+    for member in range(r.n_members):
+        if class_of[member] + 1 > n_classes:
+            n_classes = class_of[member] + 1
+    cdef int32_t[::1] starts = r.arena.i32(max(n_classes, 1), 0)
+    # each class's slice of ``heap`` starts after the members of the classes before it
+    for member in range(r.n_members):
+        if class_of[member] + 1 < n_classes:
+            starts[class_of[member] + 1] += 1
+    for member in range(1, n_classes):
+        starts[member] += starts[member - 1]
     heaps.class_of = class_of
     heaps.class_start = starts
-    heaps.class_length = np.zeros(n_classes, dtype=np.int32)
-    heaps.heap = np.empty(max(r.n_members, 1), dtype=np.int32)
-    heaps.heap_pos = np.full(r.n_members, -1, dtype=np.int32)
+    heaps.class_length = r.arena.i32(max(n_classes, 1), 0)
+    heaps.heap = r.arena.i32(max(r.n_members, 1), 0)
+    heaps.heap_pos = r.arena.i32(r.n_members, -1)
     heaps.topic_class_start = topic_class_start
     heaps.topic_class = topic_class
     heaps.class_rack = class_rack
@@ -386,13 +394,17 @@ cdef class _Balancer:
         self.topic_of = r.topic_of_partitions()
         self.snap_taken = False
         self.moves_made = 0
-        assignable = np.asarray(r.assignable).astype(bool)
-        self.move_budget = move_budget(int(np.asarray(r.partition_count)[assignable].sum()), r.n_members)
-        self.top_load = np.empty(r.n_topics, dtype=np.int32)
-        self.top_member = np.empty(r.n_topics, dtype=np.int32)
-        self.second_load = np.empty(r.n_topics, dtype=np.int32)
-        self.top_partition = np.empty(r.n_topics, dtype=np.int32)
-        self.second_partition = np.empty(r.n_topics, dtype=np.int32)
+        cdef int topic
+        cdef int64_t total = 0
+        for topic in range(r.n_topics):
+            if r.assignable[topic]:
+                total += r.partition_count[topic]
+        self.move_budget = move_budget(total, r.n_members)
+        self.top_load = r.arena.i32(r.n_topics, 0)
+        self.top_member = r.arena.i32(r.n_topics, 0)
+        self.second_load = r.arena.i32(r.n_topics, 0)
+        self.top_partition = r.arena.i32(r.n_topics, 0)
+        self.second_partition = r.arena.i32(r.n_topics, 0)
 
     # Every list change goes through give()/take(), so the heaps and the
     # balanced() cache cannot miss one.
@@ -425,7 +437,7 @@ cdef class _Balancer:
         cdef int i, member, topic
         cdef int64_t entry
         if r.n_copies:
-            self.member_position = np.empty(r.n_members, dtype=np.int32)
+            self.member_position = r.arena.i32(r.n_members, 0)
             for i in range(r.n_members):
                 self.member_position[r.hashmap_order[i]] = i
             for partition in range(r.n_partitions):

@@ -27,3 +27,9 @@ def hash_set_trace(topic_hash: int, operations: list[tuple[bool, int]]) -> list[
     """``(capacity, first partition or -1)`` of one topic's ``HashSet<TopicPartition>``
     after each ``(add, partition)`` operation: a test hook holding the C hash-set
     model to ``_javaorder.JavaHashTable``."""
+
+def sticky_pair_many(groups: list[ArrayGroup]) -> tuple[
+        npt.NDArray[np.uint8],
+        tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]],
+        tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int32]]]:
+    """``sticky_pair_arrays`` of each group, end to end (see ``_sticky_rules.pair_many``)."""

@@ -22,11 +22,12 @@ included (see ``_Run``).  Where Java throws, the entry points raise
 """
 
 import numpy as np
-from libc.stdlib cimport qsort
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memset
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
 from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions
-from ..errors import AssignmentError
+from ..errors import AssignmentError, KwireError
 from ._sticky_rules import JavaAssignorFailure, balance_score, check_partition_total, move_budget, validate
 
 
@@ -37,6 +38,7 @@ include "_sticky_constrained.pxi"
 include "_sticky_balance.pxi"
 include "_sticky_general.pxi"
 include "_sticky_cooperative.pxi"
+include "_sticky_many.pxi"
 
 
 # --------------------------------------------------------------------------
@@ -64,9 +66,9 @@ def _no_partitions():
     return np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
 
 
-cdef _answers(group, bint eager, bint cooperative):
+cdef _answers(group, bint eager, bint cooperative, _Arena arena=None):
     """``(eager answer, cooperative answer)``, each only if asked for (None
-    otherwise)."""
+    otherwise); ``arena``: scratch buffers to reuse (reset here)."""
     if group.num_members == 0:
         return (_no_partitions() if eager else None), (_no_partitions() if cooperative else None)
     check_partition_total(_partition_total(group))
@@ -74,25 +76,46 @@ cdef _answers(group, bint eager, bint cooperative):
     rack_active, member_rack, replica_rack_start, replica_rack, crowd = False, _NO_I32, _NO_I64, _NO_I32, None
     if any(group.racks):
         rack_active, member_rack, replica_rack_start, replica_rack, crowd = _rack_setup(group, assignable)
-    cdef _Run r = _Run(group, assignable)
+    if arena is not None:
+        arena.reset()
+    cdef _Run r = _Run(group, assignable, arena)
+    return _run_paths(r, group, rack_active, member_rack, replica_rack_start, replica_rack, crowd, eager, cooperative,
+                      None, None)
+
+
+cdef tuple _run_paths(_Run r, group, bint rack_active, const int32_t[::1] member_rack,
+                      const int64_t[::1] replica_rack_start, const int32_t[::1] replica_rack, object crowd,
+                      bint eager, bint cooperative, _Answers eager_out, _Answers cooperative_out):
+    """Java's run on ``r``: each answer asked for, as arrays; or, with both
+    ``_out`` given, both appended to them and ``(both valid, None)``."""
+    cdef _Classes classes
     r.resolve()
     transferring = None
     if r.all_subscriptions_equal:
         transferring = _constrained(r, rack_active, member_rack, replica_rack_start, replica_rack, crowd)
     else:
-        classes, class_rack, topic_class_start, topic_class = _classes(
-            group, assignable, member_rack if rack_active else None)
-        _general(r, classes, class_rack, topic_class_start, topic_class, _topic_sort(group, assignable),
+        if not rack_active and r.n_members <= _C_CLASSES_MEMBERS:
+            classes = _member_classes(r)
+        else:
+            classes = _Classes()
+            classes.of_member, classes.rack, classes.topic_start, classes.topic_class = _classes(
+                group, np.asarray(r.assignable), member_rack if rack_active else None)
+        _general(r, classes.of_member, classes.rack, classes.topic_start, classes.topic_class, _sorted_topics(r),
                  rack_active, member_rack, replica_rack_start, replica_rack)
-    # export copies the lists, so the eager answer is taken before the
-    # cooperative adjustment unlinks anything
-    eager_answer = r.export() if eager else None
+    # the eager answer is taken before the cooperative adjustment unlinks anything
+    eager_answer = None
+    if eager_out is not None:
+        eager_answer = r.export_into(eager_out)
+    elif eager:
+        eager_answer = r.export()
     if not cooperative:
         return eager_answer, None
     if transferring is not None:
         _withhold_transferring(r, transferring)
     else:
         _withhold_computed(r)
+    if cooperative_out is not None:
+        return r.export_into(cooperative_out) and eager_answer, None
     return eager_answer, r.export()
 
 

@@ -109,6 +109,79 @@ def _rack_setup(group, assignable):
 
 
 # --------------------------------------------------------------------------
+# scratch arrays of a run
+# --------------------------------------------------------------------------
+
+# Above this many elements a scratch array is an array of its own, so a large
+# group's run holds no more memory than its arrays need.
+cdef enum:
+    _ARENA_MAX_REQUEST = 1 << 16
+
+
+cdef class _Arena:
+    """Where a run's scratch arrays come from: slices of a few buffers,
+    handed out in turn and reused by the next run after reset().  On the
+    what-if's groups of a few members a run needs some fifty small arrays,
+    and allocating each as a NumPy array cost more than the run's loops."""
+    cdef int32_t[::1] i32_buffer
+    cdef int64_t[::1] i64_buffer
+    cdef uint8_t[::1] u8_buffer
+    cdef Py_ssize_t i32_used, i64_used, u8_used
+
+    def __init__(self, Py_ssize_t capacity=1024):
+        self.i32_buffer = np.empty(capacity, dtype=np.int32)
+        self.i64_buffer = np.empty(capacity, dtype=np.int64)
+        self.u8_buffer = np.empty(capacity, dtype=np.uint8)
+
+    cdef void reset(self) noexcept:
+        """Hand the buffers out again: every slice given so far is dead."""
+        self.i32_used = self.i64_used = self.u8_used = 0
+
+    cdef int32_t[::1] i32(self, Py_ssize_t n, int32_t fill) except *:
+        cdef int32_t[::1] out
+        cdef Py_ssize_t i
+        if n > _ARENA_MAX_REQUEST:
+            return np.full(n, fill, dtype=np.int32)
+        if self.i32_used + n > self.i32_buffer.shape[0]:
+            # slices already given keep the old buffer alive
+            self.i32_buffer = np.empty(max(2 * self.i32_buffer.shape[0], n), dtype=np.int32)
+            self.i32_used = 0
+        out = self.i32_buffer[self.i32_used:self.i32_used + n]
+        self.i32_used += n
+        for i in range(n):
+            out[i] = fill
+        return out
+
+    cdef int64_t[::1] i64(self, Py_ssize_t n, int64_t fill) except *:
+        cdef int64_t[::1] out
+        cdef Py_ssize_t i
+        if n > _ARENA_MAX_REQUEST:
+            return np.full(n, fill, dtype=np.int64)
+        if self.i64_used + n > self.i64_buffer.shape[0]:
+            self.i64_buffer = np.empty(max(2 * self.i64_buffer.shape[0], n), dtype=np.int64)
+            self.i64_used = 0
+        out = self.i64_buffer[self.i64_used:self.i64_used + n]
+        self.i64_used += n
+        for i in range(n):
+            out[i] = fill
+        return out
+
+    cdef uint8_t[::1] u8(self, Py_ssize_t n) except *:
+        """Zeros."""
+        cdef uint8_t[::1] out
+        if n > _ARENA_MAX_REQUEST:
+            return np.zeros(n, dtype=np.uint8)
+        if self.u8_used + n > self.u8_buffer.shape[0]:
+            self.u8_buffer = np.empty(max(2 * self.u8_buffer.shape[0], n), dtype=np.uint8)
+            self.u8_used = 0
+        out = self.u8_buffer[self.u8_used:self.u8_used + n]
+        self.u8_used += n
+        if n:
+            memset(&out[0], 0, n)
+        return out
+
+
+# --------------------------------------------------------------------------
 # shared state of one assignment run
 # --------------------------------------------------------------------------
 
@@ -158,8 +231,10 @@ cdef class _Run:
     # and the copy nodes handed out so far; the last node is scratch space for swap()
     cdef int32_t[::1] copy_of, copy_partition
     cdef int64_t n_copies
+    cdef _Arena arena
 
-    def __init__(self, group, assignable):
+    def __init__(self, group, assignable, _Arena arena=None):
+        self.arena = _Arena() if arena is None else arena
         self.n_members = group.num_members
         self.n_topics = len(group.topics)
         self.partition_count = group.partition_counts
@@ -179,6 +254,33 @@ cdef class _Run:
         self.member_ids = list(group.member_ids)
         self.number_claims()
 
+    @staticmethod
+    cdef _Run of_stack(_Stack s, Py_ssize_t g, list member_ids, _Arena arena):
+        """Group ``g`` of a batch: its columns and facts are slices of the
+        stack's, so no array is taken from a Python object per group."""
+        cdef _Run r = _Run.__new__(_Run)
+        cdef int64_t t = s.topic_base[g], m = s.member_base[g]
+        r.arena = arena
+        r.n_members = <int>(s.member_base[g + 1] - m)
+        r.n_topics = <int>(s.topic_base[g + 1] - t)
+        r.partition_count = s.partition_counts[t:t + r.n_topics]
+        r.first_partition = s.topic_offset[t + g:t + g + r.n_topics + 1]
+        r.n_partitions = r.first_partition[r.n_topics]
+        r.assignable = s.assignable[t:t + r.n_topics]
+        r.subscription_start = s.sub_indptr[m + g:m + g + r.n_members + 1]
+        r.subscription_topic = s.sub_topics[s.sub_base[g]:s.sub_base[g + 1]]
+        r.owned_start = s.owned_indptr[m + g:m + g + r.n_members + 1]
+        r.owned_topic = s.owned_topic[s.owned_base[g]:s.owned_base[g + 1]]
+        r.owned_number = s.owned_partition[s.owned_base[g]:s.owned_base[g + 1]]
+        r.generation = s.generation[m:m + r.n_members]
+        r.protocol_generation = s.subscription_generation[m:m + r.n_members]
+        r.hashmap_order = s.hashmap_order[m:m + r.n_members]
+        r.id_rank = s.id_rank[m:m + r.n_members]
+        r.topic_hash = s.topic_hash[t:t + r.n_topics]
+        r.member_ids = member_ids
+        r.number_claims()
+        return r
+
     # -- claims past a topic's end ------------------------------------------
     cdef void number_claims(self) except *:
         """Give every owned entry its partition id (``entry_partition``).
@@ -191,7 +293,7 @@ cdef class _Run:
         cdef int member, topic
         cdef int64_t entry
         cdef int32_t number
-        cdef int32_t[::1] entry_partition = np.full(max(len(self.owned_topic), 1), -1, dtype=np.int32)
+        cdef int32_t[::1] entry_partition = self.arena.i32(max(len(self.owned_topic), 1), -1)
         past_end = None
         for member in range(self.n_members):
             for entry in range(self.owned_start[member], self.owned_start[member + 1]):
@@ -217,8 +319,8 @@ cdef class _Run:
         self.past_end = past_end
         self.n_virtual = len(past_end) if past_end is not None else 0
         self.n_primary = self.n_partitions + self.n_virtual
-        self.virtual_topic = np.zeros(max(self.n_virtual, 1), dtype=np.int32)
-        self.virtual_number = np.zeros(max(self.n_virtual, 1), dtype=np.int32)
+        self.virtual_topic = self.arena.i32(max(self.n_virtual, 1), 0)
+        self.virtual_number = self.arena.i32(max(self.n_virtual, 1), 0)
         if past_end is not None:
             for (topic, number), virtual in past_end.items():
                 self.virtual_topic[virtual - self.n_partitions] = topic
@@ -233,12 +335,12 @@ cdef class _Run:
         cdef int i, member, other, topic, n_subscribed, first_size = 0
         cdef int64_t entry, other_entry, partition
         cdef int32_t member_generation
-        cdef uint8_t[::1] in_first = np.zeros(self.n_topics, dtype=np.uint8)
+        cdef uint8_t[::1] in_first = self.arena.u8(self.n_topics)
         # per partition: the owned entry of its current claimant, -1 for none
-        cdef int64_t[::1] claim = np.full(max(self.n_primary, 1), -1, dtype=np.int64)
-        cdef int32_t[::1] entry_member = np.empty(max(len(self.owned_topic), 1), dtype=np.int32)
-        self.owned_kept = np.zeros(max(len(self.owned_topic), 1), dtype=np.uint8)
-        self.multiply_owned = np.zeros(max(self.n_primary, 1), dtype=np.uint8)
+        cdef int64_t[::1] claim = self.arena.i64(max(self.n_primary, 1), -1)
+        cdef int32_t[::1] entry_member = self.arena.i32(max(len(self.owned_topic), 1), 0)
+        self.owned_kept = self.arena.u8(max(len(self.owned_topic), 1))
+        self.multiply_owned = self.arena.u8(max(self.n_primary, 1))
         self.all_subscriptions_equal = True
         self.max_generation = -1
         for member in range(self.n_members):
@@ -303,14 +405,14 @@ cdef class _Run:
         if self.n_virtual:
             # at most one copy per real partition, plus the scratch node
             n = self.n_primary + self.n_partitions + 1
-        self.list_first = np.full(self.n_members, -1, dtype=np.int32)
-        self.list_last = np.full(self.n_members, -1, dtype=np.int32)
-        self.load = np.zeros(self.n_members, dtype=np.int32)
-        self.next_in_list = np.full(n, -1, dtype=np.int32)
-        self.prev_in_list = np.full(n, -1, dtype=np.int32)
-        self.holder = np.full(n, -1, dtype=np.int32)
-        self.copy_of = np.full(max(self.n_partitions, 1) if self.n_virtual else 1, -1, dtype=np.int32)
-        self.copy_partition = np.full(max(self.n_partitions, 1) if self.n_virtual else 1, -1, dtype=np.int32)
+        self.list_first = self.arena.i32(self.n_members, -1)
+        self.list_last = self.arena.i32(self.n_members, -1)
+        self.load = self.arena.i32(self.n_members, 0)
+        self.next_in_list = self.arena.i32(n, -1)
+        self.prev_in_list = self.arena.i32(n, -1)
+        self.holder = self.arena.i32(n, -1)
+        self.copy_of = self.arena.i32(max(self.n_partitions, 1) if self.n_virtual else 1, -1)
+        self.copy_partition = self.arena.i32(max(self.n_partitions, 1) if self.n_virtual else 1, -1)
         self.n_copies = 0
 
     cdef inline void append(self, int member, int32_t partition) noexcept nogil:
@@ -404,6 +506,46 @@ cdef class _Run:
             node = self.next_in_list[node]
         return copy
 
+    cdef bint export_into(self, _Answers out) except -1:
+        """Append the current lists (member index order) to ``out``, as
+        export() gives them; whether they are a valid assignment
+        (``_sticky_repair.is_valid``: every entry a partition that exists, of
+        a topic its member subscribes to, and no partition twice)."""
+        cdef int member, topic
+        cdef int32_t partition, node
+        cdef int64_t total = 0, k, entry
+        cdef bint valid = True
+        cdef int32_t[::1] topic_of = self.topic_of_partitions()
+        # per topic: the member (+ 1) last found subscribing; per partition: given already
+        cdef int32_t[::1] subscriber = self.arena.i32(max(self.n_topics, 1), 0)
+        cdef uint8_t[::1] given = self.arena.u8(max(self.n_partitions, 1))
+        for member in range(self.n_members):
+            total += self.load[member]
+        out.reserve(total)
+        k = out.n_entries
+        for member in range(self.n_members):
+            for entry in range(self.subscription_start[member], self.subscription_start[member + 1]):
+                subscriber[self.subscription_topic[entry]] = member + 1
+            node = self.list_first[member]
+            while node >= 0:
+                partition = self.node_partition(node)
+                topic = topic_of[partition]
+                out.topic[k] = topic
+                if partition < self.n_partitions:
+                    out.number[k] = <int32_t>(partition - self.first_partition[topic])
+                    if given[partition] or subscriber[topic] != member + 1:
+                        valid = False
+                    given[partition] = 1
+                else:
+                    out.number[k] = self.virtual_number[partition - self.n_partitions]
+                    valid = False
+                k += 1
+                node = self.next_in_list[node]
+            out.counts[out.n_members] = k - out.n_entries
+            out.n_entries = k
+            out.n_members += 1
+        return valid
+
     cdef tuple export(self):
         """CSR arrays (member index order) of the current lists."""
         cdef int member, k = 0
@@ -437,8 +579,12 @@ cdef class _Run:
 
     cdef int32_t[::1] topic_of_partitions(self):
         """Per partition (virtual ids included): its topic."""
-        counts = np.asarray(self.partition_count)
-        topic_of = np.repeat(np.arange(self.n_topics, dtype=np.int32), counts).astype(np.int32)
-        if self.n_virtual:
-            topic_of = np.concatenate([topic_of, np.asarray(self.virtual_topic)[:self.n_virtual]])
+        cdef int32_t[::1] topic_of = self.arena.i32(max(self.n_primary, 1), 0)
+        cdef int topic
+        cdef int64_t partition
+        for topic in range(self.n_topics):
+            for partition in range(self.first_partition[topic], self.first_partition[topic + 1]):
+                topic_of[partition] = topic
+        for partition in range(self.n_virtual):
+            topic_of[self.n_partitions + partition] = self.virtual_topic[partition]
         return topic_of

@@ -38,13 +38,16 @@ cdef void _sort_by_rank(int32_t[::1] members, int n, const int32_t[::1] id_rank)
     """Sort member indices by member id in Java String order."""
     if n <= 1:
         return
-    cdef int64_t[::1] keys = np.empty(n, dtype=np.int64)
+    cdef int64_t* keys = <int64_t*>malloc(n * sizeof(int64_t))
     cdef int i
+    if keys == NULL:
+        raise MemoryError()
     for i in range(n):
         keys[i] = (<int64_t>id_rank[members[i]] << 32) | <int64_t>members[i]
-    qsort(&keys[0], n, sizeof(int64_t), _cmp_i64)
+    qsort(keys, n, sizeof(int64_t), _cmp_i64)
     for i in range(n):
         members[i] = <int32_t>(keys[i] & 0xFFFFFFFF)
+    free(keys)
 
 
 cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] member_rack,
@@ -65,15 +68,15 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
     max_quota = <int>((total + n_members - 1) // n_members)
     expected_over_min = <int>(total % n_members)
     r.init_lists()
-    cdef uint8_t[::1] maybe_revoked = np.zeros(max(r.n_primary, 1), dtype=np.uint8)
-    cdef uint8_t[::1] taken = np.zeros(max(r.n_primary, 1), dtype=np.uint8)
-    cdef uint8_t[::1] transferring = np.zeros(max(r.n_partitions, 1), dtype=np.uint8)
-    cdef int64_t[::1] keys = np.empty(max(len(r.owned_topic), 1), dtype=np.int64)
+    cdef uint8_t[::1] maybe_revoked = r.arena.u8(max(r.n_primary, 1))
+    cdef uint8_t[::1] taken = r.arena.u8(max(r.n_primary, 1))
+    cdef uint8_t[::1] transferring = r.arena.u8(max(r.n_partitions, 1))
+    cdef int64_t[::1] keys = r.arena.i64(max(len(r.owned_topic), 1), 0)
     # unfilledMembersWithUnderMinQuotaPartitions
-    cdef int32_t[::1] under = np.empty(n_members, dtype=np.int32)
+    cdef int32_t[::1] under = r.arena.i32(n_members, 0)
     # unfilledMembersWithExactlyMinQuotaPartitions: a FIFO queue, polled from
     # queue_head; members reaching minQuota join at the tail
-    cdef int32_t[::1] queue = np.empty(2 * n_members + 1, dtype=np.int32)
+    cdef int32_t[::1] queue = r.arena.i32(2 * n_members + 1, 0)
     cdef int64_t key_base = n_topics if n_topics > 0 else 1
     cdef int64_t key
     cdef bint sorted_already
@@ -145,8 +148,7 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
     cdef int64_t n_todo = 0, x
     cdef int64_t stall = r.first_partition[stall_topic + 1] if stall_topic < n_topics else r.n_partitions
     cdef int k, cursor, next_load
-    todo_a = np.empty(max(total, 1), dtype=np.int32)
-    cdef int32_t[::1] todo = todo_a
+    cdef int32_t[::1] todo = r.arena.i32(max(total, 1), 0)
     for topic in range(n_topics):
         if not r.assignable[topic]:
             continue
@@ -155,9 +157,10 @@ cdef uint8_t[::1] _constrained(_Run r, bint rack_active, const int32_t[::1] memb
                 todo[n_todo] = <int32_t>partition
                 n_todo += 1
     if crowd is not None and n_todo > 1:
+        todo_a = np.asarray(todo)
         head = todo_a[:n_todo]
         todo_a[:n_todo] = head[np.argsort(np.asarray(crowd)[head], kind="stable")]
-    cdef uint8_t[::1] done = np.zeros(max(n_todo, 1), dtype=np.uint8)
+    cdef uint8_t[::1] done = r.arena.u8(max(n_todo, 1))
 
     # assignRackAwareRoundRobin: placements it cannot make are left to the next step
     if rack_active:

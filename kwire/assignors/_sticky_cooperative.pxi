@@ -22,9 +22,9 @@ cdef void _withhold_computed(_Run r) except *:
     cdef int64_t entry, partition
     cdef int32_t listed, node
     # stamps hold member + 1: "owned by this member", without clearing per member
-    cdef int32_t[::1] owned_stamp = np.zeros(max(r.n_primary, 1), dtype=np.int32)
-    cdef int32_t[::1] added_to = np.full(max(r.n_primary, 1), -1, dtype=np.int32)
-    cdef uint8_t[::1] revoked = np.zeros(max(r.n_primary, 1), dtype=np.uint8)
+    cdef int32_t[::1] owned_stamp = r.arena.i32(max(r.n_primary, 1), 0)
+    cdef int32_t[::1] added_to = r.arena.i32(max(r.n_primary, 1), -1)
+    cdef uint8_t[::1] revoked = r.arena.u8(max(r.n_primary, 1))
     for i in range(r.n_members):
         member = r.hashmap_order[i]
         for entry in range(r.owned_start[member], r.owned_start[member + 1]):

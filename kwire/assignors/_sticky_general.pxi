@@ -52,19 +52,9 @@ def _classes(group, assignable, member_rack=None):
     return classes, np.array(class_rack, dtype=np.int32), topic_class_start, topic_class
 
 
-def _topic_sort(group, assignable):
-    """Assignable topics in Java's TopicComparator order: fewest potential
-    consumers first, then topic name (topic indices are in name order)."""
-    if len(group.sub_topics):
-        subscribed = group.sub_topics[assignable[group.sub_topics].astype(bool)]
-        n_consumers = np.bincount(subscribed, minlength=len(group.topics))
-    else:
-        n_consumers = np.zeros(len(group.topics), np.int64)
-    topics = np.flatnonzero(assignable).astype(np.int32)
-    return topics[np.lexsort((topics, n_consumers[topics]))].astype(np.int32)
-
-
-cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, topic_sort, bint rack_active,
+cdef void _general(_Run r, const int32_t[::1] classes, const int32_t[::1] class_rack,
+                   const int64_t[::1] topic_class_start, const int32_t[::1] topic_class,
+                   const int32_t[::1] topic_sort, bint rack_active,
                    const int32_t[::1] member_rack, const int64_t[::1] replica_rack_start,
                    const int32_t[::1] replica_rack) except *:
     cdef int n_members = r.n_members, n_topics = r.n_topics
@@ -75,14 +65,14 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
     r.init_lists()
     cdef _Balancer b = _Balancer(r, _heaps_for(r, classes, class_rack, topic_class_start, topic_class,
                                                replica_rack_start, replica_rack))
-    cdef int32_t[::1] n_consumers = np.zeros(n_topics, dtype=np.int32)
-    cdef uint8_t[::1] subscribed = np.zeros(n_topics, dtype=np.uint8)
-    cdef int32_t[::1] sorted_topics = topic_sort
-    b.prev_owner = np.full(max(r.n_partitions, 1), -1, dtype=np.int32)
-    b.prev_generation = np.zeros(max(r.n_partitions, 1), dtype=np.int32)
-    b.max_load = np.zeros(n_members, dtype=np.int32)
-    b.active = np.zeros(n_members, dtype=np.uint8)
-    b.movable = np.zeros(n_topics, dtype=np.uint8)
+    cdef int32_t[::1] n_consumers = r.arena.i32(n_topics, 0)
+    cdef uint8_t[::1] subscribed = r.arena.u8(n_topics)
+    cdef const int32_t[::1] sorted_topics = topic_sort
+    b.prev_owner = r.arena.i32(max(r.n_partitions, 1), -1)
+    b.prev_generation = r.arena.i32(max(r.n_partitions, 1), 0)
+    b.max_load = r.arena.i32(n_members, 0)
+    b.active = r.arena.u8(n_members)
+    b.movable = r.arena.u8(n_topics)
 
     # topic2AllPotentialConsumers / consumer2AllPotentialTopics, as counts
     for topic in range(n_topics):
@@ -126,7 +116,7 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
     # subscribes to (in rack-aware mode: on a partition with a replica on the
     # member's rack, when the member has one); any other claim means a
     # revocation is required
-    cdef uint8_t[::1] kept_past_end = np.zeros(n_topics, dtype=np.uint8)
+    cdef uint8_t[::1] kept_past_end = r.arena.u8(n_topics)
     for member in range(n_members):
         for entry in range(r.subscription_start[member], r.subscription_start[member + 1]):
             subscribed[r.subscription_topic[entry]] = 1
@@ -162,8 +152,8 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
     # partition of a later topic counts as unassigned, held or not.
     cdef int n_unassigned = 0, n_left = 0
     cdef bint stalled = False
-    cdef int32_t[::1] unassigned = np.empty(max(total, 1), dtype=np.int32)
-    cdef int32_t[::1] left = np.empty(max(total, 1) if rack_active else 1, dtype=np.int32)
+    cdef int32_t[::1] unassigned = r.arena.i32(max(total, 1), 0)
+    cdef int32_t[::1] left = r.arena.i32(max(total, 1) if rack_active else 1, 0)
     for i in range(len(sorted_topics)):
         topic = sorted_topics[i]
         for partition in range(r.first_partition[topic], r.first_partition[topic + 1]):
@@ -197,7 +187,7 @@ cdef void _general(_Run r, classes, class_rack, topic_class_start, topic_class, 
     # fixed partitions (topics with fewer than two potential consumers) and
     # fixed members (full, and holding nothing that could move) drop out
     cdef int n_reassignable = 0, n_unassigned_movable = 0
-    cdef int32_t[::1] reassignable = np.empty(max(total, 1), dtype=np.int32)
+    cdef int32_t[::1] reassignable = r.arena.i32(max(total, 1), 0)
     for i in range(len(sorted_topics)):
         topic = sorted_topics[i]
         if b.movable[topic]:

@@ -30,7 +30,7 @@ from ._javaorder import (
     utf16_key,
 )
 from ._model import GroupInput, MemberAssignments, MemberInput
-from ._sticky_rules import JavaAssignorFailure, balance_score, move_budget, validate
+from ._sticky_rules import JavaAssignorFailure, balance_score, move_budget, pair_many, validate
 
 IMPLEMENTATION = "python"
 
@@ -726,6 +726,11 @@ def sticky_pair_arrays(group):
     """``(sticky_arrays(group, False), sticky_arrays(group, True))``, the
     compiled twin's shared run stated plainly."""
     return sticky_arrays(group, False), sticky_arrays(group, True)
+
+
+def sticky_pair_many(groups):
+    """``sticky_pair_arrays`` of each group, end to end (see ``_sticky_rules.pair_many``)."""
+    return pair_many(groups, sticky_pair_arrays)
 
 
 def sticky_arrays(group, cooperative: bool):

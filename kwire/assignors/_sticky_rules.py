@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..errors import AssignmentError
+import numpy as np
+
+from ..errors import AssignmentError, KwireError
 from ._model import GroupInput
+from ._sticky_repair import is_valid
 
 class JavaAssignorFailure(AssignmentError):
     """Java's own sticky assignor fails on this input (it throws, or it would
@@ -94,3 +97,44 @@ def validate(group: GroupInput) -> None:
             for reps in layout:
                 if isinstance(reps, (str, bytes)) or any(r is not None and not isinstance(r, str) for r in reps):
                     raise AssignmentError(f"partition_racks[{t!r}]: each entry must be a list of rack names")
+
+
+def pair_many(groups, pair):
+    """``pair(group)`` (a twin's ``sticky_pair_arrays``) of each group, end to
+    end: ``(ran, eager, cooperative)``.  ``ran`` is 1 per group that ran with
+    both answers valid (``_sticky_repair.is_valid``) and 0 where the group is
+    left to the per-group path: no members, a KwireError (Java throws, or the
+    kernel refuses the input), or an answer that needs the repair.  Such a
+    group's members get empty lists in both ``(indptr, topic, partition)``."""
+
+    n = len(groups)
+    ran = np.zeros(n, dtype=np.uint8)
+    members = np.array([g.num_members for g in groups], dtype=np.int64)
+    eager, cooperative = [], []
+    for i, group in enumerate(groups):
+        if not members[i]:
+            continue
+        try:
+            one, two = pair(group)
+        except KwireError:
+            continue
+        if not (is_valid(group, *one) and is_valid(group, *two)):
+            continue
+        ran[i] = 1
+        eager.append(one)
+        cooperative.append(two)
+    return ran, _stacked(eager, ran, members), _stacked(cooperative, ran, members)
+
+
+def _stacked(answers, ran, members):
+    """The answers of the groups that ran, end to end over every group's members."""
+    counts = np.zeros(int(members.sum()), dtype=np.int64)
+    if answers:
+        counts[np.repeat(ran.astype(bool), members)] = np.concatenate([np.diff(a[0]) for a in answers])
+        topic = np.concatenate([a[1] for a in answers])
+        number = np.concatenate([a[2] for a in answers])
+    else:
+        topic, number = np.zeros(0, np.int32), np.zeros(0, np.int32)
+    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr, topic, number
