@@ -12,6 +12,7 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import AssignmentError, KwireError
+from ._arrays import ArrayAssignment, end_to_end
 from ._model import GroupInput
 from ._sticky_repair import is_valid
 
@@ -109,32 +110,22 @@ def pair_many(groups, pair):
 
     n = len(groups)
     ran = np.zeros(n, dtype=np.uint8)
-    members = np.array([g.num_members for g in groups], dtype=np.int64)
     eager, cooperative = [], []
     for i, group in enumerate(groups):
-        if not members[i]:
-            continue
-        try:
-            one, two = pair(group)
-        except KwireError:
-            continue
-        if not (is_valid(group, *one) and is_valid(group, *two)):
-            continue
-        ran[i] = 1
-        eager.append(one)
-        cooperative.append(two)
-    return ran, _stacked(eager, ran, members), _stacked(cooperative, ran, members)
+        one = two = None
+        if group.num_members:
+            try:
+                one, two = pair(group)
+            except KwireError:
+                pass
+        if one is not None and is_valid(group, *one) and is_valid(group, *two):
+            ran[i] = 1
+        else:
+            one = two = _no_lists(group.num_members)
+        eager.append(ArrayAssignment(*one))
+        cooperative.append(ArrayAssignment(*two))
+    return (ran, *((a.indptr, a.topic, a.partition) for a in (end_to_end(eager), end_to_end(cooperative))))
 
 
-def _stacked(answers, ran, members):
-    """The answers of the groups that ran, end to end over every group's members."""
-    counts = np.zeros(int(members.sum()), dtype=np.int64)
-    if answers:
-        counts[np.repeat(ran.astype(bool), members)] = np.concatenate([np.diff(a[0]) for a in answers])
-        topic = np.concatenate([a[1] for a in answers])
-        number = np.concatenate([a[2] for a in answers])
-    else:
-        topic, number = np.zeros(0, np.int32), np.zeros(0, np.int32)
-    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return indptr, topic, number
+def _no_lists(n_members):
+    return np.zeros(n_members + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
