@@ -185,3 +185,27 @@ def test_equal_bytes_of_consecutive_elements_are_kept_once():
         assert got[0] is got[1] is got[2] and got[3] is not got[2] and got[4] is not got[0] and got[4] is got[5]
     syncs = kwire.codec.SyncGroupResponse.decode(kwire.codec.SyncGroupResponse(assignment=a).encode(5), 5)
     assert syncs.assignment == a  # a struct that is no element reads its bytes as before
+
+
+@pytest.mark.parametrize("version", [0, 4])  # int16 length, compact varint length
+def test_strings_of_every_short_length_with_one_non_ascii_byte_anywhere(version):
+    """The compiled reader copies short strings a word at a time while checking them for ASCII, and a
+    non-ASCII byte anywhere must send the string to the UTF-8 decoder (or to its error) as in the pure twin."""
+    cases = []
+    for n in range(0, 80):
+        base = "".join(chr(97 + (i * 7) % 26) for i in range(n))
+        cases.append(base)
+        for pos in range(n):
+            cases.append(base[:pos] + "é" + base[pos + 1:])  # two UTF-8 bytes: the string grows by one
+            cases.append(base[:pos] + "\x7f" + base[pos + 1:])  # the highest ASCII byte
+    for text in cases:
+        data = CODECS[0].HeartbeatRequest(group_id=text, generation_id=1, member_id="m").encode(version)
+        decoded = _same_in_both(lambda c: lambda: c.HeartbeatRequest.decode(data, version).group_id)
+        assert decoded == ("ok", text)
+    # A lone continuation byte at each position is invalid UTF-8 in both.
+    for n in (1, 7, 8, 9, 16, 40, 64, 65):
+        good = CODECS[0].HeartbeatRequest(group_id="a" * n, generation_id=1, member_id="m").encode(version)
+        start = good.index(b"a" * n)
+        for pos in range(n):
+            bad = good[:start + pos] + b"\x80" + good[start + pos + 1:]
+            assert _same_in_both(lambda c: lambda: c.HeartbeatRequest.decode(bad, version))[:2] == ("err", "DecodeError")

@@ -186,6 +186,29 @@ cdef inline bint is_ascii(const uint8_t* p, Py_ssize_t n) noexcept:
     return (high & <uint64_t>0x8080808080808080) == 0
 
 
+cdef inline bint copy_if_ascii(uint8_t* dst, const uint8_t* src, Py_ssize_t n) noexcept:
+    """Copy ``src[:n]`` to ``dst`` eight bytes at a time; whether every byte was ASCII.
+
+    Lengths of 8 and more end with one overlapping word, so no byte loop runs."""
+    cdef uint64_t word, high = 0
+    cdef Py_ssize_t i = 0
+    if n >= 8:
+        while i + 8 < n:
+            memcpy(&word, src + i, 8)
+            memcpy(dst + i, &word, 8)
+            high |= word
+            i += 8
+        memcpy(&word, src + n - 8, 8)
+        memcpy(dst + n - 8, &word, 8)
+        high |= word
+    else:
+        while i < n:
+            dst[i] = src[i]
+            high |= src[i]
+            i += 1
+    return (high & <uint64_t>0x8080808080808080) == 0
+
+
 cdef inline Py_ssize_t r_compact_length_byte(Reader* r, bint nullable) noexcept:
     """The length of a compact string or bytes when it is one varint byte, -2 otherwise.
 
@@ -214,17 +237,26 @@ cdef inline object r_string(Reader* r, bint compact, bint nullable):
         raise DecodeError(f"string length {n} exceeds {MAX_STRING}", start)
     r_need(r, n)
     cdef const uint8_t* p = r.p + r.pos
-    if is_ascii(p, n):
-        # Member ids, topic and group names are nearly always ASCII: an ASCII
-        # str is one byte per character, so it is built with one copy, which
-        # skips the UTF-8 decoder's set-up and its guess at the string's size.
+    cdef object s
+    if n <= 64:
+        # Member ids, topic and group names are nearly always ASCII and short:
+        # an ASCII str is one byte per character, so it is made by copying the
+        # bytes while checking them, in one pass, which skips the UTF-8
+        # decoder's set-up and its guess at the string's size.  The rare
+        # non-ASCII name throws that string away and takes the decoder.
+        s = PyUnicode_New(n, 127)
+        if copy_if_ascii(<uint8_t*>PyUnicode_DATA(s), p, n):
+            r.pos += n
+            return s
+    elif is_ascii(p, n):
         s = PyUnicode_New(n, 127)
         memcpy(PyUnicode_DATA(s), p, n)
-    else:
-        try:
-            s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
-        except UnicodeDecodeError:
-            raise DecodeError("invalid UTF-8", r.pos) from None
+        r.pos += n
+        return s
+    try:
+        s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+    except UnicodeDecodeError:
+        raise DecodeError("invalid UTF-8", r.pos) from None
     r.pos += n
     return s
 
@@ -241,7 +273,10 @@ cdef inline object r_bytes(Reader* r, bint compact, bint nullable, object before
     if n == -1:
         return None
     r_need(r, n)
+    # The first byte is compared inline so that bytes which differ (the common
+    # case when they do) skip the memcmp call.
     if (before is not None and PyBytes_CheckExact(before) and PyBytes_GET_SIZE(before) == n
+            and (n == 0 or (<const uint8_t*>PyBytes_AS_STRING(before))[0] == r.p[r.pos])
             and memcmp(PyBytes_AS_STRING(before), r.p + r.pos, n) == 0):
         r.pos += n
         return before
