@@ -11,6 +11,7 @@ import pytest
 import kwire
 import kwire.assignors as ka
 from kwire.assignors import ArrayGroup, GroupMember, assign, assign_arrays, leader_assignments
+from kwire.assignors._arrays import checked_counts
 from kwire.codec import JoinGroupResponseMember, Subscription
 from kwire.errors import AssignmentError, KwireError
 
@@ -125,3 +126,29 @@ def test_array_group_checks_its_members(member_ids, instance_ids, racks, error):
     else:
         with pytest.raises(AssignmentError, match=re.escape(error)):
             build()
+
+
+class _Name(str):
+    pass
+
+
+@pytest.mark.parametrize("counts, error", [
+    ({"a": 1, "b": -1}, "partition count of 'b' must be a non-negative int32, got -1"),
+    ({"a": 1, "b": 2**31}, "partition count of 'b' must be a non-negative int32, got 2147483648"),
+    ({"a": 1, "b": 2**70}, "partition count of 'b' must be a non-negative int32, got 1180591620717411303424"),
+    ({"a": True}, "partition count of 'a' must be a non-negative int32, got True"),
+    ({"a": 1.0}, "partition count of 'a' must be a non-negative int32, got 1.0"),
+    ({"a": None}, "partition count of 'a' must be a non-negative int32, got None"),
+    ({1: 3}, "topic names must be str, got 1"),
+    ({"a": 1, b"b": 3}, "topic names must be str, got b'b'"),
+    ({"a": 0, "b": 2**31 - 1, _Name("c"): np.int32(4), "d": np.int64(5)}, None),
+    ({}, None),
+])
+def test_partition_counts_are_checked_name_by_name_or_all_at_once_alike(counts, error):
+    """A mapping of plain names and ints is checked in C loops; anything else name by name.  Both give the
+    same dict, or the same error for the first bad entry."""
+    if error is None:
+        assert checked_counts(counts) == counts and checked_counts(counts) is not counts
+    else:
+        with pytest.raises(AssignmentError, match=re.escape(error)):
+            checked_counts(counts)

@@ -667,3 +667,55 @@ def test_compiled_leader_path_reads_java_sticky_user_data_without_an_object_per_
     monkeypatch.setattr(leader_py, "sticky_userdata_columns", refuse)
     got = leader_assignments("sticky", join_response(subs), counts, implementation="cython")
     assert [(x.member_id, x.assignment) for x in got] == want
+
+
+def _same_subscription_response(rng, topics, members):
+    """A JoinGroupResponse whose every member sends the same Subscription (some of them static)."""
+    raw = codec.Subscription(topics=topics).encode(rng.choice([0, 1, 3]))
+    return SimpleNamespace(members=[
+        SimpleNamespace(member_id=f"c-{rng.randrange(10**6)}-{i}",
+                        group_instance_id=f"i{rng.randrange(100)}-{i}" if rng.random() < 0.2 else None,
+                        metadata=raw) for i in range(members)])
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_a_shared_topic_list_is_kept_once_and_assigns_as_the_expanded_group(impl):
+    """A leader group whose members all send one topic list keeps that list once, and range and roundrobin
+    (whose kernels then read it once, first_seen's crowded buckets included) give what the same group with
+    the list copied per member gives."""
+    rng = random.Random(2024)
+    pool = [f"topic-{i}" for i in range(60)] + ["\u00e9t\u00e9", "\U0001f600x", "Aa", "BB"]  # "Aa", "BB": one hash
+    for _ in range(150):
+        listed = rng.sample(pool, rng.randint(1, 40))
+        if rng.random() < 0.3:
+            listed += rng.sample(listed, rng.randint(1, len(listed)))  # a topic listed twice counts once
+        counts = {t: rng.choice([0, 1, 2, 3, 7, 16]) for t in pool if rng.random() < 0.9}
+        resp = _same_subscription_response(rng, listed, rng.randint(1, 25))
+        for strategy in ("range", "roundrobin"):
+            group = leader_group(strategy, resp, counts, implementation=impl)
+            assert group.shared_topics() is not None
+            got = assign_arrays(strategy, group, implementation=impl)
+            expanded = ArrayGroup(group.topics, group.partition_counts, group.member_ids, group.sub_indptr,
+                                  group.sub_topics, group_instance_ids=group.group_instance_ids, racks=group.racks)
+            assert expanded.shared_topics() is None
+            want = assign_arrays(strategy, expanded, implementation=impl)
+            for column in ("indptr", "topic", "partition"):
+                np.testing.assert_array_equal(getattr(got, column), getattr(want, column))
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_subscribers_of_a_shared_list_are_those_of_the_list_copied_per_member(impl):
+    kernels = load_kernels("rangerr", impl)
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        T, M = int(rng.integers(1, 30)), int(rng.integers(0, 20))
+        topic_list = rng.integers(0, T, int(rng.integers(0, 2 * T))).astype(np.int32)  # repeats included
+        member_order = rng.permutation(M).astype(np.int32)
+        got = kernels.subscribers_of_shared_topics(T, topic_list, member_order)
+        want = kernels.subscribers_by_topic(T, np.arange(M + 1, dtype=np.int64) * len(topic_list),
+                                            np.tile(topic_list, M), member_order)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    for bad in (-1, 5):
+        with pytest.raises(IndexError, match=f"topic index {bad} out of range for 5 topics"):
+            kernels.subscribers_of_shared_topics(5, np.array([0, bad], dtype=np.int32), np.arange(3, dtype=np.int32))

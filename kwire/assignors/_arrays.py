@@ -14,6 +14,7 @@ kernels sort by integers instead of strings.
 
 from __future__ import annotations
 
+import itertools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..errors import AssignmentError
 from ._model import MemberAssignments, GroupInput
 
 _I32 = np.int32
+_NO_TOPICS = np.zeros(0, dtype=np.int32)
 _I64 = np.int64
 
 
@@ -102,12 +104,18 @@ def _check_csr(indptr, values, rows, name):
 
 def checked_counts(partitions_per_topic) -> Dict[str, int]:
     """``partitions_per_topic`` as a dict, every name a str and every count a non-negative int32."""
-    for t, n in partitions_per_topic.items():
+    # A dict's copy is one table copy; any other mapping is read item by item.
+    counts = partitions_per_topic.copy() if type(partitions_per_topic) is dict else dict(partitions_per_topic.items())
+    if all_str(counts) and _INT_TYPES.issuperset(map(type, counts.values())):
+        # The usual mapping, plain names and ints: checked in C loops, not name by name.
+        if not counts or (min(counts.values()) >= 0 and max(counts.values()) <= 0x7FFFFFFF):
+            return counts
+    for t, n in counts.items():
         if not isinstance(t, str):
             raise AssignmentError(f"topic names must be str, got {t!r}")
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0 or n > 0x7FFFFFFF:
             raise AssignmentError(f"partition count of {t!r} must be a non-negative int32, got {n!r}")
-    return dict(partitions_per_topic)
+    return counts
 
 
 def interned_topics(names, counts: Dict[str, int]) -> Tuple[List[str], Dict[str, int], np.ndarray]:
@@ -116,12 +124,14 @@ def interned_topics(names, counts: Dict[str, int]) -> Tuple[List[str], Dict[str,
     (0 where the metadata does not know it).  Refuses a partition total past
     :data:`MAX_PARTITIONS` before anything per partition exists."""
     # Checking distinct names is enough: every subscription entry is one of them.
-    for t in names:
-        if not isinstance(t, str):
-            raise AssignmentError(f"topic names must be str, got {t!r}")
+    if not all_str(names):  # a C loop over the types first; str subclasses are names too
+        for t in names:
+            if not isinstance(t, str):
+                raise AssignmentError(f"topic names must be str, got {t!r}")
     topics = java_sorted(names)
-    index = {t: i for i, t in enumerate(topics)}
-    partition_counts = np.array([counts.get(t, 0) for t in topics], dtype=_I32)
+    index = dict(zip(topics, range(len(topics))))
+    partition_counts = np.fromiter(map(counts.get, topics, itertools.repeat(0, len(topics))), dtype=_I32,
+                                   count=len(topics))
     check_partition_total(int(partition_counts.sum(dtype=_I64)))
     return topics, index, partition_counts
 
@@ -171,6 +181,7 @@ def replica_rack_columns(partition_racks, index: Dict[str, int], counts: np.ndar
 
 
 _STR_TYPES = frozenset((str,))
+_INT_TYPES = frozenset((int,))
 _OPTIONAL_STR_TYPES = frozenset((str, type(None)))
 
 
@@ -201,6 +212,7 @@ class ArrayGroup:
         sub_indptr,
         sub_topics,
         *,
+        shared_topics=None,
         group_instance_ids: Optional[Sequence[Optional[str]]] = None,
         racks: Optional[Sequence[Optional[str]]] = None,
         owned_indptr=None,
@@ -217,8 +229,20 @@ class ArrayGroup:
         self.member_ids: List[str] = required_list(member_ids, "member_ids")
         T, M = len(self.topics), len(self.member_ids)
         self.partition_counts = _as(partition_counts, _I32, "partition_counts")
-        self.sub_indptr = _as(sub_indptr, _I64, "sub_indptr")
-        self.sub_topics = _as(sub_topics, _I32, "sub_topics")
+        self._shared_topics: Optional[np.ndarray] = None
+        if shared_topics is None:
+            self.sub_indptr = _as(sub_indptr, _I64, "sub_indptr")
+            self._sub_topics: Optional[np.ndarray] = _as(sub_topics, _I32, "sub_topics")
+        elif sub_indptr is not None or sub_topics is not None:
+            raise AssignmentError("give shared_topics or sub_indptr and sub_topics, not both")
+        else:
+            # Every member subscribes to this one list (the usual group): its
+            # sub_topics, a copy of the list per member (8 MB for 2000 members
+            # of 1000 topics), is only built if something asks for it; the
+            # range and roundrobin kernels take the list once.
+            self._shared_topics = _as(shared_topics, _I32, "shared_topics")
+            self.sub_indptr = np.arange(M + 1, dtype=_I64) * len(self._shared_topics)
+            self._sub_topics = None
         self.group_instance_ids = list(group_instance_ids) if group_instance_ids is not None else [None] * M
         self.racks = list(racks) if racks is not None else [None] * M
         if owned_indptr is None:
@@ -382,6 +406,17 @@ class ArrayGroup:
         other.owned_topic = np.ascontiguousarray(owned_topic, dtype=_I32)
         other.owned_partition = np.ascontiguousarray(owned_partition, dtype=_I32)
         return other
+
+    @property
+    def sub_topics(self) -> np.ndarray:
+        if self._sub_topics is None:
+            self._sub_topics = np.tile(self._shared_topics, self.num_members)
+        return self._sub_topics
+
+    def shared_topics(self) -> Optional[np.ndarray]:
+        """The one topic list every member subscribes to, when the group was
+        built with one (``shared_topics=``); None otherwise."""
+        return self._shared_topics
 
     # -- derived facts shared by the assignors ------------------------------------------------
 

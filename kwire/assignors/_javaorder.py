@@ -52,7 +52,11 @@ def stacked_name_order(names: List[str], sizes) -> Optional[np.ndarray]:
 def java_sorted(names: Iterable[str]) -> List[str]:
     """``names`` sorted as Java's ``String.compareTo`` sorts them."""
     names = list(names)
-    return [names[i] for i in _sorted_by_name(range(len(names)), names)]
+    # Equal names are equal strs, so sorting the names themselves (no index
+    # list) gives what the stable sort of _sorted_by_name would.
+    if "".join(names).isascii():
+        return sorted(names)
+    return sorted(names, key=utf16_key)
 
 
 def java_rank(names: Sequence[str]) -> np.ndarray:

@@ -131,7 +131,8 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
     names = set(counts)
     names.update(itertools.compress(all_names, mentioned))
     topics, index, partition_counts = interned_topics(names, counts)
-    topic_of_name = np.array([index.get(n, -1) for n in all_names], dtype=_I32)
+    topic_of_name = np.fromiter(map(index.get, all_names, itertools.repeat(-1, len(all_names))), dtype=_I32,
+                                count=len(all_names))
     list_flat, list_ptr = _first_of_each(topic_of_name[cols.list_topic], cols.list_ptr, len(topics))
     if reading.owned_entries:
         owned = _current_claims(topic_of_name[cols.owned_topic], cols.owned_partition, cols.owned_ptr, first_ids,
@@ -363,20 +364,13 @@ def _array_group(topics, partition_counts, index, member_ids, instance_ids, whic
     and whose owned CSR, generations and rack are row ``k`` of theirs."""
     M = len(member_ids)
     owned_t, owned_p, owned_ptr = owned
-    list_of_member = np.asarray(list_of_distinct, dtype=_I64)[which] if M else np.zeros(0, dtype=_I64)
-    sub_indptr, sub_topics = _gather_rows(list_ptr, list_of_member, list_flat)
     owned_indptr, owned_topic, owned_partition = _gather_rows(owned_ptr, which, owned_t, owned_p)
     rack_names, rr_indptr, rr = replica_rack_columns(partition_racks, index, partition_counts)
     # Every column but the members' own ids and racks was built above, valid
     # by construction (interned, sorted topics; checked counts and claims;
     # CSR from cumsums): re-checking them costs small groups a large share
     # of the whole path.
-    group = ArrayGroup(
-        topics,
-        partition_counts,
-        member_ids,
-        sub_indptr,
-        sub_topics,
+    columns = dict(
         group_instance_ids=instance_ids,
         # One distinct subscription (the usual group) is one list repeat.
         racks=list(racks) * M if len(racks) == 1 else list(map(racks.__getitem__, which.tolist())),
@@ -390,6 +384,15 @@ def _array_group(topics, partition_counts, index, member_ids, instance_ids, whic
         replica_racks=rr,
         validate=False,
     )
+    if len(list_ptr) == 2 and M:
+        # One topic list for every member (the usual group): it is kept once,
+        # not copied per member (8 MB at 2000 members of 1000 topics).
+        group = ArrayGroup(topics, partition_counts, member_ids, None, None,
+                           shared_topics=list_flat[list_ptr[0]:list_ptr[1]], **columns)
+    else:
+        list_of_member = np.asarray(list_of_distinct, dtype=_I64)[which] if M else np.zeros(0, dtype=_I64)
+        sub_indptr, sub_topics = _gather_rows(list_ptr, list_of_member, list_flat)
+        group = ArrayGroup(topics, partition_counts, member_ids, sub_indptr, sub_topics, **columns)
     group.check_members()
     return group
 

@@ -28,7 +28,8 @@ class GroupStack:
     split each group apart; a stack of one group is that group's own arrays."""
 
     __slots__ = ("groups", "member_base", "num_members", "topic_base", "num_topics", "group_of_topic",
-                 "partition_counts", "sub_indptr", "sub_topics", "member_order", "tp_indptr", "tp_members")
+                 "partition_counts", "sub_indptr", "sub_topics", "member_order", "tp_indptr", "tp_members",
+                 "shared_topics")
 
     def __init__(self, groups: Sequence[ArrayGroup], kernels):
         self.groups = groups
@@ -38,8 +39,17 @@ class GroupStack:
             self.member_base = self.topic_base = _ZERO
             self.num_members, self.num_topics = g.num_members, len(g.topics)
             self.group_of_topic = np.zeros(self.num_topics, dtype=np.intp)
-            self.partition_counts, self.sub_indptr, self.sub_topics = g.partition_counts, g.sub_indptr, g.sub_topics
-            self.member_order = g.member_sort_order()
+            self.partition_counts, self.member_order = g.partition_counts, g.member_sort_order()
+            self.shared_topics = g.shared_topics()
+            if self.shared_topics is not None:
+                # One list for every member: stand for the group as a group of
+                # one member holding it, which is all first_seen reads of it.
+                self.sub_indptr = np.array([0, len(self.shared_topics)], dtype=np.int64)
+                self.sub_topics = self.shared_topics
+                self.tp_indptr, self.tp_members = kernels.subscribers_of_shared_topics(
+                    self.num_topics, self.shared_topics, self.member_order)
+                return
+            self.sub_indptr, self.sub_topics = g.sub_indptr, g.sub_topics
         else:
             n_members = np.array([g.num_members for g in groups], dtype=np.int64)
             n_topics = np.array([len(g.topics) for g in groups], dtype=np.int64)
@@ -54,6 +64,7 @@ class GroupStack:
             self.sub_topics = (np.concatenate([g.sub_topics for g in groups])
                                + np.repeat(self.topic_base, n_subs)).astype(np.int32)
             self.member_order = _stacked_member_order(groups, n_members, self.member_base)
+            self.shared_topics = None
         self.tp_indptr, self.tp_members = kernels.subscribers_by_topic(self.num_topics, self.sub_indptr,
                                                                         self.sub_topics, self.member_order)
 
@@ -76,6 +87,7 @@ class GroupStack:
 
 
 _ZERO = np.zeros(1, dtype=np.int64)
+_ONE_MEMBER = np.zeros(1, dtype=np.int32)  # a shared topic list's stand-in member (GroupStack)
 
 
 def _stacked_member_order(groups, n_members, member_base) -> np.ndarray:
@@ -127,8 +139,9 @@ def java_topic_order(stack: GroupStack, kernels) -> np.ndarray:
         # Two of a group's topics share a set bucket: their order there is first
         # insertion, which one walk of the stack's members (each group's in its
         # HashMap order) ranks for every group at once.
+        visit = stack.member_hashmap_order() if stack.shared_topics is None else _ONE_MEMBER
         first = kernels.first_seen(stack.num_topics, stack.sub_indptr, stack.sub_topics,
-                                   stack.member_hashmap_order(), int(np.count_nonzero(subscribed)))[idx]
+                                   visit, int(np.count_nonzero(subscribed)))[idx]
     keys = (first, set_bucket, map_bucket)
     return idx[np.lexsort(keys if group is None else keys + (group,))]
 

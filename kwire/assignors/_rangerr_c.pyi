@@ -8,6 +8,7 @@ _I32 = npt.NDArray[np.int32]
 _I64 = npt.NDArray[np.int64]
 _U8 = npt.NDArray[np.uint8]
 
+def subscribers_of_shared_topics(num_topics: int, topic_list: _I32, member_order: _I32) -> tuple[_I64, _I32]: ...
 def subscribers_by_topic(num_topics: int, sub_indptr: _I64, sub_topics: _I32, member_order: _I32) -> tuple[_I64, _I32]:
     """(tp_indptr, tp_members): each topic's subscribers, in ``member_order``, a member listed once per topic."""
 

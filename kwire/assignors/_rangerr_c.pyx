@@ -52,6 +52,31 @@ cdef bint _one_topic_list(const int64_t[:] sub_indptr, const int32_t[:] sub_topi
     return True
 
 
+def subscribers_of_shared_topics(Py_ssize_t num_topics, const int32_t[:] topic_list, const int32_t[::1] member_order):
+    """subscribers_by_topic of a group whose every member lists ``topic_list``:
+    each listed topic's subscribers are all members in member_order, one
+    copy of it per topic instead of a visit per (member, topic)."""
+    cdef Py_ssize_t t, e, members = member_order.shape[0]
+    tp_indptr_a = np.zeros(num_topics + 1, dtype=np.int64)
+    cdef int64_t[:] tp_indptr = tp_indptr_a
+    listed_a = np.zeros(num_topics, dtype=np.uint8)
+    cdef uint8_t[:] listed = listed_a
+    for e in range(topic_list.shape[0]):
+        if not 0 <= topic_list[e] < num_topics:
+            raise IndexError(f"topic index {topic_list[e]} out of range for {num_topics} topics")
+        listed[topic_list[e]] = 1  # a topic listed twice is subscribed once
+    for t in range(num_topics):
+        tp_indptr[t + 1] = tp_indptr[t] + (members if listed[t] else 0)
+    tp_members_a = np.empty(tp_indptr[num_topics], dtype=np.int32)
+    cdef int32_t[:] tp_members = tp_members_a
+    if members:
+        with nogil:
+            for t in range(num_topics):
+                if listed[t]:
+                    memcpy(&tp_members[tp_indptr[t]], &member_order[0], members * sizeof(int32_t))
+    return tp_indptr_a, tp_members_a
+
+
 def subscribers_by_topic(Py_ssize_t num_topics, const int64_t[:] sub_indptr, const int32_t[:] sub_topics,
                          const int32_t[:] member_order):
     cdef Py_ssize_t t, members = member_order.shape[0]
@@ -65,20 +90,7 @@ def subscribers_by_topic(Py_ssize_t num_topics, const int64_t[:] sub_indptr, con
         uniform = (members == sub_indptr.shape[0] - 1 and member_order.strides[0] == sizeof(int32_t)
                    and _one_topic_list(sub_indptr, sub_topics))
     if uniform:
-        # Each listed topic's subscribers are all members, in member_order:
-        # one copy of it per topic instead of a visit per (member, topic).
-        last[:] = 0
-        for e in range(sub_indptr[0], sub_indptr[1]):
-            last[sub_topics[e]] = 1
-        for t in range(num_topics):
-            tp_indptr[t + 1] = tp_indptr[t] + (members if last[t] else 0)
-        tp_members_a = np.empty(tp_indptr[num_topics], dtype=np.int32)
-        tp_members = tp_members_a
-        with nogil:
-            for t in range(num_topics):
-                if last[t]:
-                    memcpy(&tp_members[tp_indptr[t]], &member_order[0], members * sizeof(int32_t))
-        return tp_indptr_a, tp_members_a
+        return subscribers_of_shared_topics(num_topics, sub_topics[sub_indptr[0]:sub_indptr[1]], member_order)
     with nogil:
         _subscriptions(sub_indptr, sub_topics, member_order, last, tp_indptr, tp_members, False)
         for t in range(num_topics):

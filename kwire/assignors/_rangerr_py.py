@@ -25,6 +25,19 @@ _I32 = np.int32
 _I64 = np.int64
 
 
+def subscribers_of_shared_topics(num_topics, topic_list, member_order):
+    """:func:`subscribers_by_topic` of a group whose every member lists ``topic_list``."""
+    topic_list = np.asarray(topic_list)
+    if len(topic_list) and (topic_list.min() < 0 or topic_list.max() >= num_topics):
+        bad = topic_list[(topic_list < 0) | (topic_list >= num_topics)][0]
+        raise IndexError(f"topic index {bad} out of range for {num_topics} topics")
+    listed = np.zeros(num_topics, dtype=bool)
+    listed[topic_list] = True  # a topic listed twice is subscribed once
+    tp_indptr = np.zeros(num_topics + 1, dtype=_I64)
+    np.cumsum(listed * len(member_order), out=tp_indptr[1:])
+    return tp_indptr, np.tile(np.asarray(member_order, dtype=_I32), int(listed.sum()))
+
+
 def subscribers_by_topic(num_topics, sub_indptr, sub_topics, member_order):
     """Invert the member->topics CSR into topic->members, members in ``member_order``."""
     num_members = len(sub_indptr) - 1
