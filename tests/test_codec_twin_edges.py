@@ -209,3 +209,18 @@ def test_strings_of_every_short_length_with_one_non_ascii_byte_anywhere(version)
         for pos in range(n):
             bad = good[:start + pos] + b"\x80" + good[start + pos + 1:]
             assert _same_in_both(lambda c: lambda: c.HeartbeatRequest.decode(bad, version))[:2] == ("err", "DecodeError")
+
+
+@pytest.mark.parametrize("version", [5, 6])  # int16 length -1, compact varint 0
+def test_a_null_string_and_a_cut_null_read_alike(version):
+    """Both twins read a null nullable string (answered before the string reader in the compiled one), and
+    refuse a null whose length is cut short, alike."""
+    member = CODECS[0].JoinGroupResponseMember(member_id="m", group_instance_id=None, metadata=b"x")
+    data = CODECS[0].JoinGroupResponse(generation_id=1, member_id="m", leader="m", protocol_name="range",
+                                       members=[member]).encode(version)
+    assert _same_in_both(lambda c: lambda: c.JoinGroupResponse.decode(data, version).members[0].group_instance_id) \
+        == ("ok", None)
+    at = data.rindex(b"\xff\xff") if version == 5 else data.rindex(b"\x02m\x00") + 2  # the member's null
+    for cut in (at, at + 1):  # before the null; half of it (v5) or the null without what follows (v6)
+        assert _same_in_both(lambda c: lambda: c.JoinGroupResponse.decode(data[:cut], version))[:2] \
+            == ("err", "DecodeError")

@@ -227,6 +227,21 @@ cdef inline Py_ssize_t r_compact_length_byte(Reader* r, bint nullable) noexcept:
 
 
 cdef inline object r_string(Reader* r, bint compact, bint nullable):
+    # A null string (a static member's absent instance id, a null error
+    # message) is answered here, in a function small enough to be inlined
+    # into every reader, not in _r_string's call and frame.
+    if nullable and r.pos < r.end:
+        if compact:
+            if r.p[r.pos] == 0:
+                r.pos += 1
+                return None
+        elif r.p[r.pos] == 0xFF and r.pos + 1 < r.end and r.p[r.pos + 1] == 0xFF:
+            r.pos += 2
+            return None
+    return _r_string(r, compact, nullable)
+
+
+cdef object _r_string(Reader* r, bint compact, bint nullable):
     cdef Py_ssize_t start = r.pos
     cdef Py_ssize_t n = r_compact_length_byte(r, nullable) if compact else -2
     if n == -2:
