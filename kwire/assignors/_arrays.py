@@ -410,7 +410,8 @@ class ArrayGroup:
     @property
     def sub_topics(self) -> np.ndarray:
         if self._sub_topics is None:
-            self._sub_topics = np.tile(self._shared_topics, self.num_members)
+            # np.repeat of one row: np.tile's Python steps cost a small group more than the copy
+            self._sub_topics = np.repeat(self._shared_topics[None, :], self.num_members, axis=0).ravel()
         return self._sub_topics
 
     def shared_topics(self) -> Optional[np.ndarray]:
