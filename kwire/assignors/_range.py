@@ -9,6 +9,7 @@ per-partition work happens in the ``_rangerr`` kernels.
 
 from __future__ import annotations
 
+import operator
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -65,7 +66,9 @@ class GroupStack:
     def topic_hashes(self) -> np.ndarray:
         if len(self.groups) == 1:
             return self.groups[0].topic_hashes()
-        return np.concatenate([g.topic_hashes() for g in self.groups])
+        # One hashing call for the stack: each group's own (cached) hashes
+        # cost a kernel call per group, several times the hashing itself.
+        return fast_string_hashes([t for g in self.groups for t in g.topics])
 
     def member_hashmap_order(self) -> np.ndarray:
         """Members in each group's ``HashMap`` iteration order, group after group, numbered as in the stack."""
@@ -76,6 +79,27 @@ class GroupStack:
 
 
 _ZERO = np.zeros(1, dtype=np.int64)
+
+#: The last stack :func:`stack_of` built, with its groups and kernels.
+_LAST_STACK = None
+
+
+def stack_of(groups: Sequence[ArrayGroup], kernels) -> GroupStack:
+    """The :class:`GroupStack` of ``groups``.  The what-if runs range and then
+    roundrobin on the same groups, and building the stack is most of what
+    roundrobin costs there: the second call on the very same group objects
+    takes the first one's stack (groups are not changed once built, which
+    their cached facts rely on too)."""
+    global _LAST_STACK
+    if len(groups) == 1:
+        return GroupStack(groups, kernels)  # a group's own arrays: nothing worth keeping
+    last = _LAST_STACK
+    if (last is not None and last[0] is kernels and len(last[1]) == len(groups)
+            and all(map(operator.is_, last[1], groups))):
+        return last[2]
+    stack = GroupStack(groups, kernels)
+    _LAST_STACK = (kernels, list(groups), stack)
+    return stack
 
 
 def _stacked_member_order(groups, n_members, member_base) -> np.ndarray:
@@ -208,7 +232,7 @@ def assign_range_many(groups: Sequence[ArrayGroup], implementation: Optional[str
     if not groups or any(_rack_aware(g) for g in groups):
         # Rack matching ties co-partitioned topics of a group together: group by group.
         return end_to_end([assign_range(g, implementation) for g in groups])
-    stack = GroupStack(groups, k)
+    stack = stack_of(groups, k)
     return stack.answer(*k.range_plain(stack.num_members, stack.partition_counts, stack.tp_indptr,
                                        stack.tp_members, java_topic_order(stack, k)))
 
