@@ -528,7 +528,7 @@ _I32, _I64 = np.int32, np.int64
 class _ReplayInput:
     __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "total", "member_codes",
                  "owner_codes", "none_code", "n_codes", "n_topic_ids", "has_prev", "prev_keys", "prev_codes",
-                 "obs_keys", "obs_codes", "obs_counts", "obs_lists", "plain", "sticky")
+                 "obs_keys", "obs_codes", "obs_counts", "obs_lists", "plain", "sticky", "record")
 
 
 class _Variant:
@@ -651,7 +651,41 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
     # How many owner codes and topic ids the generation uses, for the batch
     # to give every generation a range of its own.
     inp.n_codes, inp.n_topic_ids = len(names), len(topic_ids)
+    inp.record = _record(inp)
     return inp
+
+
+# What the batch reads of a generation, as one int64 array (:func:`_record`):
+# a head of these fields, then the columns of _RECORD_COLUMNS end to end,
+# then the plain variant's columns and the sticky one's (left out where the
+# two are one).  A block of generations is then one concatenation rather
+# than one per column: on thousands of generations just packed, each
+# column's pass over the inputs cost as much in cache misses as its reading.
+(_M, _CODES, _TOPIC_IDS, _HAS_PREV, _NONE_CODE, _OBS, _LISTS, _PREV, _PLAIN_OK, _STICKY_OK, _SAME,
+ _GENERATION, _TOTAL, _VARIANT_LENGTHS) = range(14)
+_HEAD = _VARIANT_LENGTHS + 6  # each variant's topic offsets, topic ids and previous slots: their lengths
+#: The generation's columns, and the head field each one's length is in.
+_RECORD_COLUMNS = (("member_codes", _M), ("obs_counts", _M), ("obs_lists", _LISTS), ("obs_codes", _OBS),
+                   ("obs_keys", _OBS), ("prev_codes", _PREV), ("prev_keys", _PREV))
+
+
+def _variant_columns(v: _Variant):
+    if v.group is None:
+        return _NONE, _NONE, _NONE
+    return v.group.topic_offset, v.topic_ids, (v.prev_slots if v.prev_slots is not None else _NONE)
+
+
+def _record(inp: _ReplayInput) -> np.ndarray:
+    plain, sticky = _variant_columns(inp.plain), _variant_columns(inp.sticky)
+    same = inp.sticky is inp.plain
+    prev_len = len(inp.prev_keys) if inp.has_prev else 0
+    head = np.array([len(inp.member_ids), inp.n_codes, inp.n_topic_ids, inp.has_prev, inp.none_code,
+                     len(inp.obs_keys), len(inp.obs_lists), prev_len, inp.plain.error is None,
+                     inp.sticky.error is None, same, inp.generation_id, inp.total]
+                    + [len(a) for a in plain + sticky], _I64)
+    previous = (inp.prev_codes, inp.prev_keys) if inp.has_prev else (_NONE, _NONE)
+    return np.concatenate((head, inp.member_codes, inp.obs_counts, inp.obs_lists, inp.obs_codes, inp.obs_keys)
+                          + previous + plain + (() if same else sticky), dtype=_I64)
 
 
 def _moved(now, inp):
@@ -801,41 +835,34 @@ def _read_observed(inputs, c):
     """``(assigned, moved, max_load, min_load)`` of every generation's observed row
     (``c``: the generations' :class:`_Columns`)."""
     n = len(inputs)
-    sizes, has_prev = c.sizes, c.has_prev
-    obs_len = np.array([len(inp.obs_keys) for inp in inputs], _I64)
-    code_base, n_codes = _starts(np.array([inp.n_codes for inp in inputs], _I64))
-    codes = np.concatenate([inp.obs_codes for inp in inputs])
-    member_codes = c.member_codes[0] + np.repeat(code_base, sizes)
+    sizes, has_prev, head = c.sizes, c.has_prev, c.head
+    every = np.arange(n)
+    obs_len = head[:, _OBS]
+    code_base, n_codes = _starts(head[:, _CODES])
+    codes = _gather(c.obs_codes, every)[0]
+    member_codes = _gather(c.member_codes, every)[0] + np.repeat(code_base, sizes)
     loads = np.bincount(codes + np.repeat(code_base, obs_len), minlength=n_codes)[member_codes]
     hi, lo = _loads_range(loads, _starts(sizes)[0])
     moved = np.zeros(n, _I64)
-    if has_prev.any():
-        topic_base = _starts(np.array([inp.n_topic_ids for inp in inputs], _I64))[0] << 32
-        keys = np.concatenate([inp.obs_keys for inp in inputs]) + np.repeat(topic_base, obs_len)
-        with_prev = [inp for inp in inputs if inp.has_prev]
-        # a generation without a previous one has no previous owners: the columns hold none for it
-        prev_codes, _starts_of, prev_len = c.prev_codes
-        prev_len = prev_len[has_prev]
-        prev_keys = (np.concatenate([inp.prev_keys for inp in with_prev])
-                     + np.repeat(topic_base[has_prev], prev_len))
+    with_prev = np.flatnonzero(has_prev)
+    if len(with_prev):
+        topic_base = _starts(head[:, _TOPIC_IDS])[0] << 32
+        keys = _gather(c.obs_keys, every)[0] + np.repeat(topic_base, obs_len)
+        prev_codes, prev_len = _gather(c.prev_codes, with_prev)
+        prev_keys = _gather(c.prev_keys, with_prev)[0] + np.repeat(topic_base[with_prev], prev_len)
         at = np.minimum(np.searchsorted(keys, prev_keys), len(keys) - 1)
         now = np.where(keys[at] == prev_keys, codes[at], -1)
-        moved[has_prev] = _moved_counts(now, prev_codes, np.repeat(c.none_code[has_prev], prev_len),
-                                        np.repeat(np.arange(len(with_prev)), prev_len), len(with_prev))
+        moved[with_prev] = _moved_counts(now, prev_codes, np.repeat(c.none_code[with_prev], prev_len),
+                                         np.repeat(np.arange(len(with_prev)), prev_len), len(with_prev))
     return obs_len, moved, hi, lo
 
 
 _NONE = np.zeros(0, _I64)
 
 
-def _ragged(arrays):
-    """``(values end to end, where each array starts, its length)``."""
-    lengths = np.array([len(a) for a in arrays], _I64)
-    return (np.concatenate(arrays) if len(arrays) else np.zeros(0, _I64)), _starts(lengths)[0], lengths
-
-
 def _gather(ragged, which):
-    """The arrays ``which`` of a :func:`_ragged` laid end to end, and their lengths."""
+    """The arrays ``which`` of a ragged column ``(values, where each array
+    starts in them, its length)`` laid end to end, and their lengths."""
     values, starts, lengths = ragged
     n = lengths[which]
     base, total = _starts(n)
@@ -844,29 +871,42 @@ def _gather(ragged, which):
 
 class _Columns:
     """What the batch reads of the generations and (:meth:`of_variants`)
-    of their two variants, end to end once per batch; an answer picks its
-    generation's and variant's pieces by index (many answers share them:
-    each generation has four)."""
+    of their two variants: their records (:func:`_record`) end to end once
+    per batch, each column a ragged ``(values, starts, lengths)`` over them;
+    an answer picks its generation's and variant's pieces by index (many
+    answers share them: each generation has four)."""
 
     def __init__(self, inputs):
-        self.sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
-        self.has_prev = np.array([inp.has_prev for inp in inputs], bool)
-        self.none_code = np.array([inp.none_code for inp in inputs], _I64)
-        self.member_codes = _ragged([inp.member_codes for inp in inputs])
-        self.obs_counts = _ragged([inp.obs_counts for inp in inputs])
-        self.obs_lists = _ragged([inp.obs_lists for inp in inputs])
-        self.prev_codes = _ragged([inp.prev_codes if inp.has_prev else _NONE for inp in inputs])
+        records = [inp.record for inp in inputs]
+        self.values = values = np.concatenate(records)
+        start = _starts(np.fromiter(map(len, records), _I64, len(records)))[0]
+        self.head = head = values[start[:, None] + np.arange(_HEAD)]
+        self.sizes = head[:, _M]
+        self.has_prev = head[:, _HAS_PREV] > 0
+        self.none_code = head[:, _NONE_CODE]
+        sticky_lengths = head[:, _VARIANT_LENGTHS + 3:_HEAD] * (head[:, _SAME, None] == 0)
+        lengths = np.concatenate([head[:, [field for _name, field in _RECORD_COLUMNS]],
+                                  head[:, _VARIANT_LENGTHS:_VARIANT_LENGTHS + 3], sticky_lengths], axis=1)
+        bases = start[:, None] + _HEAD + np.cumsum(lengths, axis=1) - lengths
+        for k, (name, field) in enumerate(_RECORD_COLUMNS):
+            setattr(self, name, (values, bases[:, k], head[:, field]))
+        k = len(_RECORD_COLUMNS)
+        plain = bases[:, k:k + 3]
+        # (generation, variant) -> where each of the variant's columns starts; one variant stands for both
+        self.variant_bases = np.stack([plain, np.where(head[:, _SAME, None] > 0, plain, bases[:, k + 3:])], axis=1)
+        self.variant_lengths = head[:, _VARIANT_LENGTHS:_HEAD].reshape(len(records), 2, 3)
 
-    def of_variants(self, inputs, variant_ids):
+    def of_variants(self, variant_ids):
         """The variants' columns (variant id: generation * 2, + 1 for the sticky one)."""
         self.variant_ids = variant_ids
-        variants = [inputs[v >> 1].sticky if v & 1 else inputs[v >> 1].plain for v in variant_ids.tolist()]
+        gen, sticky = variant_ids >> 1, variant_ids & 1
+        bases, lengths = self.variant_bases[gen, sticky], self.variant_lengths[gen, sticky]
+        values = self.values
         # each group's topic offsets, its partition count last
-        self.topic_starts = _ragged([v.group.topic_offset for v in variants])
-        values, starts, lengths = self.topic_starts
-        self.n_partitions = values[starts + lengths - 1]
-        self.topic_ids = _ragged([v.topic_ids for v in variants])
-        self.prev_slots = _ragged([v.prev_slots if v.prev_slots is not None else _NONE for v in variants])
+        self.topic_starts = (values, bases[:, 0], lengths[:, 0])
+        self.n_partitions = values[bases[:, 0] + lengths[:, 0] - 1]
+        self.topic_ids = (values, bases[:, 1], lengths[:, 1])
+        self.prev_slots = (values, bases[:, 2], lengths[:, 2])
 
 
 def _read_answers(inputs, c, gen, sticky, answer):
@@ -878,9 +918,9 @@ def _read_answers(inputs, c, gen, sticky, answer):
     generations' :class:`_Columns`."""
     J = len(gen)
     # a generation with nothing to claim has one variant for all strategies
-    one = np.array([inp.sticky is inp.plain for inp in inputs], bool)
+    one = c.head[:, _SAME] > 0
     variant_id = gen * 2 + (sticky & ~one[gen])
-    c.of_variants(inputs, np.unique(variant_id))
+    c.of_variants(np.unique(variant_id))
     var = np.searchsorted(c.variant_ids, variant_id)
     sizes = c.sizes[gen]
     # each answer's partition slots, and one past its end for "not in the group"
@@ -940,12 +980,11 @@ def _read_answers(inputs, c, gen, sticky, answer):
     return assigned, moved, hi, lo, reproduces
 
 
-def _sticky_pair_stacked(inputs, plain, sizes, implementation):
+def _sticky_pair_stacked(inputs, paired, sizes, implementation):
     """``{strategy: (generations, answer)}`` of both sticky
-    strategies run on every generation of ``plain`` whose sticky group was
-    built, in one call; a generation the call refuses is left out, to run
-    (and report its failure) alone as :func:`_answers` runs it."""
-    paired = [i for i in plain if inputs[i].sticky.error is None]
+    strategies run on every generation of ``paired`` (those whose plain and
+    sticky groups were built) in one call; a generation the call refuses is
+    left out, to run (and report its failure) alone as :func:`_answers` runs it."""
     if not paired:
         return {}
     *both, refused = assignors.assign_sticky_pair_many([inputs[i].sticky.group for i in paired],
@@ -1000,33 +1039,34 @@ def _replay_block(inputs, strategies, implementation) -> pa.Table:
     # kernels split one topic at a time, whichever group it is of), and the
     # sticky pair every generation in one call too; a generation a stacked
     # call cannot take runs alone.
-    plain = [i for i, inp in enumerate(inputs) if inp.plain.error is None]
+    head = columns.head
+    plain_ok = head[:, _PLAIN_OK] > 0
+    plain = np.flatnonzero(plain_ok).tolist()
+    plain_groups = [inputs[i].plain.group for i in plain]
     stacked = {}  # strategy -> (generations, answer end to end)
     for strategy in strategies:
         if strategy in ("range", "roundrobin") and plain and strategy not in stacked:
             try:
-                stacked[strategy] = (plain, assignors.assign_arrays_many(
-                    strategy, [inputs[i].plain.group for i in plain], implementation=implementation))
+                stacked[strategy] = (plain, assignors.assign_arrays_many(strategy, plain_groups,
+                                                                         implementation=implementation))
             except KwireError:
                 pass  # each generation then runs, and reports its failure, on its own
     if "sticky" in strategies and "cooperative-sticky" in strategies:
-        stacked.update(_sticky_pair_stacked(inputs, plain, sizes, implementation))
+        paired = np.flatnonzero(plain_ok & (head[:, _STICKY_OK] > 0)).tolist()
+        stacked.update(_sticky_pair_stacked(inputs, paired, sizes, implementation))
     rows_of, answers = [], []
+    # which strategies (columns 1 on) each generation still runs alone
+    alone = np.ones((n, width), bool)
     for k, strategy in enumerate(strategies, 1):
         if strategy in stacked:
             done, answer = stacked[strategy]
             rows_of.append(np.array(done, _I64) * width + k)
             answers.append(answer)
-    # which strategies each generation still runs alone
-    done_by = [set() for _ in inputs]
-    for strategy, (done, _a) in stacked.items():
-        for i in done:
-            done_by[i].add(strategy)
-    for i, inp in enumerate(inputs):
-        todo = [k for k, s in enumerate(strategies, 1) if s not in done_by[i]]
-        if not todo:
-            continue
-        for k, (_v, result, error) in zip(todo, _answers(inp, [strategies[k - 1] for k in todo], implementation)):
+            alone[done, k] = False
+    for i in np.flatnonzero(alone[:, 1:].any(axis=1)).tolist():
+        todo = (np.flatnonzero(alone[i, 1:]) + 1).tolist()
+        for k, (_v, result, error) in zip(todo, _answers(inputs[i], [strategies[k - 1] for k in todo],
+                                                         implementation)):
             k += i * width
             if result is None:
                 failed[k] = True
@@ -1055,11 +1095,11 @@ def _replay_block(inputs, strategies, implementation) -> pa.Table:
 
     return pa.Table.from_arrays([
         pa.array([inp.group_id for inp in inputs], pa.string()).take(generation),
-        pa.array(np.array([inp.generation_id for inp in inputs], _I32)[generation], pa.int32()),
+        pa.array(head[:, _GENERATION].astype(_I32)[generation], pa.int32()),
         names.take(name_at),
         pa.array(observed, pa.bool_()),
         pa.array(sizes.astype(_I32)[generation], pa.int32()),
-        pa.array(np.array([inp.total for inp in inputs], _I32)[generation], pa.int32()),
+        pa.array(head[:, _TOTAL].astype(_I32)[generation], pa.int32()),
         int32(assigned, failed),
         int32(moved, failed | ~has_prev[generation]),
         int32(max_load, failed),
