@@ -972,9 +972,14 @@ def _read_answers(inputs, c, gen, sticky, answer):
         reproduces &= as_is
         redo = ~as_is[job]  # only the lists that differ as they stand are regrouped
         if redo.any():
-            _u, first, inverse = np.unique((member[keep] * (int(id_len.max()) + 1) + topic[keep])[redo],
-                                           return_index=True, return_inverse=True)
-            grouped = keys[redo][np.argsort(first[inverse], kind="stable")]
+            # each entry's place is where its (member, topic) first appears:
+            # written from the back, a repeated index keeps the first one
+            width = int(id_len.max()) + 1
+            member_topic = (member[keep] * width + topic[keep])[redo]
+            place = np.arange(len(member_topic))
+            first = np.empty(n_members * width, _I64)
+            first[member_topic[::-1]] = place[::-1]
+            grouped = keys[redo][np.argsort(first[member_topic], kind="stable")]
             regrouped = np.bincount(job[redo][grouped != received[redo]], minlength=J) == 0
             reproduces |= counted & regrouped
     return assigned, moved, hi, lo, reproduces
