@@ -527,8 +527,8 @@ _I32, _I64 = np.int32, np.int64
 
 class _ReplayInput:
     __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "total", "member_codes",
-                 "owner_codes", "none_code", "n_codes", "n_topic_ids", "has_prev", "prev_keys", "prev_codes",
-                 "obs_keys", "obs_codes", "obs_counts", "obs_lists", "plain", "sticky", "record")
+                 "none_code", "n_codes", "n_topic_ids", "has_prev", "prev_keys", "prev_codes",
+                 "obs_keys", "obs_codes", "obs_counts", "obs_lists", "plain", "sticky", "head", "record")
 
 
 class _Variant:
@@ -626,7 +626,6 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
     inp.member_ids = [m[0] for m in gg.members]
     inp.total = sum(gg.partition_counts.get(t, 0) for t in {t for m in gg.members for t in m[2]})
     inp.member_codes = np.array([code(m) for m in inp.member_ids], dtype=_I64)
-    inp.owner_codes = np.append(inp.member_codes, -1)  # indexed by member position, -1 for none
     observed = gg.assignment or gg.leader_assignment
     inp.obs_keys, inp.obs_codes = _last_owner(*owned_keys(list(observed.items())))
     mine = [observed.get(m, ()) for m in inp.member_ids]
@@ -651,41 +650,45 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
     # How many owner codes and topic ids the generation uses, for the batch
     # to give every generation a range of its own.
     inp.n_codes, inp.n_topic_ids = len(names), len(topic_ids)
-    inp.record = _record(inp)
+    _lay_out(inp)
     return inp
 
 
-# What the batch reads of a generation, as one int64 array (:func:`_record`):
-# a head of these fields, then the columns of _RECORD_COLUMNS end to end,
-# then the plain variant's columns and the sticky one's (left out where the
-# two are one).  A block of generations is then one concatenation rather
-# than one per column: on thousands of generations just packed, each
-# column's pass over the inputs cost as much in cache misses as its reading.
+# What the batch reads of a generation (:func:`_lay_out`): ``head``, a tuple
+# of these fields, and ``record``, one array of the columns of _LAID_OUT,
+# then the plain variant's and the sticky one's (the sticky one's left out
+# where the two are one, and any column known empty left out), end to end.
+# A block reads every generation's head in one call and its columns in one
+# concatenation: on thousands of generations just packed, a pass over the
+# inputs per column (a dozen small arrays each, all out of cache) cost more
+# than the one concatenation here per generation.
 (_M, _CODES, _TOPIC_IDS, _HAS_PREV, _NONE_CODE, _OBS, _LISTS, _PREV, _PLAIN_OK, _STICKY_OK, _SAME,
  _GENERATION, _TOTAL, _VARIANT_LENGTHS) = range(14)
 _HEAD = _VARIANT_LENGTHS + 6  # each variant's topic offsets, topic ids and previous slots: their lengths
 #: The generation's columns, and the head field each one's length is in.
-_RECORD_COLUMNS = (("member_codes", _M), ("obs_counts", _M), ("obs_lists", _LISTS), ("obs_codes", _OBS),
-                   ("obs_keys", _OBS), ("prev_codes", _PREV), ("prev_keys", _PREV))
+_LAID_OUT = (("member_codes", _M), ("obs_counts", _M), ("obs_lists", _LISTS), ("obs_codes", _OBS),
+             ("obs_keys", _OBS), ("prev_codes", _PREV), ("prev_keys", _PREV))
 
 
-def _variant_columns(v: _Variant):
+def _variant_columns(v: _Variant, prev_len):
     if v.group is None:
-        return _NONE, _NONE, _NONE
-    return v.group.topic_offset, v.topic_ids, (v.prev_slots if v.prev_slots is not None else _NONE)
+        return (), (0, 0, 0)
+    if v.prev_slots is None:
+        return (v.group.topic_offset, v.topic_ids), (len(v.topic_ids) + 1, len(v.topic_ids), 0)
+    return (v.group.topic_offset, v.topic_ids, v.prev_slots), (len(v.topic_ids) + 1, len(v.topic_ids), prev_len)
 
 
-def _record(inp: _ReplayInput) -> np.ndarray:
-    plain, sticky = _variant_columns(inp.plain), _variant_columns(inp.sticky)
+def _lay_out(inp: _ReplayInput) -> None:
     same = inp.sticky is inp.plain
     prev_len = len(inp.prev_keys) if inp.has_prev else 0
-    head = np.array([len(inp.member_ids), inp.n_codes, inp.n_topic_ids, inp.has_prev, inp.none_code,
-                     len(inp.obs_keys), len(inp.obs_lists), prev_len, inp.plain.error is None,
-                     inp.sticky.error is None, same, inp.generation_id, inp.total]
-                    + [len(a) for a in plain + sticky], _I64)
-    previous = (inp.prev_codes, inp.prev_keys) if inp.has_prev else (_NONE, _NONE)
-    return np.concatenate((head, inp.member_codes, inp.obs_counts, inp.obs_lists, inp.obs_codes, inp.obs_keys)
-                          + previous + plain + (() if same else sticky), dtype=_I64)
+    plain, plain_lengths = _variant_columns(inp.plain, prev_len)
+    sticky, sticky_lengths = (plain, plain_lengths) if same else _variant_columns(inp.sticky, prev_len)
+    inp.head = (len(inp.member_ids), inp.n_codes, inp.n_topic_ids, inp.has_prev, inp.none_code, len(inp.obs_keys),
+                len(inp.obs_lists), prev_len, inp.plain.error is None, inp.sticky.error is None, same,
+                inp.generation_id, inp.total) + plain_lengths + sticky_lengths
+    inp.record = np.concatenate((inp.member_codes, inp.obs_counts, inp.obs_lists, inp.obs_codes, inp.obs_keys)
+                                + ((inp.prev_codes, inp.prev_keys) if inp.has_prev else ()) + plain
+                                + (() if same else sticky))
 
 
 def _moved(now, inp):
@@ -780,6 +783,8 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
     _observed_row(rows, inp)
     m = len(inp.member_ids)
     member_index = np.arange(m)
+    # indexed by member position, -1 for none (made here: the batch, which packing serves, does without)
+    owner_codes = np.append(inp.member_codes, -1)
     for strategy, (v, result, error) in zip(strategies, _answers(inp, strategies, implementation)):
         if result is None:
             rows.append((inp.group_id, inp.generation_id, strategy, False, m, inp.total,
@@ -794,7 +799,7 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
         taken = owner[owner >= 0]
         moved = None
         if inp.has_prev:
-            moved = _moved(inp.owner_codes[owner[v.prev_slots]], inp)
+            moved = _moved(owner_codes[owner[v.prev_slots]], inp)
         _row(rows, inp, strategy, False, len(taken), np.bincount(taken, minlength=m), moved,
              _reproduces(result, v.topic_ids, counts, inp))
 
@@ -871,30 +876,28 @@ def _gather(ragged, which):
 
 class _Columns:
     """What the batch reads of the generations and (:meth:`of_variants`)
-    of their two variants: their records (:func:`_record`) end to end once
-    per batch, each column a ragged ``(values, starts, lengths)`` over them;
-    an answer picks its generation's and variant's pieces by index (many
-    answers share them: each generation has four)."""
+    of their two variants: their heads, and their records (:func:`_lay_out`)
+    end to end once per batch, each column a ragged ``(values, starts,
+    lengths)`` over them; an answer picks its generation's and variant's
+    pieces by index (many answers share them: each generation has four)."""
 
     def __init__(self, inputs):
-        records = [inp.record for inp in inputs]
-        self.values = values = np.concatenate(records)
-        start = _starts(np.fromiter(map(len, records), _I64, len(records)))[0]
-        self.head = head = values[start[:, None] + np.arange(_HEAD)]
+        self.head = head = np.array([inp.head for inp in inputs], _I64).reshape(len(inputs), _HEAD)
+        self.values = values = np.concatenate([inp.record for inp in inputs])
         self.sizes = head[:, _M]
         self.has_prev = head[:, _HAS_PREV] > 0
         self.none_code = head[:, _NONE_CODE]
         sticky_lengths = head[:, _VARIANT_LENGTHS + 3:_HEAD] * (head[:, _SAME, None] == 0)
-        lengths = np.concatenate([head[:, [field for _name, field in _RECORD_COLUMNS]],
+        lengths = np.concatenate([head[:, [field for _name, field in _LAID_OUT]],
                                   head[:, _VARIANT_LENGTHS:_VARIANT_LENGTHS + 3], sticky_lengths], axis=1)
-        bases = start[:, None] + _HEAD + np.cumsum(lengths, axis=1) - lengths
-        for k, (name, field) in enumerate(_RECORD_COLUMNS):
+        bases = (np.cumsum(lengths) - lengths.ravel()).reshape(lengths.shape)
+        for k, (name, field) in enumerate(_LAID_OUT):
             setattr(self, name, (values, bases[:, k], head[:, field]))
-        k = len(_RECORD_COLUMNS)
+        k = len(_LAID_OUT)
         plain = bases[:, k:k + 3]
         # (generation, variant) -> where each of the variant's columns starts; one variant stands for both
         self.variant_bases = np.stack([plain, np.where(head[:, _SAME, None] > 0, plain, bases[:, k + 3:])], axis=1)
-        self.variant_lengths = head[:, _VARIANT_LENGTHS:_HEAD].reshape(len(records), 2, 3)
+        self.variant_lengths = head[:, _VARIANT_LENGTHS:_HEAD].reshape(len(inputs), 2, 3)
 
     def of_variants(self, variant_ids):
         """The variants' columns (variant id: generation * 2, + 1 for the sticky one)."""
