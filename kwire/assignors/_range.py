@@ -117,7 +117,9 @@ def _stacked_member_order(groups, n_members, member_base) -> np.ndarray:
 
 def _capacities(sizes: np.ndarray) -> np.ndarray:
     """:func:`capacity_after` of each size."""
-    return np.array([capacity_after(n) for n in sizes.tolist()], dtype=np.int64)
+    # a stack of thousands of small groups has a handful of distinct sizes
+    distinct, at = np.unique(sizes, return_inverse=True)
+    return np.array([capacity_after(n) for n in distinct.tolist()], dtype=np.int64)[at]
 
 
 def java_topic_order(stack: GroupStack, kernels) -> np.ndarray:
@@ -229,7 +231,8 @@ def assign_range(group: ArrayGroup, implementation: Optional[str] = None) -> Arr
 def assign_range_many(groups: Sequence[ArrayGroup], implementation: Optional[str] = None) -> ArrayAssignment:
     """:func:`assign_range` of each group, end to end (:func:`end_to_end`), in one kernel run."""
     k = load_kernels("rangerr", implementation)
-    if not groups or any(_rack_aware(g) for g in groups):
+    # most groups have no replica racks, which settles it without the call
+    if not groups or any(len(g.replica_racks) and _rack_aware(g) for g in groups):
         # Rack matching ties co-partitioned topics of a group together: group by group.
         return end_to_end([assign_range(g, implementation) for g in groups])
     stack = stack_of(groups, k)
