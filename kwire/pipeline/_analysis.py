@@ -1020,19 +1020,55 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
     each, with range, roundrobin and the sticky pair run on a block of
     generations at once, and every answer read for the whole block."""
     inputs = list(inputs)
-    if len(inputs) <= _BLOCK:
-        return _replay_block(inputs, strategies, implementation)
-    return pa.concat_tables([_replay_block(inputs[k:k + _BLOCK], strategies, implementation)
-                             for k in range(0, len(inputs), _BLOCK)]).combine_chunks()
-
-
-def _replay_block(inputs, strategies, implementation) -> pa.Table:
     n, width = len(inputs), len(strategies) + 1
     if not n:
         return WHATIF_SCHEMA.empty_table()
+    # the blocks' columns end to end, made into Arrow once: a table per block cost more than its columns
+    blocks = [_replay_block(inputs[k:k + _BLOCK], strategies, implementation) for k in range(0, n, _BLOCK)]
+    head, assigned, moved, max_load, min_load, reproduces, failed, error_at = (
+        np.concatenate(column) for column in zip(*(b[:-1] for b in blocks)))
+    errors = [e for b in blocks for e in b[-1]]
+    # each block numbered its errors from 0
+    error_base = np.repeat(_starts(np.array([len(b[-1]) for b in blocks], _I64))[0],
+                           [len(b[0]) * width for b in blocks])
+    error_at = np.where(error_at < 0, -1, error_at + error_base)
+    n_rows = n * width
+    generation = np.repeat(np.arange(n), width)
+    observed = np.zeros(n_rows, bool)
+    observed[::width] = True
+    # the observed row's name is the group's protocol, the others the strategy's
+    names = pa.array([inp.protocol_name for inp in inputs] + list(strategies), pa.string())
+    name_at = np.where(observed, generation, n + np.arange(n_rows) % width - 1)
+
+    def int32(values, mask):
+        return pa.array(values.astype(_I32), pa.int32(), mask=mask)
+
+    return pa.Table.from_arrays([
+        pa.array([inp.group_id for inp in inputs], pa.string()).take(generation),
+        pa.array(head[:, _GENERATION].astype(_I32)[generation], pa.int32()),
+        names.take(name_at),
+        pa.array(observed, pa.bool_()),
+        pa.array(head[:, _M].astype(_I32)[generation], pa.int32()),
+        pa.array(head[:, _TOTAL].astype(_I32)[generation], pa.int32()),
+        int32(assigned, failed),
+        int32(moved, failed | (head[:, _HAS_PREV] == 0)[generation]),
+        int32(max_load, failed),
+        int32(min_load, failed),
+        int32(max_load - min_load, failed),
+        pa.array(reproduces, pa.bool_(), mask=failed | observed),
+        pa.array(errors, pa.string()).take(pa.array(error_at, mask=error_at < 0)),
+    ], schema=WHATIF_SCHEMA)
+
+
+def _replay_block(inputs, strategies, implementation):
+    """One block of :func:`replay_batch`: the generations' heads, then per row
+    (the observed one and each strategy's, generation after generation)
+    assigned, moved, max load, min load, reproduces, failed and the index of
+    its error in the list of errors that comes last."""
+    n, width = len(inputs), len(strategies) + 1
     n_rows = n * width
     columns = _Columns(inputs)
-    sizes, has_prev = columns.sizes, columns.has_prev
+    sizes = columns.sizes
     assigned, moved, max_load, min_load = (np.zeros(n_rows, _I64) for _ in range(4))
     reproduces = np.zeros(n_rows, bool)
     failed = np.zeros(n_rows, bool)
@@ -1091,31 +1127,7 @@ def _replay_block(inputs, strategies, implementation) -> pa.Table:
          reproduces[rows_of]) = _read_answers(inputs, columns, rows_of // width, on_sticky[rows_of % width],
                                               assignors.end_to_end(answers))
 
-    generation = np.repeat(np.arange(n), width)
-    observed = np.zeros(n_rows, bool)
-    observed[observed_rows] = True
-    # the observed row's name is the group's protocol, the others the strategy's
-    names = pa.array([inp.protocol_name for inp in inputs] + list(strategies), pa.string())
-    name_at = np.where(observed, generation, n + np.arange(n_rows) % width - 1)
-
-    def int32(values, mask):
-        return pa.array(values.astype(_I32), pa.int32(), mask=mask)
-
-    return pa.Table.from_arrays([
-        pa.array([inp.group_id for inp in inputs], pa.string()).take(generation),
-        pa.array(head[:, _GENERATION].astype(_I32)[generation], pa.int32()),
-        names.take(name_at),
-        pa.array(observed, pa.bool_()),
-        pa.array(sizes.astype(_I32)[generation], pa.int32()),
-        pa.array(head[:, _TOTAL].astype(_I32)[generation], pa.int32()),
-        int32(assigned, failed),
-        int32(moved, failed | ~has_prev[generation]),
-        int32(max_load, failed),
-        int32(min_load, failed),
-        int32(max_load - min_load, failed),
-        pa.array(reproduces, pa.bool_(), mask=failed | observed),
-        pa.array(errors, pa.string()).take(pa.array(error_at, mask=error_at < 0)),
-    ], schema=WHATIF_SCHEMA)
+    return columns.head, assigned, moved, max_load, min_load, reproduces, failed, error_at, errors
 
 
 def replay_inputs(tl: Timeline):
