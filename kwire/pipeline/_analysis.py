@@ -528,7 +528,7 @@ _I32, _I64 = np.int32, np.int64
 class _ReplayInput:
     __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "total", "member_codes",
                  "none_code", "n_codes", "n_topic_ids", "has_prev", "prev_keys", "prev_codes",
-                 "obs_keys", "obs_codes", "obs_counts", "obs_lists", "plain", "sticky", "head", "record")
+                 "obs_keys", "obs_codes", "obs_counts", "obs_lists", "plain", "sticky", "head", "columns")
 
 
 class _Variant:
@@ -655,13 +655,14 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
 
 
 # What the batch reads of a generation (:func:`_lay_out`): ``head``, a tuple
-# of these fields, and ``record``, one array of the columns of _LAID_OUT,
-# then the plain variant's and the sticky one's (the sticky one's left out
-# where the two are one, and any column known empty left out), end to end.
-# A block reads every generation's head in one call and its columns in one
-# concatenation: on thousands of generations just packed, a pass over the
-# inputs per column (a dozen small arrays each, all out of cache) cost more
-# than the one concatenation here per generation.
+# of these fields, and ``columns``, the arrays of _LAID_OUT, then the plain
+# variant's and the sticky one's (the sticky one's left out where they
+# are the plain one's, _SAME, and any array known empty left out).  A block reads every
+# generation's head in one call and all their columns in one
+# concatenation: a pass over the inputs per column cost more in
+# per-call overhead and cache misses than the reading itself.  (Joining a
+# generation's columns as it is packed would take its arrays hot, but at a
+# call per generation it cost packing more than it saved here.)
 (_M, _CODES, _TOPIC_IDS, _HAS_PREV, _NONE_CODE, _OBS, _LISTS, _PREV, _PLAIN_OK, _STICKY_OK, _SAME,
  _GENERATION, _TOTAL, _VARIANT_LENGTHS) = range(14)
 _HEAD = _VARIANT_LENGTHS + 6  # each variant's topic offsets, topic ids and previous slots: their lengths
@@ -679,16 +680,18 @@ def _variant_columns(v: _Variant, prev_len):
 
 
 def _lay_out(inp: _ReplayInput) -> None:
-    same = inp.sticky is inp.plain
+    # Two variants over the same topics have the same topic offsets, ids and
+    # previous slots (claims change none of them): the usual sticky variant.
+    same = inp.sticky is inp.plain or (inp.sticky.group is not None and inp.plain.group is not None
+                                       and inp.sticky.group.topics == inp.plain.group.topics)
     prev_len = len(inp.prev_keys) if inp.has_prev else 0
     plain, plain_lengths = _variant_columns(inp.plain, prev_len)
     sticky, sticky_lengths = (plain, plain_lengths) if same else _variant_columns(inp.sticky, prev_len)
     inp.head = (len(inp.member_ids), inp.n_codes, inp.n_topic_ids, inp.has_prev, inp.none_code, len(inp.obs_keys),
                 len(inp.obs_lists), prev_len, inp.plain.error is None, inp.sticky.error is None, same,
                 inp.generation_id, inp.total) + plain_lengths + sticky_lengths
-    inp.record = np.concatenate((inp.member_codes, inp.obs_counts, inp.obs_lists, inp.obs_codes, inp.obs_keys)
-                                + ((inp.prev_codes, inp.prev_keys) if inp.has_prev else ()) + plain
-                                + (() if same else sticky))
+    inp.columns = ((inp.member_codes, inp.obs_counts, inp.obs_lists, inp.obs_codes, inp.obs_keys)
+                   + ((inp.prev_codes, inp.prev_keys) if inp.has_prev else ()) + plain + (() if same else sticky))
 
 
 def _moved(now, inp):
@@ -825,10 +828,13 @@ def _starts(lengths):
     return ends - lengths, int(ends[-1]) if len(ends) else 0
 
 
-def _moved_counts(now, prev_codes, none_codes, segment, n):
+def _moved_counts(now, prev_codes, none_code, segment, n):
     """Per segment, how many previously owned partitions have another owner
-    (``now``: each one's owner code, -1 for none); :func:`_moved` for many."""
-    same = (now == prev_codes) | ((now == -1) & (prev_codes == none_codes))
+    (``now``: each one's owner code, -1 for none; ``none_code``: each
+    segment's code of an owner named None, or -2); :func:`_moved` for many."""
+    same = now == prev_codes
+    if (none_code >= 0).any():  # rare: most generations name no owner None
+        same |= (now == -1) & (prev_codes == none_code[segment])
     return np.bincount(segment[~same], minlength=n)
 
 
@@ -857,7 +863,7 @@ def _read_observed(inputs, c):
         prev_keys = _gather(c.prev_keys, with_prev)[0] + np.repeat(topic_base[with_prev], prev_len)
         at = np.minimum(np.searchsorted(keys, prev_keys), len(keys) - 1)
         now = np.where(keys[at] == prev_keys, codes[at], -1)
-        moved[with_prev] = _moved_counts(now, prev_codes, np.repeat(c.none_code[with_prev], prev_len),
+        moved[with_prev] = _moved_counts(now, prev_codes, c.none_code[with_prev],
                                          np.repeat(np.arange(len(with_prev)), prev_len), len(with_prev))
     return obs_len, moved, hi, lo
 
@@ -876,14 +882,14 @@ def _gather(ragged, which):
 
 class _Columns:
     """What the batch reads of the generations and (:meth:`of_variants`)
-    of their two variants: their heads, and their records (:func:`_lay_out`)
+    of their two variants: their heads, and their columns (:func:`_lay_out`)
     end to end once per batch, each column a ragged ``(values, starts,
     lengths)`` over them; an answer picks its generation's and variant's
     pieces by index (many answers share them: each generation has four)."""
 
     def __init__(self, inputs):
         self.head = head = np.array([inp.head for inp in inputs], _I64).reshape(len(inputs), _HEAD)
-        self.values = values = np.concatenate([inp.record for inp in inputs])
+        self.values = values = np.concatenate([a for inp in inputs for a in inp.columns])
         self.sizes = head[:, _M]
         self.has_prev = head[:, _HAS_PREV] > 0
         self.none_code = head[:, _NONE_CODE]
@@ -955,8 +961,7 @@ def _read_answers(inputs, c, gen, sticky, answer):
         now = owner[prev_slots + np.repeat(slot_base[picked], prev_len)]
         member_codes = _gather(c.member_codes, gen)[0]
         now = np.where(now >= 0, member_codes[now], -1)
-        moved[picked] = _moved_counts(now, _gather(c.prev_codes, gen[picked])[0],
-                                      np.repeat(c.none_code[gen[picked]], prev_len),
+        moved[picked] = _moved_counts(now, _gather(c.prev_codes, gen[picked])[0], c.none_code[gen[picked]],
                                       np.repeat(np.arange(len(picked)), prev_len), len(picked))
 
     # Reproduces: every member's count as received, then its list as it reads
