@@ -103,15 +103,26 @@ def stack_of(groups: Sequence[ArrayGroup], kernels) -> GroupStack:
 
 
 def _stacked_member_order(groups, n_members, member_base) -> np.ndarray:
-    """Each group's ``member_sort_order``, numbered as in the stack: the
-    groups without static members (by member id) in one sort for all."""
-    order = stacked_name_order([m for g in groups for m in g.member_ids], n_members)
+    """Each group's ``member_sort_order``, numbered as in the stack: one sort
+    for all, static members by instance id ahead of dynamic ones by member
+    id (``member_info_order``), but for groups where two static members
+    share an instance id, which keep their HashMap order and sort alone."""
+    ids = [m for g in groups for m in g.member_ids]
+    instance_ids = [i for g in groups for i in g.group_instance_ids]
+    if instance_ids.count(None) == len(instance_ids):
+        order = stacked_name_order(ids, n_members)
+    else:
+        dynamic = np.fromiter((i is None for i in instance_ids), bool, len(instance_ids))
+        order = stacked_name_order([m if i is None else i for m, i in zip(ids, instance_ids)], n_members, dynamic)
     if order is None:
         return (np.concatenate([g.member_sort_order() for g in groups])
                 + np.repeat(member_base, n_members)).astype(np.int32)
-    for i, g in enumerate(groups):
-        if g.group_instance_ids.count(None) != len(g.group_instance_ids):
-            order[member_base[i]:member_base[i] + n_members[i]] = g.member_sort_order() + member_base[i]
+    if len(instance_ids) != instance_ids.count(None):
+        for i in np.flatnonzero(np.bincount(np.repeat(np.arange(len(groups)), n_members)[~dynamic],
+                                            minlength=len(groups))).tolist():
+            static = [s for s in groups[i].group_instance_ids if s is not None]
+            if len(set(static)) != len(static):
+                order[member_base[i]:member_base[i] + n_members[i]] = groups[i].member_sort_order() + member_base[i]
     return order.astype(np.int32)
 
 
