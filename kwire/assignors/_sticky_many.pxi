@@ -112,12 +112,20 @@ cdef object _stacked(list groups, str name, object dtype):
 
 cdef _Stack _stack_of(list groups):
     cdef _Stack s = _Stack()
-    n_members = np.array([g.num_members for g in groups], dtype=np.int64)
-    n_topics = np.array([len(g.topics) for g in groups], dtype=np.int64)
+    cdef Py_ssize_t i, n = len(groups)
+    n_members, n_topics = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    n_subs, n_owned = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] members_of = n_members, topics_of = n_topics, subs_of = n_subs, owned_of = n_owned
+    # one pass for every size of a group: a list apiece, made an array, cost several times that
+    for i in range(n):
+        g = groups[i]
+        members_of[i] = g.num_members
+        topics_of[i] = len(g.topics)
+        subs_of[i] = len(g.sub_topics)
+        owned_of[i] = len(g.owned_topic)
     member_base, topic_base = _bases(n_members), _bases(n_topics)
-    n_subs = np.array([len(g.sub_topics) for g in groups], dtype=np.int64)
     s.member_base, s.topic_base, s.sub_base = member_base, topic_base, _bases(n_subs)
-    s.owned_base = _bases([len(g.owned_topic) for g in groups])
+    s.owned_base = _bases(n_owned)
     counts = _stacked(groups, "partition_counts", np.int32)
     sub_topics = _stacked(groups, "sub_topics", np.int32)
     s.partition_counts, s.sub_topics = counts, sub_topics
