@@ -881,7 +881,7 @@ def _gather(ragged, which):
 
 
 class _Columns:
-    """What the batch reads of the generations and (:meth:`of_variants`)
+    """What the batch reads of the generations and (:meth:`of_answers`)
     of their two variants: their heads, and their columns (:func:`_lay_out`)
     end to end once per batch, each column a ragged ``(values, starts,
     lengths)`` over them; an answer picks its generation's and variant's
@@ -905,10 +905,9 @@ class _Columns:
         self.variant_bases = np.stack([plain, np.where(head[:, _SAME, None] > 0, plain, bases[:, k + 3:])], axis=1)
         self.variant_lengths = head[:, _VARIANT_LENGTHS:_HEAD].reshape(len(inputs), 2, 3)
 
-    def of_variants(self, variant_ids):
-        """The variants' columns (variant id: generation * 2, + 1 for the sticky one)."""
-        self.variant_ids = variant_ids
-        gen, sticky = variant_ids >> 1, variant_ids & 1
+    def of_answers(self, gen, sticky):
+        """The columns of each answer's variant: generation ``gen``'s sticky
+        one where ``sticky``, its plain one otherwise."""
         bases, lengths = self.variant_bases[gen, sticky], self.variant_lengths[gen, sticky]
         values = self.values
         # each group's topic offsets, its partition count last
@@ -926,21 +925,16 @@ def _read_answers(inputs, c, gen, sticky, answer):
     ``moved`` is 0 where the generation has no previous one.  ``c``: the
     generations' :class:`_Columns`."""
     J = len(gen)
-    # a generation with nothing to claim has one variant for all strategies
-    one = c.head[:, _SAME] > 0
-    variant_id = gen * 2 + (sticky & ~one[gen])
-    c.of_variants(np.unique(variant_id))
-    var = np.searchsorted(c.variant_ids, variant_id)
+    c.of_answers(gen, sticky.astype(_I64))
     sizes = c.sizes[gen]
     # each answer's partition slots, and one past its end for "not in the group"
-    slot_base, n_slots = _starts(c.n_partitions[var] + 1)
+    slot_base, n_slots = _starts(c.n_partitions + 1)
     member_base, n_members = _starts(sizes)
     indptr = answer.indptr
     n_elems = int(indptr[-1])
     elem_len = np.diff(np.append(indptr[member_base], n_elems))
     job_of_member = np.repeat(np.arange(J), sizes)
     job_of_elem = np.repeat(np.arange(J), elem_len)
-    var_of_elem = var[job_of_elem]
 
     topic = answer.topic.astype(_I64)  # the group's own topic index
     partition = answer.partition.astype(_I64)
@@ -949,7 +943,7 @@ def _read_answers(inputs, c, gen, sticky, answer):
     # Owner per partition slot; a partition given twice keeps its last owner, as a dict would.
     owner = np.full(n_slots, -1, _I64)
     topic_values, topic_at, _n = c.topic_starts
-    owner[slot_base[job_of_elem] + topic_values[topic_at[var_of_elem] + topic] + partition] = member
+    owner[slot_base[job_of_elem] + topic_values[topic_at[job_of_elem] + topic] + partition] = member
     taken = owner >= 0
     assigned = np.add.reduceat(taken, slot_base, dtype=_I64)
     hi, lo = _loads_range(np.bincount(owner[taken], minlength=n_members), member_base)
@@ -957,7 +951,7 @@ def _read_answers(inputs, c, gen, sticky, answer):
     moved = np.zeros(J, _I64)
     picked = np.flatnonzero(c.has_prev[gen])
     if len(picked):
-        prev_slots, prev_len = _gather(c.prev_slots, var[picked])
+        prev_slots, prev_len = _gather(c.prev_slots, picked)
         now = owner[prev_slots + np.repeat(slot_base[picked], prev_len)]
         member_codes = _gather(c.member_codes, gen)[0]
         now = np.where(now >= 0, member_codes[now], -1)
@@ -973,9 +967,9 @@ def _read_answers(inputs, c, gen, sticky, answer):
     if counted.any():
         keep = counted[job_of_elem]
         id_values, id_at, id_len = c.topic_ids
-        keys = (id_values[id_at[var_of_elem[keep]] + topic[keep]] << 32) | partition[keep]
-        received = _gather(c.obs_lists, gen[counted])[0]
         job = job_of_elem[keep]
+        keys = (id_values[id_at[job] + topic[keep]] << 32) | partition[keep]
+        received = _gather(c.obs_lists, gen[counted])[0]
         as_is = np.bincount(job[keys != received], minlength=J) == 0
         reproduces &= as_is
         redo = ~as_is[job]  # only the lists that differ as they stand are regrouped
