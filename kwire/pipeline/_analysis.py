@@ -664,10 +664,10 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
 # generation's columns as it is packed would take its arrays hot, but at a
 # call per generation it cost packing more than it saved here.)
 (_M, _CODES, _TOPIC_IDS, _HAS_PREV, _NONE_CODE, _OBS, _LISTS, _PREV, _PLAIN_OK, _STICKY_OK, _SAME,
- _GENERATION, _TOTAL, _VARIANT_LENGTHS) = range(14)
+ _GENERATION, _TOTAL, _CODED, _VARIANT_LENGTHS) = range(15)
 _HEAD = _VARIANT_LENGTHS + 6  # each variant's topic offsets, topic ids and previous slots: their lengths
 #: The generation's columns, and the head field each one's length is in.
-_LAID_OUT = (("member_codes", _M), ("obs_counts", _M), ("obs_lists", _LISTS), ("obs_codes", _OBS),
+_LAID_OUT = (("member_codes", _CODED), ("obs_counts", _M), ("obs_lists", _LISTS), ("obs_codes", _OBS),
              ("obs_keys", _OBS), ("prev_codes", _PREV), ("prev_keys", _PREV))
 
 
@@ -687,10 +687,15 @@ def _lay_out(inp: _ReplayInput) -> None:
     prev_len = len(inp.prev_keys) if inp.has_prev else 0
     plain, plain_lengths = _variant_columns(inp.plain, prev_len)
     sticky, sticky_lengths = (plain, plain_lengths) if same else _variant_columns(inp.sticky, prev_len)
-    inp.head = (len(inp.member_ids), inp.n_codes, inp.n_topic_ids, inp.has_prev, inp.none_code, len(inp.obs_keys),
+    m = len(inp.member_ids)
+    # Members are coded first, so their codes are their positions unless an
+    # id repeats (then the last is below m - 1): only then are they laid out.
+    coded = m if inp.member_codes[-1] != m - 1 else 0
+    inp.head = (m, inp.n_codes, inp.n_topic_ids, inp.has_prev, inp.none_code, len(inp.obs_keys),
                 len(inp.obs_lists), prev_len, inp.plain.error is None, inp.sticky.error is None, same,
-                inp.generation_id, inp.total) + plain_lengths + sticky_lengths
-    inp.columns = ((inp.member_codes, inp.obs_counts, inp.obs_lists, inp.obs_codes, inp.obs_keys)
+                inp.generation_id, inp.total, coded) + plain_lengths + sticky_lengths
+    inp.columns = (((inp.member_codes,) if coded else ()) + (inp.obs_counts, inp.obs_lists, inp.obs_codes,
+                                                             inp.obs_keys)
                    + ((inp.prev_codes, inp.prev_keys) if inp.has_prev else ()) + plain + (() if same else sticky))
 
 
@@ -851,7 +856,7 @@ def _read_observed(inputs, c):
     obs_len = head[:, _OBS]
     code_base, n_codes = _starts(head[:, _CODES])
     codes = _gather(c.obs_codes, every)[0]
-    member_codes = _gather(c.member_codes, every)[0] + np.repeat(code_base, sizes)
+    member_codes = c.codes_of(every) + np.repeat(code_base, sizes)
     loads = np.bincount(codes + np.repeat(code_base, obs_len), minlength=n_codes)[member_codes]
     hi, lo = _loads_range(loads, _starts(sizes)[0])
     moved = np.zeros(n, _I64)
@@ -905,6 +910,17 @@ class _Columns:
         self.variant_bases = np.stack([plain, np.where(head[:, _SAME, None] > 0, plain, bases[:, k + 3:])], axis=1)
         self.variant_lengths = head[:, _VARIANT_LENGTHS:_HEAD].reshape(len(inputs), 2, 3)
 
+    def codes_of(self, which):
+        """The member codes of generations ``which``, end to end."""
+        sizes = self.sizes[which]
+        base, total = _starts(sizes)
+        codes = np.arange(total) - np.repeat(base, sizes)
+        coded = np.flatnonzero(self.head[which, _CODED])
+        if len(coded):
+            values, n = _gather(self.member_codes, which[coded])
+            codes[np.repeat(base[coded] - _starts(n)[0], n) + np.arange(len(values))] = values
+        return codes
+
     def of_answers(self, gen, sticky):
         """The columns of each answer's variant: generation ``gen``'s sticky
         one where ``sticky``, its plain one otherwise."""
@@ -953,8 +969,7 @@ def _read_answers(inputs, c, gen, sticky, answer):
     if len(picked):
         prev_slots, prev_len = _gather(c.prev_slots, picked)
         now = owner[prev_slots + np.repeat(slot_base[picked], prev_len)]
-        member_codes = _gather(c.member_codes, gen)[0]
-        now = np.where(now >= 0, member_codes[now], -1)
+        now = np.where(now >= 0, c.codes_of(gen)[now], -1)
         moved[picked] = _moved_counts(now, _gather(c.prev_codes, gen[picked])[0], c.none_code[gen[picked]],
                                       np.repeat(np.arange(len(picked)), prev_len), len(picked))
 
