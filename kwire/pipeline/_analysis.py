@@ -962,7 +962,12 @@ def _read_answers(inputs, c, gen, sticky, answer):
     owner[slot_base[job_of_elem] + topic_values[topic_at[job_of_elem] + topic] + partition] = member
     taken = owner >= 0
     assigned = np.add.reduceat(taken, slot_base, dtype=_I64)
-    hi, lo = _loads_range(np.bincount(owner[taken], minlength=n_members), member_base)
+    # Each member's load is its count of entries unless a slot was written
+    # twice, and then some answer has fewer slots taken than entries.
+    loads = counts
+    if (assigned != elem_len).any():
+        loads = np.bincount(owner[taken], minlength=n_members)
+    hi, lo = _loads_range(loads, member_base)
 
     moved = np.zeros(J, _I64)
     picked = np.flatnonzero(c.has_prev[gen])
