@@ -37,16 +37,19 @@ def _sorted_by_name(indices: Iterable[int], names: Sequence[str]) -> List[int]:
     return sorted(indices, key=lambda i: utf16_key(names[i]))
 
 
-def stacked_name_order(names: List[str], sizes) -> Optional[np.ndarray]:
+def stacked_name_order(names: List[str], sizes, later=None) -> Optional[np.ndarray]:
     """Indices of ``names``, many lists end to end (``sizes`` of each),
     sorted list by list, each in ``String.compareTo`` order (stably): one sort
-    for all the lists.  None where NumPy's strings cannot stand for Java's
-    order: a name beyond ASCII, or holding a NUL (NumPy drops trailing ones)."""
+    for all the lists.  ``later``: where true, the name sorts after every
+    name of its list where it is false (a bool per name).  None where NumPy's
+    strings cannot stand for Java's order: a name beyond ASCII, or holding a
+    NUL (NumPy drops trailing ones)."""
     joined = "".join(names)
     if not joined.isascii() or "\0" in joined:
         return None
     owner = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-    return np.lexsort((np.arange(len(names)), np.array(names, dtype=str), owner))
+    keys = (np.arange(len(names)), np.array(names, dtype=str))
+    return np.lexsort(keys + ((owner,) if later is None else (later, owner)))
 
 
 def java_sorted(names: Iterable[str]) -> List[str]:

@@ -9,6 +9,7 @@ per-partition work happens in the ``_rangerr`` kernels.
 
 from __future__ import annotations
 
+import operator
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -59,8 +60,9 @@ class GroupStack:
             n_subs = np.array([len(g.sub_topics) for g in groups], dtype=np.int64)
             sub_base, n_all = segment_starts(n_subs)
             self.partition_counts = np.concatenate([g.partition_counts for g in groups])
-            self.sub_indptr = np.append(np.concatenate([g.sub_indptr[:-1] for g in groups])
-                                        + np.repeat(sub_base, n_members), n_all)
+            # each group's indptr but its last entry (a view per group cost more than dropping them after)
+            indptr = np.delete(np.concatenate([g.sub_indptr for g in groups]), np.cumsum(n_members + 1) - 1)
+            self.sub_indptr = np.append(indptr + np.repeat(sub_base, n_members), n_all)
             self.sub_topics = (np.concatenate([g.sub_topics for g in groups])
                                + np.repeat(self.topic_base, n_subs)).astype(np.int32)
             self.member_order = _stacked_member_order(groups, n_members, self.member_base)
@@ -76,7 +78,9 @@ class GroupStack:
     def topic_hashes(self) -> np.ndarray:
         if len(self.groups) == 1:
             return self.groups[0].topic_hashes()
-        return np.concatenate([g.topic_hashes() for g in self.groups])
+        # One hashing call for the stack: each group's own (cached) hashes
+        # cost a kernel call per group, several times the hashing itself.
+        return fast_string_hashes([t for g in self.groups for t in g.topics])
 
     def member_hashmap_order(self) -> np.ndarray:
         """Members in each group's ``HashMap`` iteration order, group after group, numbered as in the stack."""
@@ -89,23 +93,57 @@ class GroupStack:
 _ZERO = np.zeros(1, dtype=np.int64)
 _ONE_MEMBER = np.zeros(1, dtype=np.int32)  # a shared topic list's stand-in member (GroupStack)
 
+#: The last stack :func:`stack_of` built, with its groups and kernels.
+_LAST_STACK = None
+
+
+def stack_of(groups: Sequence[ArrayGroup], kernels) -> GroupStack:
+    """The :class:`GroupStack` of ``groups``.  The what-if runs range and then
+    roundrobin on the same groups, and building the stack is most of what
+    roundrobin costs there: the second call on the very same group objects
+    takes the first one's stack (groups are not changed once built, which
+    their cached facts rely on too)."""
+    global _LAST_STACK
+    if len(groups) == 1:
+        return GroupStack(groups, kernels)  # a group's own arrays: nothing worth keeping
+    last = _LAST_STACK
+    if (last is not None and last[0] is kernels and len(last[1]) == len(groups)
+            and all(map(operator.is_, last[1], groups))):
+        return last[2]
+    stack = GroupStack(groups, kernels)
+    _LAST_STACK = (kernels, list(groups), stack)
+    return stack
+
 
 def _stacked_member_order(groups, n_members, member_base) -> np.ndarray:
-    """Each group's ``member_sort_order``, numbered as in the stack: the
-    groups without static members (by member id) in one sort for all."""
-    order = stacked_name_order([m for g in groups for m in g.member_ids], n_members)
+    """Each group's ``member_sort_order``, numbered as in the stack: one sort
+    for all, static members by instance id ahead of dynamic ones by member
+    id (``member_info_order``), but for groups where two static members
+    share an instance id, which keep their HashMap order and sort alone."""
+    ids = [m for g in groups for m in g.member_ids]
+    instance_ids = [i for g in groups for i in g.group_instance_ids]
+    if instance_ids.count(None) == len(instance_ids):
+        order = stacked_name_order(ids, n_members)
+    else:
+        dynamic = np.fromiter((i is None for i in instance_ids), bool, len(instance_ids))
+        order = stacked_name_order([m if i is None else i for m, i in zip(ids, instance_ids)], n_members, dynamic)
     if order is None:
         return (np.concatenate([g.member_sort_order() for g in groups])
                 + np.repeat(member_base, n_members)).astype(np.int32)
-    for i, g in enumerate(groups):
-        if g.group_instance_ids.count(None) != len(g.group_instance_ids):
-            order[member_base[i]:member_base[i] + n_members[i]] = g.member_sort_order() + member_base[i]
+    if len(instance_ids) != instance_ids.count(None):
+        for i in np.flatnonzero(np.bincount(np.repeat(np.arange(len(groups)), n_members)[~dynamic],
+                                            minlength=len(groups))).tolist():
+            static = [s for s in groups[i].group_instance_ids if s is not None]
+            if len(set(static)) != len(static):
+                order[member_base[i]:member_base[i] + n_members[i]] = groups[i].member_sort_order() + member_base[i]
     return order.astype(np.int32)
 
 
 def _capacities(sizes: np.ndarray) -> np.ndarray:
     """:func:`capacity_after` of each size."""
-    return np.array([capacity_after(n) for n in sizes.tolist()], dtype=np.int64)
+    # a stack of thousands of small groups has a handful of distinct sizes
+    distinct, at = np.unique(sizes, return_inverse=True)
+    return np.array([capacity_after(n) for n in distinct.tolist()], dtype=np.int64)[at]
 
 
 def java_topic_order(stack: GroupStack, kernels) -> np.ndarray:
@@ -218,10 +256,11 @@ def assign_range(group: ArrayGroup, implementation: Optional[str] = None) -> Arr
 def assign_range_many(groups: Sequence[ArrayGroup], implementation: Optional[str] = None) -> ArrayAssignment:
     """:func:`assign_range` of each group, end to end (:func:`end_to_end`), in one kernel run."""
     k = load_kernels("rangerr", implementation)
-    if not groups or any(_rack_aware(g) for g in groups):
+    # most groups have no replica racks, which settles it without the call
+    if not groups or any(len(g.replica_racks) and _rack_aware(g) for g in groups):
         # Rack matching ties co-partitioned topics of a group together: group by group.
         return end_to_end([assign_range(g, implementation) for g in groups])
-    stack = GroupStack(groups, k)
+    stack = stack_of(groups, k)
     return stack.answer(*k.range_plain(stack.num_members, stack.partition_counts, stack.tp_indptr,
                                        stack.tp_members, java_topic_order(stack, k)))
 

@@ -14,14 +14,14 @@ from ._javaorder import java_sorted
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, load_kernels
 from ._model import MemberAssignments, GroupInput
-from ._range import GroupStack, member_info_sorted, members_in_map_order
+from ._range import member_info_sorted, members_in_map_order, stack_of
 
 def _roundrobin(groups: Sequence[ArrayGroup], implementation: Optional[str]):
     k = load_kernels("rangerr", implementation)
     if any(g.num_members == 0 for g in groups):
         # Java's CircularIterator refuses an empty member list.
         raise AssignmentError("roundrobin needs at least one member")
-    stack = GroupStack(groups, k)
+    stack = stack_of(groups, k)
     # Ranks run on from group to group: the cursor a group leaves behind is
     # at most the next group's first rank, so that group starts from its own
     # first member, as it does alone.

@@ -22,14 +22,16 @@ included (see ``_Run``).  Where Java throws, the entry points raise
 """
 
 import numpy as np
+cimport numpy as cnp
 from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from libc.stdint cimport int64_t, int32_t, uint32_t, uint8_t
 
 from ._javaorder import capacity_after, hashmap_capacity, hashmap_positions
 from ..errors import AssignmentError, KwireError
 from ._sticky_rules import JavaAssignorFailure, balance_score, check_partition_total, move_budget, validate
 
+cnp.import_array()
 
 IMPLEMENTATION = "cython"
 

@@ -81,24 +81,61 @@ def _bases(lengths):
     return out
 
 
+cdef object _stacked(list groups, str name, object dtype):
+    """``np.concatenate`` of each group's array ``name``.  ArrayGroup keeps
+    its columns 1-d, C-contiguous and of their kernel dtype, so each is one
+    memcpy here: NumPy's checks per array cost several times the copy of a
+    small group's column.  Any other array takes np.concatenate itself."""
+    cdef int type_num = np.dtype(dtype).num
+    cdef int64_t total = 0, used = 0, n
+    cdef cnp.ndarray a
+    cdef list columns = [getattr(g, name) for g in groups]
+    for column in columns:
+        if type(column) is not np.ndarray:
+            return np.concatenate(columns)
+        a = <cnp.ndarray>column
+        if (cnp.PyArray_NDIM(a) != 1 or cnp.PyArray_TYPE(a) != type_num or not cnp.PyArray_IS_C_CONTIGUOUS(a)
+                or not cnp.PyArray_ISNOTSWAPPED(a)):
+            return np.concatenate(columns)
+        total += cnp.PyArray_DIM(a, 0)
+    out = np.empty(total, dtype=dtype)
+    cdef char *dst = <char *>cnp.PyArray_DATA(out)
+    cdef Py_ssize_t itemsize = cnp.PyArray_ITEMSIZE(out)
+    for column in columns:
+        a = <cnp.ndarray>column
+        n = cnp.PyArray_DIM(a, 0)
+        if n:
+            memcpy(dst + used * itemsize, cnp.PyArray_DATA(a), n * itemsize)
+        used += n
+    return out
+
+
 cdef _Stack _stack_of(list groups):
     cdef _Stack s = _Stack()
-    n_members = np.array([g.num_members for g in groups], dtype=np.int64)
-    n_topics = np.array([len(g.topics) for g in groups], dtype=np.int64)
+    cdef Py_ssize_t i, n = len(groups)
+    n_members, n_topics = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    n_subs, n_owned = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] members_of = n_members, topics_of = n_topics, subs_of = n_subs, owned_of = n_owned
+    # one pass for every size of a group: a list apiece, made an array, cost several times that
+    for i in range(n):
+        g = groups[i]
+        members_of[i] = g.num_members
+        topics_of[i] = len(g.topics)
+        subs_of[i] = len(g.sub_topics)
+        owned_of[i] = len(g.owned_topic)
     member_base, topic_base = _bases(n_members), _bases(n_topics)
-    n_subs = np.array([len(g.sub_topics) for g in groups], dtype=np.int64)
     s.member_base, s.topic_base, s.sub_base = member_base, topic_base, _bases(n_subs)
-    s.owned_base = _bases([len(g.owned_topic) for g in groups])
-    counts = np.concatenate([g.partition_counts for g in groups])
-    sub_topics = np.concatenate([g.sub_topics for g in groups])
+    s.owned_base = _bases(n_owned)
+    counts = _stacked(groups, "partition_counts", np.int32)
+    sub_topics = _stacked(groups, "sub_topics", np.int32)
     s.partition_counts, s.sub_topics = counts, sub_topics
-    s.topic_offset = np.concatenate([g.topic_offset for g in groups])
-    s.sub_indptr = np.concatenate([g.sub_indptr for g in groups])
-    s.owned_indptr = np.concatenate([g.owned_indptr for g in groups])
-    s.owned_topic = np.concatenate([g.owned_topic for g in groups])
-    s.owned_partition = np.concatenate([g.owned_partition for g in groups])
-    s.generation = np.concatenate([g.generation for g in groups])
-    s.subscription_generation = np.concatenate([g.subscription_generation for g in groups])
+    s.topic_offset = _stacked(groups, "topic_offset", np.int64)
+    s.sub_indptr = _stacked(groups, "sub_indptr", np.int64)
+    s.owned_indptr = _stacked(groups, "owned_indptr", np.int64)
+    s.owned_topic = _stacked(groups, "owned_topic", np.int32)
+    s.owned_partition = _stacked(groups, "owned_partition", np.int32)
+    s.generation = _stacked(groups, "generation", np.int32)
+    s.subscription_generation = _stacked(groups, "subscription_generation", np.int32)
     # _assignable_topics of every group: subscribed by someone and present with partitions
     total_topics = int(topic_base[len(groups)])
     subscribed = np.bincount(sub_topics + np.repeat(topic_base[:len(groups)], n_subs), minlength=total_topics)

@@ -527,8 +527,8 @@ _I32, _I64 = np.int32, np.int64
 
 class _ReplayInput:
     __slots__ = ("group_id", "generation_id", "protocol_name", "member_ids", "total", "member_codes",
-                 "owner_codes", "none_code", "n_codes", "n_topic_ids", "has_prev", "prev_keys", "prev_codes",
-                 "obs_keys", "obs_codes", "obs_counts", "obs_lists", "plain", "sticky")
+                 "none_code", "n_codes", "n_topic_ids", "has_prev", "prev_keys", "prev_codes",
+                 "obs_keys", "obs_codes", "obs_counts", "obs_lists", "plain", "sticky", "head", "columns")
 
 
 class _Variant:
@@ -626,7 +626,6 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
     inp.member_ids = [m[0] for m in gg.members]
     inp.total = sum(gg.partition_counts.get(t, 0) for t in {t for m in gg.members for t in m[2]})
     inp.member_codes = np.array([code(m) for m in inp.member_ids], dtype=_I64)
-    inp.owner_codes = np.append(inp.member_codes, -1)  # indexed by member position, -1 for none
     observed = gg.assignment or gg.leader_assignment
     inp.obs_keys, inp.obs_codes = _last_owner(*owned_keys(list(observed.items())))
     mine = [observed.get(m, ()) for m in inp.member_ids]
@@ -651,7 +650,53 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
     # How many owner codes and topic ids the generation uses, for the batch
     # to give every generation a range of its own.
     inp.n_codes, inp.n_topic_ids = len(names), len(topic_ids)
+    _lay_out(inp)
     return inp
+
+
+# What the batch reads of a generation (:func:`_lay_out`): ``head``, a tuple
+# of these fields, and ``columns``, the arrays of _LAID_OUT, then the plain
+# variant's and the sticky one's (the sticky one's left out where they
+# are the plain one's, _SAME, and any array known empty left out).  A block reads every
+# generation's head in one call and all their columns in one
+# concatenation: a pass over the inputs per column cost more in
+# per-call overhead and cache misses than the reading itself.  (Joining a
+# generation's columns as it is packed would take its arrays hot, but at a
+# call per generation it cost packing more than it saved here.)
+(_M, _CODES, _TOPIC_IDS, _HAS_PREV, _NONE_CODE, _OBS, _LISTS, _PREV, _PLAIN_OK, _STICKY_OK, _SAME,
+ _GENERATION, _TOTAL, _CODED, _VARIANT_LENGTHS) = range(15)
+_HEAD = _VARIANT_LENGTHS + 6  # each variant's topic offsets, topic ids and previous slots: their lengths
+#: The generation's columns, and the head field each one's length is in.
+_LAID_OUT = (("member_codes", _CODED), ("obs_counts", _M), ("obs_lists", _LISTS), ("obs_codes", _OBS),
+             ("obs_keys", _OBS), ("prev_codes", _PREV), ("prev_keys", _PREV))
+
+
+def _variant_columns(v: _Variant, prev_len):
+    if v.group is None:
+        return (), (0, 0, 0)
+    if v.prev_slots is None:
+        return (v.group.topic_offset, v.topic_ids), (len(v.topic_ids) + 1, len(v.topic_ids), 0)
+    return (v.group.topic_offset, v.topic_ids, v.prev_slots), (len(v.topic_ids) + 1, len(v.topic_ids), prev_len)
+
+
+def _lay_out(inp: _ReplayInput) -> None:
+    # Two variants over the same topics have the same topic offsets, ids and
+    # previous slots (claims change none of them): the usual sticky variant.
+    same = inp.sticky is inp.plain or (inp.sticky.group is not None and inp.plain.group is not None
+                                       and inp.sticky.group.topics == inp.plain.group.topics)
+    prev_len = len(inp.prev_keys) if inp.has_prev else 0
+    plain, plain_lengths = _variant_columns(inp.plain, prev_len)
+    sticky, sticky_lengths = (plain, plain_lengths) if same else _variant_columns(inp.sticky, prev_len)
+    m = len(inp.member_ids)
+    # Members are coded first, so their codes are their positions unless an
+    # id repeats (then the last is below m - 1): only then are they laid out.
+    coded = m if inp.member_codes[-1] != m - 1 else 0
+    inp.head = (m, inp.n_codes, inp.n_topic_ids, inp.has_prev, inp.none_code, len(inp.obs_keys),
+                len(inp.obs_lists), prev_len, inp.plain.error is None, inp.sticky.error is None, same,
+                inp.generation_id, inp.total, coded) + plain_lengths + sticky_lengths
+    inp.columns = (((inp.member_codes,) if coded else ()) + (inp.obs_counts, inp.obs_lists, inp.obs_codes,
+                                                             inp.obs_keys)
+                   + ((inp.prev_codes, inp.prev_keys) if inp.has_prev else ()) + plain + (() if same else sticky))
 
 
 def _moved(now, inp):
@@ -746,6 +791,8 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
     _observed_row(rows, inp)
     m = len(inp.member_ids)
     member_index = np.arange(m)
+    # indexed by member position, -1 for none (made here: the batch, which packing serves, does without)
+    owner_codes = np.append(inp.member_codes, -1)
     for strategy, (v, result, error) in zip(strategies, _answers(inp, strategies, implementation)):
         if result is None:
             rows.append((inp.group_id, inp.generation_id, strategy, False, m, inp.total,
@@ -760,7 +807,7 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
         taken = owner[owner >= 0]
         moved = None
         if inp.has_prev:
-            moved = _moved(inp.owner_codes[owner[v.prev_slots]], inp)
+            moved = _moved(owner_codes[owner[v.prev_slots]], inp)
         _row(rows, inp, strategy, False, len(taken), np.bincount(taken, minlength=m), moved,
              _reproduces(result, v.topic_ids, counts, inp))
 
@@ -786,10 +833,13 @@ def _starts(lengths):
     return ends - lengths, int(ends[-1]) if len(ends) else 0
 
 
-def _moved_counts(now, prev_codes, none_codes, segment, n):
+def _moved_counts(now, prev_codes, none_code, segment, n):
     """Per segment, how many previously owned partitions have another owner
-    (``now``: each one's owner code, -1 for none); :func:`_moved` for many."""
-    same = (now == prev_codes) | ((now == -1) & (prev_codes == none_codes))
+    (``now``: each one's owner code, -1 for none; ``none_code``: each
+    segment's code of an owner named None, or -2); :func:`_moved` for many."""
+    same = now == prev_codes
+    if (none_code >= 0).any():  # rare: most generations name no owner None
+        same |= (now == -1) & (prev_codes == none_code[segment])
     return np.bincount(segment[~same], minlength=n)
 
 
@@ -801,41 +851,34 @@ def _read_observed(inputs, c):
     """``(assigned, moved, max_load, min_load)`` of every generation's observed row
     (``c``: the generations' :class:`_Columns`)."""
     n = len(inputs)
-    sizes, has_prev = c.sizes, c.has_prev
-    obs_len = np.array([len(inp.obs_keys) for inp in inputs], _I64)
-    code_base, n_codes = _starts(np.array([inp.n_codes for inp in inputs], _I64))
-    codes = np.concatenate([inp.obs_codes for inp in inputs])
-    member_codes = c.member_codes[0] + np.repeat(code_base, sizes)
+    sizes, has_prev, head = c.sizes, c.has_prev, c.head
+    every = np.arange(n)
+    obs_len = head[:, _OBS]
+    code_base, n_codes = _starts(head[:, _CODES])
+    codes = _gather(c.obs_codes, every)[0]
+    member_codes = c.codes_of(every) + np.repeat(code_base, sizes)
     loads = np.bincount(codes + np.repeat(code_base, obs_len), minlength=n_codes)[member_codes]
     hi, lo = _loads_range(loads, _starts(sizes)[0])
     moved = np.zeros(n, _I64)
-    if has_prev.any():
-        topic_base = _starts(np.array([inp.n_topic_ids for inp in inputs], _I64))[0] << 32
-        keys = np.concatenate([inp.obs_keys for inp in inputs]) + np.repeat(topic_base, obs_len)
-        with_prev = [inp for inp in inputs if inp.has_prev]
-        # a generation without a previous one has no previous owners: the columns hold none for it
-        prev_codes, _starts_of, prev_len = c.prev_codes
-        prev_len = prev_len[has_prev]
-        prev_keys = (np.concatenate([inp.prev_keys for inp in with_prev])
-                     + np.repeat(topic_base[has_prev], prev_len))
+    with_prev = np.flatnonzero(has_prev)
+    if len(with_prev):
+        topic_base = _starts(head[:, _TOPIC_IDS])[0] << 32
+        keys = _gather(c.obs_keys, every)[0] + np.repeat(topic_base, obs_len)
+        prev_codes, prev_len = _gather(c.prev_codes, with_prev)
+        prev_keys = _gather(c.prev_keys, with_prev)[0] + np.repeat(topic_base[with_prev], prev_len)
         at = np.minimum(np.searchsorted(keys, prev_keys), len(keys) - 1)
         now = np.where(keys[at] == prev_keys, codes[at], -1)
-        moved[has_prev] = _moved_counts(now, prev_codes, np.repeat(c.none_code[has_prev], prev_len),
-                                        np.repeat(np.arange(len(with_prev)), prev_len), len(with_prev))
+        moved[with_prev] = _moved_counts(now, prev_codes, c.none_code[with_prev],
+                                         np.repeat(np.arange(len(with_prev)), prev_len), len(with_prev))
     return obs_len, moved, hi, lo
 
 
 _NONE = np.zeros(0, _I64)
 
 
-def _ragged(arrays):
-    """``(values end to end, where each array starts, its length)``."""
-    lengths = np.array([len(a) for a in arrays], _I64)
-    return (np.concatenate(arrays) if len(arrays) else np.zeros(0, _I64)), _starts(lengths)[0], lengths
-
-
 def _gather(ragged, which):
-    """The arrays ``which`` of a :func:`_ragged` laid end to end, and their lengths."""
+    """The arrays ``which`` of a ragged column ``(values, where each array
+    starts in them, its length)`` laid end to end, and their lengths."""
     values, starts, lengths = ragged
     n = lengths[which]
     base, total = _starts(n)
@@ -843,30 +886,51 @@ def _gather(ragged, which):
 
 
 class _Columns:
-    """What the batch reads of the generations and (:meth:`of_variants`)
-    of their two variants, end to end once per batch; an answer picks its
-    generation's and variant's pieces by index (many answers share them:
-    each generation has four)."""
+    """What the batch reads of the generations and (:meth:`of_answers`)
+    of their two variants: their heads, and their columns (:func:`_lay_out`)
+    end to end once per batch, each column a ragged ``(values, starts,
+    lengths)`` over them; an answer picks its generation's and variant's
+    pieces by index (many answers share them: each generation has four)."""
 
     def __init__(self, inputs):
-        self.sizes = np.array([len(inp.member_ids) for inp in inputs], _I64)
-        self.has_prev = np.array([inp.has_prev for inp in inputs], bool)
-        self.none_code = np.array([inp.none_code for inp in inputs], _I64)
-        self.member_codes = _ragged([inp.member_codes for inp in inputs])
-        self.obs_counts = _ragged([inp.obs_counts for inp in inputs])
-        self.obs_lists = _ragged([inp.obs_lists for inp in inputs])
-        self.prev_codes = _ragged([inp.prev_codes if inp.has_prev else _NONE for inp in inputs])
+        self.head = head = np.array([inp.head for inp in inputs], _I64).reshape(len(inputs), _HEAD)
+        self.values = values = np.concatenate([a for inp in inputs for a in inp.columns])
+        self.sizes = head[:, _M]
+        self.has_prev = head[:, _HAS_PREV] > 0
+        self.none_code = head[:, _NONE_CODE]
+        sticky_lengths = head[:, _VARIANT_LENGTHS + 3:_HEAD] * (head[:, _SAME, None] == 0)
+        lengths = np.concatenate([head[:, [field for _name, field in _LAID_OUT]],
+                                  head[:, _VARIANT_LENGTHS:_VARIANT_LENGTHS + 3], sticky_lengths], axis=1)
+        bases = (np.cumsum(lengths) - lengths.ravel()).reshape(lengths.shape)
+        for k, (name, field) in enumerate(_LAID_OUT):
+            setattr(self, name, (values, bases[:, k], head[:, field]))
+        k = len(_LAID_OUT)
+        plain = bases[:, k:k + 3]
+        # (generation, variant) -> where each of the variant's columns starts; one variant stands for both
+        self.variant_bases = np.stack([plain, np.where(head[:, _SAME, None] > 0, plain, bases[:, k + 3:])], axis=1)
+        self.variant_lengths = head[:, _VARIANT_LENGTHS:_HEAD].reshape(len(inputs), 2, 3)
 
-    def of_variants(self, inputs, variant_ids):
-        """The variants' columns (variant id: generation * 2, + 1 for the sticky one)."""
-        self.variant_ids = variant_ids
-        variants = [inputs[v >> 1].sticky if v & 1 else inputs[v >> 1].plain for v in variant_ids.tolist()]
+    def codes_of(self, which):
+        """The member codes of generations ``which``, end to end."""
+        sizes = self.sizes[which]
+        base, total = _starts(sizes)
+        codes = np.arange(total) - np.repeat(base, sizes)
+        coded = np.flatnonzero(self.head[which, _CODED])
+        if len(coded):
+            values, n = _gather(self.member_codes, which[coded])
+            codes[np.repeat(base[coded] - _starts(n)[0], n) + np.arange(len(values))] = values
+        return codes
+
+    def of_answers(self, gen, sticky):
+        """The columns of each answer's variant: generation ``gen``'s sticky
+        one where ``sticky``, its plain one otherwise."""
+        bases, lengths = self.variant_bases[gen, sticky], self.variant_lengths[gen, sticky]
+        values = self.values
         # each group's topic offsets, its partition count last
-        self.topic_starts = _ragged([v.group.topic_offset for v in variants])
-        values, starts, lengths = self.topic_starts
-        self.n_partitions = values[starts + lengths - 1]
-        self.topic_ids = _ragged([v.topic_ids for v in variants])
-        self.prev_slots = _ragged([v.prev_slots if v.prev_slots is not None else _NONE for v in variants])
+        self.topic_starts = (values, bases[:, 0], lengths[:, 0])
+        self.n_partitions = values[bases[:, 0] + lengths[:, 0] - 1]
+        self.topic_ids = (values, bases[:, 1], lengths[:, 1])
+        self.prev_slots = (values, bases[:, 2], lengths[:, 2])
 
 
 def _read_answers(inputs, c, gen, sticky, answer):
@@ -877,21 +941,16 @@ def _read_answers(inputs, c, gen, sticky, answer):
     ``moved`` is 0 where the generation has no previous one.  ``c``: the
     generations' :class:`_Columns`."""
     J = len(gen)
-    # a generation with nothing to claim has one variant for all strategies
-    one = np.array([inp.sticky is inp.plain for inp in inputs], bool)
-    variant_id = gen * 2 + (sticky & ~one[gen])
-    c.of_variants(inputs, np.unique(variant_id))
-    var = np.searchsorted(c.variant_ids, variant_id)
+    c.of_answers(gen, sticky.astype(_I64))
     sizes = c.sizes[gen]
     # each answer's partition slots, and one past its end for "not in the group"
-    slot_base, n_slots = _starts(c.n_partitions[var] + 1)
+    slot_base, n_slots = _starts(c.n_partitions + 1)
     member_base, n_members = _starts(sizes)
     indptr = answer.indptr
     n_elems = int(indptr[-1])
     elem_len = np.diff(np.append(indptr[member_base], n_elems))
     job_of_member = np.repeat(np.arange(J), sizes)
     job_of_elem = np.repeat(np.arange(J), elem_len)
-    var_of_elem = var[job_of_elem]
 
     topic = answer.topic.astype(_I64)  # the group's own topic index
     partition = answer.partition.astype(_I64)
@@ -900,20 +959,23 @@ def _read_answers(inputs, c, gen, sticky, answer):
     # Owner per partition slot; a partition given twice keeps its last owner, as a dict would.
     owner = np.full(n_slots, -1, _I64)
     topic_values, topic_at, _n = c.topic_starts
-    owner[slot_base[job_of_elem] + topic_values[topic_at[var_of_elem] + topic] + partition] = member
+    owner[slot_base[job_of_elem] + topic_values[topic_at[job_of_elem] + topic] + partition] = member
     taken = owner >= 0
     assigned = np.add.reduceat(taken, slot_base, dtype=_I64)
-    hi, lo = _loads_range(np.bincount(owner[taken], minlength=n_members), member_base)
+    # Each member's load is its count of entries unless a slot was written
+    # twice, and then some answer has fewer slots taken than entries.
+    loads = counts
+    if (assigned != elem_len).any():
+        loads = np.bincount(owner[taken], minlength=n_members)
+    hi, lo = _loads_range(loads, member_base)
 
     moved = np.zeros(J, _I64)
     picked = np.flatnonzero(c.has_prev[gen])
     if len(picked):
-        prev_slots, prev_len = _gather(c.prev_slots, var[picked])
+        prev_slots, prev_len = _gather(c.prev_slots, picked)
         now = owner[prev_slots + np.repeat(slot_base[picked], prev_len)]
-        member_codes = _gather(c.member_codes, gen)[0]
-        now = np.where(now >= 0, member_codes[now], -1)
-        moved[picked] = _moved_counts(now, _gather(c.prev_codes, gen[picked])[0],
-                                      np.repeat(c.none_code[gen[picked]], prev_len),
+        now = np.where(now >= 0, c.codes_of(gen)[now], -1)
+        moved[picked] = _moved_counts(now, _gather(c.prev_codes, gen[picked])[0], c.none_code[gen[picked]],
                                       np.repeat(np.arange(len(picked)), prev_len), len(picked))
 
     # Reproduces: every member's count as received, then its list as it reads
@@ -925,27 +987,31 @@ def _read_answers(inputs, c, gen, sticky, answer):
     if counted.any():
         keep = counted[job_of_elem]
         id_values, id_at, id_len = c.topic_ids
-        keys = (id_values[id_at[var_of_elem[keep]] + topic[keep]] << 32) | partition[keep]
-        received = _gather(c.obs_lists, gen[counted])[0]
         job = job_of_elem[keep]
+        keys = (id_values[id_at[job] + topic[keep]] << 32) | partition[keep]
+        received = _gather(c.obs_lists, gen[counted])[0]
         as_is = np.bincount(job[keys != received], minlength=J) == 0
         reproduces &= as_is
         redo = ~as_is[job]  # only the lists that differ as they stand are regrouped
         if redo.any():
-            _u, first, inverse = np.unique((member[keep] * (int(id_len.max()) + 1) + topic[keep])[redo],
-                                           return_index=True, return_inverse=True)
-            grouped = keys[redo][np.argsort(first[inverse], kind="stable")]
+            # each entry's place is where its (member, topic) first appears:
+            # written from the back, a repeated index keeps the first one
+            width = int(id_len.max()) + 1
+            member_topic = (member[keep] * width + topic[keep])[redo]
+            place = np.arange(len(member_topic))
+            first = np.empty(n_members * width, _I64)
+            first[member_topic[::-1]] = place[::-1]
+            grouped = keys[redo][np.argsort(first[member_topic], kind="stable")]
             regrouped = np.bincount(job[redo][grouped != received[redo]], minlength=J) == 0
             reproduces |= counted & regrouped
     return assigned, moved, hi, lo, reproduces
 
 
-def _sticky_pair_stacked(inputs, plain, sizes, implementation):
+def _sticky_pair_stacked(inputs, paired, sizes, implementation):
     """``{strategy: (generations, answer)}`` of both sticky
-    strategies run on every generation of ``plain`` whose sticky group was
-    built, in one call; a generation the call refuses is left out, to run
-    (and report its failure) alone as :func:`_answers` runs it."""
-    paired = [i for i in plain if inputs[i].sticky.error is None]
+    strategies run on every generation of ``paired`` (those whose plain and
+    sticky groups were built) in one call; a generation the call refuses is
+    left out, to run (and report its failure) alone as :func:`_answers` runs it."""
     if not paired:
         return {}
     *both, refused = assignors.assign_sticky_pair_many([inputs[i].sticky.group for i in paired],
@@ -973,19 +1039,55 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
     each, with range, roundrobin and the sticky pair run on a block of
     generations at once, and every answer read for the whole block."""
     inputs = list(inputs)
-    if len(inputs) <= _BLOCK:
-        return _replay_block(inputs, strategies, implementation)
-    return pa.concat_tables([_replay_block(inputs[k:k + _BLOCK], strategies, implementation)
-                             for k in range(0, len(inputs), _BLOCK)]).combine_chunks()
-
-
-def _replay_block(inputs, strategies, implementation) -> pa.Table:
     n, width = len(inputs), len(strategies) + 1
     if not n:
         return WHATIF_SCHEMA.empty_table()
+    # the blocks' columns end to end, made into Arrow once: a table per block cost more than its columns
+    blocks = [_replay_block(inputs[k:k + _BLOCK], strategies, implementation) for k in range(0, n, _BLOCK)]
+    head, assigned, moved, max_load, min_load, reproduces, failed, error_at = (
+        np.concatenate(column) for column in zip(*(b[:-1] for b in blocks)))
+    errors = [e for b in blocks for e in b[-1]]
+    # each block numbered its errors from 0
+    error_base = np.repeat(_starts(np.array([len(b[-1]) for b in blocks], _I64))[0],
+                           [len(b[0]) * width for b in blocks])
+    error_at = np.where(error_at < 0, -1, error_at + error_base)
+    n_rows = n * width
+    generation = np.repeat(np.arange(n), width)
+    observed = np.zeros(n_rows, bool)
+    observed[::width] = True
+    # the observed row's name is the group's protocol, the others the strategy's
+    names = pa.array([inp.protocol_name for inp in inputs] + list(strategies), pa.string())
+    name_at = np.where(observed, generation, n + np.arange(n_rows) % width - 1)
+
+    def int32(values, mask):
+        return pa.array(values.astype(_I32), pa.int32(), mask=mask)
+
+    return pa.Table.from_arrays([
+        pa.array([inp.group_id for inp in inputs], pa.string()).take(generation),
+        pa.array(head[:, _GENERATION].astype(_I32)[generation], pa.int32()),
+        names.take(name_at),
+        pa.array(observed, pa.bool_()),
+        pa.array(head[:, _M].astype(_I32)[generation], pa.int32()),
+        pa.array(head[:, _TOTAL].astype(_I32)[generation], pa.int32()),
+        int32(assigned, failed),
+        int32(moved, failed | (head[:, _HAS_PREV] == 0)[generation]),
+        int32(max_load, failed),
+        int32(min_load, failed),
+        int32(max_load - min_load, failed),
+        pa.array(reproduces, pa.bool_(), mask=failed | observed),
+        pa.array(errors, pa.string()).take(pa.array(error_at, mask=error_at < 0)),
+    ], schema=WHATIF_SCHEMA)
+
+
+def _replay_block(inputs, strategies, implementation):
+    """One block of :func:`replay_batch`: the generations' heads, then per row
+    (the observed one and each strategy's, generation after generation)
+    assigned, moved, max load, min load, reproduces, failed and the index of
+    its error in the list of errors that comes last."""
+    n, width = len(inputs), len(strategies) + 1
     n_rows = n * width
     columns = _Columns(inputs)
-    sizes, has_prev = columns.sizes, columns.has_prev
+    sizes = columns.sizes
     assigned, moved, max_load, min_load = (np.zeros(n_rows, _I64) for _ in range(4))
     reproduces = np.zeros(n_rows, bool)
     failed = np.zeros(n_rows, bool)
@@ -1000,33 +1102,34 @@ def _replay_block(inputs, strategies, implementation) -> pa.Table:
     # kernels split one topic at a time, whichever group it is of), and the
     # sticky pair every generation in one call too; a generation a stacked
     # call cannot take runs alone.
-    plain = [i for i, inp in enumerate(inputs) if inp.plain.error is None]
+    head = columns.head
+    plain_ok = head[:, _PLAIN_OK] > 0
+    plain = np.flatnonzero(plain_ok).tolist()
+    plain_groups = [inputs[i].plain.group for i in plain]
     stacked = {}  # strategy -> (generations, answer end to end)
     for strategy in strategies:
         if strategy in ("range", "roundrobin") and plain and strategy not in stacked:
             try:
-                stacked[strategy] = (plain, assignors.assign_arrays_many(
-                    strategy, [inputs[i].plain.group for i in plain], implementation=implementation))
+                stacked[strategy] = (plain, assignors.assign_arrays_many(strategy, plain_groups,
+                                                                         implementation=implementation))
             except KwireError:
                 pass  # each generation then runs, and reports its failure, on its own
     if "sticky" in strategies and "cooperative-sticky" in strategies:
-        stacked.update(_sticky_pair_stacked(inputs, plain, sizes, implementation))
+        paired = np.flatnonzero(plain_ok & (head[:, _STICKY_OK] > 0)).tolist()
+        stacked.update(_sticky_pair_stacked(inputs, paired, sizes, implementation))
     rows_of, answers = [], []
+    # which strategies (columns 1 on) each generation still runs alone
+    alone = np.ones((n, width), bool)
     for k, strategy in enumerate(strategies, 1):
         if strategy in stacked:
             done, answer = stacked[strategy]
             rows_of.append(np.array(done, _I64) * width + k)
             answers.append(answer)
-    # which strategies each generation still runs alone
-    done_by = [set() for _ in inputs]
-    for strategy, (done, _a) in stacked.items():
-        for i in done:
-            done_by[i].add(strategy)
-    for i, inp in enumerate(inputs):
-        todo = [k for k, s in enumerate(strategies, 1) if s not in done_by[i]]
-        if not todo:
-            continue
-        for k, (_v, result, error) in zip(todo, _answers(inp, [strategies[k - 1] for k in todo], implementation)):
+            alone[done, k] = False
+    for i in np.flatnonzero(alone[:, 1:].any(axis=1)).tolist():
+        todo = (np.flatnonzero(alone[i, 1:]) + 1).tolist()
+        for k, (_v, result, error) in zip(todo, _answers(inputs[i], [strategies[k - 1] for k in todo],
+                                                         implementation)):
             k += i * width
             if result is None:
                 failed[k] = True
@@ -1043,31 +1146,7 @@ def _replay_block(inputs, strategies, implementation) -> pa.Table:
          reproduces[rows_of]) = _read_answers(inputs, columns, rows_of // width, on_sticky[rows_of % width],
                                               assignors.end_to_end(answers))
 
-    generation = np.repeat(np.arange(n), width)
-    observed = np.zeros(n_rows, bool)
-    observed[observed_rows] = True
-    # the observed row's name is the group's protocol, the others the strategy's
-    names = pa.array([inp.protocol_name for inp in inputs] + list(strategies), pa.string())
-    name_at = np.where(observed, generation, n + np.arange(n_rows) % width - 1)
-
-    def int32(values, mask):
-        return pa.array(values.astype(_I32), pa.int32(), mask=mask)
-
-    return pa.Table.from_arrays([
-        pa.array([inp.group_id for inp in inputs], pa.string()).take(generation),
-        pa.array(np.array([inp.generation_id for inp in inputs], _I32)[generation], pa.int32()),
-        names.take(name_at),
-        pa.array(observed, pa.bool_()),
-        pa.array(sizes.astype(_I32)[generation], pa.int32()),
-        pa.array(np.array([inp.total for inp in inputs], _I32)[generation], pa.int32()),
-        int32(assigned, failed),
-        int32(moved, failed | ~has_prev[generation]),
-        int32(max_load, failed),
-        int32(min_load, failed),
-        int32(max_load - min_load, failed),
-        pa.array(reproduces, pa.bool_(), mask=failed | observed),
-        pa.array(errors, pa.string()).take(pa.array(error_at, mask=error_at < 0)),
-    ], schema=WHATIF_SCHEMA)
+    return columns.head, assigned, moved, max_load, min_load, reproduces, failed, error_at, errors
 
 
 def replay_inputs(tl: Timeline):
