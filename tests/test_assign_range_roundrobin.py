@@ -384,6 +384,27 @@ def test_many_groups_in_one_call_are_each_group_alone(groups):
                     assign_arrays_many(strategy, groups, implementation=impl)
                 continue
             assert assign_arrays_many(strategy, groups, implementation=impl) == alone, (strategy, impl)
+            # range then roundrobin on the same groups share one stack inside sharing_stacks: same answers
+            with kwire.assignors.sharing_stacks():
+                if strategy == "roundrobin":
+                    assign_arrays_many("range", groups, implementation=impl)
+                assert assign_arrays_many(strategy, groups, implementation=impl) == alone, (strategy, impl)
+
+
+def test_a_stack_is_shared_only_inside_sharing_stacks_and_only_for_the_same_groups():
+    from kwire.assignors._range import stack_of
+
+    a, b = (ArrayGroup(["t", "u"], [3, 2], ["x", "y"], [0, 2, 3], [0, 1, 0]) for _ in range(2))
+    kernels = load_kernels("rangerr")
+    assert stack_of([a, b], kernels) is not stack_of([a, b], kernels)  # outside: nothing is kept
+    with kwire.assignors.sharing_stacks():
+        first = stack_of([a, b], kernels)
+        assert stack_of([a, b], kernels) is first
+        assert stack_of([b, a], kernels) is not first  # other groups (or order): a stack of their own
+        assert stack_of([a], kernels) is not stack_of([a], kernels)  # one group: its own arrays, never kept
+        with kwire.assignors.sharing_stacks():
+            assert stack_of([a, b], kernels) is not first  # an inner block starts empty
+    assert stack_of([a, b], kernels) is not stack_of([a, b], kernels)
 
 
 def test_many_groups_with_racks_and_registered_strategies():

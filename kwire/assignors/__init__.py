@@ -5,12 +5,14 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 (:func:`leader_sync_request`: the SyncGroupRequest frame itself).  Array level
 (no Python object per partition): :func:`assign_arrays` on an
 :class:`ArrayGroup`, :func:`assign_arrays_many` on many at once
-(:func:`assign_sticky_pair_many`: both sticky strategies on many).  See docs/ASSIGNORS.md.
+(:func:`assign_sticky_pair_many`: both sticky strategies on many; inside
+:func:`sharing_stacks`, range and roundrobin on the same groups share their columns).  See docs/ASSIGNORS.md.
 """
 
 from ._arrays import ArrayAssignment, ArrayGroup, end_to_end
 from ._javaorder import java_sorted
 from ._model import MemberAssignments, GroupInput, MemberInput
+from ._range import sharing_stacks
 from ._api import (
     STRATEGIES,
     GroupMember,
@@ -58,6 +60,7 @@ __all__ = [
     "leader_assignments",
     "leader_group",
     "leader_sync_request",
+    "sharing_stacks",
     "member_input",
     "register_strategy",
     "sticky_user_data",

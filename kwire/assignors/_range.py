@@ -9,6 +9,8 @@ per-partition work happens in the ``_rangerr`` kernels.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import operator
 from typing import Dict, List, Optional, Sequence
 
@@ -93,25 +95,36 @@ class GroupStack:
 _ZERO = np.zeros(1, dtype=np.int64)
 _ONE_MEMBER = np.zeros(1, dtype=np.int32)  # a shared topic list's stand-in member (GroupStack)
 
-#: The last stack :func:`stack_of` built, with its groups and kernels.
-_LAST_STACK = None
+#: Within :func:`sharing_stacks`: the last multi-group stack built, with its groups and kernels.
+_SHARED_STACK: contextvars.ContextVar = contextvars.ContextVar("kwire_shared_stack", default=None)
+
+
+@contextlib.contextmanager
+def sharing_stacks():
+    """Within the block, range and roundrobin on the very same group objects
+    (:func:`~kwire.assignors.assign_arrays_many` of both, as the what-if runs
+    them) share the one stack of their columns, the larger part of what
+    roundrobin costs there.  The groups must not change inside the block;
+    on leaving it the stack is dropped (per thread and task: a ContextVar)."""
+    token = _SHARED_STACK.set([None])
+    try:
+        yield
+    finally:
+        _SHARED_STACK.reset(token)
 
 
 def stack_of(groups: Sequence[ArrayGroup], kernels) -> GroupStack:
-    """The :class:`GroupStack` of ``groups``.  The what-if runs range and then
-    roundrobin on the same groups, and building the stack is most of what
-    roundrobin costs there: the second call on the very same group objects
-    takes the first one's stack (groups are not changed once built, which
-    their cached facts rely on too)."""
-    global _LAST_STACK
-    if len(groups) == 1:
-        return GroupStack(groups, kernels)  # a group's own arrays: nothing worth keeping
-    last = _LAST_STACK
+    """The :class:`GroupStack` of ``groups``: inside :func:`sharing_stacks`,
+    the previous call's when it was on the same group objects and kernels."""
+    shared = _SHARED_STACK.get()
+    if len(groups) == 1 or shared is None:
+        return GroupStack(groups, kernels)  # one group's stack is its own arrays: nothing worth keeping
+    last = shared[0]
     if (last is not None and last[0] is kernels and len(last[1]) == len(groups)
             and all(map(operator.is_, last[1], groups))):
         return last[2]
     stack = GroupStack(groups, kernels)
-    _LAST_STACK = (kernels, list(groups), stack)
+    shared[0] = (kernels, list(groups), stack)
     return stack
 
 

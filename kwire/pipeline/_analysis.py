@@ -1107,13 +1107,14 @@ def _replay_block(inputs, strategies, implementation):
     plain = np.flatnonzero(plain_ok).tolist()
     plain_groups = [inputs[i].plain.group for i in plain]
     stacked = {}  # strategy -> (generations, answer end to end)
-    for strategy in strategies:
-        if strategy in ("range", "roundrobin") and plain and strategy not in stacked:
-            try:
-                stacked[strategy] = (plain, assignors.assign_arrays_many(strategy, plain_groups,
-                                                                         implementation=implementation))
-            except KwireError:
-                pass  # each generation then runs, and reports its failure, on its own
+    with assignors.sharing_stacks():  # range and roundrobin on the same groups: one stack of their columns
+        for strategy in strategies:
+            if strategy in ("range", "roundrobin") and plain and strategy not in stacked:
+                try:
+                    stacked[strategy] = (plain, assignors.assign_arrays_many(strategy, plain_groups,
+                                                                             implementation=implementation))
+                except KwireError:
+                    pass  # each generation then runs, and reports its failure, on its own
     if "sticky" in strategies and "cooperative-sticky" in strategies:
         paired = np.flatnonzero(plain_ok & (head[:, _STICKY_OK] > 0)).tolist()
         stacked.update(_sticky_pair_stacked(inputs, paired, sizes, implementation))
