@@ -25,14 +25,20 @@ def utf16_key(s: str) -> bytes:
     return s.encode("utf-16-be", "surrogatepass")
 
 
+def _plain_order_holds(names: Iterable[str]) -> bool:
+    """Whether Python's own str order is ``String.compareTo`` order for ``names``.
+
+    Code-point order equals UTF-16 order unless a name holds a non-BMP
+    character, and the plain sort is several times faster.  One join and one
+    isascii are C loops; a generator over the names cost the leader's small
+    groups more than the sort."""
+    return "".join(names).isascii()
+
+
 def _sorted_by_name(indices: Iterable[int], names: Sequence[str]) -> List[int]:
     """``indices`` sorted (stably) by ``String.compareTo`` of ``names[i]``."""
     indices = list(indices)
-    # Code-point order equals UTF-16 order unless a name holds a non-BMP
-    # character, and the plain sort is several times faster.  One join and
-    # one isascii are C loops; a generator over the names cost the leader's
-    # small groups more than the sort.
-    if "".join(map(names.__getitem__, indices)).isascii():
+    if _plain_order_holds(map(names.__getitem__, indices)):
         return sorted(indices, key=names.__getitem__)
     return sorted(indices, key=lambda i: utf16_key(names[i]))
 
@@ -57,9 +63,7 @@ def java_sorted(names: Iterable[str]) -> List[str]:
     names = list(names)
     # Equal names are equal strs, so sorting the names themselves (no index
     # list) gives what the stable sort of _sorted_by_name would.
-    if "".join(names).isascii():
-        return sorted(names)
-    return sorted(names, key=utf16_key)
+    return sorted(names, key=None if _plain_order_holds(names) else utf16_key)
 
 
 def java_rank(names: Sequence[str]) -> np.ndarray:
