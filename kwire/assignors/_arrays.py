@@ -25,7 +25,6 @@ from ..errors import AssignmentError
 from ._model import MemberAssignments, GroupInput
 
 _I32 = np.int32
-_NO_TOPICS = np.zeros(0, dtype=np.int32)
 _I64 = np.int64
 
 
