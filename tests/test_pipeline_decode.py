@@ -140,6 +140,81 @@ def test_heartbeat_fast_path_falls_back_on_tagged_fields(tmp_path):
     assert compiled.column("error_code").to_pylist() == [None, 27, None, 25]
 
 
+def _resized(frame, body):
+    """``frame``'s size prefix over a new ``body`` (everything after the prefix)."""
+    return struct.pack(">i", len(body)) + body
+
+
+def _heartbeat_request_variants():
+    """Heartbeat requests of every version, for the compiled twin's fast
+    path: the ones it reads itself and the ones it must leave to the codec
+    (non-ASCII strings, lengths past one varint byte, tagged fields, nulls
+    where none are allowed, trailing bytes)."""
+    out = []
+    for version in range(5):
+        instances = [None, "i-1", ""] if version >= 3 else [None]
+        for member in ("m-1", "", "m\u00e9", "\U0001f600", "x" * 126, "y" * 127, "z" * 300):
+            for instance in instances:
+                for client in ("c", None, "cl\u00ef"):
+                    out.append(kwire.encode_request(
+                        kwire.HeartbeatRequest(group_id="g\u00e4" if member == "" else "g", generation_id=-7,
+                                               member_id=member, group_instance_id=instance),
+                        version, correlation_id=len(out), client_id=client))
+    plain = _hb_req(0, version=4)
+    head = 4 + 8 + 2 + 1  # size, key/version/correlation, client id "c"
+    tagged_body = kwire.HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
+    tagged_body.unknown_tagged_fields = {3: b"ab"}
+    out += [
+        kwire.encode_request(tagged_body, 4, correlation_id=1000, client_id="c"),
+        _resized(plain, plain[4:head] + b"\x01\x05\x01z" + plain[head + 1:]),    # a tagged field in the header
+        _resized(plain, plain[4:] + b"\x00"),                                       # a byte after the body
+        _resized(plain, plain[4:head + 1] + b"\x00" + plain[head + 3:]),            # null group id (compact)
+        _resized(plain, plain[4:-1]),                                               # tagged fields missing
+    ]
+    v0 = _hb_req(0, version=0)
+    out += [_resized(v0, v0[4:head - 1] + b"\xff\xff" + v0[head + 2:]),            # null group id (int16)
+            _resized(v0, v0[4:head - 1] + b"\xff\xfe" + v0[head + 2:])]            # length -2
+    return out
+
+
+@pytest.mark.skipif(_impl.NO_EXTENSIONS, reason="compiled decoder not built")
+@pytest.mark.parametrize("batch_rows", [65536, 3])
+def test_heartbeat_requests_read_by_the_fast_path_or_the_codec_alike(tmp_path, batch_rows):
+    requests = _heartbeat_request_variants()
+    frames = []
+    for corr, frame in enumerate(requests):
+        # Every request answered, some right away and some after later requests (other batches when small).
+        frame = frame[:8] + struct.pack(">i", corr) + frame[12:]
+        frames.append((1, 0, frame))
+        if corr % 3:
+            frames.append((1, 1, _hb_resp(corr, err=corr % 30, version=min(4, frame[7]))))
+    frames += [(1, 1, _hb_resp(corr, version=min(4, requests[corr][7]))) for corr in range(0, len(requests), 3)]
+    table = read_capture(_write(tmp_path / "c.parquet", frames))
+    compiled = decode_table(table, "cython", batch_rows=batch_rows)
+    pure = decode_table(table, "python")
+    for name in compiled.schema.names:
+        assert compiled.column(name).to_pylist() == pure.column(name).to_pylist(), name
+    rows = compiled.to_pylist()
+    by_corr = {}
+    for r in rows:
+        by_corr.setdefault(r["correlation_id"], []).append(r)
+    for corr, frame in enumerate(requests[:-7]):
+        version = frame[7]
+        msg = kwire.HeartbeatRequest.decode(frame[4 + 8 + 2 + max(0, struct.unpack(">h", frame[12:14])[0])
+                                              + (1 if version >= 4 else 0):], version)
+        request, response = by_corr[corr]
+        assert request["decode_error"] is None and response["decode_error"] is None
+        for r in (request, response):
+            assert (r["group_id"], r["member_id"], r["group_instance_id"], r["generation_id"]) == \
+                (msg.group_id, msg.member_id, msg.group_instance_id, -7)
+        assert response["request_seq"] == request["seq"] and response["api_version"] == version
+    tagged_body, tagged_header, *broken = (by_corr[corr][0] for corr in range(len(requests) - 7, len(requests)))
+    # Tagged fields are the codec's to read past: the fast path declines them.
+    assert tagged_body["decode_error"] is None and tagged_body["member_id"] == "m"
+    assert tagged_header["decode_error"] is None and tagged_header["client_id"] == "c"
+    assert all(r["decode_error"].startswith("DecodeError") for r in broken), [r["decode_error"] for r in broken]
+
+
 @pytest.mark.skipif(_impl.NO_EXTENSIONS, reason="compiled decoder not built")
 def test_twins_agree_on_damaged_synthetic_traffic(tmp_path):
     path = tmp_path / "s.parquet"

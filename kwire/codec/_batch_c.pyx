@@ -1,27 +1,46 @@
 # cython: language_level=3
 """Batch decoder of captured frames (compiled twin of ``kwire.codec._batch_py``).
 
-Same contract as the pure twin.  What is compiled: the loop, the size /
-header reads straight from the Arrow values buffer, request pairing keyed
-by one C integer, and a fast path for Heartbeat responses (the bulk of any
-capture), which are answered without creating a message object.  Message
-bodies of group requests and the other responses go through kwire's
-per-message decoders and the field extraction both twins import from
-``kwire.codec._batch_common``, so they agree field for field by construction.
+Same contract as the pure twin.  What is compiled:
+
+- the loop, and the size / header reads straight from the Arrow values buffer;
+- Heartbeat requests and responses, the bulk of any capture: a well-formed,
+  all-ASCII one is read here without creating a message object or a string;
+- the string columns, written straight into Arrow's layout (:class:`_StrColumn`);
+- request pairing: a request answered within its own batch is found by its
+  row, and its response copies the request's strings row to row.
+
+Everything else (the other group messages, any frame the fast paths do not
+take) goes through kwire's per-message decoders and the field extraction both
+twins import from ``kwire.codec._batch_common``, so the twins agree field for
+field by construction: a fast path either gives what that path gives or
+declines the frame.
 """
 
 import numpy as np
 cimport numpy as cnp
+import pyarrow as pa
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from libc.string cimport memcpy
+from libc.stdint cimport int32_t, INT32_MAX
 
 from kwire.codec._batch_common import (Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, RequestHeader,
                                        error_text, extract_request, extract_response)
+from kwire.codec._batch_common import OBJECT_COLUMNS as _OBJECT_COLUMNS, STRING_COLUMNS as _STRING_COLUMNS
 from kwire.codec._framing import decode_response, message_class, split_request
 from kwire.codec import _schema
 from kwire.errors import KwireError
 
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+    object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
+
 cnp.import_array()
 
 cdef int HEARTBEAT = 12
+_LIST_COLUMNS = tuple(name for name in _OBJECT_COLUMNS if name not in _STRING_COLUMNS)
 
 # Header version of every (api key, version) of the group apis, -1 elsewhere:
 # the request path looks it up instead of asking the schema per frame.
@@ -36,8 +55,115 @@ for _k in GROUP_APIS:
         HEADER_VERSION[_k * 16 + _v] = _schema.request_header_version(_k, _v)
 
 
+cdef class _StrColumn:
+    """One string column of a batch, built in Arrow's own layout: int32
+    offsets, the UTF-8 bytes back to back, and a validity flag per row.
+
+    Rows are written in increasing order, each at most once; a row skipped
+    is null (``put*`` pads up to the row it writes, :meth:`finish` to the
+    end).  That is all the decoder's loop needs, and it lets a response copy
+    its request's value from an earlier row with one ``memcpy``."""
+
+    cdef char* data
+    cdef Py_ssize_t size, cap, rows, n
+    cdef cnp.ndarray offsets_arr, valid_arr
+    cdef int32_t* offsets
+    cdef cnp.npy_bool* valid
+
+    def __cinit__(self, Py_ssize_t n):
+        self.n = n
+        self.offsets_arr = np.zeros(n + 1, np.int32)
+        self.valid_arr = np.zeros(n, np.bool_)
+        self.offsets = <int32_t*>cnp.PyArray_DATA(self.offsets_arr)
+        self.valid = <cnp.npy_bool*>cnp.PyArray_DATA(self.valid_arr)
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    cdef inline void pad(self, Py_ssize_t row) noexcept:
+        cdef Py_ssize_t r
+        for r in range(self.rows, row):
+            self.offsets[r + 1] = <int32_t>self.size
+        if row > self.rows:
+            self.rows = row
+
+    cdef int reserve(self, Py_ssize_t length) except -1:
+        """Room for ``length`` more bytes."""
+        cdef Py_ssize_t want = self.size + length
+        cdef Py_ssize_t cap
+        cdef char* grown
+        if want <= self.cap:
+            return 0
+        if want > INT32_MAX:
+            # Arrow's string offsets are int32; a batch of captured frames is far smaller in practice.
+            raise OverflowError(f"more than 2 GiB of strings in one batch of {self.n} frames: "
+                                "decode the capture in smaller batches")
+        cap = max(want, 2 * self.cap, 4096)
+        grown = <char*>PyMem_Realloc(self.data, cap)
+        if grown is NULL:
+            raise MemoryError()
+        self.data = grown
+        self.cap = cap
+        return 0
+
+    cdef int put(self, Py_ssize_t row, const char* p, Py_ssize_t length) except -1:
+        """Row ``row`` holds the ``length`` bytes at ``p`` (valid UTF-8),
+        which must not point into this column's own bytes unless room was
+        reserved first (growing moves them)."""
+        self.reserve(length)
+        self.pad(row)
+        memcpy(self.data + self.size, p, length)
+        self.size += length
+        self.valid[row] = 1
+        self.offsets[row + 1] = <int32_t>self.size
+        self.rows = row + 1
+        return 0
+
+    cdef int put_obj(self, Py_ssize_t row, object value) except -1:
+        """Row ``row`` holds ``value``, a str, or stays null for None."""
+        cdef Py_ssize_t length
+        cdef const char* p
+        if value is None:
+            return 0
+        p = PyUnicode_AsUTF8AndSize(value, &length)
+        return self.put(row, p, length)
+
+    cdef int copy_row(self, Py_ssize_t row, Py_ssize_t source) except -1:
+        """Row ``row`` holds what the earlier row ``source`` holds."""
+        cdef Py_ssize_t start, length
+        if source >= self.rows or not self.valid[source]:
+            return 0
+        start = self.offsets[source]
+        length = self.offsets[source + 1] - start
+        self.reserve(length)
+        return self.put(row, self.data + start, length)
+
+    cdef object get(self, Py_ssize_t row):
+        """Row ``row``'s value as a str (None when null)."""
+        if row >= self.rows or not self.valid[row]:
+            return None
+        return PyUnicode_DecodeUTF8(self.data + self.offsets[row],
+                                    self.offsets[row + 1] - self.offsets[row], NULL)
+
+    def finish(self):
+        """The column as a ``pyarrow.StringArray`` of ``n`` rows."""
+        self.pad(self.n)
+        valid = int(np.count_nonzero(self.valid_arr))
+        if valid == 0:
+            return pa.nulls(self.n, pa.string())
+        bitmap = None if valid == self.n else pa.py_buffer(np.packbits(self.valid_arr, bitorder="little"))
+        return pa.StringArray.from_buffers(self.n, pa.py_buffer(self.offsets_arr),
+                                           pa.py_buffer(PyBytes_FromStringAndSize(self.data, self.size)),
+                                           bitmap, self.n - valid)
+
+
 class Pairing:
-    """Requests waiting for their response, keyed by ``conn << 32 | corr``."""
+    """Requests waiting for their response, keyed by ``conn << 32 | corr``.
+
+    Between batches each entry is the tuple the pure twin keeps (see
+    ``kwire.codec._batch_py.Pairing``).  While a batch is decoded, a request
+    of that batch is entered by its row instead, and the batch's end turns
+    the entries still waiting into tuples."""
 
     def __init__(self):
         self.pending = {}
@@ -59,13 +185,143 @@ cdef inline object pair_key(long long conn, int corr):
     return (conn << 32) | (<unsigned int>corr)
 
 
-cdef inline tuple request_context(int key, int version, long long seq, long long ts, dict row):
-    """The Pairing entry: what a response inherits from its request (``row``
-    is None when the request could not be read that far)."""
-    if row is None:
-        return (key, version, seq, ts, None, None, None, None)
-    return (key, version, seq, ts, row.get("group_id"), row.get("member_id"), row.get("generation_id"),
-            row.get("group_instance_id"))
+cdef struct Span:
+    Py_ssize_t start   # -1 for null
+    Py_ssize_t length
+
+
+cdef struct HeartbeatFields:
+    Span client_id, group_id, member_id, group_instance_id
+    int generation_id
+
+
+cdef inline bint all_ascii(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(n):
+        if p[k] & 0x80:
+            return False
+    return True
+
+
+cdef inline Py_ssize_t int16_string(const unsigned char* b, Py_ssize_t p, Py_ssize_t end, bint nullable,
+                                    Span* out) noexcept nogil:
+    """The position after the int16-length string at ``p``; -1 to decline it
+    (cut short, null where not allowed, or not ASCII: the codec's path then
+    gives the value or the error)."""
+    cdef Py_ssize_t length
+    if p + 2 > end:
+        return -1
+    length = <short>((<unsigned int>b[p] << 8) | <unsigned int>b[p + 1])
+    p += 2
+    if length < 0:
+        if length == -1 and nullable:
+            out.start = -1
+            out.length = 0
+            return p
+        return -1
+    if p + length > end or not all_ascii(b + p, length):
+        return -1
+    out.start = p
+    out.length = length
+    return p + length
+
+
+cdef inline Py_ssize_t compact_string(const unsigned char* b, Py_ssize_t p, Py_ssize_t end, bint nullable,
+                                      Span* out) noexcept nogil:
+    """As :func:`int16_string` for a compact string whose length fits in
+    one varint byte (longer ones are declined)."""
+    cdef Py_ssize_t length
+    if p >= end or b[p] & 0x80:
+        return -1
+    length = <Py_ssize_t>b[p] - 1
+    p += 1
+    if length < 0:
+        if nullable:
+            out.start = -1
+            out.length = 0
+            return p
+        return -1
+    if p + length > end or not all_ascii(b + p, length):
+        return -1
+    out.start = p
+    out.length = length
+    return p + length
+
+
+cdef int heartbeat_request(const unsigned char* b, Py_ssize_t start, Py_ssize_t end, int version,
+                           int header_version, HeartbeatFields* f) noexcept nogil:
+    """1 when the frame (size already checked) is a Heartbeat request of
+    ``version`` that the codec reads without error, with every string
+    ASCII and no tagged fields, and its fields in ``f``; 0 to fall back.
+    The layout is the Heartbeat schema's: group id, generation and member
+    id; the instance id from v3; compact strings and tagged fields from v4."""
+    cdef Py_ssize_t p = start + 12
+    p = int16_string(b, p, end, True, &f.client_id)
+    if p < 0:
+        return 0
+    if header_version >= 2:
+        if p >= end or b[p] != 0:
+            return 0
+        p += 1
+    if version <= 3:
+        p = int16_string(b, p, end, False, &f.group_id)
+        if p < 0 or p + 4 > end:
+            return 0
+        f.generation_id = <int>((<unsigned int>b[p] << 24) | (<unsigned int>b[p + 1] << 16) |
+                                (<unsigned int>b[p + 2] << 8) | <unsigned int>b[p + 3])
+        p = int16_string(b, p + 4, end, False, &f.member_id)
+        if p < 0:
+            return 0
+        f.group_instance_id.start = -1
+        if version == 3:
+            p = int16_string(b, p, end, True, &f.group_instance_id)
+    elif version == 4:
+        p = compact_string(b, p, end, False, &f.group_id)
+        if p < 0 or p + 4 > end:
+            return 0
+        f.generation_id = <int>((<unsigned int>b[p] << 24) | (<unsigned int>b[p + 1] << 16) |
+                                (<unsigned int>b[p + 2] << 8) | <unsigned int>b[p + 3])
+        p = compact_string(b, p + 4, end, False, &f.member_id)
+        if p < 0:
+            return 0
+        p = compact_string(b, p, end, True, &f.group_instance_id)
+        if p < 0 or p >= end or b[p] != 0:
+            return 0
+        p += 1
+    else:
+        return 0
+    return p == end
+
+
+cdef inline int put_span(_StrColumn column, Py_ssize_t row, const unsigned char* b, Span span) except -1:
+    if span.start >= 0:
+        column.put(row, <const char*>b + span.start, span.length)
+    return 0
+
+
+cdef int put_row(Py_ssize_t i, dict row, dict strings, dict ints, dict valid, dict objs) except -1:
+    """Row ``i`` from a dict of column values (the codec's path)."""
+    for name, value in row.items():
+        if value is None:
+            continue
+        column = strings.get(name)
+        if column is not None:
+            (<_StrColumn>column).put_obj(i, value)
+        elif name in ints:
+            ints[name][i] = value
+            valid[name][i] = True
+        else:
+            objs[name][i] = value
+    return 0
+
+
+cdef tuple waiting_request(Py_ssize_t j, const short[:] api_key_v, const short[:] api_version_v,
+                            const long long[:] seq_v, const long long[:] ts_v, const int[:] gen_v,
+                            const cnp.npy_bool[:] gen_ok, _StrColumn group_col, _StrColumn member_col,
+                            _StrColumn instance_col):
+    """The Pairing entry by value of the request in row ``j``."""
+    return (api_key_v[j], api_version_v[j], seq_v[j], ts_v[j], group_col.get(j), member_col.get(j),
+            gen_v[j] if gen_ok[j] else None, instance_col.get(j))
 
 
 cdef int heartbeat_response_error(const unsigned char[:] b, Py_ssize_t start, Py_ssize_t end,
@@ -109,15 +365,17 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     cdef const unsigned char[:] trunc_v = np.ascontiguousarray(truncated, dtype=np.uint8)
     cdef const long long[:] off_v = np.ascontiguousarray(offsets, dtype=np.int64)
     cdef const unsigned char[:] buf = values
-    cols = Columns(n)
+    cdef const unsigned char* base = &buf[0] if buf.shape[0] else NULL
+    cols = Columns(n, _LIST_COLUMNS)
     cdef int[:] frame_len = np.zeros(n, np.int32)
-    cdef short[:] api_key_v = cols.ints["api_key"]
-    cdef short[:] api_version_v = cols.ints["api_version"]
-    cdef int[:] corr_v = cols.ints["correlation_id"]
-    cdef short[:] error_v = cols.ints["error_code"]
-    cdef int[:] gen_v = cols.ints["generation_id"]
-    cdef long long[:] rseq_v = cols.ints["request_seq"]
-    cdef long long[:] rts_v = cols.ints["request_ts"]
+    ints = cols.ints
+    cdef short[:] api_key_v = ints["api_key"]
+    cdef short[:] api_version_v = ints["api_version"]
+    cdef int[:] corr_v = ints["correlation_id"]
+    cdef short[:] error_v = ints["error_code"]
+    cdef int[:] gen_v = ints["generation_id"]
+    cdef long long[:] rseq_v = ints["request_seq"]
+    cdef long long[:] rts_v = ints["request_ts"]
     valid = cols.valid
     cdef cnp.npy_bool[:] api_key_ok = valid["api_key"].view(np.uint8)
     cdef cnp.npy_bool[:] api_version_ok = valid["api_version"].view(np.uint8)
@@ -126,125 +384,154 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     cdef cnp.npy_bool[:] gen_ok = valid["generation_id"].view(np.uint8)
     cdef cnp.npy_bool[:] rseq_ok = valid["request_seq"].view(np.uint8)
     cdef cnp.npy_bool[:] rts_ok = valid["request_ts"].view(np.uint8)
-    objs = cols.objs
-    group_col = objs["group_id"]
-    member_col = objs["member_id"]
-    instance_col = objs["group_instance_id"]
-    error_col = objs["decode_error"]
-    client_col = objs["client_id"]
+    cdef dict strings = {name: _StrColumn(n) for name in _STRING_COLUMNS}
+    cdef _StrColumn client_col = strings["client_id"]
+    cdef _StrColumn group_col = strings["group_id"]
+    cdef _StrColumn member_col = strings["member_id"]
+    cdef _StrColumn instance_col = strings["group_instance_id"]
+    cdef _StrColumn error_col = strings["decode_error"]
+    cdef dict objs = cols.objs
     cdef dict pending = pairing.pending
-    cdef Py_ssize_t i, start, end
-    cdef int key, version, corr
+    cdef Py_ssize_t i, j, start, end
+    cdef int key, version, corr, header_version
     cdef short err
     cdef dict row
-    cdef tuple req
+    cdef HeartbeatFields hb
     mv = memoryview(values).cast("B")
-    for i in range(n):
-        start = off_v[i]
-        end = off_v[i + 1]
-        frame_len[i] = <int>(end - start)
-        if dir_v[i] == 0:
-            if end - start < 12:
-                error_col[i] = f"DecodeError: request frame of {end - start} bytes is shorter than a header"
-                continue
-            key = read_i16(buf, start + 4)
-            version = read_i16(buf, start + 6)
-            corr = read_i32(buf, start + 8)
-            api_key_v[i] = key; api_key_ok[i] = 1
-            api_version_v[i] = version; api_version_ok[i] = 1
-            corr_v[i] = corr; corr_ok[i] = 1
-            if (HEADER_VERSION[key * 16 + version] if 0 <= key < 32 and 0 <= version < 16 else -1) >= 0 \
-                    and read_i32(buf, start) == end - start - 4:
-                # A well-formed group request: decoded here without the
-                # generic framing helpers (same decoders, same errors).
-                payload = mv[start + 4:end]
-                try:
-                    header, hend = RequestHeader.decode_prefix(payload, HEADER_VERSION[key * 16 + version])
-                except (KwireError, ValueError) as exc:
-                    error_col[i] = error_text(exc)
-                    pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], None)
+    try:
+        for i in range(n):
+            start = off_v[i]
+            end = off_v[i + 1]
+            frame_len[i] = <int>(end - start)
+            if dir_v[i] == 0:
+                if end - start < 12:
+                    error_col.put_obj(i, f"DecodeError: request frame of {end - start} bytes is shorter than a header")
                     continue
-                client_col[i] = header.client_id
-                try:
-                    msg = REQUEST_CLASS[key].decode(payload[hend:], version)
-                except (KwireError, ValueError) as exc:
-                    error_col[i] = error_text(exc)
-                    pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], None)
+                key = read_i16(buf, start + 4)
+                version = read_i16(buf, start + 6)
+                corr = read_i32(buf, start + 8)
+                api_key_v[i] = key; api_key_ok[i] = 1
+                api_version_v[i] = version; api_version_ok[i] = 1
+                corr_v[i] = corr; corr_ok[i] = 1
+                # Every request is entered by its row: the columns of that row
+                # hold what its response inherits, whatever path wrote them.
+                pending[pair_key(conn_v[i], corr)] = i
+                header_version = HEADER_VERSION[key * 16 + version] if 0 <= key < 32 and 0 <= version < 16 else -1
+                if header_version >= 0 and read_i32(buf, start) == end - start - 4:
+                    if key == HEARTBEAT and heartbeat_request(base, start, end, version, header_version, &hb):
+                        put_span(client_col, i, base, hb.client_id)
+                        put_span(group_col, i, base, hb.group_id)
+                        put_span(member_col, i, base, hb.member_id)
+                        put_span(instance_col, i, base, hb.group_instance_id)
+                        gen_v[i] = hb.generation_id; gen_ok[i] = 1
+                        if trunc_v[i]:
+                            error_col.put_obj(i, "truncated frame")
+                        continue
+                    # A well-formed group request: decoded here without the
+                    # generic framing helpers (same decoders, same errors).
+                    payload = mv[start + 4:end]
+                    try:
+                        header, hend = RequestHeader.decode_prefix(payload, header_version)
+                    except (KwireError, ValueError) as exc:
+                        error_col.put_obj(i, error_text(exc))
+                        continue
+                    client_col.put_obj(i, header.client_id)
+                    try:
+                        msg = REQUEST_CLASS[key].decode(payload[hend:], version)
+                    except (KwireError, ValueError) as exc:
+                        error_col.put_obj(i, error_text(exc))
+                        continue
+                    row = {}
+                    try:
+                        extract_request(key, msg, row)
+                    except (KwireError, ValueError) as exc:
+                        row["decode_error"] = error_text(exc)
+                    if trunc_v[i] and row.get("decode_error") is None:
+                        row["decode_error"] = "truncated frame"
+                    put_row(i, row, strings, ints, valid, objs)
                     continue
-                if key == HEARTBEAT:
-                    group_col[i] = msg.group_id
-                    member_col[i] = msg.member_id
-                    instance_col[i] = msg.group_instance_id
-                    gen_v[i] = msg.generation_id; gen_ok[i] = 1
-                    pending[pair_key(conn_v[i], corr)] = (key, version, seq_v[i], ts_v[i], group_col[i],
-                                                          member_col[i], gen_v[i], instance_col[i])
-                    if trunc_v[i]:
-                        error_col[i] = "truncated frame"
-                    continue
-                row = {"client_id": header.client_id}
+                row = {}
                 try:
-                    extract_request(key, msg, row)
+                    header, body = split_request(mv[start:end])
+                    row["client_id"] = header.client_id
                 except (KwireError, ValueError) as exc:
+                    # decode_error is set: "truncated" cannot apply
                     row["decode_error"] = error_text(exc)
-                pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], row)
-                if trunc_v[i] and row.get("decode_error") is None:
-                    row["decode_error"] = "truncated frame"
-                cols.set_row(i, row)
-                continue
-            row = {}
-            frame = mv[start:end]
-            try:
-                header, body = split_request(frame)
-                row["client_id"] = header.client_id
-            except (KwireError, ValueError) as exc:
-                row["decode_error"] = error_text(exc)
-                pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], None)
-                cols.set_row(i, row)  # decode_error is set: "truncated" cannot apply
-                continue
-            if key in GROUP_APIS:
-                try:
-                    msg = message_class(key, "request").decode(body, version)
-                    extract_request(key, msg, row)
-                except (KwireError, ValueError) as exc:
-                    row["decode_error"] = error_text(exc)
-            pending[pair_key(conn_v[i], corr)] = request_context(key, version, seq_v[i], ts_v[i], row)
-        else:
-            if end - start < 8:
-                error_col[i] = f"DecodeError: response frame of {end - start} bytes is shorter than a header"
-                continue
-            corr = read_i32(buf, start + 4)
-            corr_v[i] = corr; corr_ok[i] = 1
-            req = pending.pop(pair_key(conn_v[i], corr), None)
-            if req is None:
-                error_col[i] = "unpaired response: no request with this correlation id on the connection"
-                continue
-            key = req[0]
-            version = req[1]
-            api_key_v[i] = key; api_key_ok[i] = 1
-            api_version_v[i] = version; api_version_ok[i] = 1
-            rseq_v[i] = req[2]; rseq_ok[i] = 1
-            rts_v[i] = req[3]; rts_ok[i] = 1
-            group_col[i] = req[4]
-            member_col[i] = req[5]
-            if req[6] is not None:
-                gen_v[i] = req[6]; gen_ok[i] = 1
-            instance_col[i] = req[7]
-            if key == HEARTBEAT and heartbeat_response_error(buf, start, end, version, &err):
-                error_v[i] = err; error_ok[i] = 1
+                    put_row(i, row, strings, ints, valid, objs)
+                    continue
+                if key in GROUP_APIS:
+                    try:
+                        msg = message_class(key, "request").decode(body, version)
+                        extract_request(key, msg, row)
+                    except (KwireError, ValueError) as exc:
+                        row["decode_error"] = error_text(exc)
+            else:
+                if end - start < 8:
+                    error_col.put_obj(i, f"DecodeError: response frame of {end - start} bytes is shorter than a header")
+                    continue
+                corr = read_i32(buf, start + 4)
+                corr_v[i] = corr; corr_ok[i] = 1
+                req = pending.pop(pair_key(conn_v[i], corr), None)
+                if req is None:
+                    error_col.put_obj(i, "unpaired response: no request with this correlation id on the connection")
+                    continue
+                if type(req) is int:
+                    # Asked within this batch: the request's row has it all.
+                    j = req
+                    key = api_key_v[j]
+                    version = api_version_v[j]
+                    rseq_v[i] = seq_v[j]
+                    rts_v[i] = ts_v[j]
+                    if gen_ok[j]:
+                        gen_v[i] = gen_v[j]; gen_ok[i] = 1
+                else:
+                    j = -1
+                    key = req[0]
+                    version = req[1]
+                    rseq_v[i] = req[2]
+                    rts_v[i] = req[3]
+                    if req[6] is not None:
+                        gen_v[i] = req[6]; gen_ok[i] = 1
+                api_key_v[i] = key; api_key_ok[i] = 1
+                api_version_v[i] = version; api_version_ok[i] = 1
+                rseq_ok[i] = 1
+                rts_ok[i] = 1
+                if key == HEARTBEAT and heartbeat_response_error(buf, start, end, version, &err):
+                    error_v[i] = err; error_ok[i] = 1
+                elif key in RESPONSE_APIS:
+                    # The codec's path, with the request's context as values.
+                    if j >= 0:
+                        req = waiting_request(j, api_key_v, api_version_v, seq_v, ts_v, gen_v, gen_ok,
+                                              group_col, member_col, instance_col)
+                    row = {"group_id": req[4], "member_id": req[5], "group_instance_id": req[7]}
+                    try:
+                        header, msg = decode_response(mv[start:end], key, version)
+                        extract_response(key, msg, row)
+                    except (KwireError, ValueError) as exc:
+                        row["decode_error"] = error_text(exc)
+                    if trunc_v[i] and row.get("decode_error") is None:
+                        row["decode_error"] = "truncated frame"
+                    put_row(i, row, strings, ints, valid, objs)
+                    continue
+                if j >= 0:
+                    group_col.copy_row(i, j)
+                    member_col.copy_row(i, j)
+                    instance_col.copy_row(i, j)
+                else:
+                    group_col.put_obj(i, req[4])
+                    member_col.put_obj(i, req[5])
+                    instance_col.put_obj(i, req[7])
                 if trunc_v[i]:
-                    error_col[i] = "truncated frame"
+                    error_col.put_obj(i, "truncated frame")
                 continue
-            if key not in RESPONSE_APIS:
-                if trunc_v[i]:
-                    error_col[i] = "truncated frame"
-                continue
-            row = {"group_id": req[4], "member_id": req[5], "generation_id": req[6], "group_instance_id": req[7]}
-            try:
-                header, msg = decode_response(mv[start:end], key, version)
-                extract_response(key, msg, row)
-            except (KwireError, ValueError) as exc:
-                row["decode_error"] = error_text(exc)
-        if trunc_v[i] and row.get("decode_error") is None:
-            row["decode_error"] = "truncated frame"
-        cols.set_row(i, row)
-    return cols.to_batch(seq, ts, conn, direction, np.asarray(frame_len), truncated)
+            if trunc_v[i] and row.get("decode_error") is None:
+                row["decode_error"] = "truncated frame"
+            put_row(i, row, strings, ints, valid, objs)
+    finally:
+        # Requests still waiting are kept by value: the next batch has other rows.
+        for k, v in pending.items():
+            if type(v) is int:
+                pending[k] = waiting_request(v, api_key_v, api_version_v, seq_v, ts_v, gen_v, gen_ok,
+                                             group_col, member_col, instance_col)
+    ready = {name: (<_StrColumn>column).finish() for name, column in strings.items()}
+    return cols.to_batch(seq, ts, conn, direction, np.asarray(frame_len), truncated, ready)

@@ -50,6 +50,10 @@ FRAMES_SCHEMA = pa.schema([
 # fixed-width and go into NumPy arrays with a validity mask.
 OBJECT_COLUMNS = ("client_id", "group_id", "member_id", "group_instance_id", "protocol_type", "protocol_name",
                   "leader", "protocols", "topics", "partition_counts", "members", "assignments", "leaving", "decode_error")
+# The plain string columns among them.  The compiled twin writes these straight
+# into Arrow's layout (offsets and UTF-8 bytes) and hands them to
+# :meth:`Columns.to_batch` ready-made.
+STRING_COLUMNS = tuple(f.name for f in FRAMES_SCHEMA if f.type == pa.string())
 # Fixed-width columns that may be null, and the NumPy type each is built in.
 NULLABLE_INTS = {"api_key": np.int16, "api_version": np.int16, "correlation_id": np.int32,
                  "request_seq": np.int64, "request_ts": np.int64, "generation_id": np.int32,
@@ -166,15 +170,31 @@ def extract_response(api_key, msg, row):
             row["error_code"] = msg.coordinators[0].error_code
 
 
-class Columns:
-    """Output under construction: NumPy for fixed-width columns, lists for the rest."""
+def _scattered(values, n, arrow_type):
+    """An Arrow array of ``n`` rows holding ``values`` (row -> value) and
+    null elsewhere: the values are converted once, then placed by ``take``."""
+    if not values:
+        return pa.nulls(n, arrow_type)
+    dense = pa.concat_arrays([pa.array(list(values.values()), arrow_type), pa.nulls(1, arrow_type)])
+    index = np.full(n, len(values), np.int64)
+    index[np.fromiter(values.keys(), np.int64, len(values))] = np.arange(len(values))
+    return dense.take(index)
 
-    def __init__(self, n):
+
+class Columns:
+    """Output under construction: NumPy for fixed-width columns, lists for the rest.
+
+    ``objects`` names the columns kept as lists here; a decoder that builds
+    some columns itself leaves them out and passes them to :meth:`to_batch`."""
+
+    def __init__(self, n, objects=OBJECT_COLUMNS):
         self.n = n
         self.ints = {name: np.zeros(n, dtype) for name, dtype in NULLABLE_INTS.items()}
         self.valid = {name: np.zeros(n, bool) for name in NULLABLE_INTS}
-        self.objs = {name: [None] * n for name in OBJECT_COLUMNS}
-        self.nones = [None] * n
+        # Row -> value, for the rows that have one: most rows of a capture
+        # (Heartbeats) have none of these, and a list of n Nones per column
+        # would be traversed by every garbage collection during the batch.
+        self.objs = {name: {} for name in objects}
 
     def set_row(self, i, row):
         for k, v in row.items():
@@ -186,11 +206,15 @@ class Columns:
             else:
                 self.objs[k][i] = v
 
-    def to_batch(self, seq, ts, conn, direction, frame_len, truncated):
+    def to_batch(self, seq, ts, conn, direction, frame_len, truncated, ready=None):
+        """The RecordBatch; ``ready`` maps the names of columns built
+        elsewhere to their Arrow arrays."""
         arrays = []
         for field in FRAMES_SCHEMA:
             name = field.name
-            if name == "seq":
+            if ready is not None and name in ready:
+                arr = ready[name]
+            elif name == "seq":
                 arr = pa.array(np.asarray(seq, np.int64))
             elif name == "ts":
                 arr = pa.array(np.asarray(ts, np.int64)).cast(_TS)
@@ -207,10 +231,6 @@ class Columns:
                 if name == "request_ts":
                     arr = arr.cast(_TS)
             else:
-                values = self.objs[name]
-                # Some of these columns are null in a whole batch (Metadata's, errors' on clean traffic),
-                # which Arrow would convert None by None.  List equality stops at the first item that is
-                # not the same object, so a column with values costs one or a few comparisons here.
-                arr = pa.nulls(self.n, field.type) if values == self.nones else pa.array(values, field.type)
+                arr = _scattered(self.objs[name], self.n, field.type)
             arrays.append(arr)
         return pa.RecordBatch.from_arrays(arrays, schema=FRAMES_SCHEMA)
