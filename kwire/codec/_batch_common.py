@@ -46,7 +46,7 @@ FRAMES_SCHEMA = pa.schema([
     ("leaving", pa.list_(pa.string())), ("decode_error", pa.string()),
 ])
 
-# Columns kept as Python lists (strings and nested values); the rest are
+# Columns kept as Python values (strings and nested values); the rest are
 # fixed-width and go into NumPy arrays with a validity mask.
 OBJECT_COLUMNS = ("client_id", "group_id", "member_id", "group_instance_id", "protocol_type", "protocol_name",
                   "leader", "protocols", "topics", "partition_counts", "members", "assignments", "leaving", "decode_error")
@@ -182,9 +182,9 @@ def _scattered(values, n, arrow_type):
 
 
 class Columns:
-    """Output under construction: NumPy for fixed-width columns, lists for the rest.
+    """Output under construction: NumPy for fixed-width columns, Python values for the rest.
 
-    ``objects`` names the columns kept as lists here; a decoder that builds
+    ``objects`` names the columns kept as Python values here; a decoder that builds
     some columns itself leaves them out and passes them to :meth:`to_batch`."""
 
     def __init__(self, n, objects=OBJECT_COLUMNS):
