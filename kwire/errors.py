@@ -96,6 +96,11 @@ class ArgumentTypeError(KwireError, TypeError):
     column of the wrong type."""
 
 
+class FieldDeletionError(KwireError, AttributeError):
+    """``del`` of a message's attribute: a message always has every field of
+    its schema (assign None or a value instead)."""
+
+
 class ArgumentValueError(KwireError, ValueError):
     """An argument of the right type but outside what it may be: a negative
     ``max_elements`` or ``max_frame_size``, an implementation other than

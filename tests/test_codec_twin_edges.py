@@ -224,3 +224,24 @@ def test_a_null_string_and_a_cut_null_read_alike(version):
     for cut in (at, at + 1):  # before the null; half of it (v5) or the null without what follows (v6)
         assert _same_in_both(lambda c: lambda: c.JoinGroupResponse.decode(data[:cut], version))[:2] \
             == ("err", "DecodeError")
+
+
+def test_deleting_an_attribute_is_the_same_typed_error_and_changes_nothing():
+    # The compiled classes once set a deleted field to None while the pure ones left it unreadable.
+    from kwire.codec import _schema
+    from kwire.errors import FieldDeletionError
+
+    assert issubclass(FieldDeletionError, AttributeError)
+    for msg in _schema.API_MESSAGES + _schema.DATA_MESSAGES:
+        name = msg.class_name
+        for attr in [f.attr for f in msg.fields] + ["unknown_tagged_fields", "version", "not_a_field"]:
+            outcome = _same_in_both(lambda c, attr=attr: lambda: delattr(getattr(c, name)(), attr))
+            assert outcome == ("err", "FieldDeletionError",
+                               f"{name}.{attr} cannot be deleted: a message always has every field "
+                               "(assign None or a value instead)")
+        for codec in CODECS:
+            obj = getattr(codec, name)()
+            before = repr(obj)
+            with pytest.raises(FieldDeletionError):
+                del obj.unknown_tagged_fields
+            assert repr(obj) == before

@@ -6,7 +6,7 @@ so a piece written here once behaves the same in both by construction.
 Only plain Python lives here: nothing on a hot path.
 """
 
-from kwire.errors import UnsupportedVersionError
+from kwire.errors import FieldDeletionError, UnsupportedVersionError
 
 
 def rebuild(cls, state):
@@ -26,3 +26,11 @@ def check_response_key(api_key, response_classes):
     response this codec has (``response_classes`` is keyed by api key)."""
     if not isinstance(api_key, int) or isinstance(api_key, bool) or api_key not in response_classes:
         raise UnsupportedVersionError(f"api key {api_key} (response) is not supported by kwire")
+
+
+def refuse_deletion(obj, name):
+    """Both twins' ``del obj.name``: refused, since a message always has every
+    field (the compiled classes could only have set the field to None, and
+    the pure ones would have left it unreadable)."""
+    raise FieldDeletionError(f"{type(obj).__name__}.{name} cannot be deleted: a message always has every field "
+                             "(assign None or a value instead)")

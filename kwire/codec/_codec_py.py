@@ -15,6 +15,7 @@ from operator import index as _index
 from kwire.codec import _schema
 from kwire.codec._codec_common import check_response_key as _check_response_key
 from kwire.codec._codec_common import rebuild as _rebuild
+from kwire.codec._codec_common import refuse_deletion as _refuse_deletion
 from kwire.errors import ArgumentTypeError, ArgumentValueError, DecodeError, EncodeError, UnsupportedVersionError
 # Underscored: tests copy every public class name of a codec onto kwire.
 from kwire.errors import LimitExceededError as _LimitExceededError
@@ -508,6 +509,9 @@ class _Struct:
         return eq if eq is NotImplemented else not eq
 
     __hash__ = None
+
+    def __delattr__(self, name):
+        _refuse_deletion(self, name)
 
     def __repr__(self):
         parts = [f"{a}={getattr(self, a)!r}" for a in self._attrs]

@@ -539,6 +539,9 @@ class _StructGen:
         L.append("")
         L.append("    __hash__ = None")
         L.append("")
+        L.append("    def __delattr__(self, name):")
+        L.append("        _refuse_deletion(self, name)")
+        L.append("")
         L.append("    def __repr__(self):")
         L.append("        parts = [" + ", ".join(f"f'{a}={{self.{a}!r}}'" for a in attrs) + "]")
         L.append("        if self.unknown_tagged_fields:")
@@ -560,21 +563,20 @@ class _StructGen:
         if _unboxed(f):
             get = [f"        if self.overflowed & {self.bits[a]}:", f"            return self.overflow[{a!r}]",
                    f"        return self.c_{a}"]
-            put, clear = f"_s_{self.cls}_{a}(self, v)", f"_s_{self.cls}_{a}(self, None)"
+            put = f"_s_{self.cls}_{a}(self, v)"
         elif f.is_array:
             # The list is made on first read and kept, so changing it in place changes the field.
             get = [f"        if self.v_{a} is EMPTY_ARRAY:", f"            self.v_{a} = []",
                    f"        return self.v_{a}"]
-            put, clear = f"self.v_{a} = v", f"self.v_{a} = None"
+            put = f"self.v_{a} = v"
         else:
             get = [f"        return self.v_{a}"]
-            put, clear = f"self.v_{a} = v", f"self.v_{a} = None"
-        # `del` sets None, as a `cdef public object` attribute does.
+            put = f"self.v_{a} = v"
+        # No __del__: the class's __delattr__ refuses every deletion, as the pure twin's does.
         return [
             f"    property {a}:",
             "        def __get__(self):", *("    " + line for line in get),
-            "        def __set__(self, v):", f"            {put}",
-            "        def __del__(self):", f"            {clear}", ""]
+            "        def __set__(self, v):", f"            {put}", ""]
 
     def setters(self):
         """The setter of each unboxed field: the C slot for an exact int in range, ``overflow`` for anything else."""

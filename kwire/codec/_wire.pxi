@@ -35,6 +35,7 @@ from kwire.errors import LimitExceededError as _LimitExceededError
 # classes' __reduce__ names _rebuild.
 from kwire.codec._codec_common import check_response_key as _check_response_key
 from kwire.codec._codec_common import rebuild as _rebuild
+from kwire.codec._codec_common import refuse_deletion as _refuse_deletion
 
 cdef object _MISSING = object()
 cdef enum:
