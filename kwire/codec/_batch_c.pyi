@@ -15,7 +15,7 @@ FRAMES_SCHEMA: Any
 REQUEST_CLASS: dict[int, type[_AnyRequest]]
 
 class Pairing:
-    """Requests waiting for their response, keyed by ``conn << 32 | corr``."""
+    """Requests waiting for their response, by ``(conn, correlation_id)``."""
 
     pending: dict[Any, tuple[Any, ...]]
     def __init__(self) -> None: ...

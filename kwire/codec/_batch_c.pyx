@@ -22,9 +22,9 @@ cimport numpy as cnp
 import pyarrow as pa
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.mem cimport PyMem_Calloc, PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from libc.string cimport memcpy
-from libc.stdint cimport int32_t, INT32_MAX
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
 
 from kwire.codec._batch_common import (Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, RequestHeader,
                                        error_text, extract_request, extract_response)
@@ -158,18 +158,98 @@ cdef class _StrColumn:
 
 
 class Pairing:
-    """Requests waiting for their response, keyed by ``conn << 32 | corr``.
+    """Requests waiting for their response, by ``(conn, correlation_id)``.
 
     Between batches each entry is the tuple the pure twin keeps (see
-    ``kwire.codec._batch_py.Pairing``).  While a batch is decoded, a request
-    of that batch is entered by its row instead, and the batch's end turns
-    the entries still waiting into tuples."""
+    ``kwire.codec._batch_py.Pairing``).  While a batch is decoded they live
+    in a :class:`_PairTable` instead, where a request of that batch is
+    entered by its row."""
 
     def __init__(self):
         self.pending = {}
 
     def __len__(self):
         return len(self.pending)
+
+
+cdef class _PairTable:
+    """``(conn, correlation id)`` -> a request waiting for its response,
+    for the length of one batch: a C hash table (open addressing, linear
+    probing), so pairing a Heartbeat creates no Python object.
+
+    A value >= 0 is a row of the batch, whose columns hold what the response
+    inherits; a value < 0 is ``-1 - k``, entry ``k`` of ``carried``: the
+    tuples of requests carried over from earlier batches.  The table is
+    sized for every entry the batch can add (at most half full), so it never
+    grows."""
+
+    cdef int64_t* conns
+    cdef int32_t* corrs
+    cdef int64_t* values
+    cdef uint8_t* used
+    cdef Py_ssize_t mask
+    cdef list carried
+
+    def __cinit__(self, Py_ssize_t entries):
+        cdef Py_ssize_t capacity = 16
+        while capacity < 2 * entries:
+            capacity *= 2
+        self.mask = capacity - 1
+        self.conns = <int64_t*>PyMem_Malloc(capacity * sizeof(int64_t))
+        self.corrs = <int32_t*>PyMem_Malloc(capacity * sizeof(int32_t))
+        self.values = <int64_t*>PyMem_Malloc(capacity * sizeof(int64_t))
+        self.used = <uint8_t*>PyMem_Calloc(capacity, 1)
+        if self.conns is NULL or self.corrs is NULL or self.values is NULL or self.used is NULL:
+            raise MemoryError()
+        self.carried = []
+
+    def __dealloc__(self):
+        PyMem_Free(self.conns)
+        PyMem_Free(self.corrs)
+        PyMem_Free(self.values)
+        PyMem_Free(self.used)
+
+    cdef inline Py_ssize_t home(self, int64_t conn, int32_t corr) noexcept:
+        cdef uint64_t h = (<uint64_t>conn * <uint64_t>0x9E3779B97F4A7C15) ^ <uint32_t>corr
+        h *= <uint64_t>0xBF58476D1CE4E5B9
+        return <Py_ssize_t>((h ^ (h >> 31)) & <uint64_t>self.mask)
+
+    cdef inline Py_ssize_t slot(self, int64_t conn, int32_t corr) noexcept:
+        """The slot holding the key, or the free slot where it would go."""
+        cdef Py_ssize_t i = self.home(conn, corr)
+        while self.used[i] and not (self.conns[i] == conn and self.corrs[i] == corr):
+            i = (i + 1) & self.mask
+        return i
+
+    cdef inline void put(self, int64_t conn, int32_t corr, int64_t value) noexcept:
+        """Enter a request; a newer one replaces a waiting one of the same key, as in a dict."""
+        cdef Py_ssize_t i = self.slot(conn, corr)
+        self.used[i] = 1
+        self.conns[i] = conn
+        self.corrs[i] = corr
+        self.values[i] = value
+
+    cdef bint pop(self, int64_t conn, int32_t corr, int64_t* value) noexcept:
+        """Take the request of this key out (0 when none waits)."""
+        cdef Py_ssize_t i = self.slot(conn, corr)
+        cdef Py_ssize_t j = i, k
+        if not self.used[i]:
+            return 0
+        value[0] = self.values[i]
+        # Backward-shift deletion: each later entry of the run that may sit
+        # in the freed slot moves there, so no lookup stops short of it.
+        while True:
+            j = (j + 1) & self.mask
+            if not self.used[j]:
+                break
+            k = self.home(self.conns[j], self.corrs[j])
+            if (k <= i or k > j) if i <= j else (k <= i and k > j):
+                self.conns[i] = self.conns[j]
+                self.corrs[i] = self.corrs[j]
+                self.values[i] = self.values[j]
+                i = j
+        self.used[i] = 0
+        return 1
 
 
 cdef inline int read_i32(const unsigned char[:] b, Py_ssize_t p) noexcept nogil:
@@ -179,10 +259,6 @@ cdef inline int read_i32(const unsigned char[:] b, Py_ssize_t p) noexcept nogil:
 
 cdef inline short read_i16(const unsigned char[:] b, Py_ssize_t p) noexcept nogil:
     return <short>((<unsigned int>b[p] << 8) | <unsigned int>b[p + 1])
-
-
-cdef inline object pair_key(long long conn, int corr):
-    return (conn << 32) | (<unsigned int>corr)
 
 
 cdef struct Span:
@@ -391,7 +467,11 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     cdef _StrColumn instance_col = strings["group_instance_id"]
     cdef _StrColumn error_col = strings["decode_error"]
     cdef dict objs = cols.objs
-    cdef dict pending = pairing.pending
+    cdef _PairTable table = _PairTable(n + len(pairing.pending))
+    cdef int64_t waiting
+    for k, (pair, req) in enumerate(pairing.pending.items()):
+        table.put(pair[0], pair[1], -1 - k)
+        table.carried.append(req)
     cdef Py_ssize_t i, j, start, end
     cdef int key, version, corr, header_version
     cdef short err
@@ -415,7 +495,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 corr_v[i] = corr; corr_ok[i] = 1
                 # Every request is entered by its row: the columns of that row
                 # hold what its response inherits, whatever path wrote them.
-                pending[pair_key(conn_v[i], corr)] = i
+                table.put(conn_v[i], corr, i)
                 header_version = HEADER_VERSION[key * 16 + version] if 0 <= key < 32 and 0 <= version < 16 else -1
                 if header_version >= 0 and read_i32(buf, start) == end - start - 4:
                     if key == HEARTBEAT and heartbeat_request(base, start, end, version, header_version, &hb):
@@ -471,13 +551,12 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                     continue
                 corr = read_i32(buf, start + 4)
                 corr_v[i] = corr; corr_ok[i] = 1
-                req = pending.pop(pair_key(conn_v[i], corr), None)
-                if req is None:
+                if not table.pop(conn_v[i], corr, &waiting):
                     error_col.put_obj(i, "unpaired response: no request with this correlation id on the connection")
                     continue
-                if type(req) is int:
+                if waiting >= 0:
                     # Asked within this batch: the request's row has it all.
-                    j = req
+                    j = waiting
                     key = api_key_v[j]
                     version = api_version_v[j]
                     rseq_v[i] = seq_v[j]
@@ -486,6 +565,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                         gen_v[i] = gen_v[j]; gen_ok[i] = 1
                 else:
                     j = -1
+                    req = table.carried[-1 - waiting]
                     key = req[0]
                     version = req[1]
                     rseq_v[i] = req[2]
@@ -529,9 +609,14 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
             put_row(i, row, strings, ints, valid, objs)
     finally:
         # Requests still waiting are kept by value: the next batch has other rows.
-        for k, v in pending.items():
-            if type(v) is int:
-                pending[k] = waiting_request(v, api_key_v, api_version_v, seq_v, ts_v, gen_v, gen_ok,
-                                             group_col, member_col, instance_col)
+        pending = {}
+        for i in range(table.mask + 1):
+            if table.used[i]:
+                waiting = table.values[i]
+                pending[(table.conns[i], table.corrs[i])] = (
+                    table.carried[-1 - waiting] if waiting < 0 else
+                    waiting_request(waiting, api_key_v, api_version_v, seq_v, ts_v, gen_v, gen_ok,
+                                    group_col, member_col, instance_col))
+        pairing.pending = pending
     ready = {name: (<_StrColumn>column).finish() for name, column in strings.items()}
     return cols.to_batch(seq, ts, conn, direction, np.asarray(frame_len), truncated, ready)
