@@ -434,6 +434,7 @@ cdef int heartbeat_response_error(const unsigned char[:] b, Py_ssize_t start, Py
 def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     """See ``kwire.codec._batch_py.decode_batch``."""
     cdef Py_ssize_t n = len(seq)
+    cdef Py_ssize_t i
     cdef const long long[:] seq_v = np.ascontiguousarray(seq, dtype=np.int64)
     cdef const long long[:] ts_v = np.ascontiguousarray(ts, dtype=np.int64)
     cdef const long long[:] conn_v = np.ascontiguousarray(conn, dtype=np.int64)
@@ -467,12 +468,15 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     cdef _StrColumn instance_col = strings["group_instance_id"]
     cdef _StrColumn error_col = strings["decode_error"]
     cdef dict objs = cols.objs
-    cdef _PairTable table = _PairTable(n + len(pairing.pending))
+    cdef Py_ssize_t requests = 0
+    for i in range(n):
+        requests += dir_v[i] == 0
+    cdef _PairTable table = _PairTable(requests + len(pairing.pending))
     cdef int64_t waiting
     for k, (pair, req) in enumerate(pairing.pending.items()):
         table.put(pair[0], pair[1], -1 - k)
         table.carried.append(req)
-    cdef Py_ssize_t i, j, start, end
+    cdef Py_ssize_t j, start, end
     cdef int key, version, corr, header_version
     cdef short err
     cdef dict row
