@@ -22,7 +22,8 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
     object PyUnicode_New(Py_ssize_t, Py_UCS4)
-    void* PyUnicode_DATA(object)
+    ctypedef struct PyASCIIObject:
+        pass
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
     bint PyIndex_Check(object)
     object PyNumber_Index(object)
@@ -186,6 +187,12 @@ cdef inline bint is_ascii(const uint8_t* p, Py_ssize_t n) noexcept:
     return (high & <uint64_t>0x8080808080808080) == 0
 
 
+cdef inline uint8_t* ascii_data(object s) noexcept:
+    """The characters of ``s``, a str just made by ``PyUnicode_New(n, 127)``: a compact ASCII string's
+    one byte per character follow its header (what PyUnicode_DATA answers after testing both flags)."""
+    return <uint8_t*>((<PyASCIIObject*><PyObject*>s) + 1)
+
+
 cdef inline bint copy_if_ascii(uint8_t* dst, const uint8_t* src, Py_ssize_t n) noexcept:
     """Copy ``src[:n]`` to ``dst`` eight bytes at a time; whether every byte was ASCII.
 
@@ -226,26 +233,59 @@ cdef inline Py_ssize_t r_compact_length_byte(Reader* r, bint nullable) noexcept:
     return -2
 
 
+cdef object new_ascii(const uint8_t* p, Py_ssize_t n):
+    """A str of ``p[:n]`` (``n`` at most 64) when every byte is ASCII; None otherwise.
+
+    An ASCII str is one byte per character, so it is made by copying the bytes
+    while checking them, in one pass, which skips the UTF-8 decoder's set-up
+    and its guess at the string's size."""
+    s = PyUnicode_New(n, 127)
+    if copy_if_ascii(ascii_data(s), p, n):
+        return s
+    return None
+
+
 cdef inline object r_string(Reader* r, bint compact, bint nullable):
-    # A null string (a static member's absent instance id, a null error
-    # message) is answered here, in a function small enough to be inlined
-    # into every reader, not in _r_string's call and frame.
-    if nullable and r.pos < r.end:
-        if compact:
-            if r.p[r.pos] == 0:
+    # The common string (a member id, a topic or group name: compact, one
+    # length byte, at most 64 bytes, ASCII) and the null one (a static
+    # member's absent instance id, a null error message) are read here, in a
+    # function small enough to be inlined into every reader: the one call left
+    # is new_ascii's.  Everything else (longer, wider lengths, bytes missing,
+    # a null where none may be) goes to _r_string_slow and its errors.
+    cdef Py_ssize_t n
+    if compact:
+        if r.pos < r.end:
+            n = <Py_ssize_t>r.p[r.pos] - 1
+            if 0 <= n <= 64 and n < r.end - r.pos:
+                r.pos += 1
+                s = new_ascii(r.p + r.pos, n)
+                if s is None:
+                    # The rare non-ASCII name takes the decoder.
+                    return _r_utf8(r, n)
+                r.pos += n
+                return s
+            if n == -1 and nullable:
                 r.pos += 1
                 return None
-        elif r.p[r.pos] == 0xFF and r.pos + 1 < r.end and r.p[r.pos + 1] == 0xFF:
-            r.pos += 2
-            return None
-    return _r_string(r, compact, nullable)
+    elif nullable and r.pos + 1 < r.end and r.p[r.pos] == 0xFF and r.p[r.pos + 1] == 0xFF:
+        r.pos += 2
+        return None
+    return _r_string_slow(r, compact, nullable)
 
 
-cdef object _r_string(Reader* r, bint compact, bint nullable):
+cdef object _r_utf8(Reader* r, Py_ssize_t n):
+    """The ``n`` bytes at ``r.pos`` (known to be there) decoded as UTF-8; steps past them."""
+    try:
+        s = PyUnicode_DecodeUTF8(<const char*>(r.p + r.pos), n, NULL)
+    except UnicodeDecodeError:
+        raise DecodeError("invalid UTF-8", r.pos) from None
+    r.pos += n
+    return s
+
+
+cdef object _r_string_slow(Reader* r, bint compact, bint nullable):
     cdef Py_ssize_t start = r.pos
-    cdef Py_ssize_t n = r_compact_length_byte(r, nullable) if compact else -2
-    if n == -2:
-        n = r_length(r, compact, 0, nullable)
+    cdef Py_ssize_t n = r_length(r, compact, 0, nullable)
     if n == -1:
         return None
     if n > MAX_STRING:
@@ -254,26 +294,16 @@ cdef object _r_string(Reader* r, bint compact, bint nullable):
     cdef const uint8_t* p = r.p + r.pos
     cdef object s
     if n <= 64:
-        # Member ids, topic and group names are nearly always ASCII and short:
-        # an ASCII str is one byte per character, so it is made by copying the
-        # bytes while checking them, in one pass, which skips the UTF-8
-        # decoder's set-up and its guess at the string's size.  The rare
-        # non-ASCII name throws that string away and takes the decoder.
-        s = PyUnicode_New(n, 127)
-        if copy_if_ascii(<uint8_t*>PyUnicode_DATA(s), p, n):
+        s = new_ascii(p, n)
+        if s is not None:
             r.pos += n
             return s
     elif is_ascii(p, n):
         s = PyUnicode_New(n, 127)
-        memcpy(PyUnicode_DATA(s), p, n)
+        memcpy(ascii_data(s), p, n)
         r.pos += n
         return s
-    try:
-        s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
-    except UnicodeDecodeError:
-        raise DecodeError("invalid UTF-8", r.pos) from None
-    r.pos += n
-    return s
+    return _r_utf8(r, n)
 
 
 cdef inline object r_bytes(Reader* r, bint compact, bint nullable, object before=None):
