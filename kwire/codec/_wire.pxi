@@ -332,12 +332,13 @@ cdef object _r_string_slow(Reader* r, bint compact, bint nullable):
     return _r_utf8(r, n)
 
 
-cdef inline object r_bytes(Reader* r, bint compact, bint nullable, object before=None):
+cdef inline object r_bytes(Reader* r, bint compact, bint nullable, PyObject* before=NULL):
     """A bytes field; ``before`` itself when it is bytes equal to what follows.
 
     An array's elements often carry equal bytes (every member of a group
     sending the same Subscription): passing the previous element's value
-    keeps one shared immutable object instead of a copy per element."""
+    keeps one shared immutable object instead of a copy per element.
+    ``before`` is borrowed (NULL: none), so passing it costs no reference."""
     cdef Py_ssize_t n = r_compact_length_byte(r, nullable) if compact else -2
     if n == -2:
         n = r_length(r, compact, 1, nullable)
@@ -346,11 +347,11 @@ cdef inline object r_bytes(Reader* r, bint compact, bint nullable, object before
     r_need(r, n)
     # The first byte is compared inline so that bytes which differ (the common
     # case when they do) skip the memcmp call.
-    if (before is not None and PyBytes_CheckExact(before) and PyBytes_GET_SIZE(before) == n
-            and (n == 0 or (<const uint8_t*>PyBytes_AS_STRING(before))[0] == r.p[r.pos])
-            and memcmp(PyBytes_AS_STRING(before), r.p + r.pos, n) == 0):
+    if (before != NULL and PyBytes_CheckExact(<object>before) and PyBytes_GET_SIZE(<object>before) == n
+            and (n == 0 or (<const uint8_t*>PyBytes_AS_STRING(<object>before))[0] == r.p[r.pos])
+            and memcmp(PyBytes_AS_STRING(<object>before), r.p + r.pos, n) == 0):
         r.pos += n
-        return before
+        return <object>before
     b = PyBytes_FromStringAndSize(<const char*>(r.p + r.pos), n)
     r.pos += n
     return b
@@ -412,15 +413,16 @@ cdef int r_tag_header(Reader* r, int64_t* last, uint32_t* tag, uint32_t* size) e
     return 0
 
 
-cdef inline object r_unknown_tags(Reader* r):
-    """The tagged-field section of a struct with no known tags: all preserved raw."""
+cdef inline bint r_no_tags(Reader* r) noexcept:
+    """Whether a tagged-field section is empty (one zero byte), which it then steps past."""
     if r.pos < r.end and r.p[r.pos] == 0:
         r.pos += 1
-        return None
-    return _r_unknown_tags(r)
+        return True
+    return False
 
 
 cdef object _r_unknown_tags(Reader* r):
+    """The tagged-field section of a struct with no known tags: all preserved raw (None when empty)."""
     cdef Py_ssize_t count = _r_tag_count(r)
     if count == 0:
         return None
