@@ -259,7 +259,7 @@ cdef inline Py_ssize_t r_compact_length_byte(Reader* r, bint nullable) noexcept:
     return -2
 
 
-cdef object new_ascii(const uint8_t* p, Py_ssize_t n):
+cdef inline object new_ascii(const uint8_t* p, Py_ssize_t n):
     """A str of ``p[:n]`` (``n`` at most 64) when every byte is ASCII; None otherwise.
 
     An ASCII str is one byte per character, so it is made by copying the bytes
@@ -275,8 +275,8 @@ cdef inline object r_string(Reader* r, bint compact, bint nullable):
     # The common string (a member id, a topic or group name: compact, one
     # length byte, at most 64 bytes, ASCII) and the null one (a static
     # member's absent instance id, a null error message) are read here, in a
-    # function small enough to be inlined into every reader: the one call left
-    # is new_ascii's.  Everything else (longer, wider lengths, bytes missing,
+    # function inlined into every reader, as new_ascii is into it: the one call
+    # left is PyUnicode_New's.  Everything else (longer, wider lengths, bytes missing,
     # a null where none may be) goes to _r_string_slow and its errors.
     cdef Py_ssize_t n
     if compact:
