@@ -9,6 +9,7 @@ extensions must never be installed by accident.
 import glob
 import importlib.util
 import os
+import subprocess
 import sys
 
 from setuptools import setup
@@ -88,6 +89,28 @@ def extensions():
     )
 
 
+# GCC stops inlining anywhere in a translation unit once the unit has grown by
+# inline-unit-growth percent (40 by default).  The generated codec is one unit
+# of ~470k lines of C, so that budget runs out partway and which of its inline
+# readers (r_string, r_int32, ...) stay calls in which message reader then
+# depends on unrelated code elsewhere in the unit: with 40, JoinGroupResponse's
+# member reader lost its inlined r_string to an edit of r_string's slow path.
+# Twice the default budget lets every reader that asks to be inlined be.
+_GCC_CODEC_ARGS = ["--param", "inline-unit-growth=100"]
+
+
+def _is_gcc(compiler):
+    """Whether ``compiler`` (a distutils compiler object) runs GCC, whose inliner takes that --param."""
+    command = getattr(compiler, "compiler_so", None)
+    if not command:
+        return False  # MSVC
+    try:
+        out = subprocess.run([command[0], "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "Free Software Foundation" in out
+
+
 class BuildExt(build_ext):
     """Compiles the extensions on every core, saying which one it is on, and
     replaces in-place modules instead of rewriting them.
@@ -104,6 +127,8 @@ class BuildExt(build_ext):
     def build_extension(self, ext):
         self._started = getattr(self, "_started", 0) + 1
         print(f"kwire: extension {self._started}/{len(self.extensions)}: {ext.name}", file=sys.stderr, flush=True)
+        if ext.name == "kwire.codec._codec_c" and _is_gcc(self.compiler):
+            ext.extra_compile_args = list(ext.extra_compile_args or []) + _GCC_CODEC_ARGS
         super().build_extension(ext)
 
     # Overwriting a loaded extension in place changes the pages a running

@@ -211,6 +211,34 @@ def test_strings_of_every_short_length_with_one_non_ascii_byte_anywhere(version)
             assert _same_in_both(lambda c: lambda: c.HeartbeatRequest.decode(bad, version))[:2] == ("err", "DecodeError")
 
 
+@pytest.mark.parametrize("version", [6, 9])
+def test_compact_strings_on_both_sides_of_the_inline_reader_bounds_read_and_fail_alike(version):
+    """The compiled reader answers inline a compact string of one length byte, at most 64 bytes, all of them
+    there and ASCII (copied 16 bytes at a time from 16 bytes on, 8 at a time below); anything else (65 bytes and
+    more, a two-byte length, non-ASCII, cut short, a null where none may be) takes its slow path.  Strings on
+    both sides of each bound, whole, cut at every byte and with the null length byte where a string must be,
+    read and fail as in the pure twin."""
+    texts = []
+    for n in (0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 66, 126, 127):
+        texts.append("abcdefghijklmnopqrstuvwxyz0123456789"[:n] + "x" * max(0, n - 36))
+        if n:
+            texts.append(texts[-1][:-1] + "é")  # the last byte non-ASCII (and one byte longer)
+            texts.append("é" + texts[-2][1:])  # the first
+    for text in texts:
+        member = CODECS[0].JoinGroupResponseMember(member_id=text, group_instance_id=text or None, metadata=b"x")
+        data = CODECS[0].JoinGroupResponse(generation_id=1, member_id="m", leader="m", protocol_name="range",
+                                           members=[member]).encode(version)
+        got = _same_in_both(lambda c: lambda: (lambda m: (m.member_id, m.group_instance_id))(
+            c.JoinGroupResponse.decode(data, version).members[0]))
+        assert got == ("ok", (text, text or None))
+        start = data.rindex(b"\x02m") + 2  # the member list: its count, then the member's id
+        for cut in range(start, len(data)):
+            assert _same_in_both(lambda c: lambda: c.JoinGroupResponse.decode(data[:cut], version))[:2] \
+                == ("err", "DecodeError")
+        null_id = data[:start + 1] + b"\x00" + data[start + 1 + len(text.encode()) + 1:]  # a null member id
+        assert _same_in_both(lambda c: lambda: c.JoinGroupResponse.decode(null_id, version))[:2] == ("err", "DecodeError")
+
+
 @pytest.mark.parametrize("version", [5, 6])  # int16 length -1, compact varint 0
 def test_a_null_string_and_a_cut_null_read_alike(version):
     """Both twins read a null nullable string (answered before the string reader in the compiled one), and

@@ -210,7 +210,8 @@ class _StructGen:
             return f"r_string(r, {self._compact(f)}, {self._nullable(f)})"
         if t in ("bytes", "records"):
             if self.takes_prev and f in _shared_bytes(self.fields):
-                before = f"(<{self.cls}>prev).v_{f.attr} if prev is not None else None"
+                # Borrowed: the previous element, which the array's list holds, keeps it alive.
+                before = f"<PyObject*>(<{self.cls}>prev).v_{f.attr} if prev is not None else NULL"
                 return f"r_bytes(r, {self._compact(f)}, {self._nullable(f)}, {before})"
             return f"r_bytes(r, {self._compact(f)}, {self._nullable(f)})"
         if t == "bool":
@@ -250,10 +251,10 @@ class _StructGen:
                 *(["    last_item = None"] if chained else []),
                 "    try:",
                 "        for i in range(n):",
-                f"            item = {elem}",
-                "            Py_INCREF(item)",
-                "            PyList_SET_ITEM(lst, i, item)",
-                *(["            last_item = item"] if chained else []),
+                # A chained element is read straight into last_item: one reference less to take and drop.
+                f"            {'last_item' if chained else 'item'} = {elem}",
+                f"            Py_INCREF({'last_item' if chained else 'item'})",
+                f"            PyList_SET_ITEM(lst, i, {'last_item' if chained else 'item'})",
                 "    except DecodeError as e:",
                 *named,
                 "        e.prepend_path(i)",
@@ -335,7 +336,8 @@ class _StructGen:
             ]
             body += _when("flex", tags, 0)
         else:
-            body += _when("flex", ["o.unknown_tagged_fields = r_unknown_tags(r)"], 0)
+            # A new instance's unknown_tagged_fields is None already: an empty section (nearly all) stores nothing.
+            body += _when("flex", ["if not r_no_tags(r):", "    o.unknown_tagged_fields = _r_unknown_tags(r)"], 0)
         if not self.root:
             return L + ["    r.field = -1"] + ["    " + line for line in body] + ["    return o", "", ""]
         return L + self._guarded(body, "DecodeError", "o")

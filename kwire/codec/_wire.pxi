@@ -22,7 +22,8 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
     object PyUnicode_New(Py_ssize_t, Py_UCS4)
-    void* PyUnicode_DATA(object)
+    ctypedef struct PyASCIIObject:
+        pass
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
     bint PyIndex_Check(object)
     object PyNumber_Index(object)
@@ -187,27 +188,59 @@ cdef inline bint is_ascii(const uint8_t* p, Py_ssize_t n) noexcept:
     return (high & <uint64_t>0x8080808080808080) == 0
 
 
-cdef inline bint copy_if_ascii(uint8_t* dst, const uint8_t* src, Py_ssize_t n) noexcept:
-    """Copy ``src[:n]`` to ``dst`` eight bytes at a time; whether every byte was ASCII.
+cdef inline uint8_t* ascii_data(object s) noexcept:
+    """The characters of ``s``, a str just made by ``PyUnicode_New(n, 127)``: a compact ASCII string's
+    one byte per character follow its header (what PyUnicode_DATA answers after testing both flags)."""
+    return <uint8_t*>((<PyASCIIObject*><PyObject*>s) + 1)
 
-    Lengths of 8 and more end with one overlapping word, so no byte loop runs."""
-    cdef uint64_t word, high = 0
-    cdef Py_ssize_t i = 0
-    if n >= 8:
-        while i + 8 < n:
-            memcpy(&word, src + i, 8)
-            memcpy(dst + i, &word, 8)
-            high |= word
-            i += 8
-        memcpy(&word, src + n - 8, 8)
-        memcpy(dst + n - 8, &word, 8)
-        high |= word
-    else:
-        while i < n:
-            dst[i] = src[i]
-            high |= src[i]
-            i += 1
-    return (high & <uint64_t>0x8080808080808080) == 0
+
+cdef extern from *:
+    """
+    #if defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
+    #include <emmintrin.h>
+    #define KWIRE_SSE2 1
+    #endif
+
+    /* Copy src[:n] to dst; whether every byte was ASCII.  With SSE2 (every
+       x86-64) 16 and more bytes go 16 at a time, the last block overlapping
+       the one before; otherwise, and below 16, 8 bytes at a time the same
+       way, so that only lengths under 8 take a byte loop. */
+    static CYTHON_INLINE int kwire_copy_if_ascii(uint8_t* dst, const uint8_t* src, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+    #ifdef KWIRE_SSE2
+        if (n >= 16) {
+            __m128i v, high = _mm_setzero_si128();
+            for (; i + 16 < n; i += 16) {
+                v = _mm_loadu_si128((const __m128i*)(src + i));
+                _mm_storeu_si128((__m128i*)(dst + i), v);
+                high = _mm_or_si128(high, v);
+            }
+            v = _mm_loadu_si128((const __m128i*)(src + n - 16));
+            _mm_storeu_si128((__m128i*)(dst + n - 16), v);
+            high = _mm_or_si128(high, v);
+            return _mm_movemask_epi8(high) == 0;
+        }
+    #endif
+        uint64_t word, high = 0;
+        if (n >= 8) {
+            for (; i + 8 < n; i += 8) {
+                memcpy(&word, src + i, 8);
+                memcpy(dst + i, &word, 8);
+                high |= word;
+            }
+            memcpy(&word, src + n - 8, 8);
+            memcpy(dst + n - 8, &word, 8);
+            high |= word;
+        } else {
+            for (; i < n; i++) {
+                dst[i] = src[i];
+                high |= src[i];
+            }
+        }
+        return (high & 0x8080808080808080ULL) == 0;
+    }
+    """
+    bint copy_if_ascii "kwire_copy_if_ascii"(uint8_t* dst, const uint8_t* src, Py_ssize_t n) noexcept
 
 
 cdef inline Py_ssize_t r_compact_length_byte(Reader* r, bint nullable) noexcept:
@@ -227,26 +260,59 @@ cdef inline Py_ssize_t r_compact_length_byte(Reader* r, bint nullable) noexcept:
     return -2
 
 
+cdef inline object new_ascii(const uint8_t* p, Py_ssize_t n):
+    """A str of ``p[:n]`` (``n`` at most 64) when every byte is ASCII; None otherwise.
+
+    An ASCII str is one byte per character, so it is made by copying the bytes
+    while checking them, in one pass, which skips the UTF-8 decoder's set-up
+    and its guess at the string's size."""
+    s = PyUnicode_New(n, 127)
+    if copy_if_ascii(ascii_data(s), p, n):
+        return s
+    return None
+
+
 cdef inline object r_string(Reader* r, bint compact, bint nullable):
-    # A null string (a static member's absent instance id, a null error
-    # message) is answered here, in a function small enough to be inlined
-    # into every reader, not in _r_string's call and frame.
-    if nullable and r.pos < r.end:
-        if compact:
-            if r.p[r.pos] == 0:
+    # The common string (a member id, a topic or group name: compact, one
+    # length byte, at most 64 bytes, ASCII) and the null one (a static
+    # member's absent instance id, a null error message) are read here, in a
+    # function inlined into every reader, as new_ascii is into it: the one call
+    # left is PyUnicode_New's.  Everything else (longer, wider lengths, bytes missing,
+    # a null where none may be) goes to _r_string_slow and its errors.
+    cdef Py_ssize_t n
+    if compact:
+        if r.pos < r.end:
+            n = <Py_ssize_t>r.p[r.pos] - 1
+            if 0 <= n <= 64 and n < r.end - r.pos:
+                r.pos += 1
+                s = new_ascii(r.p + r.pos, n)
+                if s is None:
+                    # The rare non-ASCII name takes the decoder.
+                    return _r_utf8(r, n)
+                r.pos += n
+                return s
+            if n == -1 and nullable:
                 r.pos += 1
                 return None
-        elif r.p[r.pos] == 0xFF and r.pos + 1 < r.end and r.p[r.pos + 1] == 0xFF:
-            r.pos += 2
-            return None
-    return _r_string(r, compact, nullable)
+    elif nullable and r.pos + 1 < r.end and r.p[r.pos] == 0xFF and r.p[r.pos + 1] == 0xFF:
+        r.pos += 2
+        return None
+    return _r_string_slow(r, compact, nullable)
 
 
-cdef object _r_string(Reader* r, bint compact, bint nullable):
+cdef object _r_utf8(Reader* r, Py_ssize_t n):
+    """The ``n`` bytes at ``r.pos`` (known to be there) decoded as UTF-8; steps past them."""
+    try:
+        s = PyUnicode_DecodeUTF8(<const char*>(r.p + r.pos), n, NULL)
+    except UnicodeDecodeError:
+        raise DecodeError("invalid UTF-8", r.pos) from None
+    r.pos += n
+    return s
+
+
+cdef object _r_string_slow(Reader* r, bint compact, bint nullable):
     cdef Py_ssize_t start = r.pos
-    cdef Py_ssize_t n = r_compact_length_byte(r, nullable) if compact else -2
-    if n == -2:
-        n = r_length(r, compact, 0, nullable)
+    cdef Py_ssize_t n = r_length(r, compact, 0, nullable)
     if n == -1:
         return None
     if n > MAX_STRING:
@@ -255,34 +321,25 @@ cdef object _r_string(Reader* r, bint compact, bint nullable):
     cdef const uint8_t* p = r.p + r.pos
     cdef object s
     if n <= 64:
-        # Member ids, topic and group names are nearly always ASCII and short:
-        # an ASCII str is one byte per character, so it is made by copying the
-        # bytes while checking them, in one pass, which skips the UTF-8
-        # decoder's set-up and its guess at the string's size.  The rare
-        # non-ASCII name throws that string away and takes the decoder.
-        s = PyUnicode_New(n, 127)
-        if copy_if_ascii(<uint8_t*>PyUnicode_DATA(s), p, n):
+        s = new_ascii(p, n)
+        if s is not None:
             r.pos += n
             return s
     elif is_ascii(p, n):
         s = PyUnicode_New(n, 127)
-        memcpy(PyUnicode_DATA(s), p, n)
+        memcpy(ascii_data(s), p, n)
         r.pos += n
         return s
-    try:
-        s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
-    except UnicodeDecodeError:
-        raise DecodeError("invalid UTF-8", r.pos) from None
-    r.pos += n
-    return s
+    return _r_utf8(r, n)
 
 
-cdef inline object r_bytes(Reader* r, bint compact, bint nullable, object before=None):
+cdef inline object r_bytes(Reader* r, bint compact, bint nullable, PyObject* before=NULL):
     """A bytes field; ``before`` itself when it is bytes equal to what follows.
 
     An array's elements often carry equal bytes (every member of a group
     sending the same Subscription): passing the previous element's value
-    keeps one shared immutable object instead of a copy per element."""
+    keeps one shared immutable object instead of a copy per element.
+    ``before`` is borrowed (NULL: none), so passing it costs no reference."""
     cdef Py_ssize_t n = r_compact_length_byte(r, nullable) if compact else -2
     if n == -2:
         n = r_length(r, compact, 1, nullable)
@@ -291,11 +348,11 @@ cdef inline object r_bytes(Reader* r, bint compact, bint nullable, object before
     r_need(r, n)
     # The first byte is compared inline so that bytes which differ (the common
     # case when they do) skip the memcmp call.
-    if (before is not None and PyBytes_CheckExact(before) and PyBytes_GET_SIZE(before) == n
-            and (n == 0 or (<const uint8_t*>PyBytes_AS_STRING(before))[0] == r.p[r.pos])
-            and memcmp(PyBytes_AS_STRING(before), r.p + r.pos, n) == 0):
+    if (before != NULL and PyBytes_CheckExact(<object>before) and PyBytes_GET_SIZE(<object>before) == n
+            and (n == 0 or (<const uint8_t*>PyBytes_AS_STRING(<object>before))[0] == r.p[r.pos])
+            and memcmp(PyBytes_AS_STRING(<object>before), r.p + r.pos, n) == 0):
         r.pos += n
-        return before
+        return <object>before
     b = PyBytes_FromStringAndSize(<const char*>(r.p + r.pos), n)
     r.pos += n
     return b
@@ -357,15 +414,16 @@ cdef int r_tag_header(Reader* r, int64_t* last, uint32_t* tag, uint32_t* size) e
     return 0
 
 
-cdef inline object r_unknown_tags(Reader* r):
-    """The tagged-field section of a struct with no known tags: all preserved raw."""
+cdef inline bint r_no_tags(Reader* r) noexcept:
+    """Whether a tagged-field section is empty (one zero byte), which it then steps past."""
     if r.pos < r.end and r.p[r.pos] == 0:
         r.pos += 1
-        return None
-    return _r_unknown_tags(r)
+        return True
+    return False
 
 
 cdef object _r_unknown_tags(Reader* r):
+    """The tagged-field section of a struct with no known tags: all preserved raw (None when empty)."""
     cdef Py_ssize_t count = _r_tag_count(r)
     if count == 0:
         return None
