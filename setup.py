@@ -115,7 +115,7 @@ class BuildExt(build_ext):
     """Compiles the extensions on every core, saying which one it is on, and
     replaces in-place modules instead of rewriting them.
 
-    The C compile takes minutes (the generated codec alone is ~140k lines of
+    The C compile takes minutes (the generated codec alone is ~450k lines of
     C), so a silent build looks hung: each module prints a line as it starts
     (shown by ``pip install -v``, and always by ``setup.py build_ext``)."""
 
