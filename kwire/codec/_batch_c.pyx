@@ -279,16 +279,11 @@ cdef inline bint all_ascii(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     return True
 
 
-cdef inline Py_ssize_t int16_string(const unsigned char* b, Py_ssize_t p, Py_ssize_t end, bint nullable,
-                                    Span* out) noexcept nogil:
-    """The position after the int16-length string at ``p``; -1 to decline it
-    (cut short, null where not allowed, or not ASCII: the codec's path then
-    gives the value or the error)."""
-    cdef Py_ssize_t length
-    if p + 2 > end:
-        return -1
-    length = <short>((<unsigned int>b[p] << 8) | <unsigned int>b[p + 1])
-    p += 2
+cdef inline Py_ssize_t ascii_span(const unsigned char* b, Py_ssize_t p, Py_ssize_t length, Py_ssize_t end,
+                                  bint nullable, Span* out) noexcept nogil:
+    """The position after a string of ``length`` bytes (-1: null) at ``p``;
+    -1 to decline it (cut short, null where not allowed, or not ASCII: the
+    codec's path then gives the value or the error)."""
     if length < 0:
         if length == -1 and nullable:
             out.start = -1
@@ -302,26 +297,28 @@ cdef inline Py_ssize_t int16_string(const unsigned char* b, Py_ssize_t p, Py_ssi
     return p + length
 
 
+cdef inline Py_ssize_t int16_string(const unsigned char* b, Py_ssize_t p, Py_ssize_t end, bint nullable,
+                                    Span* out) noexcept nogil:
+    """:func:`ascii_span` of the int16-length string at ``p``."""
+    if p + 2 > end:
+        return -1
+    return ascii_span(b, p + 2, <short>((<unsigned int>b[p] << 8) | <unsigned int>b[p + 1]), end, nullable, out)
+
+
 cdef inline Py_ssize_t compact_string(const unsigned char* b, Py_ssize_t p, Py_ssize_t end, bint nullable,
                                       Span* out) noexcept nogil:
-    """As :func:`int16_string` for a compact string whose length fits in
+    """:func:`ascii_span` of the compact string at ``p`` whose length fits in
     one varint byte (longer ones are declined)."""
-    cdef Py_ssize_t length
     if p >= end or b[p] & 0x80:
         return -1
-    length = <Py_ssize_t>b[p] - 1
-    p += 1
-    if length < 0:
-        if nullable:
-            out.start = -1
-            out.length = 0
-            return p
-        return -1
-    if p + length > end or not all_ascii(b + p, length):
-        return -1
-    out.start = p
-    out.length = length
-    return p + length
+    return ascii_span(b, p + 1, <Py_ssize_t>b[p] - 1, end, nullable, out)
+
+
+cdef inline Py_ssize_t next_string(const unsigned char* b, Py_ssize_t p, Py_ssize_t end, bint compact,
+                                   bint nullable, Span* out) noexcept nogil:
+    if compact:
+        return compact_string(b, p, end, nullable, out)
+    return int16_string(b, p, end, nullable, out)
 
 
 cdef int heartbeat_request(const unsigned char* b, Py_ssize_t start, Py_ssize_t end, int version,
@@ -331,41 +328,28 @@ cdef int heartbeat_request(const unsigned char* b, Py_ssize_t start, Py_ssize_t 
     ASCII and no tagged fields, and its fields in ``f``; 0 to fall back.
     The layout is the Heartbeat schema's: group id, generation and member
     id; the instance id from v3; compact strings and tagged fields from v4."""
-    cdef Py_ssize_t p = start + 12
-    p = int16_string(b, p, end, True, &f.client_id)
-    if p < 0:
+    cdef bint compact = version >= 4
+    cdef Py_ssize_t p = int16_string(b, start + 12, end, True, &f.client_id)
+    if p < 0 or version > 4:
         return 0
     if header_version >= 2:
         if p >= end or b[p] != 0:
             return 0
         p += 1
-    if version <= 3:
-        p = int16_string(b, p, end, False, &f.group_id)
-        if p < 0 or p + 4 > end:
-            return 0
-        f.generation_id = <int>((<unsigned int>b[p] << 24) | (<unsigned int>b[p + 1] << 16) |
-                                (<unsigned int>b[p + 2] << 8) | <unsigned int>b[p + 3])
-        p = int16_string(b, p + 4, end, False, &f.member_id)
-        if p < 0:
-            return 0
-        f.group_instance_id.start = -1
-        if version == 3:
-            p = int16_string(b, p, end, True, &f.group_instance_id)
-    elif version == 4:
-        p = compact_string(b, p, end, False, &f.group_id)
-        if p < 0 or p + 4 > end:
-            return 0
-        f.generation_id = <int>((<unsigned int>b[p] << 24) | (<unsigned int>b[p + 1] << 16) |
-                                (<unsigned int>b[p + 2] << 8) | <unsigned int>b[p + 3])
-        p = compact_string(b, p + 4, end, False, &f.member_id)
-        if p < 0:
-            return 0
-        p = compact_string(b, p, end, True, &f.group_instance_id)
-        if p < 0 or p >= end or b[p] != 0:
+    p = next_string(b, p, end, compact, False, &f.group_id)
+    if p < 0 or p + 4 > end:
+        return 0
+    f.generation_id = <int>((<unsigned int>b[p] << 24) | (<unsigned int>b[p + 1] << 16) |
+                            (<unsigned int>b[p + 2] << 8) | <unsigned int>b[p + 3])
+    p = next_string(b, p + 4, end, compact, False, &f.member_id)
+    f.group_instance_id.start = -1
+    if p >= 0 and version >= 3:
+        p = next_string(b, p, end, compact, True, &f.group_instance_id)
+    if p >= 0 and compact:
+        # the body's tagged fields: none, or the codec reads them
+        if p >= end or b[p] != 0:
             return 0
         p += 1
-    else:
-        return 0
     return p == end
 
 
@@ -375,8 +359,12 @@ cdef inline int put_span(_StrColumn column, Py_ssize_t row, const unsigned char*
     return 0
 
 
-cdef int put_row(Py_ssize_t i, dict row, dict strings, dict ints, dict valid, dict objs) except -1:
-    """Row ``i`` from a dict of column values (the codec's path)."""
+cdef int put_row(Py_ssize_t i, dict row, bint truncated, dict strings, dict ints, dict valid,
+                 dict objs) except -1:
+    """Row ``i`` from a dict of column values (the codec's path); a
+    truncated frame read without error says so in ``decode_error``."""
+    if truncated and row.get("decode_error") is None:
+        row["decode_error"] = "truncated frame"
     for name, value in row.items():
         if value is None:
             continue
@@ -530,18 +518,15 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                         extract_request(key, msg, row)
                     except (KwireError, ValueError) as exc:
                         row["decode_error"] = error_text(exc)
-                    if trunc_v[i] and row.get("decode_error") is None:
-                        row["decode_error"] = "truncated frame"
-                    put_row(i, row, strings, ints, valid, objs)
+                    put_row(i, row, trunc_v[i], strings, ints, valid, objs)
                     continue
                 row = {}
                 try:
                     header, body = split_request(mv[start:end])
                     row["client_id"] = header.client_id
                 except (KwireError, ValueError) as exc:
-                    # decode_error is set: "truncated" cannot apply
                     row["decode_error"] = error_text(exc)
-                    put_row(i, row, strings, ints, valid, objs)
+                    put_row(i, row, trunc_v[i], strings, ints, valid, objs)
                     continue
                 if key in GROUP_APIS:
                     try:
@@ -593,9 +578,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                         extract_response(key, msg, row)
                     except (KwireError, ValueError) as exc:
                         row["decode_error"] = error_text(exc)
-                    if trunc_v[i] and row.get("decode_error") is None:
-                        row["decode_error"] = "truncated frame"
-                    put_row(i, row, strings, ints, valid, objs)
+                    put_row(i, row, trunc_v[i], strings, ints, valid, objs)
                     continue
                 if j >= 0:
                     group_col.copy_row(i, j)
@@ -608,9 +591,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 if trunc_v[i]:
                     error_col.put_obj(i, "truncated frame")
                 continue
-            if trunc_v[i] and row.get("decode_error") is None:
-                row["decode_error"] = "truncated frame"
-            put_row(i, row, strings, ints, valid, objs)
+            put_row(i, row, trunc_v[i], strings, ints, valid, objs)
     finally:
         # Requests still waiting are kept by value: the next batch has other rows.
         pending = {}
