@@ -136,12 +136,12 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
     list_flat, list_ptr = _first_of_each(topic_of_name[cols.list_topic], cols.list_ptr, len(topics))
     if reading.owned_entries:
         owned = _current_claims(topic_of_name[cols.owned_topic], cols.owned_partition, cols.owned_ptr, first_ids,
-                                topics, index, counts)
+                                topics, index, counts, partition_counts)
     elif claims is None:
         owned = np.zeros(0, dtype=_I32), np.zeros(0, dtype=_I32), np.zeros(D + 1, dtype=_I64)
     else:
         owned = _current_claims(topic_of_name[claims.topic], claims.partition, claims.ptr, first_ids, topics, index,
-                                counts)
+                                counts, partition_counts)
     return _array_group(topics, partition_counts, index, member_ids, instance_ids, which, list_flat, list_ptr,
                         cols.topic_list, owned, generation, subscription_generation, cols.rack, partition_racks)
 
@@ -161,22 +161,27 @@ def _first_of_each(flat: np.ndarray, ptr: np.ndarray, width: int) -> Tuple[np.nd
 
 
 def _current_claims(flat_t, flat_p, ptr, first_ids: List, topics: List[str], index: Dict[str, int],
-                    counts: Dict[str, int]):
+                    counts: Dict[str, int], partition_counts: np.ndarray):
     """Claimed partitions as CSR ``(topic, partition, ptr)``, cleaned up as
     ``_api._sanitized`` cleans a member's claims: a negative index is
     refused (naming the first member that claims it), one past its topic's
     known partition count is dropped, and a topic the metadata does not know
-    keeps its claims."""
+    keeps its claims (``partition_counts``: each topic's, as interned)."""
     if len(flat_p) and flat_p.min() < 0:
         bad = int(np.argmax(flat_p < 0))
         member_id = first_ids[int(np.searchsorted(ptr, bad, side="right")) - 1]
         raise AssignmentError(
             f"member {member_id!r}: bad owned partition {topics[flat_t[bad]]!r}-{int(flat_p[bad])!r}"
         )
-    limit_of_topic = np.full(len(topics), _NO_LIMIT, dtype=_I64)
-    for t, n in counts.items():
-        limit_of_topic[index[t]] = n
-    keep = flat_p < limit_of_topic[flat_t]
+    if len(counts) == len(topics):
+        # Every topic has a known count (the usual group): the int32 counts
+        # are the limits, with no int64 column the size of the claims.
+        keep = flat_p < partition_counts[flat_t]
+    else:
+        limit_of_topic = np.full(len(topics), _NO_LIMIT, dtype=_I64)
+        for t, n in counts.items():
+            limit_of_topic[index[t]] = n
+        keep = flat_p < limit_of_topic[flat_t]
     if keep.all():
         return flat_t.astype(_I32, copy=False), flat_p.astype(_I32, copy=False), ptr
     kept_ptr = np.concatenate(([0], np.cumsum(keep, dtype=_I64)))[ptr]
