@@ -125,6 +125,9 @@ FAULTS = {
 }
 
 
+# ~17 s in all on two cores, on timers over real sockets like the real-client group tests: `-m slow`, which .ci/run
+# runs after the README's test command.
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_drivers_recover_from_a_fault_and_are_stable_again(fault):
     driver_kw, inject, progress, disarm = FAULTS[fault]
@@ -159,6 +162,7 @@ def test_start_retries_an_unreachable_bootstrap_until_its_timeout():
     asyncio.run(run())
 
 
+@pytest.mark.slow  # ~7 s: a real broker (Tansu) started and stopped
 def test_example_group_forms_against_tansu():
     tansu = _tansu()
     if tansu is None:
