@@ -91,7 +91,7 @@ def extensions():
 
 # GCC stops inlining anywhere in a translation unit once the unit has grown by
 # inline-unit-growth percent (40 by default).  The generated codec is one unit
-# of ~470k lines of C, so that budget runs out partway and which of its inline
+# of ~450k lines of C, so that budget runs out partway and which of its inline
 # readers (r_string, r_int32, ...) stay calls in which message reader then
 # depends on unrelated code elsewhere in the unit: with 40, JoinGroupResponse's
 # member reader lost its inlined r_string to an edit of r_string's slow path.

@@ -359,23 +359,18 @@ cdef inline int put_span(_StrColumn column, Py_ssize_t row, const unsigned char*
     return 0
 
 
-cdef int put_row(Py_ssize_t i, dict row, bint truncated, dict strings, dict ints, dict valid,
-                 dict objs) except -1:
+cdef int put_row(Py_ssize_t i, dict row, bint truncated, dict strings, cols) except -1:
     """Row ``i`` from a dict of column values (the codec's path); a
-    truncated frame read without error says so in ``decode_error``."""
+    truncated frame read without error says so in ``decode_error``.  The
+    string columns are this twin's; the rest go where ``Columns.set_row``
+    puts them for both twins."""
     if truncated and row.get("decode_error") is None:
         row["decode_error"] = "truncated frame"
-    for name, value in row.items():
-        if value is None:
-            continue
-        column = strings.get(name)
-        if column is not None:
+    for name, column in strings.items():
+        value = row.pop(name, None)
+        if value is not None:
             (<_StrColumn>column).put_obj(i, value)
-        elif name in ints:
-            ints[name][i] = value
-            valid[name][i] = True
-        else:
-            objs[name][i] = value
+    cols.set_row(i, row)
     return 0
 
 
@@ -455,7 +450,6 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     cdef _StrColumn member_col = strings["member_id"]
     cdef _StrColumn instance_col = strings["group_instance_id"]
     cdef _StrColumn error_col = strings["decode_error"]
-    cdef dict objs = cols.objs
     cdef Py_ssize_t requests = 0
     for i in range(n):
         requests += dir_v[i] == 0
@@ -518,7 +512,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                         extract_request(key, msg, row)
                     except (KwireError, ValueError) as exc:
                         row["decode_error"] = error_text(exc)
-                    put_row(i, row, trunc_v[i], strings, ints, valid, objs)
+                    put_row(i, row, trunc_v[i], strings, cols)
                     continue
                 row = {}
                 try:
@@ -526,7 +520,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                     row["client_id"] = header.client_id
                 except (KwireError, ValueError) as exc:
                     row["decode_error"] = error_text(exc)
-                    put_row(i, row, trunc_v[i], strings, ints, valid, objs)
+                    put_row(i, row, trunc_v[i], strings, cols)
                     continue
                 if key in GROUP_APIS:
                     try:
@@ -578,7 +572,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                         extract_response(key, msg, row)
                     except (KwireError, ValueError) as exc:
                         row["decode_error"] = error_text(exc)
-                    put_row(i, row, trunc_v[i], strings, ints, valid, objs)
+                    put_row(i, row, trunc_v[i], strings, cols)
                     continue
                 if j >= 0:
                     group_col.copy_row(i, j)
@@ -591,7 +585,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 if trunc_v[i]:
                     error_col.put_obj(i, "truncated frame")
                 continue
-            put_row(i, row, trunc_v[i], strings, ints, valid, objs)
+            put_row(i, row, trunc_v[i], strings, cols)
     finally:
         # Requests still waiting are kept by value: the next batch has other rows.
         pending = {}
