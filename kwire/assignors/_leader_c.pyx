@@ -10,6 +10,7 @@ topic run."""
 import numpy as np
 
 cimport cython
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -528,30 +529,33 @@ cdef enum:
 
 @cython.final  # its methods are called per owned entry: direct calls, not through a vtable
 cdef class _Growing:
-    """An int32 or int64 column of unknown final length."""
+    """An int32 or int64 column of unknown final length.
+
+    Its storage is a bytearray that becomes the NumPy array's buffer when
+    the column is done: a second generation's owned-partition columns are
+    millions of entries at 1M partitions, and copying them into fresh arrays
+    cost the leader path the copy plus a page fault per 4 KB it touched."""
+    cdef bytearray storage
     cdef char* data
     cdef Py_ssize_t used, capacity, itemsize
 
     def __cinit__(self, Py_ssize_t itemsize):
         self.itemsize = itemsize
-
-    def __dealloc__(self):
-        PyMem_Free(self.data)
+        self.storage = bytearray()
 
     cdef char* extend(self, Py_ssize_t items) except NULL:
         """Room for ``items`` more, counted as used; the caller fills it."""
         cdef Py_ssize_t need = (self.used + items) * self.itemsize
-        cdef Py_ssize_t grown
-        cdef char* moved
         if need > self.capacity or self.data == NULL:  # NULL would read as an error to the caller
-            grown = max(need, 2 * self.capacity, 256)
-            moved = <char*>PyMem_Realloc(self.data, grown)
-            if moved == NULL:
-                raise MemoryError()
-            self.data, self.capacity = moved, grown
+            self._resize(max(need, 2 * self.capacity, 256))
         cdef char* at = self.data + self.used * self.itemsize
         self.used += items
         return at
+
+    cdef int _resize(self, Py_ssize_t size) except -1:
+        PyByteArray_Resize(self.storage, size)
+        self.data, self.capacity = PyByteArray_AS_STRING(self.storage), size
+        return 0
 
     cdef int push32(self, int32_t value) except -1:
         (<int32_t*>self.extend(1))[0] = value
@@ -562,11 +566,9 @@ cdef class _Growing:
         return 0
 
     cdef object array(self):
-        out = np.empty(self.used, dtype=np.int32 if self.itemsize == 4 else np.int64)
-        cdef uint8_t[::1] raw = out.view(np.uint8)
-        if self.used:
-            memcpy(&raw[0], self.data, self.used * self.itemsize)
-        return out
+        """The column as a NumPy array on this column's storage (the column is done with it)."""
+        self._resize(self.used * self.itemsize)
+        return np.frombuffer(self.storage, dtype=np.int32 if self.itemsize == 4 else np.int64)
 
 
 cdef inline uint64_t _load64(const uint8_t* p) noexcept nogil:
