@@ -366,15 +366,17 @@ class ArrayGroup:
         if len(self.replica_racks) and (self.replica_racks.min() < 0 or self.replica_racks.max() >= len(self.rack_names)):
             raise AssignmentError("replica_racks holds a rack index out of range")
 
-    def check_members(self) -> None:
+    def check_members(self, ids_are_str: bool = False) -> None:
         """Refuse member ids that are not unique strs, and instance ids or
         racks that are not str or None, one per member.  The part of the
         checks a builder that made every other column itself (the leader
-        path) still needs: these come from the caller's members as given."""
+        path) still needs: these come from the caller's members as given.
+        ``ids_are_str``: the builder has found every member id a str and
+        every instance id a str or None (only uniqueness is left of those)."""
         M = len(self.member_ids)
         # Counting the types first is a few C loops: the per-value loops
         # below, which name the offender, run only when there is one.
-        if not all_str(self.member_ids):
+        if not ids_are_str and not all_str(self.member_ids):
             for m in self.member_ids:
                 if not isinstance(m, str):
                     raise AssignmentError(f"member ids must be str, got {m!r}")
@@ -387,6 +389,8 @@ class ArrayGroup:
                 seen.add(m)
             raise AssignmentError(f"member id {dup!r} appears more than once")
         for name, values in (("group_instance_ids", self.group_instance_ids), ("racks", self.racks)):
+            if ids_are_str and name == "group_instance_ids":
+                continue
             if len(values) != M:
                 raise AssignmentError(f"{name} has {len(values)} entries for {M} members")
             if all_optional_str(values):

@@ -38,7 +38,9 @@ def _plain_order_holds(names: Iterable[str]) -> bool:
 def _sorted_by_name(indices: Iterable[int], names: Sequence[str]) -> List[int]:
     """``indices`` sorted (stably) by ``String.compareTo`` of ``names[i]``."""
     indices = list(indices)
-    if _plain_order_holds(map(names.__getitem__, indices)):
+    # Plain order holds for the chosen names when it holds for all of them:
+    # the whole list is checked when it is no longer (no map over indices).
+    if _plain_order_holds(names if len(names) <= len(indices) else map(names.__getitem__, indices)):
         return sorted(indices, key=names.__getitem__)
     return sorted(indices, key=lambda i: utf16_key(names[i]))
 
@@ -69,8 +71,9 @@ def java_sorted(names: Iterable[str]) -> List[str]:
 def java_rank(names: Sequence[str]) -> np.ndarray:
     """int32 rank of each name in Java ``String.compareTo`` order (equal names
     keep their index order), so kernels compare integers, not strings."""
-    rank = np.empty(len(names), dtype=np.int32)
-    rank[np.asarray(_sorted_by_name(range(len(names)), names), dtype=np.int64)] = np.arange(len(names), dtype=np.int32)
+    n = len(names)
+    rank = np.empty(n, dtype=np.int32)
+    rank[np.fromiter(_sorted_by_name(range(n), names), dtype=np.intp, count=n)] = np.arange(n, dtype=np.int32)
     return rank
 
 
@@ -244,8 +247,8 @@ def hashmap_positions(hashes: np.ndarray, capacity: int) -> np.ndarray:
     (a resize splits buckets but keeps relative order).  This is exact as
     long as no bucket is treeified, which needs 8+ colliding keys in a table
     of 64+ slots -- not a case Kafka's inputs produce in practice."""
-    bucket = hashmap_buckets(hashes, capacity)
-    return np.lexsort((np.arange(len(bucket)), bucket)).astype(np.int32)
+    # A stable sort by bucket keeps insertion order inside each bucket.
+    return np.argsort(hashmap_buckets(hashes, capacity), kind="stable").astype(np.int32)
 
 
 def stacked_hashmap_positions(hashes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -287,7 +290,8 @@ def string_hashmap_order(keys: Sequence[str], capacity: int | None = None) -> Li
 
 
 def hashmap_capacity(hashes: Sequence[int], initial_capacity: int = 16) -> int:
-    """Table capacity of a Java HashMap after inserting keys with ``hashes`` (``hashCode``) in order.
+    """Table capacity of a Java HashMap after inserting keys with ``hashes``
+    (``hashCode``, a sequence or an int32 array) in order.
 
     Like :func:`capacity_after`, plus one more way the table grows: a bucket
     that reaches 9 entries while the table is smaller than 64 makes Java
@@ -307,6 +311,6 @@ def hashmap_capacity(hashes: Sequence[int], initial_capacity: int = 16) -> int:
     table = JavaHashTable(initial_capacity)
     # only tables below 64 slots can be resized by a crowded bucket, and the
     # size rule alone takes a table past 64 after 48 entries
-    for i, h in enumerate(first):
+    for i, h in enumerate(first.tolist() if isinstance(first, np.ndarray) else first):
         table.add(i, spread(h))
     return _grown(len(hashes), table.capacity)

@@ -91,7 +91,8 @@ def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partitio
         distinct = [facts(_Member(member_ids[i], instance_ids[i], codec.Subscription.decode(key)))
                     for key, i in zip(keys, firsts)]
         return columns_group(member_ids, instance_ids, which, distinct, counts, partition_racks)
-    if not (all_str(member_ids) and all_optional_str(instance_ids)):
+    ids_are_str = all_str(member_ids) and all_optional_str(instance_ids)
+    if not ids_are_str:
         # Some id will be refused: which error comes first is decided member by member.
         for k, i in enumerate(firsts):
             try:
@@ -103,13 +104,15 @@ def join_members_group(members, counts: Dict[str, int], facts: FactsFn, partitio
                 raise
     cols = kernels.subscription_columns(keys)
     return _subscriptions_group(member_ids, instance_ids, which, [member_ids[i] for i in firsts], cols, reading,
-                                counts, partition_racks, kernels)
+                                counts, partition_racks, kernels, ids_are_str)
 
 
 def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: SubscriptionColumns,
-                         reading: ColumnReading, counts: Dict[str, int], partition_racks, kernels) -> ArrayGroup:
+                         reading: ColumnReading, counts: Dict[str, int], partition_racks, kernels,
+                         ids_are_str: bool) -> ArrayGroup:
     """The :class:`ArrayGroup` of members whose subscription is row
-    ``which[i]`` of ``cols`` (``first_ids[k]``: the first member with row ``k``)."""
+    ``which[i]`` of ``cols`` (``first_ids[k]``: the first member with row ``k``;
+    ``ids_are_str``: every member id is a str and every instance id a str or None)."""
     D = len(first_ids)
     claims: Optional[ClaimColumns] = None
     if reading.rows is None:
@@ -136,7 +139,7 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
     topics, index, partition_counts = interned_topics(names, counts)
     topic_of_name = np.fromiter(map(index.get, all_names, itertools.repeat(-1, len(all_names))), dtype=_I32,
                                 count=len(all_names))
-    interned = _renumbering(topic_of_name)
+    interned = _renumbering(all_names, topics, topic_of_name)
     list_flat, list_ptr = _first_of_each(interned(cols.list_topic), cols.list_ptr, len(topics))
     if reading.owned_entries:
         owned = _current_claims(interned(cols.owned_topic), cols.owned_partition, cols.owned_ptr, first_ids,
@@ -147,14 +150,16 @@ def _subscriptions_group(member_ids, instance_ids, which, first_ids, cols: Subsc
         owned = _current_claims(interned(claims.topic), claims.partition, claims.ptr, first_ids, topics, index,
                                 counts, partition_counts)
     return _array_group(topics, partition_counts, index, member_ids, instance_ids, which, list_flat, list_ptr,
-                        cols.topic_list, owned, generation, subscription_generation, cols.rack, partition_racks)
+                        cols.topic_list, owned, generation, subscription_generation, cols.rack, partition_racks,
+                        ids_are_str)
 
 
-def _renumbering(topic_of_name: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """Read topic ids -> interned ones.  Names read in sorted order, with
-    none left out (a Java client sends its topics sorted), keep their ids:
-    the claim columns are then used as read, not gathered anew."""
-    if np.array_equal(topic_of_name, np.arange(len(topic_of_name), dtype=_I32)):
+def _renumbering(names: List[str], topics: List[str], topic_of_name: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Read topic ids (of ``names``) -> interned ones (of ``topics``).  Names
+    read in sorted order, with none left out and none added (a Java client
+    sends its topics sorted), keep their ids: the claim columns are then used
+    as read, not gathered anew."""
+    if names == topics:
         return lambda ids: ids
     return topic_of_name.__getitem__
 
@@ -380,10 +385,12 @@ def columns_group(
 
 
 def _array_group(topics, partition_counts, index, member_ids, instance_ids, which, list_flat, list_ptr,
-                 list_of_distinct, owned, generation, subscription_generation, racks, partition_racks) -> ArrayGroup:
+                 list_of_distinct, owned, generation, subscription_generation, racks, partition_racks,
+                 ids_are_str: bool = False) -> ArrayGroup:
     """The :class:`ArrayGroup` from distinct-level columns: member ``i`` has
     distinct row ``which[i]``, whose topic list is ``list_of_distinct[k]``
-    and whose owned CSR, generations and rack are row ``k`` of theirs."""
+    and whose owned CSR, generations and rack are row ``k`` of theirs
+    (``ids_are_str``: the caller has found the ids' types right)."""
     M = len(member_ids)
     owned_t, owned_p, owned_ptr = owned
     owned_indptr, owned_topic, owned_partition = _gather_rows(owned_ptr, which, owned_t, owned_p)
@@ -415,7 +422,7 @@ def _array_group(topics, partition_counts, index, member_ids, instance_ids, whic
         list_of_member = np.asarray(list_of_distinct, dtype=_I64)[which] if M else np.zeros(0, dtype=_I64)
         sub_indptr, sub_topics = _gather_rows(list_ptr, list_of_member, list_flat)
         group = ArrayGroup(topics, partition_counts, member_ids, sub_indptr, sub_topics, **columns)
-    group.check_members()
+    group.check_members(ids_are_str)
     return group
 
 

@@ -36,17 +36,24 @@ def topic_name_table(topics: List[str]) -> Optional[Tuple[np.ndarray, bytes]]:
     None when a name cannot be written (not encodable as UTF-8, or longer
     than an int16 length): the caller then encodes with the codec, which
     refuses such a name with its own typed error."""
-    try:
-        encoded = [t.encode("utf-8") for t in topics]
-    except UnicodeEncodeError:
-        return None
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    if encoded:
+    joined = "".join(topics)
+    if joined.isascii():
+        # A name's length is its UTF-8 length: one join and one encode, not one per name.
+        blob = joined.encode("ascii")
+        lengths = np.fromiter(map(len, topics), dtype=np.int64, count=len(topics))
+    else:
+        try:
+            encoded = [t.encode("utf-8") for t in topics]
+        except UnicodeEncodeError:
+            return None
+        blob = b"".join(encoded)
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+    offsets = np.zeros(len(topics) + 1, dtype=np.int64)
+    if len(topics):
         if lengths.max() > MAX_NAME_BYTES:
             return None
         np.cumsum(lengths, out=offsets[1:])
-    return offsets, b"".join(encoded)
+    return offsets, blob
 
 
 def metadata_type_error(i: int, metadata) -> str:

@@ -22,7 +22,7 @@ def _member_order(group):
     """Iteration order of the leader's members ``HashMap`` (see
     ``_javaorder.hashmap_capacity`` for the crowded-bucket growth rule)."""
     hashes = group.member_hashes()
-    capacity = hashmap_capacity(hashes.tolist())
+    capacity = hashmap_capacity(hashes)
     if capacity == capacity_after(len(hashes)):
         return group.member_hashmap_order()
     return hashmap_positions(hashes, capacity)
