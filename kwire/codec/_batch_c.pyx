@@ -8,16 +8,21 @@ Same contract as the pure twin.  What is compiled:
   all-ASCII one is read here without creating a message object or a string;
 - the string columns, written straight into Arrow's layout (:class:`_StrColumn`);
 - request pairing: a request answered within its own batch is found by its
-  row, and its response copies the request's strings row to row.
+  row, and its response copies the request's strings row to row;
+- the other group messages (and Metadata responses) of a well-formed frame:
+  the body is decoded by the compiled codec's message class and its fields
+  go straight into the columns, the nested ones (:class:`_NestedColumn`)
+  built in Arrow's layout, with no dict or list per row.
 
-Everything else (the other group messages, any frame the fast paths do not
-take) goes through kwire's per-message decoders and the field extraction both
-twins import from ``kwire.codec._batch_common``, so the twins agree field for
-field by construction: a fast path either gives what that path gives or
-declines the frame.
+Any frame the fast paths do not take, or that they start and find bad
+(bad Subscription bytes in a JoinGroup, say), goes through kwire's framing
+and the field extraction both twins import from
+``kwire.codec._batch_common``: a fast path either gives what that path
+gives or declines the frame, and tests compare the two twins column by column.
 """
 
 import numpy as np
+cimport cython
 cimport numpy as cnp
 import pyarrow as pa
 
@@ -26,10 +31,10 @@ from cpython.mem cimport PyMem_Calloc, PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from libc.string cimport memcpy
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
 
-from kwire.codec._batch_common import (Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, RequestHeader,
-                                       error_text, extract_request, extract_response)
+from kwire.codec._batch_common import (Assignment, Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, RequestHeader,
+                                       Subscription, error_text, extract_request, extract_response, partition_count)
 from kwire.codec._batch_common import OBJECT_COLUMNS as _OBJECT_COLUMNS, STRING_COLUMNS as _STRING_COLUMNS
-from kwire.codec._framing import decode_response, message_class, split_request
+from kwire.codec._framing import DEFAULT as _FRAMING, decode_response, message_class, split_request
 from kwire.codec import _schema
 from kwire.errors import KwireError
 
@@ -39,20 +44,37 @@ cdef extern from "Python.h":
 
 cnp.import_array()
 
-cdef int HEARTBEAT = 12
-_LIST_COLUMNS = tuple(name for name in _OBJECT_COLUMNS if name not in _STRING_COLUMNS)
+cdef enum:
+    METADATA = 3
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
 
-# Header version of every (api key, version) of the group apis, -1 elsewhere:
-# the request path looks it up instead of asking the schema per frame.
+ResponseHeader = _FRAMING.codec.ResponseHeader
+
+# Header version of every (api key, version) of the group apis (and, for
+# responses, Metadata), -1 elsewhere: the fast paths look it up instead of
+# asking the schema per frame.
 cdef int HEADER_VERSION[32 * 16]
+cdef int RESPONSE_HEADER_VERSION[32 * 16]
 REQUEST_CLASS = {}
+RESPONSE_CLASS = {}
 for _k in range(32):
     for _v in range(16):
         HEADER_VERSION[_k * 16 + _v] = -1
+        RESPONSE_HEADER_VERSION[_k * 16 + _v] = -1
 for _k in GROUP_APIS:
     REQUEST_CLASS[_k] = message_class(_k, "request")
     for _v in range(REQUEST_CLASS[_k].min_version, REQUEST_CLASS[_k].max_version + 1):
         HEADER_VERSION[_k * 16 + _v] = _schema.request_header_version(_k, _v)
+for _k in RESPONSE_APIS:
+    RESPONSE_CLASS[_k] = message_class(_k, "response")
+    for _v in range(RESPONSE_CLASS[_k].min_version, min(RESPONSE_CLASS[_k].max_version + 1, 16)):
+        RESPONSE_HEADER_VERSION[_k * 16 + _v] = _schema.response_header_version(_k, _v)
+
+include "_batch_nested.pxi"
 
 
 cdef class _StrColumn:
@@ -359,18 +381,213 @@ cdef inline int put_span(_StrColumn column, Py_ssize_t row, const unsigned char*
     return 0
 
 
-cdef int put_row(Py_ssize_t i, dict row, bint truncated, dict strings, cols) except -1:
+cdef int put_row(Py_ssize_t i, dict row, bint truncated, dict strings, _Nested nested, cols) except -1:
     """Row ``i`` from a dict of column values (the codec's path); a
     truncated frame read without error says so in ``decode_error``.  The
-    string columns are this twin's; the rest go where ``Columns.set_row``
-    puts them for both twins."""
+    string and nested columns are this twin's; the fixed-width ones go where
+    ``Columns.set_row`` puts them for both twins."""
     if truncated and row.get("decode_error") is None:
         row["decode_error"] = "truncated frame"
     for name, column in strings.items():
         value = row.pop(name, None)
         if value is not None:
             (<_StrColumn>column).put_obj(i, value)
+    for name, column in nested.by_name.items():
+        value = row.pop(name, None)
+        if value is not None:
+            (<_NestedColumn>column).put_value(i, value)
     cols.set_row(i, row)
+    return 0
+
+
+@cython.final
+cdef class _Nested:
+    """The batch's nested columns."""
+    cdef _StrListColumn protocols, topics, leaving
+    cdef _I32ListColumn partition_counts
+    cdef _MemberColumn members
+    cdef _AssignmentColumn assignments
+    cdef dict by_name
+    cdef Py_ssize_t marks[6]
+
+    def __cinit__(self):
+        kind = {"protocols": _StrListColumn, "topics": _StrListColumn, "leaving": _StrListColumn,
+                "partition_counts": _I32ListColumn, "members": _MemberColumn, "assignments": _AssignmentColumn}
+        self.by_name = {f.name: kind[f.name](f.type) for f in FRAMES_SCHEMA if f.name in kind}
+        self.protocols, self.topics, self.leaving = (self.by_name["protocols"], self.by_name["topics"],
+                                                     self.by_name["leaving"])
+        self.partition_counts = self.by_name["partition_counts"]
+        self.members = self.by_name["members"]
+        self.assignments = self.by_name["assignments"]
+
+    cdef inline void mark(self) noexcept:
+        """Remember where every column stands, for :meth:`undo`."""
+        self.marks[0] = self.protocols.mark()
+        self.marks[1] = self.topics.mark()
+        self.marks[2] = self.leaving.mark()
+        self.marks[3] = self.partition_counts.mark()
+        self.marks[4] = self.members.mark()
+        self.marks[5] = self.assignments.mark()
+
+    cdef int undo(self, Py_ssize_t row) except -1:
+        """Forget what a declined fast path wrote for row ``row`` since :meth:`mark`."""
+        self.protocols.undo(row, self.marks[0])
+        self.topics.undo(row, self.marks[1])
+        self.leaving.undo(row, self.marks[2])
+        self.partition_counts.undo(row, self.marks[3])
+        self.members.undo(row, self.marks[4])
+        return self.assignments.undo(row, self.marks[5])
+
+    def finish(self, Py_ssize_t n):
+        return {name: column.finish(n) for name, column in self.by_name.items()}
+
+
+@cython.final
+cdef class _Row:
+    """What a fast path read of one row, held until the row is written
+    whole (a declined row writes nothing).  ``member_id`` of a response
+    starts as its request's; ``has_*`` flags the integers read."""
+    cdef object group_id, member_id, group_instance_id, protocol_type, protocol_name, leader
+    cdef bint own_member_id, has_generation, has_error, has_session, has_rebalance
+    cdef int generation_id, session_timeout_ms, rebalance_timeout_ms
+    cdef short error_code
+
+    cdef void clear(self) noexcept:
+        self.group_id = self.member_id = self.group_instance_id = None
+        self.protocol_type = self.protocol_name = self.leader = None
+        self.own_member_id = self.has_generation = self.has_error = self.has_session = self.has_rebalance = False
+
+
+@cython.final
+cdef class _Fields:
+    """The columns a fast path's row is written into, typed for the loop."""
+    cdef _StrColumn group_id, member_id, group_instance_id, protocol_type, protocol_name, leader, decode_error
+    cdef short[:] error_code
+    cdef int[:] generation_id, session_timeout_ms, rebalance_timeout_ms
+    cdef cnp.npy_bool[:] error_ok, generation_ok, session_ok, rebalance_ok
+
+    def __cinit__(self, dict strings, cols):
+        self.group_id, self.member_id = strings["group_id"], strings["member_id"]
+        self.group_instance_id, self.decode_error = strings["group_instance_id"], strings["decode_error"]
+        self.protocol_type, self.protocol_name = strings["protocol_type"], strings["protocol_name"]
+        self.leader = strings["leader"]
+        self.error_code, self.error_ok = cols.ints["error_code"], cols.valid["error_code"].view(np.uint8)
+        self.generation_id, self.generation_ok = cols.ints["generation_id"], cols.valid["generation_id"].view(np.uint8)
+        self.session_timeout_ms = cols.ints["session_timeout_ms"]
+        self.session_ok = cols.valid["session_timeout_ms"].view(np.uint8)
+        self.rebalance_timeout_ms = cols.ints["rebalance_timeout_ms"]
+        self.rebalance_ok = cols.valid["rebalance_timeout_ms"].view(np.uint8)
+
+    cdef int put(self, _Row r, Py_ssize_t i, Py_ssize_t request_row, bint truncated) except -1:
+        """Row ``i`` from ``r``; a response's ids not read from it are those
+        of the request in row ``request_row`` (-1: none is in this batch, and
+        ``r`` holds them)."""
+        if request_row >= 0:
+            self.group_id.copy_row(i, request_row)
+            if not r.own_member_id:
+                self.member_id.copy_row(i, request_row)
+            self.group_instance_id.copy_row(i, request_row)
+        else:
+            self.group_id.put_obj(i, r.group_id)
+            self.group_instance_id.put_obj(i, r.group_instance_id)
+        if request_row < 0 or r.own_member_id:
+            self.member_id.put_obj(i, r.member_id)
+        self.protocol_type.put_obj(i, r.protocol_type)
+        self.protocol_name.put_obj(i, r.protocol_name)
+        self.leader.put_obj(i, r.leader)
+        if r.has_error:
+            self.error_code[i], self.error_ok[i] = r.error_code, 1
+        if r.has_generation:
+            self.generation_id[i], self.generation_ok[i] = r.generation_id, 1
+        if r.has_session:
+            self.session_timeout_ms[i], self.session_ok[i] = r.session_timeout_ms, 1
+        if r.has_rebalance:
+            self.rebalance_timeout_ms[i], self.rebalance_ok[i] = r.rebalance_timeout_ms, 1
+        if truncated:
+            self.decode_error.put_obj(i, "truncated frame")
+        return 0
+
+
+cdef int request_row(int key, msg, _Row r, _Nested nested, Py_ssize_t i) except -1:
+    """``extract_request``'s reading of request ``msg``, into ``r`` and the nested columns."""
+    if key == JOIN_GROUP:
+        r.group_id, r.member_id, r.group_instance_id = msg.group_id, msg.member_id, msg.group_instance_id
+        r.session_timeout_ms, r.has_session = msg.session_timeout_ms, True
+        r.rebalance_timeout_ms, r.has_rebalance = msg.rebalance_timeout_ms, True
+        r.protocol_type = msg.protocol_type
+        protocols = msg.protocols
+        for protocol in protocols:
+            nested.protocols.push_element(protocol.name)
+        nested.protocols.close(i)
+        if r.protocol_type == "consumer" and protocols:
+            nested.topics.put_value(i, Subscription.decode(protocols[0].metadata).topics)
+    elif key == HEARTBEAT:
+        r.group_id, r.member_id, r.group_instance_id = msg.group_id, msg.member_id, msg.group_instance_id
+        r.generation_id, r.has_generation = msg.generation_id, True
+    elif key == SYNC_GROUP:
+        r.group_id, r.member_id, r.group_instance_id = msg.group_id, msg.member_id, msg.group_instance_id
+        r.generation_id, r.has_generation = msg.generation_id, True
+        r.protocol_type, r.protocol_name = msg.protocol_type, msg.protocol_name
+        # Other protocols (Kafka Connect, ...) have assignments of their own format.
+        if r.protocol_type is None or r.protocol_type == "consumer":
+            for a in msg.assignments:
+                nested.assignments.add_assignment(a.member_id, a.assignment)
+            nested.assignments.close(i)
+    elif key == LEAVE_GROUP:
+        r.group_id = msg.group_id
+        members = msg.members
+        if members:
+            for m in members:
+                nested.leaving.push_element(m.member_id)
+            nested.leaving.close(i)
+            r.member_id, r.group_instance_id = members[0].member_id, members[0].group_instance_id
+        else:
+            r.member_id = msg.member_id
+            nested.leaving.push_element(r.member_id)
+            nested.leaving.close(i)
+    elif key == FIND_COORDINATOR:
+        keys = msg.coordinator_keys
+        if keys:
+            if msg.key_type == 0:
+                r.group_id = keys[0]
+        elif msg.key_type == 0:
+            r.group_id = msg.key
+    return 0
+
+
+cdef int response_row(int key, msg, _Row r, _Nested nested, Py_ssize_t i) except -1:
+    """``extract_response``'s reading of response ``msg``, into ``r`` and the nested columns."""
+    if key == METADATA:
+        # Only the topics answered without an error have a size.
+        for t in msg.topics:
+            if t.error_code == 0 and t.name is not None:
+                nested.topics.push_element(t.name)
+                nested.partition_counts.push_element(partition_count(t.partitions))
+        nested.topics.close(i)
+        nested.partition_counts.close(i)
+        return 0
+    r.error_code, r.has_error = msg.error_code, True
+    if key == JOIN_GROUP:
+        r.generation_id, r.has_generation = msg.generation_id, True
+        r.protocol_type, r.protocol_name, r.leader = msg.protocol_type, msg.protocol_name, msg.leader
+        # The coordinator names the member here (MEMBER_ID_REQUIRED, first join).
+        r.member_id, r.own_member_id = msg.member_id, True
+        consumer = r.protocol_type is None or r.protocol_type == "consumer"
+        for m in msg.members:
+            nested.members.add(m.member_id, m.group_instance_id,
+                               Subscription.decode(m.metadata).topics if consumer else None)
+        nested.members.close(i)
+    elif key == SYNC_GROUP:
+        # The response's own protocol fields (v5+), none when empty: the request's are not kept.
+        r.protocol_type = msg.protocol_type or None
+        r.protocol_name = msg.protocol_name or None
+        if r.protocol_type is None or r.protocol_type == "consumer":
+            nested.assignments.add_assignment(r.member_id, msg.assignment)
+            nested.assignments.close(i)
+    elif key == FIND_COORDINATOR:
+        coordinators = msg.coordinators
+        if coordinators:
+            r.error_code = coordinators[0].error_code
     return 0
 
 
@@ -414,6 +631,38 @@ cdef int heartbeat_response_error(const unsigned char[:] b, Py_ssize_t start, Py
     return 1
 
 
+cdef bint response_fast_path(int key, int version, Py_ssize_t j, object req, const unsigned char[:] buf, object mv,
+                             Py_ssize_t start, Py_ssize_t end, bint truncated, Py_ssize_t i, _Row r, _Nested nested,
+                             _Fields fields) except -1:
+    """Row ``i``, a response to the request in row ``j`` (or, -1, to the
+    carried ``req``), decoded by the compiled message class and written; 0
+    (nothing written) where the frame is not well formed or a field is bad,
+    for the codec's path to give its row and error."""
+    cdef int header_version = RESPONSE_HEADER_VERSION[key * 16 + version] if 0 <= key < 32 and 0 <= version < 16 else -1
+    if header_version < 0 or read_i32(buf, start) != end - start - 4:
+        return 0
+    payload = mv[start + 4:end]
+    try:
+        _header, header_end = ResponseHeader.decode_prefix(payload, header_version)
+        msg = RESPONSE_CLASS[key].decode(payload[header_end:], version)
+    except (KwireError, ValueError):
+        return 0
+    r.clear()
+    if j < 0:
+        r.group_id, r.member_id, r.group_instance_id = req[4], req[5], req[7]
+    elif key == SYNC_GROUP:
+        # Its Assignment is the requester's: the request's member id names it.
+        r.member_id = fields.member_id.get(j)
+    nested.mark()
+    try:
+        response_row(key, msg, r, nested, i)
+    except (KwireError, ValueError):
+        nested.undo(i)
+        return 0
+    fields.put(r, i, j, truncated)
+    return 1
+
+
 def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     """See ``kwire.codec._batch_py.decode_batch``."""
     cdef Py_ssize_t n = len(seq)
@@ -426,7 +675,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     cdef const long long[:] off_v = np.ascontiguousarray(offsets, dtype=np.int64)
     cdef const unsigned char[:] buf = values
     cdef const unsigned char* base = &buf[0] if buf.shape[0] else NULL
-    cols = Columns(n, _LIST_COLUMNS)
+    cols = Columns(n, ())
     cdef int[:] frame_len = np.zeros(n, np.int32)
     ints = cols.ints
     cdef short[:] api_key_v = ints["api_key"]
@@ -450,6 +699,9 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     cdef _StrColumn member_col = strings["member_id"]
     cdef _StrColumn instance_col = strings["group_instance_id"]
     cdef _StrColumn error_col = strings["decode_error"]
+    cdef _Nested nested = _Nested()
+    cdef _Fields fields = _Fields(strings, cols)
+    cdef _Row r = _Row()
     cdef Py_ssize_t requests = 0
     for i in range(n):
         requests += dir_v[i] == 0
@@ -464,6 +716,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     cdef dict row
     cdef HeartbeatFields hb
     mv = memoryview(values).cast("B")
+    req = None
     try:
         for i in range(n):
             start = off_v[i]
@@ -507,12 +760,22 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                     except (KwireError, ValueError) as exc:
                         error_col.put_obj(i, error_text(exc))
                         continue
-                    row = {}
+                    r.clear()
+                    nested.mark()
                     try:
-                        extract_request(key, msg, row)
-                    except (KwireError, ValueError) as exc:
-                        row["decode_error"] = error_text(exc)
-                    put_row(i, row, trunc_v[i], strings, cols)
+                        request_row(key, msg, r, nested, i)
+                    except (KwireError, ValueError):
+                        # Declined (bad Subscription or Assignment bytes): the
+                        # codec's path gives the partial row and its error.
+                        nested.undo(i)
+                        row = {}
+                        try:
+                            extract_request(key, msg, row)
+                        except (KwireError, ValueError) as exc:
+                            row["decode_error"] = error_text(exc)
+                        put_row(i, row, trunc_v[i], strings, nested, cols)
+                        continue
+                    fields.put(r, i, -1, trunc_v[i])
                     continue
                 row = {}
                 try:
@@ -520,7 +783,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                     row["client_id"] = header.client_id
                 except (KwireError, ValueError) as exc:
                     row["decode_error"] = error_text(exc)
-                    put_row(i, row, trunc_v[i], strings, cols)
+                    put_row(i, row, trunc_v[i], strings, nested, cols)
                     continue
                 if key in GROUP_APIS:
                     try:
@@ -562,6 +825,8 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 if key == HEARTBEAT and heartbeat_response_error(buf, start, end, version, &err):
                     error_v[i] = err; error_ok[i] = 1
                 elif key in RESPONSE_APIS:
+                    if response_fast_path(key, version, j, req, buf, mv, start, end, trunc_v[i], i, r, nested, fields):
+                        continue
                     # The codec's path, with the request's context as values.
                     if j >= 0:
                         req = waiting_request(j, api_key_v, api_version_v, seq_v, ts_v, gen_v, gen_ok,
@@ -572,7 +837,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                         extract_response(key, msg, row)
                     except (KwireError, ValueError) as exc:
                         row["decode_error"] = error_text(exc)
-                    put_row(i, row, trunc_v[i], strings, cols)
+                    put_row(i, row, trunc_v[i], strings, nested, cols)
                     continue
                 if j >= 0:
                     group_col.copy_row(i, j)
@@ -585,7 +850,7 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                 if trunc_v[i]:
                     error_col.put_obj(i, "truncated frame")
                 continue
-            put_row(i, row, trunc_v[i], strings, cols)
+            put_row(i, row, trunc_v[i], strings, nested, cols)
     finally:
         # Requests still waiting are kept by value: the next batch has other rows.
         pending = {}
@@ -598,4 +863,5 @@ def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
                                     group_col, member_col, instance_col))
         pairing.pending = pending
     ready = {name: (<_StrColumn>column).finish() for name, column in strings.items()}
+    ready.update(nested.finish(n))
     return cols.to_batch(seq, ts, conn, direction, np.asarray(frame_len), truncated, ready)

@@ -2,9 +2,12 @@
 
 ``_batch_py`` (pure) and ``_batch_c`` (compiled) both import this module and
 neither imports the other.  Nothing here depends on which twin runs: message
-bodies are decoded by the codec the switch selected (through framing), and
-the fields of a decoded message are copied into a row the same way for both,
-so the twins agree field for field by construction.
+bodies are decoded by the codec the switch selected (through framing).  The
+pure twin copies every decoded message's fields into a row with
+:func:`extract_request` and :func:`extract_response`; the compiled twin reads
+the fields of well-formed frames into its columns itself and hands every row
+it declines to these functions, and tests hold the two tables equal column by
+column (``tests/test_pipeline_decode.py``).
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ def extract_request(api_key, msg, row):
             row["group_id"] = msg.key
 
 
-def _partition_count(partitions):
+def partition_count(partitions):
     """A topic's size as a Metadata response gives it: the number of
     partitions listed, when they are 0..n-1 (a broker lists every partition
     of a topic, unavailable ones with an error of their own); None when the
@@ -140,7 +143,7 @@ def extract_response(api_key, msg, row):
         for t in msg.topics:
             if t.error_code == 0 and t.name is not None:
                 names.append(t.name)
-                counts.append(_partition_count(t.partitions))
+                counts.append(partition_count(t.partitions))
         row["topics"] = names
         row["partition_counts"] = counts
         return

@@ -1,0 +1,367 @@
+# Included by _batch_c.pyx: the batch's nested columns (protocols, topics,
+# partition_counts, members, assignments, leaving), built in Arrow's layout as
+# rows are decoded.  The pure twin collects a Python list or dict per row and
+# converts them all at the end; here each value goes straight into offsets,
+# bytes and validity flags, so a row leaves nothing behind but its bytes.
+#
+# Every builder can be cut back to an earlier length: a row that a fast path
+# starts and then declines (bad Subscription bytes, say) is undone and decoded
+# again by the codec's path, which gives the pure twin's partial row and error.
+
+
+@cython.final
+cdef class _Vec:
+    """A growable array of items of ``itemsize`` bytes."""
+    cdef char* data
+    cdef Py_ssize_t n, cap, itemsize
+
+    def __cinit__(self, Py_ssize_t itemsize):
+        self.itemsize = itemsize
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    cdef char* extend(self, Py_ssize_t items) except NULL:
+        """Room for ``items`` more items, counted as used; the caller fills them."""
+        cdef Py_ssize_t want = (self.n + items) * self.itemsize
+        cdef Py_ssize_t cap
+        cdef char* grown
+        if want > self.cap or self.data == NULL:
+            cap = max(want, 2 * self.cap, 64)
+            grown = <char*>PyMem_Realloc(self.data, cap)
+            if grown == NULL:
+                raise MemoryError()
+            self.data, self.cap = grown, cap
+        cdef char* at = self.data + self.n * self.itemsize
+        self.n += items
+        return at
+
+    cdef inline int push_u8(self, uint8_t value) except -1:
+        (<uint8_t*>self.extend(1))[0] = value
+        return 0
+
+    cdef inline int push_i32(self, int32_t value) except -1:
+        (<int32_t*>self.extend(1))[0] = value
+        return 0
+
+    cdef inline int push_i64(self, int64_t value) except -1:
+        (<int64_t*>self.extend(1))[0] = value
+        return 0
+
+    cdef object buffer(self):
+        return pa.py_buffer(PyBytes_FromStringAndSize(self.data, self.n * self.itemsize))
+
+
+cdef object _validity(_Vec valid, Py_ssize_t nulls):
+    """Arrow's validity bitmap of one flag byte per value; None when all are valid."""
+    if nulls == 0:
+        return None
+    flags = np.frombuffer(PyBytes_FromStringAndSize(valid.data, valid.n), np.uint8)
+    return pa.py_buffer(np.packbits(flags, bitorder="little"))
+
+
+cdef Py_ssize_t _nulls_from(_Vec valid, Py_ssize_t start) noexcept:
+    cdef Py_ssize_t k, nulls = 0
+    for k in range(start, valid.n):
+        nulls += valid.data[k] == 0
+    return nulls
+
+
+@cython.final
+cdef class _Strs:
+    """String values (str or None), one after another."""
+    cdef _Vec offsets, data, valid
+    cdef Py_ssize_t nulls
+
+    def __cinit__(self):
+        self.offsets, self.data, self.valid = _Vec(4), _Vec(1), _Vec(1)
+        self.offsets.push_i32(0)
+
+    cdef inline Py_ssize_t count(self) noexcept:
+        return self.valid.n
+
+    cdef int push(self, object value) except -1:
+        cdef Py_ssize_t length
+        cdef const char* p
+        if value is None:
+            self.valid.push_u8(0)
+            self.nulls += 1
+        else:
+            p = PyUnicode_AsUTF8AndSize(value, &length)
+            if self.data.n + length > INT32_MAX:
+                raise OverflowError("more than 2 GiB of nested strings in one batch: "
+                                    "decode the capture in smaller batches")
+            memcpy(self.data.extend(length), p, length)
+            self.valid.push_u8(1)
+        self.offsets.push_i32(<int32_t>self.data.n)
+        return 0
+
+    cdef int truncate(self, Py_ssize_t count) except -1:
+        self.nulls -= _nulls_from(self.valid, count)
+        self.valid.n = count
+        self.offsets.n = count + 1
+        self.data.n = (<int32_t*>self.offsets.data)[count]
+        return 0
+
+    cdef object array(self):
+        return pa.Array.from_buffers(pa.string(), self.valid.n,
+                                     [_validity(self.valid, self.nulls), self.offsets.buffer(), self.data.buffer()],
+                                     self.nulls)
+
+
+@cython.final
+cdef class _I32s:
+    """int32 values (int or None), one after another."""
+    cdef _Vec data, valid
+    cdef Py_ssize_t nulls
+
+    def __cinit__(self):
+        self.data, self.valid = _Vec(4), _Vec(1)
+
+    cdef inline Py_ssize_t count(self) noexcept:
+        return self.valid.n
+
+    cdef int push(self, object value) except -1:
+        if value is None:
+            self.data.push_i32(0)
+            self.valid.push_u8(0)
+            self.nulls += 1
+        else:
+            self.data.push_i32(value)
+            self.valid.push_u8(1)
+        return 0
+
+    cdef int truncate(self, Py_ssize_t count) except -1:
+        self.nulls -= _nulls_from(self.valid, count)
+        self.data.n = self.valid.n = count
+        return 0
+
+    cdef object array(self):
+        return pa.Array.from_buffers(pa.int32(), self.valid.n, [_validity(self.valid, self.nulls), self.data.buffer()],
+                                     self.nulls)
+
+
+@cython.final
+cdef class _Lists:
+    """The lists of a list child of a struct: each list's end among the
+    values, and whether it is null."""
+    cdef _Vec ends, valid
+    cdef Py_ssize_t nulls
+
+    def __cinit__(self):
+        self.ends, self.valid = _Vec(4), _Vec(1)
+        self.ends.push_i32(0)
+
+    cdef int close(self, Py_ssize_t values_end, bint present) except -1:
+        self.ends.push_i32(<int32_t>values_end)
+        self.valid.push_u8(present)
+        self.nulls += not present
+        return 0
+
+    cdef Py_ssize_t values_before(self, Py_ssize_t count) noexcept:
+        return (<int32_t*>self.ends.data)[count]
+
+    cdef int truncate(self, Py_ssize_t count) except -1:
+        self.nulls -= _nulls_from(self.valid, count)
+        self.valid.n = count
+        self.ends.n = count + 1
+        return 0
+
+    cdef object array(self, values, value_type):
+        return pa.Array.from_buffers(pa.list_(value_type), self.valid.n,
+                                     [_validity(self.valid, self.nulls), self.ends.buffer()], self.nulls,
+                                     children=[values])
+
+
+cdef class _NestedColumn:
+    """One nested column of a batch: the rows that have a value, in increasing
+    order, each a list of elements that a subclass keeps; the other rows are
+    null.  A row's list is opened by :meth:`mark`, filled by the subclass and
+    closed by :meth:`close` (or undone by :meth:`undo`)."""
+    cdef _Vec rows, ends
+    cdef object arrow_type
+
+    def __cinit__(self):
+        self.rows, self.ends = _Vec(8), _Vec(4)
+
+    cdef Py_ssize_t elements(self) noexcept:
+        return 0
+
+    cdef int truncate_elements(self, Py_ssize_t count) except -1:
+        return 0
+
+    cdef object elements_array(self):
+        return None
+
+    cdef int push_element(self, object value) except -1:
+        """One element as the pure twin's row holds it (a str, int or dict)."""
+        return 0
+
+    cdef inline Py_ssize_t mark(self) noexcept:
+        return self.elements()
+
+    cdef inline int close(self, Py_ssize_t row) except -1:
+        self.rows.push_i64(row)
+        self.ends.push_i32(<int32_t>self.elements())
+        return 0
+
+    cdef int undo(self, Py_ssize_t row, Py_ssize_t mark) except -1:
+        """Forget everything written since ``mark`` was taken, row ``row``'s list included."""
+        if self.rows.n and (<int64_t*>self.rows.data)[self.rows.n - 1] == row:
+            self.rows.n -= 1
+            self.ends.n -= 1
+        return self.truncate_elements(mark)
+
+    cdef int put_value(self, Py_ssize_t row, object values) except -1:
+        """Row ``row`` holds ``values``, a list as the pure twin's row holds it."""
+        for value in values:
+            self.push_element(value)
+        return self.close(row)
+
+    def finish(self, Py_ssize_t n):
+        """The column, ``n`` rows long, as a pyarrow array of ``arrow_type``."""
+        cdef Py_ssize_t k = self.rows.n
+        if k == 0:
+            return pa.nulls(n, self.arrow_type)
+        rows = np.frombuffer(PyBytes_FromStringAndSize(self.rows.data, k * 8), np.int64)
+        ends = np.frombuffer(PyBytes_FromStringAndSize(self.ends.data, k * 4), np.int32)
+        lengths = np.zeros(n, np.int32)
+        lengths[rows] = np.diff(ends, prepend=np.int32(0))
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        valid = np.zeros(n, np.uint8)
+        valid[rows] = 1
+        bitmap = None if k == n else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        return pa.Array.from_buffers(self.arrow_type, n, [bitmap, pa.py_buffer(offsets)], n - k,
+                                     children=[self.elements_array()])
+
+
+@cython.final
+cdef class _StrListColumn(_NestedColumn):
+    """A ``list<string>`` column (protocols, topics, leaving)."""
+    cdef _Strs values
+
+    def __init__(self, arrow_type):
+        self.arrow_type = arrow_type
+        self.values = _Strs()
+
+    cdef Py_ssize_t elements(self) noexcept:
+        return self.values.count()
+
+    cdef int truncate_elements(self, Py_ssize_t count) except -1:
+        return self.values.truncate(count)
+
+    cdef object elements_array(self):
+        return self.values.array()
+
+    cdef int push_element(self, object value) except -1:
+        return self.values.push(value)
+
+
+@cython.final
+cdef class _I32ListColumn(_NestedColumn):
+    """A ``list<int32>`` column (partition_counts)."""
+    cdef _I32s values
+
+    def __init__(self, arrow_type):
+        self.arrow_type = arrow_type
+        self.values = _I32s()
+
+    cdef Py_ssize_t elements(self) noexcept:
+        return self.values.count()
+
+    cdef int truncate_elements(self, Py_ssize_t count) except -1:
+        return self.values.truncate(count)
+
+    cdef object elements_array(self):
+        return self.values.array()
+
+    cdef int push_element(self, object value) except -1:
+        return self.values.push(value)
+
+
+@cython.final
+cdef class _MemberColumn(_NestedColumn):
+    """The ``members`` column: a JoinGroup response's members, each its ids
+    and subscribed topics (null when the protocol is not the consumer one)."""
+    cdef _Strs member_id, group_instance_id, topic
+    cdef _Lists topics
+
+    def __init__(self, arrow_type):
+        self.arrow_type = arrow_type
+        self.member_id, self.group_instance_id, self.topic = _Strs(), _Strs(), _Strs()
+        self.topics = _Lists()
+
+    cdef Py_ssize_t elements(self) noexcept:
+        return self.member_id.count()
+
+    cdef int truncate_elements(self, Py_ssize_t count) except -1:
+        self.member_id.truncate(count)
+        self.group_instance_id.truncate(count)
+        self.topic.truncate(self.topics.values_before(count))
+        return self.topics.truncate(count)
+
+    cdef int add(self, object member_id, object group_instance_id, object topics) except -1:
+        """One member; ``topics`` a list of str, or None."""
+        self.member_id.push(member_id)
+        self.group_instance_id.push(group_instance_id)
+        if topics is not None:
+            for t in topics:
+                self.topic.push(t)
+        return self.topics.close(self.topic.count(), topics is not None)
+
+    cdef int push_element(self, object value) except -1:
+        return self.add(value["member_id"], value["group_instance_id"], value["topics"])
+
+    cdef object elements_array(self):
+        topic_type = self.arrow_type.value_type.field("topics").type.value_type
+        return pa.StructArray.from_arrays(
+            [self.member_id.array(), self.group_instance_id.array(), self.topics.array(self.topic.array(), topic_type)],
+            fields=list(self.arrow_type.value_type))
+
+
+@cython.final
+cdef class _AssignmentColumn(_NestedColumn):
+    """The ``assignments`` column: one element per (member, topic) of the
+    Assignments a SyncGroup carries, with that topic's partitions."""
+    cdef _Strs member_id, topic
+    cdef _Lists partitions
+    cdef _I32s partition
+
+    def __init__(self, arrow_type):
+        self.arrow_type = arrow_type
+        self.member_id, self.topic = _Strs(), _Strs()
+        self.partitions, self.partition = _Lists(), _I32s()
+
+    cdef Py_ssize_t elements(self) noexcept:
+        return self.member_id.count()
+
+    cdef int truncate_elements(self, Py_ssize_t count) except -1:
+        self.member_id.truncate(count)
+        self.topic.truncate(count)
+        self.partition.truncate(self.partitions.values_before(count))
+        return self.partitions.truncate(count)
+
+    cdef int add(self, object member_id, object topic, list partitions) except -1:
+        self.member_id.push(member_id)
+        self.topic.push(topic)
+        for p in partitions:
+            self.partition.push(p)
+        return self.partitions.close(self.partition.count(), True)
+
+    cdef int add_assignment(self, object member_id, object data) except -1:
+        """Each topic of the Assignment bytes ``data`` (none when empty): the
+        pure twin's ``_assignment_rows``."""
+        if not len(data):
+            return 0
+        for tp in Assignment.decode(data).assigned_partitions:
+            self.add(member_id, tp.topic, tp.partitions)
+        return 0
+
+    cdef int push_element(self, object value) except -1:
+        return self.add(value["member_id"], value["topic"], value["partitions"])
+
+    cdef object elements_array(self):
+        return pa.StructArray.from_arrays(
+            [self.member_id.array(), self.topic.array(), self.partitions.array(self.partition.array(), pa.int32())],
+            fields=list(self.arrow_type.value_type))
