@@ -4,7 +4,7 @@ from typing import Any
 import numpy.typing as npt
 from typing_extensions import Buffer
 
-from kwire.codec._codec_c import _AnyRequest
+from kwire.codec._codec_c import _AnyRequest, _AnyResponse
 
 #: The group apis whose frames get columns of their own (from kwire.codec._batch_common).
 GROUP_APIS: tuple[int, ...]
@@ -13,6 +13,7 @@ RESPONSE_APIS: tuple[int, ...]
 #: The pyarrow.Schema of decode_batch's result (pyarrow ships no type information, hence Any).
 FRAMES_SCHEMA: Any
 REQUEST_CLASS: dict[int, type[_AnyRequest]]
+RESPONSE_CLASS: dict[int, type[_AnyResponse]]
 
 class Pairing:
     """Requests waiting for their response, by ``(conn, correlation_id)``."""
