@@ -141,11 +141,6 @@ def _none(v):
     return v
 
 
-def _list(v):
-    """A list cell as read from Arrow or pandas: a missing one is None, or NaN after a concat."""
-    return () if v is None or isinstance(v, float) else v
-
-
 def _assign_rows(rows, member_id, out):
     for r in rows if rows is not None else ():
         mid = r["member_id"] if r["member_id"] is not None else member_id
@@ -316,6 +311,24 @@ def _assignment_problem(rows, member_id, subscriptions, known: MetadataCounts, s
     return None
 
 
+# The columns a timeline reads (the group is given apart, the members'
+# instance ids come from the JoinGroup response's member list, and topic
+# sizes from Metadata), and which of them hold ints.
+_TIMELINE_COLUMNS = [c for c in EVENT_COLUMNS if c not in ("group_id", "group_instance_id", "partition_counts")]
+_INT_COLUMNS = frozenset(("seq", "ts", "request_seq", "request_ts", "direction", "api_key", "generation_id",
+                          "error_code", "session_timeout_ms"))
+_LIST_COLUMNS = frozenset(("topics", "members", "assignments", "leaving"))
+
+
+def _cell(column, value):
+    """An event's value as :func:`_timeline` reads it: None where missing (a
+    pandas NaN included, a list cell's after a concat too), an int in an int column."""
+    if column in _LIST_COLUMNS:
+        return None if value is None or isinstance(value, float) else value
+    value = _none(value)
+    return int(value) if value is not None and column in _INT_COLUMNS else value
+
+
 def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, known_counts=None) -> Timeline:
     """``events``: dicts with :data:`EVENT_COLUMNS` of one group's frames, any order.
 
@@ -323,9 +336,20 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
     :class:`MetadataCounts` (or a mapping of sizes that hold throughout);
     they take precedence, and an assignment beyond one is a bad frame.
     Other topics' sizes are inferred from assignments, up to ``max_partitions``."""
+    events = sorted(events, key=lambda e: e["seq"])
+    columns = {c: [_cell(c, e[c]) for e in events] for c in _TIMELINE_COLUMNS}
+    return _timeline(group_id, columns, range(len(events)), max_partitions, known_counts)
+
+
+def _timeline(group_id, columns, rows, max_partitions, known_counts) -> Timeline:
+    """The timeline of the events at ``rows`` (in ``seq`` order) of
+    ``columns``, :data:`_TIMELINE_COLUMNS` as lists of :func:`_cell` values:
+    read column-wise, many groups' events need no object per event."""
     if not isinstance(known_counts, MetadataCounts):
         known_counts = MetadataCounts.constant(known_counts or {})
-    events = sorted(events, key=lambda e: e["seq"])
+    (seqs, tss, request_seqs, request_tss, directions, api_keys, member_ids, generation_ids,
+     error_codes, protocol_names, leaders, session_timeouts, topics_of, members_of, assignments_of,
+     leaving_of) = (columns[c] for c in _TIMELINE_COLUMNS)
     bad: List[dict] = []
     # member id -> topics of its latest JoinGroup request, for members whose
     # generation's leader response was not captured.
@@ -346,80 +370,79 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
             gens[g] = Generation(g)
         return gens[g]
 
-    for e in events:
-        key, direction = e["api_key"], e["direction"]
-        err = _none(e["error_code"])
-        g = _none(e["generation_id"])
-        ts = int(e["ts"])
-        seq = int(e["seq"])
-        member = _none(e["member_id"])
+    last_seq = 0
+    for i in rows:
+        key, direction = api_keys[i], directions[i]
+        err = error_codes[i]
+        g = generation_ids[i]
+        ts = tss[i]
+        seq = last_seq = seqs[i]
+        member = member_ids[i]
+        assignments = assignments_of[i]
         if direction == RESPONSE and err:
-            errors.append((ts, int(err)))
+            errors.append((ts, err))
         if key == JOIN_GROUP and direction == RESPONSE and member:
-            rseq = _none(e["request_seq"])
-            if rseq is not None and int(rseq) in session_by_seq:
-                session[member] = session_by_seq[int(rseq)]
-        if key == SYNC_GROUP and len(_list(e["assignments"])):
-            gg_members = gens[int(g)].members if g is not None and int(g) in gens else []
+            rseq = request_seqs[i]
+            if rseq is not None and rseq in session_by_seq:
+                session[member] = session_by_seq[rseq]
+        if key == SYNC_GROUP and assignments is not None and len(assignments):
+            gg_members = gens[g].members if g is not None and g in gens else []
             subscriptions = dict(requested)
             subscriptions.update((m[0], set(m[2])) for m in gg_members)
-            problem = _assignment_problem(e["assignments"], member, subscriptions, known_counts, seq,
-                                          max_partitions)
+            problem = _assignment_problem(assignments, member, subscriptions, known_counts, seq, max_partitions)
             if problem is not None:
                 bad.append({"seq": seq, "ts": ts, "group_id": group_id, "api_key": key,
                             "direction": direction, "member_id": member,
-                            "generation_id": int(g) if g is not None else None, "kind": "inconsistent",
-                            "reason": problem})
+                            "generation_id": g, "kind": "inconsistent", "reason": problem})
                 continue
         if key == JOIN_GROUP and direction == REQUEST:
-            topics = _list(e["topics"])
+            topics = topics_of[i] if topics_of[i] is not None else ()
             named.update(topics)
             if member and len(topics):
                 requested[member] = set(topics)
-            st = _none(e["session_timeout_ms"])
+            st = session_timeouts[i]
             if st is not None:
-                session_by_seq[int(e["seq"])] = int(st)
+                session_by_seq[seq] = st
                 if member:
-                    session[member] = int(st)
+                    session[member] = st
         elif key == JOIN_GROUP and direction == RESPONSE and not err and g is not None:
-            gg = gen(int(g))
-            rts = _none(e["request_ts"])
-            start = int(rts) if rts is not None else ts
+            gg = gen(g)
+            rts = request_tss[i]
+            start = rts if rts is not None else ts
             gg.start = start if gg.start is None else min(gg.start, start)
-            gg.protocol_name = _none(e["protocol_name"]) or gg.protocol_name
-            gg.leader = _none(e["leader"]) or gg.leader
+            gg.protocol_name = protocol_names[i] or gg.protocol_name
+            gg.leader = leaders[i] or gg.leader
             if member and member not in gg.joined_ids:
                 gg.joined_ids.append(member)
             if not gg.assignment and not gg.leader_assignment:
                 gg.sizes_seq = seq
-            ms = e["members"]
+            ms = members_of[i]
             if ms is not None and len(ms):
                 gg.members = [(m["member_id"], _none(m["group_instance_id"]),
                                tuple(m["topics"]) if m["topics"] is not None else ()) for m in ms]
                 named.update(t for m in gg.members for t in m[2])
         elif key == SYNC_GROUP and g is not None:
-            gg = gen(int(g))
-            if len(_list(e["assignments"])) and not gg.assignment and not gg.leader_assignment:
+            gg = gen(g)
+            if assignments is not None and len(assignments) and not gg.assignment and not gg.leader_assignment:
                 gg.sizes_seq = seq
             if direction == RESPONSE and not err:
                 gg.end = ts if gg.end is None else max(gg.end, ts)
-                _assign_rows(e["assignments"], member, gg.assignment)
-            elif direction == REQUEST and e["assignments"] is not None and len(e["assignments"]):
+                _assign_rows(assignments, member, gg.assignment)
+            elif direction == REQUEST and assignments is not None and len(assignments):
                 gg.leader_assignment = {}
-                _assign_rows(e["assignments"], member, gg.leader_assignment)
+                _assign_rows(assignments, member, gg.leader_assignment)
         elif key == LEAVE_GROUP and direction == REQUEST:
-            for m in (e["leaving"] if e["leaving"] is not None else ()):
+            for m in (leaving_of[i] if leaving_of[i] is not None else ()):
                 leaves.append((ts, m))
         elif key == HEARTBEAT and direction == RESPONSE and not err and member and g is not None:
-            k = (member, int(g))
+            k = (member, g)
             last_hb[k] = max(last_hb.get(k, 0), ts)
-        if key == SYNC_GROUP and e["assignments"] is not None:
-            for r in e["assignments"]:
+        if key == SYNC_GROUP and assignments is not None:
+            for r in assignments:
                 for p in r["partitions"]:
                     counts[r["topic"]] = max(counts[r["topic"]], int(p) + 1)
     known = [t for t in named.union(counts) if t in known_counts]
     varying = [t for t in known if known_counts.varies(t)]
-    last_seq = int(events[-1]["seq"]) if events else 0
 
     def sizes_at(seq):
         out = dict(counts)
@@ -1249,12 +1272,24 @@ def timelines_of(pdf, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None):
 
 
 def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None):
-    """Timelines of an Arrow table of events (:data:`EVENT_COLUMNS`), without pandas."""
+    """Timelines of an Arrow table of events (:data:`EVENT_COLUMNS`), without
+    pandas, in :func:`timelines_of`'s order: read a column at a time, where a
+    dict per event cost more than building the timelines from it."""
     is_metadata = pc.fill_null(pc.equal(events.column("api_key"), METADATA), False)
     if counts is None:
         counts, _bad = metadata_partition_counts(events, max_partitions)
-    groups = events.filter(pc.invert(is_metadata)).select(EVENT_COLUMNS)
-    return _timelines(groups.to_pylist(), max_partitions, MetadataCounts(counts))
+    known = MetadataCounts(counts)
+    groups = events.filter(pc.invert(is_metadata))
+    # One stable sort gives each group's events in seq order, as build_timeline sorts them.
+    groups = groups.take(pc.sort_indices(groups, [("group_id", "ascending"), ("seq", "ascending")]))
+    columns = {c: (groups.column(c).cast(pa.int64()) if c in _INT_COLUMNS else groups.column(c)).to_pylist()
+               for c in _TIMELINE_COLUMNS}
+    group_ids = groups.column("group_id").to_pylist()
+    start = 0
+    for end in range(1, len(group_ids) + 1):
+        if end == len(group_ids) or group_ids[end] != group_ids[start]:
+            yield _timeline(group_ids[start], columns, range(start, end), max_partitions, known)
+            start = end
 
 
 def timeline_tables(timelines) -> Dict[str, pa.Table]:
