@@ -594,7 +594,7 @@ def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Vari
     if owned_lists is not None:
         owned_indptr = np.zeros(len(owned_lists) + 1, dtype=_I64)
         np.cumsum([len(tps) for tps in owned_lists], out=owned_indptr[1:])
-        generation = np.where(np.diff(owned_indptr) > 0, prev_generation, -1)
+        generation = np.where(np.diff(owned_indptr) > 0, prev_generation, -1).astype(_I32)
         columns = {"owned_indptr": owned_indptr,
                    "owned_topic": np.array([index[t] for tps in owned_lists for t, _p in tps], dtype=_I32),
                    "owned_partition": np.array([p for tps in owned_lists for _t, p in tps], dtype=_I64),
@@ -638,11 +638,19 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
         return names.setdefault(m, len(names))
 
     def keys(tps):
-        return np.fromiter(((tid(t) << 32) | int(p) for t, p in tps), dtype=_I64, count=len(tps))
+        if not tps:
+            return np.zeros(0, _I64)
+        topics, partitions = zip(*tps)
+        # ids in order of first appearance, as one call per partition gave them
+        for t in dict.fromkeys(topics):
+            tid(t)
+        return ((np.fromiter(map(topic_ids.__getitem__, topics), _I64, len(topics)) << 32)
+                | np.array(partitions, _I64))
 
     def owned_keys(lists):
-        owners = [m for m, l in lists for _ in l]
-        return keys([tp for _m, l in lists for tp in l]), np.fromiter(map(code, owners), _I64, len(owners))
+        owners = [code(m) for m, l in lists if l]
+        return (keys([tp for _m, l in lists for tp in l]),
+                np.repeat(np.array(owners, _I64), [len(l) for _m, l in lists if l]))
 
     inp = _ReplayInput()
     inp.group_id, inp.generation_id, inp.protocol_name = tl.group_id, gg.generation_id, gg.protocol_name
