@@ -569,12 +569,14 @@ def _last_owner(keys, codes):
     return unique, codes[::-1][first]
 
 
-def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Variant:
+def _variant(gg: Generation, owned_lists, counts, tid, prev_generation, plain: Optional[_Variant] = None) -> _Variant:
     """The ArrayGroup ``ArrayGroup.from_group_input`` built from the
     member-level input the what-if used to describe: only subscribed topics
     have sizes, topics only owned are known with none, subscription lists are
     kept as sent.  ``owned_lists`` is None for the strategies that claim
-    nothing."""
+    nothing.  ``plain``: the generation's variant that claims nothing, whose
+    topic layout a claiming one over the same topics shares (the usual
+    case: members own what they subscribe to)."""
     v = _Variant()
     v.group = v.error = v.topic_ids = v.prev_slots = None
     topics_of_members = [m[2] for m in gg.members]
@@ -582,15 +584,25 @@ def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Vari
     names = set(subscribed)
     for tps in owned_lists or ():
         names.update(t for t, _p in tps)
-    bad = [t for t in names if not isinstance(t, str)]
-    if bad:
-        v.error = AssignmentError(f"topic names must be str, got {bad[0]!r}")
-        return v
-    topics = assignors.java_sorted(names)
-    index = {t: i for i, t in enumerate(topics)}
-    sub_indptr = np.zeros(len(topics_of_members) + 1, dtype=_I64)
-    np.cumsum([len(ts) for ts in topics_of_members], out=sub_indptr[1:])
     columns = {}
+    if plain is not None and plain.group is not None and names == subscribed:
+        # Claims change none of these, and their ids were taken when the plain variant was built.
+        group = plain.group
+        topics, sizes, sub_indptr, sub_topics = group.topics, group.partition_counts, group.sub_indptr, group.sub_topics
+        index = dict(zip(topics, range(len(topics))))
+        topic_ids = plain.topic_ids
+    else:
+        bad = [t for t in names if not isinstance(t, str)]
+        if bad:
+            v.error = AssignmentError(f"topic names must be str, got {bad[0]!r}")
+            return v
+        topics = assignors.java_sorted(names)
+        index = {t: i for i, t in enumerate(topics)}
+        sub_indptr = np.zeros(len(topics_of_members) + 1, dtype=_I64)
+        np.cumsum([len(ts) for ts in topics_of_members], out=sub_indptr[1:])
+        sizes = np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], dtype=_I32)
+        sub_topics = np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32)
+        topic_ids = None
     if owned_lists is not None:
         owned_indptr = np.zeros(len(owned_lists) + 1, dtype=_I64)
         np.cumsum([len(tps) for tps in owned_lists], out=owned_indptr[1:])
@@ -599,15 +611,13 @@ def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Vari
                    "owned_topic": np.array([index[t] for tps in owned_lists for t, _p in tps], dtype=_I32),
                    "owned_partition": np.array([p for tps in owned_lists for _t, p in tps], dtype=_I64),
                    "generation": generation, "subscription_generation": generation}
-    sizes = np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], dtype=_I32)
-    sub_topics = np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32)
     try:
         v.group = assignors.ArrayGroup(topics, sizes, [m[0] for m in gg.members], sub_indptr, sub_topics,
                                        group_instance_ids=[m[1] for m in gg.members], **columns)
     except KwireError as exc:
         v.error = exc
         return v
-    v.topic_ids = np.array([tid(t) for t in topics], dtype=_I64)
+    v.topic_ids = topic_ids if topic_ids is not None else np.array([tid(t) for t in topics], dtype=_I64)
     return v
 
 
@@ -672,10 +682,13 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
         owned = [prev_lists.get(m, ()) for m in inp.member_ids]
     prev_generation = prev.generation_id if prev is not None else -1
     inp.plain = _variant(gg, None, gg.partition_counts, tid, prev_generation)
-    inp.sticky = (_variant(gg, owned, gg.partition_counts, tid, prev_generation) if owned and any(owned)
+    inp.sticky = (_variant(gg, owned, gg.partition_counts, tid, prev_generation, inp.plain) if owned and any(owned)
                   else inp.plain)
-    for v in {id(inp.plain): inp.plain, id(inp.sticky): inp.sticky}.values():
-        _place_prev(v, inp.prev_keys, len(topic_ids))
+    _place_prev(inp.plain, inp.prev_keys, len(topic_ids))
+    if inp.sticky.topic_ids is inp.plain.topic_ids:
+        inp.sticky.prev_slots = inp.plain.prev_slots  # the same topics laid out alike
+    else:
+        _place_prev(inp.sticky, inp.prev_keys, len(topic_ids))
     # None is a name the dicts allow; only "no owner" and a None owner compare equal there.
     inp.none_code = names.get(None, -2)
     # How many owner codes and topic ids the generation uses, for the batch
