@@ -520,20 +520,34 @@ _TRIGGER_ORDER = ["session_timeout", "member_left", "member_missing", "member_jo
                   "revocation_followup", "initial", "unknown"]
 
 
-def assignment_rows(tl: Timeline) -> List[dict]:
-    rows = []
-    prev_own = None
-    for gg in completed_generations(tl):
-        own = gg.ownership()
-        if not own:
-            continue
-        for (topic, p), m in sorted(own.items()):
-            before = prev_own.get((topic, p)) if prev_own is not None else None
-            rows.append({"group_id": tl.group_id, "generation_id": gg.generation_id, "topic": topic,
-                         "partition": p, "member_id": m, "prev_member_id": before,
-                         "moved": prev_own is not None and before is not None and before != m})
-        prev_own = own
-    return rows
+def assignment_columns(timelines) -> Dict[str, list]:
+    """The :data:`ASSIGNMENT_SCHEMA` rows of ``timelines`` as a list per
+    column: a dict per partition cost more to make into Arrow than reading
+    the ownership took."""
+    columns: Dict[str, list] = {name: [] for name in ASSIGNMENT_SCHEMA.names}
+    group_ids, generation_ids, topics, partitions, member_ids, prev_member_ids, moved = columns.values()
+    for tl in timelines:
+        prev_own = None
+        for gg in completed_generations(tl):
+            own = gg.ownership()
+            if not own:
+                continue
+            owned = sorted(own)
+            owners = [own[tp] for tp in owned]
+            group_ids += [tl.group_id] * len(owned)
+            generation_ids += [gg.generation_id] * len(owned)
+            topics += [t for t, _p in owned]
+            partitions += [p for _t, p in owned]
+            member_ids += owners
+            if prev_own is None:
+                prev_member_ids += [None] * len(owned)
+                moved += [False] * len(owned)
+            else:
+                before = [prev_own.get(tp) for tp in owned]
+                prev_member_ids += before
+                moved += [b is not None and b != m for b, m in zip(before, owners)]
+            prev_own = own
+    return columns
 
 
 # -- what-if -------------------------------------------------------------------------------------------
@@ -1318,14 +1332,17 @@ def timeline_tables(timelines) -> Dict[str, pa.Table]:
     each timeline in one pass: building a group's timeline is most of what
     each of these tables costs, so the pipeline builds it once for the three."""
     rebalances: list = []
-    assignments: list = []
     bad: list = []
-    for tl in timelines:
-        rebalances += rebalance_rows(tl)
-        assignments += assignment_rows(tl)
-        bad += tl.bad_frames
+
+    def reading(timelines):
+        for tl in timelines:
+            rebalances.extend(rebalance_rows(tl))
+            bad.extend(tl.bad_frames)
+            yield tl
+
+    assignments = assignment_columns(reading(timelines))
     return {"rebalances": pa.Table.from_pylist(rebalances, schema=REBALANCE_SCHEMA),
-            "assignments": pa.Table.from_pylist(assignments, schema=ASSIGNMENT_SCHEMA),
+            "assignments": pa.table(assignments, schema=ASSIGNMENT_SCHEMA),
             "bad_frames": pa.Table.from_pylist(bad, schema=BAD_FRAME_SCHEMA)}
 
 
@@ -1335,8 +1352,7 @@ def rebalances_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, coun
 
 
 def assignments_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None) -> pd.DataFrame:
-    return _frame([r for tl in timelines_of(pdf, max_partitions, counts) for r in assignment_rows(tl)],
-                  ASSIGNMENT_SCHEMA)
+    return pa.table(assignment_columns(timelines_of(pdf, max_partitions, counts)), schema=ASSIGNMENT_SCHEMA).to_pandas()
 
 
 def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None) -> pd.DataFrame:
