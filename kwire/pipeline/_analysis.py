@@ -21,6 +21,7 @@ import time
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -144,7 +145,7 @@ def _none(v):
 def _assign_rows(rows, member_id, out):
     for r in rows if rows is not None else ():
         mid = r["member_id"] if r["member_id"] is not None else member_id
-        out.setdefault(mid, []).extend((r["topic"], int(p)) for p in r["partitions"])
+        out.setdefault(mid, []).extend(zip(repeat(r["topic"]), map(int, r["partitions"])))
 
 
 @dataclass
@@ -300,7 +301,11 @@ def _assignment_problem(rows, member_id, subscriptions, known: MetadataCounts, s
         if topics is not None and topic not in topics:
             return f"assignment of topic {topic!r} to member {mid!r}, which did not subscribe to it"
         limit = known.count(topic, seq)
-        for p in r["partitions"]:
+        partitions = r["partitions"]
+        if not len(partitions) or (min(partitions) >= 0
+                                   and max(partitions) < (limit if limit is not None else max_partitions)):
+            continue  # all in range, and only a frame out of range needs its first culprit found
+        for p in partitions:
             p = int(p)
             if p < 0:
                 return f"negative partition {p} of topic {topic!r}"
@@ -439,8 +444,8 @@ def _timeline(group_id, columns, rows, max_partitions, known_counts) -> Timeline
             last_hb[k] = max(last_hb.get(k, 0), ts)
         if key == SYNC_GROUP and assignments is not None:
             for r in assignments:
-                for p in r["partitions"]:
-                    counts[r["topic"]] = max(counts[r["topic"]], int(p) + 1)
+                if len(r["partitions"]):
+                    counts[r["topic"]] = max(counts[r["topic"]], int(max(r["partitions"])) + 1)
     known = [t for t in named.union(counts) if t in known_counts]
     varying = [t for t in known if known_counts.varies(t)]
 
