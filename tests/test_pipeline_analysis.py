@@ -349,3 +349,30 @@ def test_timelines_read_from_columns_are_those_of_event_dicts(tmp_path, spark_ty
     for mine, theirs in zip(got, want):
         # repr, not ==: a generation 3.0 equals a generation 3, and dicts equal in another order
         assert repr(mine) == repr(theirs), mine.group_id
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_bucket_analysis_leaves_the_cycle_collector_as_it_was(tmp_path, enabled):
+    """The timelines stage pauses Python's cycle collector while it analyses
+    a bucket: afterwards, and after a failure too, it is on or off as before."""
+    import gc
+
+    import pyarrow as pa
+
+    from kwire.pipeline import _spark_stages as stages
+
+    path = str(tmp_path / "c.parquet")
+    synth(path, groups=3, seed=5, duration_s=120)
+    pdf = analysis.events_from_frames(decode_capture(path))
+    events = pa.Table.from_pandas(pdf[pdf["api_key"] != analysis.METADATA], preserve_index=False)
+    counts = analysis.COUNT_SCHEMA.empty_table()
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert stages.analyse_bucket_arrow(events, analysis.DEFAULT_MAX_PARTITIONS, counts=counts).num_rows
+        assert gc.isenabled() == enabled
+        with pytest.raises(pa.ArrowInvalid):
+            stages.analyse_bucket_arrow(events.drop_columns(["seq"]), analysis.DEFAULT_MAX_PARTITIONS, counts=counts)
+        assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
