@@ -1324,7 +1324,11 @@ def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS, 
     groups = groups.take(pc.sort_indices(groups, [("group_id", "ascending"), ("seq", "ascending")]))
     columns = {c: (groups.column(c).cast(pa.int64()) if c in _INT_COLUMNS else groups.column(c)).to_pylist()
                for c in _TIMELINE_COLUMNS}
-    group_ids = groups.column("group_id").to_pylist()
+    return _timelines_of_columns(groups.column("group_id").to_pylist(), columns, max_partitions, known)
+
+
+def _timelines_of_columns(group_ids, columns, max_partitions, known: MetadataCounts):
+    """Each group's timeline, one at a time, from events sorted by group (``group_ids``) and ``seq``."""
     start = 0
     for end in range(1, len(group_ids) + 1):
         if end == len(group_ids) or group_ids[end] != group_ids[start]:
