@@ -274,3 +274,45 @@ def test_the_batch_runs_any_strategies_and_none(tmp_path):
     _batch_is_per_generation(inputs, ("cooperative-sticky", "range"), None)
     _batch_is_per_generation(inputs, (), None)
     assert analysis.replay_batch([], STRATEGIES).equals(analysis.WHATIF_SCHEMA.empty_table())
+
+
+@pytest.mark.parametrize("seed, corrupt", [(3, 0.0), (5, 0.05)])
+def test_packed_groups_are_those_of_the_member_level_input(tmp_path, seed, corrupt):
+    """Each generation's packed ArrayGroups, the plain one and the sticky one
+    (which shares the plain one's topic layout where it can), are what
+    ``ArrayGroup.from_group_input`` makes of the member-level input the
+    oracle above replays, or are refused where it is; on tampered timelines too."""
+    import random
+
+    from kwire.assignors import ArrayGroup
+    from kwire.errors import KwireError
+
+    path = tmp_path / "synth.parquet"
+    synth(path, groups=25, seed=seed, duration_s=300, corrupt_rate=corrupt)
+    timelines = _tampered(list(analysis.timelines_of(_events(path))), random.Random(seed))
+    columns = ("partition_counts", "sub_indptr", "sub_topics", "owned_indptr", "owned_topic", "owned_partition",
+               "generation", "subscription_generation")
+    shared = 0
+    for tl in timelines:
+        prev = None
+        for gg in completed_generations(tl):
+            observed = gg.assignment or gg.leader_assignment
+            if gg.members and observed:
+                inp = analysis.replay_input(tl, gg, prev)
+                shared += inp.sticky is not inp.plain and inp.sticky.topic_ids is inp.plain.topic_ids
+                for strategy, variant in (("range", inp.plain), ("sticky", inp.sticky)):
+                    try:
+                        want = ArrayGroup.from_group_input(whatif_group_input(strategy, gg, prev, gg.partition_counts))
+                    except KwireError:
+                        # refused either way (the member-level checks word some refusals otherwise)
+                        assert variant.group is None and variant.error is not None
+                        continue
+                    got = variant.group
+                    assert got is not None, variant.error
+                    assert (got.topics, got.member_ids, got.group_instance_ids) == (
+                        want.topics, want.member_ids, want.group_instance_ids)
+                    for name in columns:
+                        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+            if observed:
+                prev = gg
+    assert shared

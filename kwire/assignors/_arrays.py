@@ -249,9 +249,10 @@ class ArrayGroup:
         self.owned_indptr = _as(owned_indptr, _I64, "owned_indptr")
         self.owned_topic = _as(owned_topic, _I32, "owned_topic")
         self.owned_partition = _as(owned_partition, _I32, "owned_partition")
-        self.generation = _as(np.full(M, -1) if generation is None else generation, _I32, "generation")
+        # The defaults made as int32: an int64 one cost a copy and a range check each time a group is built.
+        self.generation = _as(np.full(M, -1, _I32) if generation is None else generation, _I32, "generation")
         self.subscription_generation = _as(
-            np.full(M, -1) if subscription_generation is None else subscription_generation,
+            np.full(M, -1, _I32) if subscription_generation is None else subscription_generation,
             _I32,
             "subscription_generation",
         )

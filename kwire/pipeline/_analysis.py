@@ -21,6 +21,7 @@ import time
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -141,15 +142,10 @@ def _none(v):
     return v
 
 
-def _list(v):
-    """A list cell as read from Arrow or pandas: a missing one is None, or NaN after a concat."""
-    return () if v is None or isinstance(v, float) else v
-
-
 def _assign_rows(rows, member_id, out):
     for r in rows if rows is not None else ():
         mid = r["member_id"] if r["member_id"] is not None else member_id
-        out.setdefault(mid, []).extend((r["topic"], int(p)) for p in r["partitions"])
+        out.setdefault(mid, []).extend(zip(repeat(r["topic"]), map(int, r["partitions"])))
 
 
 @dataclass
@@ -305,7 +301,11 @@ def _assignment_problem(rows, member_id, subscriptions, known: MetadataCounts, s
         if topics is not None and topic not in topics:
             return f"assignment of topic {topic!r} to member {mid!r}, which did not subscribe to it"
         limit = known.count(topic, seq)
-        for p in r["partitions"]:
+        partitions = r["partitions"]
+        if not len(partitions) or (min(partitions) >= 0
+                                   and max(partitions) < (limit if limit is not None else max_partitions)):
+            continue  # all in range, and only a frame out of range needs its first culprit found
+        for p in partitions:
             p = int(p)
             if p < 0:
                 return f"negative partition {p} of topic {topic!r}"
@@ -316,6 +316,24 @@ def _assignment_problem(rows, member_id, subscriptions, known: MetadataCounts, s
     return None
 
 
+# The columns a timeline reads (the group is given apart, the members'
+# instance ids come from the JoinGroup response's member list, and topic
+# sizes from Metadata), and which of them hold ints.
+_TIMELINE_COLUMNS = [c for c in EVENT_COLUMNS if c not in ("group_id", "group_instance_id", "partition_counts")]
+_INT_COLUMNS = frozenset(("seq", "ts", "request_seq", "request_ts", "direction", "api_key", "generation_id",
+                          "error_code", "session_timeout_ms"))
+_LIST_COLUMNS = frozenset(("topics", "members", "assignments", "leaving"))
+
+
+def _cell(column, value):
+    """An event's value as :func:`_timeline` reads it: None where missing (a
+    pandas NaN included, a list cell's after a concat too), an int in an int column."""
+    if column in _LIST_COLUMNS:
+        return None if value is None or isinstance(value, float) else value
+    value = _none(value)
+    return int(value) if value is not None and column in _INT_COLUMNS else value
+
+
 def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, known_counts=None) -> Timeline:
     """``events``: dicts with :data:`EVENT_COLUMNS` of one group's frames, any order.
 
@@ -323,9 +341,20 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
     :class:`MetadataCounts` (or a mapping of sizes that hold throughout);
     they take precedence, and an assignment beyond one is a bad frame.
     Other topics' sizes are inferred from assignments, up to ``max_partitions``."""
+    events = sorted(events, key=lambda e: e["seq"])
+    columns = {c: [_cell(c, e[c]) for e in events] for c in _TIMELINE_COLUMNS}
+    return _timeline(group_id, columns, range(len(events)), max_partitions, known_counts)
+
+
+def _timeline(group_id, columns, rows, max_partitions, known_counts) -> Timeline:
+    """The timeline of the events at ``rows`` (in ``seq`` order) of
+    ``columns``, :data:`_TIMELINE_COLUMNS` as lists of :func:`_cell` values:
+    read column-wise, many groups' events need no object per event."""
     if not isinstance(known_counts, MetadataCounts):
         known_counts = MetadataCounts.constant(known_counts or {})
-    events = sorted(events, key=lambda e: e["seq"])
+    (seqs, tss, request_seqs, request_tss, directions, api_keys, member_ids, generation_ids,
+     error_codes, protocol_names, leaders, session_timeouts, topics_of, members_of, assignments_of,
+     leaving_of) = (columns[c] for c in _TIMELINE_COLUMNS)
     bad: List[dict] = []
     # member id -> topics of its latest JoinGroup request, for members whose
     # generation's leader response was not captured.
@@ -346,80 +375,79 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
             gens[g] = Generation(g)
         return gens[g]
 
-    for e in events:
-        key, direction = e["api_key"], e["direction"]
-        err = _none(e["error_code"])
-        g = _none(e["generation_id"])
-        ts = int(e["ts"])
-        seq = int(e["seq"])
-        member = _none(e["member_id"])
+    last_seq = 0
+    for i in rows:
+        key, direction = api_keys[i], directions[i]
+        err = error_codes[i]
+        g = generation_ids[i]
+        ts = tss[i]
+        seq = last_seq = seqs[i]
+        member = member_ids[i]
+        assignments = assignments_of[i]
         if direction == RESPONSE and err:
-            errors.append((ts, int(err)))
+            errors.append((ts, err))
         if key == JOIN_GROUP and direction == RESPONSE and member:
-            rseq = _none(e["request_seq"])
-            if rseq is not None and int(rseq) in session_by_seq:
-                session[member] = session_by_seq[int(rseq)]
-        if key == SYNC_GROUP and len(_list(e["assignments"])):
-            gg_members = gens[int(g)].members if g is not None and int(g) in gens else []
+            rseq = request_seqs[i]
+            if rseq is not None and rseq in session_by_seq:
+                session[member] = session_by_seq[rseq]
+        if key == SYNC_GROUP and assignments is not None and len(assignments):
+            gg_members = gens[g].members if g is not None and g in gens else []
             subscriptions = dict(requested)
             subscriptions.update((m[0], set(m[2])) for m in gg_members)
-            problem = _assignment_problem(e["assignments"], member, subscriptions, known_counts, seq,
-                                          max_partitions)
+            problem = _assignment_problem(assignments, member, subscriptions, known_counts, seq, max_partitions)
             if problem is not None:
                 bad.append({"seq": seq, "ts": ts, "group_id": group_id, "api_key": key,
                             "direction": direction, "member_id": member,
-                            "generation_id": int(g) if g is not None else None, "kind": "inconsistent",
-                            "reason": problem})
+                            "generation_id": g, "kind": "inconsistent", "reason": problem})
                 continue
         if key == JOIN_GROUP and direction == REQUEST:
-            topics = _list(e["topics"])
+            topics = topics_of[i] if topics_of[i] is not None else ()
             named.update(topics)
             if member and len(topics):
                 requested[member] = set(topics)
-            st = _none(e["session_timeout_ms"])
+            st = session_timeouts[i]
             if st is not None:
-                session_by_seq[int(e["seq"])] = int(st)
+                session_by_seq[seq] = st
                 if member:
-                    session[member] = int(st)
+                    session[member] = st
         elif key == JOIN_GROUP and direction == RESPONSE and not err and g is not None:
-            gg = gen(int(g))
-            rts = _none(e["request_ts"])
-            start = int(rts) if rts is not None else ts
+            gg = gen(g)
+            rts = request_tss[i]
+            start = rts if rts is not None else ts
             gg.start = start if gg.start is None else min(gg.start, start)
-            gg.protocol_name = _none(e["protocol_name"]) or gg.protocol_name
-            gg.leader = _none(e["leader"]) or gg.leader
+            gg.protocol_name = protocol_names[i] or gg.protocol_name
+            gg.leader = leaders[i] or gg.leader
             if member and member not in gg.joined_ids:
                 gg.joined_ids.append(member)
             if not gg.assignment and not gg.leader_assignment:
                 gg.sizes_seq = seq
-            ms = e["members"]
+            ms = members_of[i]
             if ms is not None and len(ms):
                 gg.members = [(m["member_id"], _none(m["group_instance_id"]),
                                tuple(m["topics"]) if m["topics"] is not None else ()) for m in ms]
                 named.update(t for m in gg.members for t in m[2])
         elif key == SYNC_GROUP and g is not None:
-            gg = gen(int(g))
-            if len(_list(e["assignments"])) and not gg.assignment and not gg.leader_assignment:
+            gg = gen(g)
+            if assignments is not None and len(assignments) and not gg.assignment and not gg.leader_assignment:
                 gg.sizes_seq = seq
             if direction == RESPONSE and not err:
                 gg.end = ts if gg.end is None else max(gg.end, ts)
-                _assign_rows(e["assignments"], member, gg.assignment)
-            elif direction == REQUEST and e["assignments"] is not None and len(e["assignments"]):
+                _assign_rows(assignments, member, gg.assignment)
+            elif direction == REQUEST and assignments is not None and len(assignments):
                 gg.leader_assignment = {}
-                _assign_rows(e["assignments"], member, gg.leader_assignment)
+                _assign_rows(assignments, member, gg.leader_assignment)
         elif key == LEAVE_GROUP and direction == REQUEST:
-            for m in (e["leaving"] if e["leaving"] is not None else ()):
+            for m in (leaving_of[i] if leaving_of[i] is not None else ()):
                 leaves.append((ts, m))
         elif key == HEARTBEAT and direction == RESPONSE and not err and member and g is not None:
-            k = (member, int(g))
+            k = (member, g)
             last_hb[k] = max(last_hb.get(k, 0), ts)
-        if key == SYNC_GROUP and e["assignments"] is not None:
-            for r in e["assignments"]:
-                for p in r["partitions"]:
-                    counts[r["topic"]] = max(counts[r["topic"]], int(p) + 1)
+        if key == SYNC_GROUP and assignments is not None:
+            for r in assignments:
+                if len(r["partitions"]):
+                    counts[r["topic"]] = max(counts[r["topic"]], int(max(r["partitions"])) + 1)
     known = [t for t in named.union(counts) if t in known_counts]
     varying = [t for t in known if known_counts.varies(t)]
-    last_seq = int(events[-1]["seq"]) if events else 0
 
     def sizes_at(seq):
         out = dict(counts)
@@ -497,20 +525,34 @@ _TRIGGER_ORDER = ["session_timeout", "member_left", "member_missing", "member_jo
                   "revocation_followup", "initial", "unknown"]
 
 
-def assignment_rows(tl: Timeline) -> List[dict]:
-    rows = []
-    prev_own = None
-    for gg in completed_generations(tl):
-        own = gg.ownership()
-        if not own:
-            continue
-        for (topic, p), m in sorted(own.items()):
-            before = prev_own.get((topic, p)) if prev_own is not None else None
-            rows.append({"group_id": tl.group_id, "generation_id": gg.generation_id, "topic": topic,
-                         "partition": p, "member_id": m, "prev_member_id": before,
-                         "moved": prev_own is not None and before is not None and before != m})
-        prev_own = own
-    return rows
+def assignment_columns(timelines) -> Dict[str, list]:
+    """The :data:`ASSIGNMENT_SCHEMA` rows of ``timelines`` as a list per
+    column: a dict per partition cost more to make into Arrow than reading
+    the ownership took."""
+    columns: Dict[str, list] = {name: [] for name in ASSIGNMENT_SCHEMA.names}
+    group_ids, generation_ids, topics, partitions, member_ids, prev_member_ids, moved = columns.values()
+    for tl in timelines:
+        prev_own = None
+        for gg in completed_generations(tl):
+            own = gg.ownership()
+            if not own:
+                continue
+            owned = sorted(own)
+            owners = [own[tp] for tp in owned]
+            group_ids += [tl.group_id] * len(owned)
+            generation_ids += [gg.generation_id] * len(owned)
+            topics += [t for t, _p in owned]
+            partitions += [p for _t, p in owned]
+            member_ids += owners
+            if prev_own is None:
+                prev_member_ids += [None] * len(owned)
+                moved += [False] * len(owned)
+            else:
+                before = [prev_own.get(tp) for tp in owned]
+                prev_member_ids += before
+                moved += [b is not None and b != m for b, m in zip(before, owners)]
+            prev_own = own
+    return columns
 
 
 # -- what-if -------------------------------------------------------------------------------------------
@@ -546,12 +588,14 @@ def _last_owner(keys, codes):
     return unique, codes[::-1][first]
 
 
-def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Variant:
+def _variant(gg: Generation, owned_lists, counts, tid, prev_generation, plain: Optional[_Variant] = None) -> _Variant:
     """The ArrayGroup ``ArrayGroup.from_group_input`` built from the
     member-level input the what-if used to describe: only subscribed topics
     have sizes, topics only owned are known with none, subscription lists are
     kept as sent.  ``owned_lists`` is None for the strategies that claim
-    nothing."""
+    nothing.  ``plain``: the generation's variant that claims nothing, whose
+    topic layout a claiming one over the same topics shares (the usual
+    case: members own what they subscribe to)."""
     v = _Variant()
     v.group = v.error = v.topic_ids = v.prev_slots = None
     topics_of_members = [m[2] for m in gg.members]
@@ -559,32 +603,40 @@ def _variant(gg: Generation, owned_lists, counts, tid, prev_generation) -> _Vari
     names = set(subscribed)
     for tps in owned_lists or ():
         names.update(t for t, _p in tps)
-    bad = [t for t in names if not isinstance(t, str)]
-    if bad:
-        v.error = AssignmentError(f"topic names must be str, got {bad[0]!r}")
-        return v
-    topics = assignors.java_sorted(names)
-    index = {t: i for i, t in enumerate(topics)}
-    sub_indptr = np.zeros(len(topics_of_members) + 1, dtype=_I64)
-    np.cumsum([len(ts) for ts in topics_of_members], out=sub_indptr[1:])
     columns = {}
+    if plain is not None and plain.group is not None and names == subscribed:
+        # Claims change none of these, and their ids were taken when the plain variant was built.
+        group = plain.group
+        topics, sizes, sub_indptr, sub_topics = group.topics, group.partition_counts, group.sub_indptr, group.sub_topics
+        index = dict(zip(topics, range(len(topics))))
+        topic_ids = plain.topic_ids
+    else:
+        bad = [t for t in names if not isinstance(t, str)]
+        if bad:
+            v.error = AssignmentError(f"topic names must be str, got {bad[0]!r}")
+            return v
+        topics = assignors.java_sorted(names)
+        index = {t: i for i, t in enumerate(topics)}
+        sub_indptr = np.zeros(len(topics_of_members) + 1, dtype=_I64)
+        np.cumsum([len(ts) for ts in topics_of_members], out=sub_indptr[1:])
+        sizes = np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], dtype=_I32)
+        sub_topics = np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32)
+        topic_ids = None
     if owned_lists is not None:
         owned_indptr = np.zeros(len(owned_lists) + 1, dtype=_I64)
         np.cumsum([len(tps) for tps in owned_lists], out=owned_indptr[1:])
-        generation = np.where(np.diff(owned_indptr) > 0, prev_generation, -1)
+        generation = np.where(np.diff(owned_indptr) > 0, prev_generation, -1).astype(_I32)
         columns = {"owned_indptr": owned_indptr,
                    "owned_topic": np.array([index[t] for tps in owned_lists for t, _p in tps], dtype=_I32),
                    "owned_partition": np.array([p for tps in owned_lists for _t, p in tps], dtype=_I64),
                    "generation": generation, "subscription_generation": generation}
-    sizes = np.array([counts.get(t, 0) if t in subscribed else 0 for t in topics], dtype=_I32)
-    sub_topics = np.array([index[t] for ts in topics_of_members for t in ts], dtype=_I32)
     try:
         v.group = assignors.ArrayGroup(topics, sizes, [m[0] for m in gg.members], sub_indptr, sub_topics,
                                        group_instance_ids=[m[1] for m in gg.members], **columns)
     except KwireError as exc:
         v.error = exc
         return v
-    v.topic_ids = np.array([tid(t) for t in topics], dtype=_I64)
+    v.topic_ids = topic_ids if topic_ids is not None else np.array([tid(t) for t in topics], dtype=_I64)
     return v
 
 
@@ -615,11 +667,19 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
         return names.setdefault(m, len(names))
 
     def keys(tps):
-        return np.fromiter(((tid(t) << 32) | int(p) for t, p in tps), dtype=_I64, count=len(tps))
+        if not tps:
+            return np.zeros(0, _I64)
+        topics, partitions = zip(*tps)
+        # ids in order of first appearance, as one call per partition gave them
+        for t in dict.fromkeys(topics):
+            tid(t)
+        return ((np.fromiter(map(topic_ids.__getitem__, topics), _I64, len(topics)) << 32)
+                | np.array(partitions, _I64))
 
     def owned_keys(lists):
-        owners = [m for m, l in lists for _ in l]
-        return keys([tp for _m, l in lists for tp in l]), np.fromiter(map(code, owners), _I64, len(owners))
+        owners = [code(m) for m, l in lists if l]
+        return (keys([tp for _m, l in lists for tp in l]),
+                np.repeat(np.array(owners, _I64), [len(l) for _m, l in lists if l]))
 
     inp = _ReplayInput()
     inp.group_id, inp.generation_id, inp.protocol_name = tl.group_id, gg.generation_id, gg.protocol_name
@@ -641,10 +701,13 @@ def replay_input(tl: Timeline, gg: Generation, prev: Optional[Generation]) -> _R
         owned = [prev_lists.get(m, ()) for m in inp.member_ids]
     prev_generation = prev.generation_id if prev is not None else -1
     inp.plain = _variant(gg, None, gg.partition_counts, tid, prev_generation)
-    inp.sticky = (_variant(gg, owned, gg.partition_counts, tid, prev_generation) if owned and any(owned)
+    inp.sticky = (_variant(gg, owned, gg.partition_counts, tid, prev_generation, inp.plain) if owned and any(owned)
                   else inp.plain)
-    for v in {id(inp.plain): inp.plain, id(inp.sticky): inp.sticky}.values():
-        _place_prev(v, inp.prev_keys, len(topic_ids))
+    _place_prev(inp.plain, inp.prev_keys, len(topic_ids))
+    if inp.sticky.topic_ids is inp.plain.topic_ids:
+        inp.sticky.prev_slots = inp.plain.prev_slots  # the same topics laid out alike
+    else:
+        _place_prev(inp.sticky, inp.prev_keys, len(topic_ids))
     # None is a name the dicts allow; only "no owner" and a None owner compare equal there.
     inp.none_code = names.get(None, -2)
     # How many owner codes and topic ids the generation uses, for the batch
@@ -1249,12 +1312,28 @@ def timelines_of(pdf, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None):
 
 
 def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None):
-    """Timelines of an Arrow table of events (:data:`EVENT_COLUMNS`), without pandas."""
+    """Timelines of an Arrow table of events (:data:`EVENT_COLUMNS`), without
+    pandas, in :func:`timelines_of`'s order: read a column at a time, where a
+    dict per event cost more than building the timelines from it."""
     is_metadata = pc.fill_null(pc.equal(events.column("api_key"), METADATA), False)
     if counts is None:
         counts, _bad = metadata_partition_counts(events, max_partitions)
-    groups = events.filter(pc.invert(is_metadata)).select(EVENT_COLUMNS)
-    return _timelines(groups.to_pylist(), max_partitions, MetadataCounts(counts))
+    known = MetadataCounts(counts)
+    groups = events.filter(pc.invert(is_metadata))
+    # One stable sort gives each group's events in seq order, as build_timeline sorts them.
+    groups = groups.take(pc.sort_indices(groups, [("group_id", "ascending"), ("seq", "ascending")]))
+    columns = {c: (groups.column(c).cast(pa.int64()) if c in _INT_COLUMNS else groups.column(c)).to_pylist()
+               for c in _TIMELINE_COLUMNS}
+    return _timelines_of_columns(groups.column("group_id").to_pylist(), columns, max_partitions, known)
+
+
+def _timelines_of_columns(group_ids, columns, max_partitions, known: MetadataCounts):
+    """Each group's timeline, one at a time, from events sorted by group (``group_ids``) and ``seq``."""
+    start = 0
+    for end in range(1, len(group_ids) + 1):
+        if end == len(group_ids) or group_ids[end] != group_ids[start]:
+            yield _timeline(group_ids[start], columns, range(start, end), max_partitions, known)
+            start = end
 
 
 def timeline_tables(timelines) -> Dict[str, pa.Table]:
@@ -1262,14 +1341,17 @@ def timeline_tables(timelines) -> Dict[str, pa.Table]:
     each timeline in one pass: building a group's timeline is most of what
     each of these tables costs, so the pipeline builds it once for the three."""
     rebalances: list = []
-    assignments: list = []
     bad: list = []
-    for tl in timelines:
-        rebalances += rebalance_rows(tl)
-        assignments += assignment_rows(tl)
-        bad += tl.bad_frames
+
+    def reading(timelines):
+        for tl in timelines:
+            rebalances.extend(rebalance_rows(tl))
+            bad.extend(tl.bad_frames)
+            yield tl
+
+    assignments = assignment_columns(reading(timelines))
     return {"rebalances": pa.Table.from_pylist(rebalances, schema=REBALANCE_SCHEMA),
-            "assignments": pa.Table.from_pylist(assignments, schema=ASSIGNMENT_SCHEMA),
+            "assignments": pa.table(assignments, schema=ASSIGNMENT_SCHEMA),
             "bad_frames": pa.Table.from_pylist(bad, schema=BAD_FRAME_SCHEMA)}
 
 
@@ -1279,8 +1361,7 @@ def rebalances_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, coun
 
 
 def assignments_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None) -> pd.DataFrame:
-    return _frame([r for tl in timelines_of(pdf, max_partitions, counts) for r in assignment_rows(tl)],
-                  ASSIGNMENT_SCHEMA)
+    return pa.table(assignment_columns(timelines_of(pdf, max_partitions, counts)), schema=ASSIGNMENT_SCHEMA).to_pandas()
 
 
 def whatif_of(pdf: pd.DataFrame, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None) -> pd.DataFrame:
