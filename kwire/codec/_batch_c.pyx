@@ -33,7 +33,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MA
 
 from kwire.codec._batch_common import (Assignment, Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, RequestHeader,
                                        Subscription, error_text, extract_request, extract_response, partition_count)
-from kwire.codec._batch_common import OBJECT_COLUMNS as _OBJECT_COLUMNS, STRING_COLUMNS as _STRING_COLUMNS
+from kwire.codec._batch_common import STRING_COLUMNS as _STRING_COLUMNS
 from kwire.codec._framing import DEFAULT as _FRAMING, decode_response, message_class, split_request
 from kwire.codec import _schema
 from kwire.errors import KwireError
