@@ -403,16 +403,15 @@ cdef int put_row(Py_ssize_t i, dict row, bint truncated, dict strings, _Nested n
 @cython.final
 cdef class _Nested:
     """The batch's nested columns."""
-    cdef _StrListColumn protocols, topics, leaving
-    cdef _I32ListColumn partition_counts
+    cdef _ListColumn protocols, topics, leaving, partition_counts
     cdef _MemberColumn members
     cdef _AssignmentColumn assignments
     cdef dict by_name
     cdef Py_ssize_t marks[6]
 
     def __cinit__(self):
-        kind = {"protocols": _StrListColumn, "topics": _StrListColumn, "leaving": _StrListColumn,
-                "partition_counts": _I32ListColumn, "members": _MemberColumn, "assignments": _AssignmentColumn}
+        kind = {"protocols": _ListColumn, "topics": _ListColumn, "leaving": _ListColumn,
+                "partition_counts": _ListColumn, "members": _MemberColumn, "assignments": _AssignmentColumn}
         self.by_name = {f.name: kind[f.name](f.type) for f in FRAMES_SCHEMA if f.name in kind}
         self.protocols, self.topics, self.leaving = (self.by_name["protocols"], self.by_name["topics"],
                                                      self.by_name["leaving"])

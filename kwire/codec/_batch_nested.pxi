@@ -67,17 +67,33 @@ cdef Py_ssize_t _nulls_from(_Vec valid, Py_ssize_t start) noexcept:
     return nulls
 
 
-@cython.final
-cdef class _Strs:
-    """String values (str or None), one after another."""
-    cdef _Vec offsets, data, valid
+cdef class _Values:
+    """Values of one Arrow type, one after another, each a Python value or None."""
     cdef Py_ssize_t nulls
+
+    cdef Py_ssize_t count(self) noexcept:
+        return 0
+
+    cdef int push(self, object value) except -1:
+        return 0
+
+    cdef int truncate(self, Py_ssize_t count) except -1:
+        return 0
+
+    cdef object array(self):
+        return None
+
+
+@cython.final
+cdef class _Strs(_Values):
+    """String values (str or None)."""
+    cdef _Vec offsets, data, valid
 
     def __cinit__(self):
         self.offsets, self.data, self.valid = _Vec(4), _Vec(1), _Vec(1)
         self.offsets.push_i32(0)
 
-    cdef inline Py_ssize_t count(self) noexcept:
+    cdef Py_ssize_t count(self) noexcept:
         return self.valid.n
 
     cdef int push(self, object value) except -1:
@@ -110,15 +126,14 @@ cdef class _Strs:
 
 
 @cython.final
-cdef class _I32s:
-    """int32 values (int or None), one after another."""
+cdef class _I32s(_Values):
+    """int32 values (int or None)."""
     cdef _Vec data, valid
-    cdef Py_ssize_t nulls
 
     def __cinit__(self):
         self.data, self.valid = _Vec(4), _Vec(1)
 
-    cdef inline Py_ssize_t count(self) noexcept:
+    cdef Py_ssize_t count(self) noexcept:
         return self.valid.n
 
     cdef int push(self, object value) except -1:
@@ -237,35 +252,14 @@ cdef class _NestedColumn:
 
 
 @cython.final
-cdef class _StrListColumn(_NestedColumn):
-    """A ``list<string>`` column (protocols, topics, leaving)."""
-    cdef _Strs values
+cdef class _ListColumn(_NestedColumn):
+    """A column of lists of plain values: ``list<string>`` (protocols,
+    topics, leaving) or ``list<int32>`` (partition_counts)."""
+    cdef _Values values
 
     def __init__(self, arrow_type):
         self.arrow_type = arrow_type
-        self.values = _Strs()
-
-    cdef Py_ssize_t elements(self) noexcept:
-        return self.values.count()
-
-    cdef int truncate_elements(self, Py_ssize_t count) except -1:
-        return self.values.truncate(count)
-
-    cdef object elements_array(self):
-        return self.values.array()
-
-    cdef int push_element(self, object value) except -1:
-        return self.values.push(value)
-
-
-@cython.final
-cdef class _I32ListColumn(_NestedColumn):
-    """A ``list<int32>`` column (partition_counts)."""
-    cdef _I32s values
-
-    def __init__(self, arrow_type):
-        self.arrow_type = arrow_type
-        self.values = _I32s()
+        self.values = _Strs() if arrow_type.value_type == pa.string() else _I32s()
 
     cdef Py_ssize_t elements(self) noexcept:
         return self.values.count()
