@@ -65,6 +65,7 @@ def test_encode_decode_of_large_messages_is_flat(impl):
 
     def once():
         assert k.JoinGroupResponse.decode(body, 9).encode(9) == body
+        assert k.JoinGroupResponse.decode(body, 9, views=True).encode(9) == body
 
     assert _growth(once, rounds) < 16 * 1024
     if "asan" in os.environ.get("LD_PRELOAD", ""):
@@ -87,6 +88,7 @@ def test_failing_decodes_release_what_they_built(impl):
         (body, {"max_elements": 299}, LimitExceededError),
         (body + b"\x00", {}, DecodeError),                # everything built, then trailing bytes
     ]
+    cases += [(data, {**kw, "views": True}, err) for data, kw, err in cases]  # the views made are released too
     rounds = 150 if impl == "cython" else 6
 
     def once():
@@ -114,6 +116,13 @@ def test_decoding_releases_the_callers_buffer(impl):
         except DecodeError:
             pass
         ba.append(0)
+        try:
+            # Views are of a copy of any input but bytes: they hold no export of the caller's buffer.
+            viewed = k.JoinGroupResponse.decode(ba, 9, views=True)
+        except DecodeError:
+            viewed = None
+        ba.append(0)
+        del viewed
         mv = memoryview(bytearray(data))
         try:
             k.JoinGroupResponse.decode(mv, 9, max_elements=1)

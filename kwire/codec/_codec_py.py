@@ -49,9 +49,11 @@ _FIXED = {
 
 class _Reader:
     # budget: array elements and tagged-field entries still allowed (max_elements).
-    __slots__ = ("buf", "pos", "end", "budget")
+    # views: a memoryview of buf when bytes fields are read as its slices
+    # (decode(..., views=True)), else None.
+    __slots__ = ("buf", "pos", "end", "budget", "views")
 
-    def __init__(self, data):
+    def __init__(self, data, views=False):
         if isinstance(data, bytes):
             self.buf = data
         else:
@@ -62,6 +64,7 @@ class _Reader:
         self.pos = 0
         self.end = len(self.buf)
         self.budget = _sys.maxsize
+        self.views = memoryview(self.buf) if views else None
 
     def set_limit(self, max_elements):
         if max_elements is None:
@@ -157,6 +160,11 @@ class _Reader:
         n = self.length(compact, True, nullable)
         if n is None:
             return None
+        if self.views is not None:
+            self.need(n)
+            v = self.views[self.pos:self.pos + n]
+            self.pos += n
+            return v
         return bytes(self.raw(n))
 
     def count(self, compact, nullable, min_size):
@@ -327,7 +335,7 @@ def _read_tagged(r, splan, values):
             continue
         end = r.pos + size
         sub = _Reader(b"")
-        sub.buf, sub.pos, sub.end, sub.budget = r.buf, r.pos, end, r.budget
+        sub.buf, sub.pos, sub.end, sub.budget, sub.views = r.buf, r.pos, end, r.budget, r.views
         try:
             values[p.attr] = _read_value(sub, p)
         except DecodeError as e:
@@ -556,21 +564,22 @@ class _Message(_Struct):
         return self._encode_body(version)
 
     @classmethod
-    def decode(cls, data, version, *, max_elements=None):
+    def decode(cls, data, version, *, max_elements=None, views=False):
         """Decode a body written at ``version`` from any bytes-like object.
 
         ``max_elements`` caps the array elements and tagged fields built in total
-        (LimitExceededError past it); None means no cap."""
+        (LimitExceededError past it); None means no cap.  ``views``: bytes fields
+        are read-only memoryviews of ``data`` (of a copy unless it is bytes)."""
         cls._plan(version)
-        r = _Reader(data)
+        r = _Reader(data, views)
         r.set_limit(max_elements)
         return cls._decode_body(r, version)
 
     @classmethod
-    def decode_prefix(cls, data, version, *, max_elements=None):
+    def decode_prefix(cls, data, version, *, max_elements=None, views=False):
         """``(message, end)``: decode from the start of ``data``, which may go on."""
         cls._plan(version)
-        r = _Reader(data)
+        r = _Reader(data, views)
         r.set_limit(max_elements)
         obj = cls._decode_body(r, version, allow_trailing=True)
         return obj, r.pos
@@ -601,8 +610,8 @@ class _PrefixedMessage(_Message):
         return _FIXED["int16"].pack(version) + body
 
     @classmethod
-    def decode(cls, data, *, max_elements=None):
-        r = _Reader(data)
+    def decode(cls, data, *, max_elements=None, views=False):
+        r = _Reader(data, views)
         r.set_limit(max_elements)
         version = r.fixed("int16")
         if version < 0:
@@ -736,8 +745,8 @@ def encode_response(msg, version, correlation_id):
     return _encode_frame(cls, header, _schema.response_header_version(api_key, version), msg, version)
 
 
-def _open_frame(frame):
-    """A reader of the bytes after the size prefix, checked against it."""
+def _open_frame(frame, views=False):
+    """A reader of the bytes after the size prefix, checked against it (``views`` as for ``decode``)."""
     try:
         view = memoryview(frame).cast("B")
     except TypeError:
@@ -748,7 +757,7 @@ def _open_frame(frame):
     (size,) = _FIXED["int32"].unpack_from(view, 0)
     if size != n - 4:
         raise DecodeError(f"size prefix says {size} bytes but the frame has {n - 4}", 0)
-    return _Reader(view[4:])
+    return _Reader(view[4:], views)
 
 
 def _read_request_header(r, max_elements):
@@ -781,12 +790,13 @@ def _read_body(r, cls, version):
         raise
 
 
-def decode_request(frame, *, max_elements=None):
+def decode_request(frame, *, max_elements=None, views=False):
     """``(RequestHeader, message)`` from a complete request frame.
 
     ``max_elements`` caps the array elements and tagged fields built from the
-    whole frame, header included, as for the message classes' ``decode``."""
-    r = _open_frame(frame)
+    whole frame, header included, and ``views`` makes bytes fields read-only
+    memoryviews of the frame, as for the message classes' ``decode``."""
+    r = _open_frame(frame, views)
     header = _read_request_header(r, max_elements)
     cls = _REQUEST_CLASSES.get(header.request_api_key)
     if cls is None:
@@ -795,17 +805,17 @@ def decode_request(frame, *, max_elements=None):
     return header, _read_body(r, cls, header.request_api_version)
 
 
-def decode_response(frame, api_key, version, *, max_elements=None):
+def decode_response(frame, api_key, version, *, max_elements=None, views=False):
     """``(ResponseHeader, message)`` from a complete response frame.
 
     Responses do not say what they answer: pass the api key and version of the
-    request with the same correlation id.  ``max_elements`` as for
-    :func:`decode_request`."""
+    request with the same correlation id.  ``max_elements`` and ``views`` as
+    for :func:`decode_request`."""
     # The api key and version come from the caller, not the frame: check them before reading it.
     _check_response_key(api_key, _RESPONSE_CLASSES)
     cls = _RESPONSE_CLASSES[api_key]
     _check_version(cls, version)
-    r = _open_frame(frame)
+    r = _open_frame(frame, views)
     r.set_limit(max_elements)
     header = _read_header(r, ResponseHeader, _schema.response_header_version(api_key, version))  # noqa: F821
     return header, _read_body(r, cls, version)

@@ -58,13 +58,14 @@ class Framing:
         """A complete response frame: size prefix, response header, body."""
         return self.codec.encode_response(msg, version, correlation_id)
 
-    def decode_request(self, frame, *, max_elements=None):
-        """``(RequestHeader, message)`` from a complete request frame (``max_elements`` covers the whole frame)."""
-        return self.codec.decode_request(frame, max_elements=max_elements)
+    def decode_request(self, frame, *, max_elements=None, views=False):
+        """``(RequestHeader, message)`` from a complete request frame (``max_elements`` covers the whole frame;
+        ``views``: bytes fields are read-only memoryviews of the frame)."""
+        return self.codec.decode_request(frame, max_elements=max_elements, views=views)
 
-    def decode_response(self, frame, api_key, version, *, max_elements=None):
+    def decode_response(self, frame, api_key, version, *, max_elements=None, views=False):
         """``(ResponseHeader, message)`` from a complete response frame to a request of ``api_key`` at ``version``."""
-        return self.codec.decode_response(frame, api_key, version, max_elements=max_elements)
+        return self.codec.decode_response(frame, api_key, version, max_elements=max_elements, views=views)
 
     def decode_request_header(self, frame):
         """The RequestHeader of a request frame, of any api key."""

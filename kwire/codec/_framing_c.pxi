@@ -100,9 +100,10 @@ def encode_response(msg, version, correlation_id):
         w_free(&w)
 
 
-cdef object _open_frame(Reader* r, object frame):
-    """Point ``r`` at the bytes after the size prefix, checked against it; returns what must stay alive."""
-    keep = r_open(r, frame)
+cdef object _open_frame(Reader* r, object frame, bint views=False):
+    """Point ``r`` at the bytes after the size prefix, checked against it; returns what must stay alive.
+    ``views`` as for :func:`r_open_views` (slices are of the whole frame)."""
+    keep = r_open_views(r, frame, views)
     cdef Py_ssize_t n = r.end
     if n < 4:
         raise DecodeError(f"truncated: a frame needs 4 size bytes, {n} given", 0)
@@ -146,13 +147,14 @@ cdef object _read_body(Reader* r, bint request, int api_key, int version):
     return msg
 
 
-def decode_request(frame, *, max_elements=None):
+def decode_request(frame, *, max_elements=None, views=False):
     """``(RequestHeader, message)`` from a complete request frame.
 
     ``max_elements`` caps the array elements and tagged fields built from the
-    whole frame, header included, as for the message classes' ``decode``."""
+    whole frame, header included, and ``views`` makes bytes fields read-only
+    memoryviews of the frame, as for the message classes' ``decode``."""
     cdef Reader r
-    keep = _open_frame(&r, frame)
+    keep = _open_frame(&r, frame, views)
     header = _read_request_header(&r, max_elements)
     # Decoded just now, so both are C values (no overflow to look at).
     cdef int api_key = (<RequestHeader>header).c_request_api_key
@@ -161,17 +163,17 @@ def decode_request(frame, *, max_elements=None):
     return header, _read_body(&r, True, api_key, version)
 
 
-def decode_response(frame, api_key, version, *, max_elements=None):
+def decode_response(frame, api_key, version, *, max_elements=None, views=False):
     """``(ResponseHeader, message)`` from a complete response frame.
 
     Responses do not say what they answer: pass the api key and version of the
-    request with the same correlation id.  ``max_elements`` as for
-    :func:`decode_request`."""
+    request with the same correlation id.  ``max_elements`` and ``views`` as
+    for :func:`decode_request`."""
     # The api key and version come from the caller, not the frame: check them before reading it.
     _check_response_key(api_key, _RESPONSE_CLASSES)
     _check_response_version(api_key, version)
     cdef Reader r
-    keep = _open_frame(&r, frame)
+    keep = _open_frame(&r, frame, views)
     if max_elements is not None:
         r_set_limit(&r, max_elements)
     header = _r_ResponseHeader(&r, _response_header_version(api_key, version))

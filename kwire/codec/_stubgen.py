@@ -8,8 +8,9 @@ stale.
 
 Regenerate with ``python kwire/codec/_stubgen.py`` (writes ``kwire/codec/_codec_c.pyi`` beside this file).
 
-Types are those the decoders produce (``bytes``, ``list``), and the constructors ask for the same: the encoders
-also take other buffers and sequences, but an attribute typed ``list`` that may hold a tuple would mislead.
+Types are those the decoders produce by default (``bytes``, ``list``), and the constructors ask for the same: the
+encoders also take other buffers and sequences, but an attribute typed ``list`` that may hold a tuple would mislead.
+A decode with ``views=True`` is the one exception: its bytes fields are ``memoryview``, which the stub does not say.
 """
 
 import os
@@ -83,10 +84,11 @@ def _class(msg, cls, fields, rng, is_message):
         L += [
             "    def encode(self, version: int) -> bytes: ...",
             "    @classmethod",
-            f"    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None) -> {cls}: ...",
+            f"    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) "
+            f"-> {cls}: ...",
             "    @classmethod",
-            f"    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None) "
-            f"-> tuple[{cls}, int]: ...",
+            f"    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, "
+            f"views: bool = False) -> tuple[{cls}, int]: ...",
         ]
     elif is_message:
         L += [
@@ -94,7 +96,7 @@ def _class(msg, cls, fields, rng, is_message):
             "    version: int | None",
             "    def encode(self, version: int | None = None) -> bytes: ...",
             "    @classmethod",
-            f"    def decode(cls, data: Buffer, *, max_elements: int | None = None) -> {cls}: ...",
+            f"    def decode(cls, data: Buffer, *, max_elements: int | None = None, views: bool = False) -> {cls}: ...",
         ]
     L += ["", ""]
     if not is_message:
@@ -119,9 +121,10 @@ def render(schema):
         "def encode_request(msg: _AnyRequest, version: int, correlation_id: int, client_id: str | None = None) "
         "-> bytes: ...",
         "def encode_response(msg: _AnyResponse, version: int, correlation_id: int) -> bytes: ...",
-        "def decode_request(frame: Buffer, *, max_elements: int | None = None) -> tuple[RequestHeader, _AnyRequest]: ...",
-        "def decode_response(frame: Buffer, api_key: int, version: int, *, max_elements: int | None = None) "
-        "-> tuple[ResponseHeader, _AnyResponse]: ...",
+        "def decode_request(frame: Buffer, *, max_elements: int | None = None, views: bool = False) "
+        "-> tuple[RequestHeader, _AnyRequest]: ...",
+        "def decode_response(frame: Buffer, api_key: int, version: int, *, max_elements: int | None = None, "
+        "views: bool = False) -> tuple[ResponseHeader, _AnyResponse]: ...",
         "def decode_request_header(frame: Buffer) -> RequestHeader: ...",
         "def split_request(frame: Buffer) -> tuple[RequestHeader, memoryview]: ...",
     ]

@@ -10,6 +10,8 @@
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize, PyBytes_CheckExact, _PyBytes_Resize
 from cpython.object cimport PyObject
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.memoryview cimport PyMemoryView_FromObject
+from cpython.sequence cimport PySequence_GetSlice
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from cpython.list cimport PyList_CheckExact, PyList_GET_SIZE, PyList_GetSlice, PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF, Py_XDECREF
@@ -57,6 +59,12 @@ ctypedef struct Reader:
     # The field an element struct is reading (-1: none): element readers run
     # without a try of their own, and whoever called one names the field.
     int field
+    # decode(..., views=True): a memoryview over the bytes object the reader
+    # reads (borrowed: the decode's ``keep`` holds it), and where that
+    # object's storage starts; bytes fields are then slices of it, not
+    # copies.  NULL: copies.
+    PyObject* views
+    const uint8_t* views_base
 
 
 cdef int _raise_truncated(Reader* r, Py_ssize_t n) except -1:
@@ -346,6 +354,8 @@ cdef inline object r_bytes(Reader* r, bint compact, bint nullable, PyObject* bef
     if n == -1:
         return None
     r_need(r, n)
+    if r.views != NULL:
+        return _r_view(r, n)
     # The first byte is compared inline so that bytes which differ (the common
     # case when they do) skip the memcmp call.
     if (before != NULL and PyBytes_CheckExact(<object>before) and PyBytes_GET_SIZE(<object>before) == n
@@ -356,6 +366,14 @@ cdef inline object r_bytes(Reader* r, bint compact, bint nullable, PyObject* bef
     b = PyBytes_FromStringAndSize(<const char*>(r.p + r.pos), n)
     r.pos += n
     return b
+
+
+cdef object _r_view(Reader* r, Py_ssize_t n):
+    """The ``n`` bytes at ``r.pos`` (known to be there) as a slice of ``r.views``; steps past them."""
+    cdef Py_ssize_t start = (r.p + r.pos) - r.views_base
+    v = PySequence_GetSlice(<object>r.views, start, start + n)
+    r.pos += n
+    return v
 
 
 cdef object r_uuid(Reader* r):
@@ -476,6 +494,7 @@ cdef object r_open(Reader* r, object data):
     """Point ``r`` at ``data``; returns whatever must stay alive while reading."""
     r.budget = PY_SSIZE_T_MAX
     r.field = -1
+    r.views = NULL
     # bytes is by far the common input: take its storage directly.
     if PyBytes_CheckExact(data):
         r.p = <const uint8_t*>PyBytes_AS_STRING(data)
@@ -493,6 +512,24 @@ cdef object r_open(Reader* r, object data):
     r.pos = 0
     r.end = inp.view.len
     return inp
+
+
+cdef object r_open_views(Reader* r, object data, bint views):
+    """:func:`r_open`, and with ``views`` bytes fields read as read-only
+    memoryviews of one bytes object: ``data`` itself when it is bytes (no
+    copy), else one copy of it, as the pure twin makes of any input, so
+    that no view can change under its reader.  Returns what must stay alive."""
+    if not views:
+        return r_open(r, data)
+    if not PyBytes_CheckExact(data):
+        keep = r_open(r, data)
+        data = PyBytes_FromStringAndSize(<const char*>r.p, r.end)
+        del keep
+    base = PyMemoryView_FromObject(data)
+    r_open(r, data)
+    r.views = <PyObject*>base
+    r.views_base = r.p
+    return data, base
 
 
 # ---------------------------------------------------------------------------
