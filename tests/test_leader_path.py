@@ -416,7 +416,36 @@ def test_member_rows_groups_members_by_their_bytes(implementation):
         ids, instances, which, keys, firsts = kernels.member_rows(members)
         assert which.dtype == np.intp and which.tolist() == want[2]
         assert (ids, instances, keys, firsts) == (want[0], want[1], want[3], want[4])
-        assert all(type(k) is bytes for k in keys)
+        # A key is bytes, or (compiled) the read-only view a member sent, kept with no copy.
+        for k, first in zip(keys, firsts):
+            assert type(k) is bytes or (k is members[first].metadata and k.readonly), (implementation, k)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_response_decoded_with_views_gives_the_same_bytes(strategy, implementation):
+    """``decode_response(..., views=True)``: the members' metadata are views of the frame, which the
+    leader reads where they lie; every answer and every error is the copying decode's."""
+    rng = random.Random("views-" + strategy)
+    for k in range(40):
+        subs, counts, racks = random_group(rng, strategy)
+        members = [codec.JoinGroupResponseMember(member_id=mid, group_instance_id=inst, metadata=raw)
+                   for mid, inst, raw in subs]
+        frame = codec.encode_response(codec.JoinGroupResponse(
+            generation_id=7, protocol_type="consumer", protocol_name=strategy, leader=subs[0][0],
+            member_id=subs[0][0], members=members), 9, correlation_id=k)
+        answers = []
+        for views in (False, True):
+            _header, response = codec.decode_response(frame, 11, 9, views=views)
+            assert all(isinstance(m.metadata, memoryview) == views for m in response.members)
+            try:
+                answers.append((leader_sync_request(strategy, response, counts, partition_racks=racks,
+                                                    implementation=implementation, group_id="g", correlation_id=k),
+                                leader_assignments(strategy, response, counts, partition_racks=racks,
+                                                   implementation=implementation)))
+            except KwireError as exc:
+                answers.append((type(exc), str(exc)))
+        assert answers[1] == answers[0], k
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)

@@ -485,7 +485,10 @@ def leader_sync_request(
     Each member's Assignment is written straight into the frame, so nothing
     is made per member (no Assignment bytes, no SyncGroupRequestAssignment)
     and the assignments are written once instead of written and then
-    copied: the fastest way from a JoinGroupResponse to the bytes to send."""
+    copied: the fastest way from a JoinGroupResponse to the bytes to send.
+    Decode that response with ``views=True`` (``kwire.decode_response(frame,
+    11, version, views=True)``) and the members' metadata are read where
+    they lie in its frame: nothing is copied per member on the way in either."""
     if join_group_response is None:
         raise AssignmentError("leader_sync_request needs a JoinGroupResponse, got None")
     group = leader_group(strategy, join_group_response, partitions_per_topic, partition_racks=partition_racks,

@@ -22,6 +22,9 @@ from . import _leader_common
 from ._leader_common import ClaimColumns, StickyUserDataColumns, SubscriptionColumns, metadata_type_error
 
 cdef extern from "Python.h":
+    bint PyMemoryView_Check(object)
+    Py_buffer* PyMemoryView_GET_BUFFER(object)
+    bint PyBuffer_IsContiguous(const Py_buffer*, char)
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
 
@@ -38,9 +41,32 @@ cdef inline void _put32(uint8_t* out, int32_t v) noexcept nogil:
     out[3] = <uint8_t>(v & 0xFF)
 
 
+cdef inline bint _span(object data, const uint8_t** p, Py_ssize_t* n) noexcept:
+    """Point ``p``/``n`` at the bytes of ``data`` when it is bytes or a
+    read-only, contiguous memoryview of single bytes (what
+    ``decode(..., views=True)`` gives): the metadata kept as it came, with no
+    copy.  0 for anything else, which is copied to bytes first."""
+    cdef Py_buffer* view
+    if PyBytes_CheckExact(data):
+        p[0], n[0] = <const uint8_t*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)
+        return 1
+    if not PyMemoryView_Check(data):
+        return 0
+    view = PyMemoryView_GET_BUFFER(data)
+    # Read-only: the view is hashable (a dict key below) and its bytes
+    # cannot change while the group is read.  Format "B": it hashes and
+    # compares as the bytes it holds.
+    if (not view.readonly or view.itemsize != 1 or view.ndim != 1 or view.format == NULL
+            or view.format[0] != b"B" or view.format[1] != 0 or not PyBuffer_IsContiguous(view, b"C")):
+        return 0
+    p[0], n[0] = <const uint8_t*>view.buf, view.len
+    return 1
+
+
 def member_rows(list members):
-    cdef Py_ssize_t n = len(members), i, k, size, tail, last_k = -1
+    cdef Py_ssize_t n = len(members), i, k, size, tail, last_k = -1, last_size = -1
     cdef const uint8_t* raw
+    cdef const uint8_t* last_raw = NULL
     cdef list member_ids = [None] * n
     cdef list instance_ids = [None] * n
     cdef list keys = []
@@ -59,30 +85,25 @@ def member_rows(list members):
         if metadata is last_metadata:
             which[i] = last_k
             continue
-        if PyBytes_CheckExact(metadata) and PyBytes_CheckExact(last_metadata):
-            # The common case, every member sending equal bytes: one memcmp,
-            # no rich comparison.
-            if (PyBytes_GET_SIZE(metadata) == PyBytes_GET_SIZE(last_metadata)
-                    and memcmp(PyBytes_AS_STRING(metadata), PyBytes_AS_STRING(last_metadata),
-                               PyBytes_GET_SIZE(metadata)) == 0):
-                which[i] = last_k
-                continue
-        elif metadata == last_metadata:
+        key = metadata
+        if not _span(key, &raw, &size):
+            key = bytes(metadata)
+            _span(key, &raw, &size)
+        # The common case, every member sending equal bytes: one memcmp, no
+        # rich comparison.
+        if last_raw != NULL and size == last_size and memcmp(raw, last_raw, size) == 0:
             which[i] = last_k
             continue
-        key = metadata if isinstance(metadata, bytes) else bytes(metadata)
         # The sketch (length, head, tail) only decides which dict lookups
         # find a row, never the grouping, which compares whole bytes: see
         # _leader_py for why not the bytes alone.  Here it is one int hashed
         # in C, not a tuple of two slices: a second generation (every
         # member's bytes differ) makes one per member.
-        size = PyBytes_GET_SIZE(key)
         tail = size - 96 if size > 96 else 0
-        raw = <const uint8_t*>PyBytes_AS_STRING(key)
         sketch = (_name_hash(raw, <int32_t>(32 if size > 32 else size))
                   ^ (_name_hash(raw + tail, <int32_t>(size - tail)) * 31) ^ <uint64_t>size)
         found = seen.get(sketch)
-        if found is not None and keys[<Py_ssize_t>found] != key:
+        if found is not None and not _same_bytes(keys[<Py_ssize_t>found], raw, size):
             found = seen.get(key)
         if found is None:
             k = len(keys)
@@ -93,7 +114,18 @@ def member_rows(list members):
             k = found
         which[i] = last_k = k
         last_metadata = metadata
+        # The row's own bytes, which ``keys`` keeps alive (``key`` may be a
+        # copy that is dropped when the row was found).
+        _span(keys[k], &last_raw, &last_size)
     return member_ids, instance_ids, which_arr, keys, firsts
+
+
+cdef bint _same_bytes(object key, const uint8_t* raw, Py_ssize_t size) noexcept:
+    """Whether ``key`` (bytes or a view :func:`_span` takes) holds ``raw[:size]``."""
+    cdef const uint8_t* p
+    cdef Py_ssize_t n
+    _span(key, &p, &n)
+    return n == size and memcmp(p, raw, size) == 0
 
 
 cdef struct _Runs:
@@ -738,7 +770,7 @@ cdef inline int16_t _be16(const uint8_t* p) noexcept nogil:
     return <int16_t>((<uint16_t>p[0] << 8) | p[1])
 
 
-cdef int _refuse(bytes raw) except -1:
+cdef int _refuse(object raw) except -1:
     """Raise the codec's error for bytes this reader found bad."""
     codec.Subscription.decode(raw)
     raise AssertionError(f"kwire bug: the Subscription reader refused bytes the codec reads: {raw!r}")
@@ -762,7 +794,7 @@ cdef inline int64_t _fitting_count(_Cursor* c, Py_ssize_t min_size) noexcept nog
     return n
 
 
-cdef inline int64_t _count(_Cursor* c, Py_ssize_t min_size, bytes raw) except -1:
+cdef inline int64_t _count(_Cursor* c, Py_ssize_t min_size, object raw) except -1:
     """An int32 array count; refused (the codec's error) where :func:`_fitting_count` finds none."""
     cdef int64_t n = _fitting_count(c, min_size)
     if n < 0:
@@ -770,7 +802,7 @@ cdef inline int64_t _count(_Cursor* c, Py_ssize_t min_size, bytes raw) except -1
     return n
 
 
-cdef inline int64_t _length(_Cursor* c, bint wide, bytes raw) except -2:
+cdef inline int64_t _length(_Cursor* c, bint wide, object raw) except -2:
     """A nullable string's (int16) or bytes' (``wide``: int32) length, -1
     for null, the cursor moved to its content; refused where the codec refuses it."""
     if c.end - c.pos < (4 if wide else 2):
@@ -782,7 +814,7 @@ cdef inline int64_t _length(_Cursor* c, bint wide, bytes raw) except -2:
     return n
 
 
-cdef inline int32_t _topic(_Cursor* c, _TopicIds ids, bytes raw) except -1:
+cdef inline int32_t _topic(_Cursor* c, _TopicIds ids, object raw) except -1:
     """The id of the topic name at the cursor; refused where the codec refuses it."""
     cdef int64_t n = _length(c, 0, raw)
     if n < 0:  # null is no topic name either
@@ -808,7 +840,7 @@ cdef inline int _partitions(_Cursor* c, int32_t t, int64_t count, _Growing topic
 
 
 def subscription_columns(list metadata):
-    """Each byte string of ``metadata`` (all ``bytes``) read into
+    """Each byte string of ``metadata`` (bytes, or views :func:`_span` takes) read into
     :class:`SubscriptionColumns`; bad bytes raise the codec's error."""
     cdef Py_ssize_t rows = len(metadata)
     cdef _TopicIds ids = _TopicIds()
@@ -826,13 +858,17 @@ def subscription_columns(list metadata):
     cdef int32_t t, layout
     cdef int16_t written_version
     cdef _Cursor c
-    cdef bytes raw
+    cdef object raw
+    cdef Py_ssize_t size
     list_ptr.push64(0)
     entry_ptr.push64(0)
     owned_ptr.push64(0)
     for k in range(rows):
         raw = metadata[k]
-        c.p, c.pos, c.end = <const uint8_t*>PyBytes_AS_STRING(raw), 2, PyBytes_GET_SIZE(raw)
+        if not _span(raw, &c.p, &size):
+            raw = bytes(raw)
+            _span(raw, &c.p, &size)
+        c.pos, c.end = 2, size
         if c.end < 2:
             _refuse(raw)
         written_version = _be16(c.p)
