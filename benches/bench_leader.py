@@ -9,9 +9,10 @@ One case is one group shape and strategy.  Every timing is the best of
     JoinGroupResponse frame -> kwire.decode_response -> leader_assignments
     -> SyncGroupRequest -> kwire.encode_request frame
 
-and of the bytes-out entry point, which gives the same frame ("bytes out"):
+and of the bytes-out entry point, which gives the same frame ("bytes out"), fed by a decode that copies no
+member's metadata (each is a view of the frame, read by the leader where it lies):
 
-    JoinGroupResponse frame -> kwire.decode_response -> leader_sync_request
+    JoinGroupResponse frame -> kwire.decode_response(..., views=True) -> leader_sync_request
 
 next to the array core alone (``assign_arrays`` on the same group, built
 afresh and untimed for each call, so that the core derives its member order
@@ -20,7 +21,8 @@ the same frame (its JoinGroupResponse and ConsumerProtocolSubscription
 decoders, its assignor, its ConsumerProtocolAssignment and SyncGroupRequest
 encoders).  The "leader" column is leader_assignments alone (decoded members
 in, payload bytes out).  Memory is tracemalloc's peak during one whole path
-beyond the input frame, in its own run (tracing slows the timed runs).
+beyond the input frame, classic and bytes out, each in its own run (tracing
+slows the timed runs).
 
 "2nd gen" members each report the partitions a first rebalance gave them,
 with 10% of the members gone: cooperative-sticky ones as owned partitions,
@@ -95,7 +97,7 @@ def kwire_path(frame, counts, strategy):
 
 def kwire_frame_path(frame, counts, strategy):
     """The same bytes as :func:`kwire_path`, through the bytes-out entry point."""
-    _header, resp = kwire.decode_response(frame, 11, 9)
+    _header, resp = kwire.decode_response(frame, 11, 9, views=True)
     return leader_sync_request(strategy, resp, counts, group_id="g", correlation_id=2, version=5)
 
 
@@ -218,6 +220,7 @@ def measure(shape, strategy, gen, rounds=7, kafka_python=True, memory=True):
     row["core"] = best(lambda group: assign_arrays(strategy, group), rounds,
                        setup=lambda: leader_group(strategy, resp, counts))
     row["peak"] = peak_beyond_input(lambda: kwire_path(frame, counts, strategy)) if memory else None
+    row["peak_frame"] = peak_beyond_input(lambda: kwire_frame_path(frame, counts, strategy)) if memory else None
     row["kafka_python"] = None
     if kafka_python and shape != "2000x1M" and gen == "1st gen":
         cluster, assignor = kafka_python_setup(T, P, strategy)
@@ -232,16 +235,16 @@ def main(argv=None):
     ap.add_argument("--no-kafka-python", action="store_true")
     args = ap.parse_args(argv)
     print(f"{'group':9} {'strategy':19} {'gen':7} {'whole path':>11} {'bytes out':>10} {'target':>8} {'leader':>9} "
-          f"{'array core':>11} {'÷ core':>13} {'peak MB':>8} {'kafka-python':>13} {'× faster':>9}")
+          f"{'array core':>11} {'÷ core':>13} {'peak MB':>11} {'kafka-python':>13} {'× faster':>9}")
     for shape, strategy, gen in cases(args.quick):
         r = measure(shape, strategy, gen, args.rounds, not args.no_kafka_python, memory=shape != "100x1k")
         target = f"{r['target'] * 1e3:6.1f}ms" if r["target"] else ""
-        peak = f"{r['peak'] / 2**20:8.1f}" if r["peak"] is not None else ""
+        peak = f"{r['peak'] / 2**20:5.1f}/{r['peak_frame'] / 2**20:.1f}" if r["peak"] is not None else ""
         kp = f"{r['kafka_python'] * 1e3:10.1f} ms" if r["kafka_python"] else ""
         ratio = f"{r['kafka_python'] / r['frame']:8.0f}×" if r["kafka_python"] else ""
         print(f"{shape:9} {strategy:19} {gen:7} {r['whole'] * 1e3:8.2f} ms {r['frame'] * 1e3:7.2f} ms {target:>8} "
               f"{r['leader'] * 1e3:6.2f} ms {r['core'] * 1e3:8.2f} ms "
-              f"{r['whole'] / r['core']:5.1f}×/{r['frame'] / r['core']:.1f}× {peak:>8} {kp:>13} {ratio:>9}",
+              f"{r['whole'] / r['core']:5.1f}×/{r['frame'] / r['core']:.1f}× {peak:>11} {kp:>13} {ratio:>9}",
               flush=True)
 
 

@@ -381,8 +381,9 @@ def render_assignors(cases, anchors):
 def render_leader(rows):
     lines = ["Best wall time of the whole path a group leader calls, JoinGroupResponse frame to SyncGroupRequest "
              "frame: *classic*, the frame decoded, `kwire.leader_assignments`, a SyncGroupRequest encoded with "
-             "`kwire.encode_request`; *bytes out*, the frame decoded and `kwire.assignors.leader_sync_request` "
-             "(the same bytes, each Assignment written straight into the frame).  Beside them the array core "
+             "`kwire.encode_request`; *bytes out*, the frame decoded with `views=True` (no member's metadata "
+             "copied) and `kwire.assignors.leader_sync_request` (the same bytes, each Assignment written straight "
+             "into the frame).  Beside them the array core "
              "(`assign_arrays`) on the very group the path builds, built afresh for each run, and kafka-python "
              "3's own leader path on the same frame (its decoders, assignor and encoders). *2nd gen*: every "
              "member owns what a first cooperative-sticky rebalance gave it, 10% of the members gone. Targets: "
