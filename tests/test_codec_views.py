@@ -48,7 +48,7 @@ def test_every_message_with_a_bytes_field_is_covered():
 
 
 @pytest.mark.parametrize("msg,version", CASES, ids=[f"{m.class_name}-v{v}" for m, v in CASES])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_views_hold_what_copies_hold(msg, version, data):
     tree = data.draw(S.message_tree(msg, version))
