@@ -23,28 +23,37 @@ def _decode(cls, msg, data, version):
     return cls.decode(data) if msg.version_prefixed else cls.decode(data, version)
 
 
+# Messages drawn per version: a few in the README's test command, which must stay within minutes on two cores,
+# and many in the slow set, which .ci/run runs as well.
+EXAMPLES = [pytest.param(20, id="quick"), pytest.param(150, id="deep", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("examples", EXAMPLES)
 @pytest.mark.parametrize("msg,version", CASES, ids=[f"{m.class_name}-v{v}" for m, v in CASES])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_round_trip_and_implementations_agree(msg, version, data):
-    tree = data.draw(S.message_tree(msg, version))
-    encoded, reprs = [], []
-    for impl in IMPLEMENTATIONS:
-        codec = codec_module(impl)
-        obj = S.build(codec, msg, tree)
-        raw = _encode(obj, msg, version)
-        cls = getattr(codec, msg.class_name)
-        back = _decode(cls, msg, raw, version)
-        assert back == obj
-        encoded.append(raw)
-        reprs.append(repr(back))
-    assert all(raw == encoded[0] for raw in encoded), "implementations wrote different bytes"
-    assert all(r == reprs[0] for r in reprs), "implementations print the same message differently"
-    # Each implementation reads the other's bytes to the same message.
-    for impl in IMPLEMENTATIONS:
-        codec = codec_module(impl)
-        cls = getattr(codec, msg.class_name)
-        assert _decode(cls, msg, encoded[0], version) == S.build(codec, msg, tree)
+def test_round_trip_and_implementations_agree(msg, version, examples):
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(data=st.data())
+    def round_trip(data):
+        tree = data.draw(S.message_tree(msg, version))
+        encoded, reprs = [], []
+        for impl in IMPLEMENTATIONS:
+            codec = codec_module(impl)
+            obj = S.build(codec, msg, tree)
+            raw = _encode(obj, msg, version)
+            cls = getattr(codec, msg.class_name)
+            back = _decode(cls, msg, raw, version)
+            assert back == obj
+            encoded.append(raw)
+            reprs.append(repr(back))
+        assert all(raw == encoded[0] for raw in encoded), "implementations wrote different bytes"
+        assert all(r == reprs[0] for r in reprs), "implementations print the same message differently"
+        # Each implementation reads the other's bytes to the same message.
+        for impl in IMPLEMENTATIONS:
+            codec = codec_module(impl)
+            cls = getattr(codec, msg.class_name)
+            assert _decode(cls, msg, encoded[0], version) == S.build(codec, msg, tree)
+
+    round_trip()
 
 
 @pytest.mark.parametrize("msg,version", CASES, ids=[f"{m.class_name}-v{v}" for m, v in CASES])
