@@ -21,6 +21,7 @@ import time
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import chain, repeat
 from typing import Dict, List, Mapping, Optional, Tuple
 
@@ -1331,24 +1332,26 @@ class _EventSource:
         return cls(cells=(columns["member_id"], columns["members"], columns["assignments"]))
 
     def arrays(self):
-        """``(member_id, members, assignments)``, single Arrow arrays."""
+        """``(member_id, members, assignments)``, Arrow arrays or chunked
+        arrays, in whichever types they came (:func:`_typed` makes them the decoder's)."""
         if self._arrays is None:
             self._arrays = tuple(pa.array(c, t) for c, t in zip(self._cells, _source_types()))
             self._cells = None
-        out = []
-        for column, t in zip(self._arrays, _source_types()):
-            if isinstance(column, pa.ChunkedArray):
-                column = column.combine_chunks()
-            out.append(column if column.type == t else column.cast(t))
-        self._arrays = tuple(out)
         return self._arrays
 
 
+@lru_cache(maxsize=None)
 def _source_types():
     from kwire.pipeline._decode import FRAMES_SCHEMA
 
     schema = FRAMES_SCHEMA()
     return tuple(schema.field(name).type for name in ("member_id", "members", "assignments"))
+
+
+def _typed(columns):
+    """``columns`` of :meth:`_EventSource.arrays` in the decoder's types (a
+    cast only where they differ: Spark names a list's items otherwise)."""
+    return [c if c.type == t else c.cast(t) for c, t in zip(columns, _source_types())]
 
 
 def _not_a_topic_name(name) -> AssignmentError:
@@ -1408,8 +1411,28 @@ def _lists_of(pair_of_entry, n_pairs, pair_of_member):
     return order[np.repeat(_starts(per_pair)[0][pair_of_member] - base, counts) + np.arange(total)], counts
 
 
-def _concat(parts):
-    return parts[0] if len(parts) == 1 else pa.concat_arrays(list(parts))
+def _chunks(parts):
+    """Arrays or chunked arrays end to end, as one chunked array (no copy)."""
+    return pa.chunked_array([c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])],
+                            parts[0].type)
+
+
+def _take(column, rows, to_type) -> pa.Array:
+    """``rows`` of a chunked array, as one array of ``to_type``: only they are copied."""
+    taken = column.take(pa.array(rows))
+    taken = taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+    return taken if taken.type == to_type else taken.cast(to_type)
+
+
+def _unique(keys):
+    """``np.unique(keys, return_inverse=True)`` by a stable sort, which on
+    keys in runs (generation after generation) costs less than its quicksort."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = _first_of_runs(ordered)
+    inverse = np.empty(len(keys), _I64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
 
 
 def pack_replayed(records) -> _Packed:
@@ -1428,29 +1451,34 @@ def pack_replayed(records) -> _Packed:
     n = len(records)
     if not n:
         return _packed_inputs([])
+    group_ids, generation_ids, protocol_names, source_of, members_row, obs_rows, prev_rows, prev_generation, \
+        counts_of = zip(*records)
     # -- the rows each generation reads, in one set of columns
     sources: Dict[int, int] = {}
     arrays = []
-    for r in records:
-        if id(r[3]) not in sources:
-            sources[id(r[3])] = sum(len(a[0]) for a in arrays)
-            arrays.append(r[3].arrays())
-    member_id, members, assignments = (_concat(c) for c in zip(*arrays))
+    for source in source_of:
+        if id(source) not in sources:
+            sources[id(source)] = sum(len(a[0]) for a in arrays)
+            arrays.append(source.arrays())
+    if len(arrays) > 1:  # timelines built apart (from event dicts): small sources, typed whole
+        arrays = [_typed(a) for a in arrays]
+    member_id, members, assignments = (_chunks(c) for c in zip(*arrays))
+    types = _source_types()
     # segment 2j: generation j's observed rows; 2j + 1: the previous generation's
-    lists = [rows for r in records for rows in (r[5], r[6] or ())]
+    has_prev = np.fromiter(map(bool, prev_rows), bool, n)
+    lists = list(chain.from_iterable(zip(obs_rows, (rows or () for rows in prev_rows))))
     seg_len = np.fromiter(map(len, lists), _I64, 2 * n)
     seg_rows = np.fromiter(chain.from_iterable(lists), _I64, int(seg_len.sum()))
-    members_row = np.fromiter((r[4] for r in records), _I64, n)
+    members_row = np.array(members_row, _I64)
     if len(sources) > 1:
-        base = np.array([sources[id(r[3])] for r in records], _I64)
+        base = np.array([sources[id(source)] for source in source_of], _I64)
         members_row += base
         seg_rows += np.repeat(np.repeat(base, 2), seg_len)
     seg_of_row = np.repeat(np.arange(2 * n), seg_len)
-    has_prev = np.fromiter((r[6] is not None for r in records), bool, n)
-    prev_generation = np.fromiter((r[7] for r in records), _I64, n)
+    prev_generation = np.array(prev_generation, _I64)
 
     # -- members, and the assignment entries (one per partition listed)
-    listed = members.take(pa.array(members_row))
+    listed = _take(members, members_row, types[1])
     m = _lengths(listed)
     mid, instance, topics = _fields(listed.flatten(), ("member_id", "group_instance_id", "topics"))
     member_base, n_members = _starts(m)
@@ -1458,11 +1486,10 @@ def pack_replayed(records) -> _Packed:
     sub_len = _lengths(topics)
     sub_names = topics.flatten()
     g_sub = np.repeat(g_member, sub_len)
-    sent = assignments.take(pa.array(seg_rows))
+    sent = _take(assignments, seg_rows, types[2])
     struct_len = _lengths(sent)
     s_mid, s_topic, s_partitions = _fields(sent.flatten(), ("member_id", "topic", "partitions"))
-    # an assignment that names no member is its frame's member's
-    owner = pc.coalesce(s_mid, member_id.take(pa.array(np.repeat(seg_rows, struct_len))))
+    frame_member = _take(member_id, seg_rows, types[0])
     s_seg = np.repeat(seg_of_row, struct_len)
     g_struct = s_seg >> 1
     p_len = _lengths(s_partitions)
@@ -1473,9 +1500,13 @@ def pack_replayed(records) -> _Packed:
     # -- owner codes per generation: its members 0.. by first appearance (a
     # repeated id keeps its first code), then every other owner; a missing
     # id (None) is a name too
-    names = pc.dictionary_encode(pa.concat_arrays([mid, owner]))
+    names = pc.dictionary_encode(pa.concat_arrays([mid, s_mid, frame_member]))
     none_id = len(names.dictionary)
     name_id = _ints(pc.fill_null(names.indices, none_id))
+    # an assignment that names no member is its frame's member's
+    named, frame_id = name_id[n_members:n_members + len(s_seg)], name_id[n_members + len(s_seg):]
+    name_id = np.concatenate([name_id[:n_members],
+                              np.where(named == none_id, np.repeat(frame_id, struct_len), named)])
     width = none_id + 1
     member_key = g_member * width + name_id[:n_members]
     by_key = np.argsort(member_key, kind="stable")
@@ -1491,7 +1522,7 @@ def pack_replayed(records) -> _Packed:
     at = np.minimum(np.searchsorted(sorted_keys, owner_key), n_members - 1)
     is_member = sorted_keys[at] == owner_key
     struct_code = member_code[by_key[at]]
-    others, other_at = np.unique(owner_key[~is_member], return_inverse=True)
+    others, other_at = _unique(owner_key[~is_member])
     other_gen = others // width
     other_rank, n_others = _rank_in(other_gen, n)
     struct_code[~is_member] = (distinct[other_gen] + other_rank)[other_at]
@@ -1511,7 +1542,7 @@ def pack_replayed(records) -> _Packed:
     tid = np.array([rank[t] for t in known] + [T], _I64)[_ints(pc.fill_null(topic_names.indices, T))]
     name_of_tid = np.array(in_java_order + [None], object)
     n_sub = len(g_sub)
-    ut, t_inverse = np.unique(np.concatenate([g_sub, g_struct]) * (T + 1) + tid, return_inverse=True)
+    ut, t_inverse = _unique(np.concatenate([g_sub, g_struct]) * (T + 1) + tid)
     ut_gen, ut_tid = ut // (T + 1), ut % (T + 1)
     local, n_topic_ids = _rank_in(ut_gen, n)
     topic_base = _starts(n_topic_ids)[0]
@@ -1528,14 +1559,15 @@ def pack_replayed(records) -> _Packed:
     kept = order[run]
     if len(kept) < len(order):
         kept = _last_in_dict_order(order, run, s_seg, struct_code, p_len)
-    obs, prev = kept[e_kind[kept] == 0], kept[e_kind[kept] == 1]
+    kept_kind = e_kind[kept]
+    obs, prev = kept[kept_kind == 0], kept[kept_kind == 1]
     e_code = np.repeat(struct_code, p_len)
     n_obs = np.bincount(e_gen[obs], minlength=n)
     n_prev = np.bincount(e_gen[prev], minlength=n)
 
     # -- each member's lists: as received (observed) and as claimed (previous)
     code_base, n_pairs = _starts(n_codes)
-    e_pair = code_base[e_gen] + e_code
+    e_pair = np.repeat(code_base[g_struct] + struct_code, p_len)
     member_pair = code_base[g_member] + member_code
     obs_entries = np.flatnonzero(e_kind == 0)
     at, obs_counts = _lists_of(e_pair[obs_entries], n_pairs, member_pair)
@@ -1553,7 +1585,7 @@ def pack_replayed(records) -> _Packed:
     in_sticky[e_ut[owned]] = True
     more = np.bincount(ut_gen[in_sticky & ~in_plain], minlength=n) > 0
     in_sticky &= more[ut_gen]
-    size = np.where(in_plain, _sizes(records, ut_gen, ut_tid, name_of_tid), 0)  # an owned-only topic has none
+    size = np.where(in_plain, _sizes(counts_of, ut_gen, ut_tid, name_of_tid), 0)  # an owned-only topic has none
     total = np.bincount(ut_gen, size, minlength=n).astype(_I64)
     is_null = ut_tid == T
     plain_v, sticky_v = (_variant_topics(in_v, ut_gen, local, size, sub_ut, g_sub, is_null, n)
@@ -1574,8 +1606,10 @@ def pack_replayed(records) -> _Packed:
     check_plain = (distinct < m) | (np.bincount(g_member[named_none], minlength=n) > 0) | (
         np.bincount(ut_gen[in_plain & (size < 0)], minlength=n) > 0)
     check_sticky = check_plain | (np.bincount(owned_gen[owned_partition < 0], minlength=n) > 0)
+    # most generations have no static member: their groups get no instance ids, which is all None
+    static = np.bincount(g_member, instance.is_valid().to_numpy(zero_copy_only=False), minlength=n) > 0
     plain, sticky = _variant_groups(
-        m, mid.to_pylist(), instance.to_pylist(), sub_len, plain_v, sticky_v, more, has_owned, check_plain,
+        m, mid.to_pylist(), instance.to_pylist(), static, sub_len, plain_v, sticky_v, more, has_owned, check_plain,
         check_sticky, name_of_tid[ut_tid], (_indptrs(owned_counts, m), claims, owned_partition, generation,
                                             owned_counts))
 
@@ -1592,7 +1626,7 @@ def pack_replayed(records) -> _Packed:
     for fieldno, column in ((_M, m), (_CODES, n_codes), (_TOPIC_IDS, n_topic_ids), (_HAS_PREV, has_prev),
                             (_NONE_CODE, none_code), (_OBS, n_obs), (_LISTS, list_len), (_PREV, n_prev),
                             (_PLAIN_OK, plain_ok), (_STICKY_OK, sticky_ok), (_SAME, same),
-                            (_GENERATION, np.fromiter((r[1] for r in records), _I64, n)), (_TOTAL, total),
+                            (_GENERATION, generation_ids), (_TOTAL, total),
                             (_CODED, np.where(distinct < m, m, 0))):
         head[:, fieldno] = column
     head[:, _VARIANT_LENGTHS:_VARIANT_LENGTHS + 3] = plain_lengths
@@ -1609,8 +1643,8 @@ def pack_replayed(records) -> _Packed:
     part_base = _starts(np.array([len(v) for v, _s in parts], _I64))[0]
     bases = np.stack([b + s for b, (_v, s) in zip(part_base, parts)], axis=1).reshape(n, 2, 3)
     bases[:, 1] = np.where(same[:, None], bases[:, 0], bases[:, 1])
-    return _Packed(head, columns, np.concatenate([v for v, _s in parts]), bases, [r[0] for r in records],
-                   [r[2] for r in records], plain, sticky)
+    return _Packed(head, columns, np.concatenate([v for v, _s in parts]), bases, group_ids, protocol_names,
+                   plain, sticky)
 
 
 def _last_in_dict_order(order, run, s_seg, struct_code, p_len):
@@ -1631,29 +1665,25 @@ def _last_in_dict_order(order, run, s_seg, struct_code, p_len):
     return order[last[end]]
 
 
-def _sizes(records, ut_gen, ut_tid, name_of_tid):
-    """Each (generation, topic)'s size in its generation's partition counts,
-    0 where they have none.  Generations share one dict unless a size
-    changes in the capture: each dict is read once, a topic at a time."""
+def _sizes(counts_of, ut_gen, ut_tid, name_of_tid):
+    """Each (generation, topic)'s size in its generation's partition counts
+    (``counts_of``), 0 where they have none.  Generations share one dict
+    unless a size changes in the capture: each dict is read once."""
     T = len(name_of_tid) - 1
-    tid_of = {t: i for i, t in enumerate(name_of_tid.tolist())}
-    dict_at: Dict[int, int] = {}
-    keys, sizes = [], []
-    for r in records:
-        if id(r[8]) not in dict_at:
-            k = dict_at[id(r[8])] = len(dict_at) * (T + 1)
-            for t, c in r[8].items():
-                i = tid_of.get(t)
-                if i is not None:
-                    keys.append(k + i)
-                    sizes.append(c)
-    gen_dict = np.fromiter((dict_at[id(r[8])] for r in records), _I64, len(records))
-    if not keys:
+    dict_ids = list(map(id, counts_of))
+    dict_at = dict(zip(dict_ids, range(len(dict_ids))))  # each dict's last generation stands for it
+    dicts = [counts_of[k] for k in dict_at.values()]
+    tid_of = dict(zip(name_of_tid.tolist(), range(T + 1)))
+    tids = np.fromiter((tid_of.get(t, -1) for t in chain.from_iterable(dicts)), _I64)
+    sizes = np.fromiter(chain.from_iterable(d.values() for d in dicts), _I64, len(tids))
+    keys = np.repeat(np.fromiter(dict_at.values(), _I64, len(dicts)) * (T + 1), [len(d) for d in dicts]) + tids
+    known = tids >= 0
+    keys, sizes = keys[known], sizes[known]
+    if not len(keys):
         return np.zeros(len(ut_gen), _I64)
-    keys, sizes = np.array(keys, _I64), np.array(sizes, _I64)
     order = np.argsort(keys)
     keys, sizes = keys[order], sizes[order]
-    wanted = gen_dict[ut_gen] + ut_tid
+    wanted = np.fromiter(map(dict_at.__getitem__, dict_ids), _I64, len(dict_ids))[ut_gen] * (T + 1) + ut_tid
     at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
     return np.where(keys[at] == wanted, sizes[at], 0)
 
@@ -1685,7 +1715,7 @@ def _prev_slots(v, in_v, ut_at, partition, gen):
     return np.where(inside, offsets[vi + gen] + partition, end)
 
 
-def _variant_groups(m, member_ids, instance_ids, sub_len, plain_v, sticky_v, more, has_owned, check_plain,
+def _variant_groups(m, member_ids, instance_ids, static, sub_len, plain_v, sticky_v, more, has_owned, check_plain,
                     check_sticky, topic_names, owned):
     """Each generation's two :class:`_Variant` objects, their ArrayGroups on
     slices of the packed columns, checked by ArrayGroup only where
@@ -1701,8 +1731,17 @@ def _variant_groups(m, member_ids, instance_ids, sub_len, plain_v, sticky_v, mor
     plain_layout, sticky_layout = ((topic_names[v["which"]].tolist(), v["base"].tolist(),
                                     (v["base"] + v["count"]).tolist(), v["sizes"], v["sub_topics"], v["null"].tolist())
                                    for v in (plain_v, sticky_v))
+    topics, starts, ends, sizes, sub_topics, null = plain_layout
     check_plain, check_sticky = check_plain.tolist(), check_sticky.tolist()
-    more, has_owned = more.tolist(), has_owned.tolist()
+    more, has_owned, static = more.tolist(), has_owned.tolist(), static.tolist()
+    # What the plain groups claim (nothing), read-only views of one array
+    # each: ArrayGroup would make five arrays per group, and no assignor writes its input.
+    widest = int(m.max()) + 1
+    nothing = np.zeros(widest, _I64)
+    none_owned = np.zeros(0, _I32)
+    no_generation = np.full(widest, -1, _I32)
+    for a in (nothing, none_owned, no_generation):
+        a.flags.writeable = False
     array_group = assignors.ArrayGroup
 
     def variant(layout, j, ids, instances, indptr, s0, s1, check, claimed):
@@ -1719,25 +1758,37 @@ def _variant_groups(m, member_ids, instance_ids, sub_len, plain_v, sticky_v, mor
     plains, stickies = [], []
     for j in range(n):
         m0, m1 = members_at[j], members_at[j + 1]
-        ids, instances = member_ids[m0:m1], instance_ids[m0:m1]
+        ids, instances = member_ids[m0:m1], instance_ids[m0:m1] if static[j] else None
         indptr, s0, s1 = sub_indptr[m0 + j:m1 + j + 1], subs_at[j], subs_at[j + 1]
-        plain = variant(plain_layout, j, ids, instances, indptr, s0, s1, check_plain[j], {})
+        k = m1 - m0
+        if null[j] or check_plain[j]:
+            plain = variant(plain_layout, j, ids, instances, indptr, s0, s1, True, {})
+        else:
+            # the usual generation, inline: its group cannot be refused but for its size
+            t0, t1 = starts[j], ends[j]
+            try:
+                plain = _Variant(array_group(
+                    topics[t0:t1], sizes[t0:t1], ids, indptr, sub_topics[s0:s1], group_instance_ids=instances,
+                    owned_indptr=nothing[:k + 1], owned_topic=none_owned, owned_partition=none_owned,
+                    generation=no_generation[:k], subscription_generation=no_generation[:k], validate=False))
+            except KwireError as exc:
+                plain = _Variant(error=exc)
         plains.append(plain)
         if not has_owned[j]:
             stickies.append(plain)
             continue
         o0, o1 = owned_at[j], owned_at[j + 1]
-        claimed = {"owned_indptr": owned_indptr[m0 + j:m1 + j + 1], "owned_topic": claims[o0:o1],
-                   "owned_partition": owned_partition[o0:o1], "generation": generation[m0:m1],
-                   "subscription_generation": generation[m0:m1]}
+        claimed = (owned_indptr[m0 + j:m1 + j + 1], claims[o0:o1], owned_partition[o0:o1])
         if plain.group is not None and not more[j] and not check_sticky[j]:
             # the plain group's topics and the facts derived from them, with the claims
-            group = plain.group.with_claims(claimed["owned_indptr"], claimed["owned_topic"], claimed["owned_partition"])
-            group.generation = group.subscription_generation = claimed["generation"]
+            group = plain.group.with_claims(*claimed)
+            group.generation = group.subscription_generation = generation[m0:m1]
             stickies.append(_Variant(group))
         else:
             stickies.append(variant(sticky_layout if more[j] else plain_layout, j, ids, instances, indptr, s0, s1,
-                                    check_sticky[j], claimed))
+                                    check_sticky[j], dict(zip(("owned_indptr", "owned_topic", "owned_partition"),
+                                                              claimed), generation=generation[m0:m1],
+                                                          subscription_generation=generation[m0:m1])))
     return plains, stickies
 
 
