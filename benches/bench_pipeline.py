@@ -38,8 +38,6 @@ The load average is printed before and after: the machine may be shared.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import os
 import shutil
 import sys
@@ -88,18 +86,6 @@ def bench_decoder(path, repeat):
     print(f"  {table.num_rows:,} frames: {group:,} group frames, {metadata:,} Metadata frames")
 
 
-@contextlib.contextmanager
-def collector_paused():
-    """The cycle collector off, as the pipeline has it while it analyses a bucket."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def best_of(repeat, fn):
     """``(best seconds, last result)`` of ``repeat`` calls of ``fn``; each
     result is kept until the end, so freeing one is timed in no call."""
@@ -117,6 +103,7 @@ def bench_whatif(path, repeat):
 
     from kwire.pipeline import _analysis as analysis
     from kwire.pipeline import decode_capture
+    from kwire.pipeline._spark_stages import collector_paused
     from tests.test_pipeline_whatif import whatif_rows
 
     t = time.perf_counter()

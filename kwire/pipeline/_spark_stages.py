@@ -415,7 +415,7 @@ def analyse_bucket(pdf, max_partitions, timer=None, counts=None):
 
 
 @contextlib.contextmanager
-def _collector_paused():
+def collector_paused():
     """Python's cycle collector off for a bucket's analysis, and back as it
     was after.  The analysis makes a few objects per event and per partition
     and keeps most of them to the end, so each collection walks more of
@@ -446,7 +446,7 @@ def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None):
             replayed.extend(analysis.replayed_rows(tl))
             yield tl
 
-    with _collector_paused():
+    with collector_paused():
         tables = analysis.timeline_tables(noting(_timelines_of(events, max_partitions, counts)))
         tables["whatif"] = analysis.timed_replay(analysis.pack_replayed(replayed), timer=timer)
         return _wide(tables)
