@@ -225,7 +225,8 @@ def main(argv=None):
     ap.add_argument("--groups", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--capture", help="benchmark this capture instead of a synthetic one (--groups, --seed unused)")
-    ap.add_argument("--repeat", type=int, default=2, help="timed runs of each decoder, and of decode and do-nothing each")
+    ap.add_argument("--repeat", type=int, default=2,
+                    help="timed runs of each decoder, of the what-if's packings and batches, and of decode and do-nothing")
     ap.add_argument("--e2e", action="store_true", help="also run the whole pipeline")
     ap.add_argument("--no-spark", action="store_true", help="the in-process what-if only")
     args = ap.parse_args(argv)

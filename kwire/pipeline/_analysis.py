@@ -2,7 +2,9 @@
 
 Pure Python over one group's decoded events, so it is tested without
 Spark; the Spark stages call it once per bucket of groups, never once
-per group.  The what-if replays on arrays, a task's generations at once (:func:`replay_batch`).
+per group.  The what-if packs a task's generations from its Arrow event
+columns at once (:func:`pack_replayed`) and replays them on arrays
+(:func:`replay_batch`).
 
 Events are rows of the decoded frames table (see ``kwire.codec._batch_py``),
 reduced by the Spark stage: heartbeat requests are dropped and successful
@@ -574,10 +576,13 @@ def assignment_columns(timelines) -> Dict[str, list]:
 
 # -- what-if -------------------------------------------------------------------------------------------
 #
-# Each generation is packed once into arrays (_ReplayInput): its ArrayGroups
-# and the ownership observed before and at it.  The replay then runs every
-# strategy with assign_arrays and reads moves, loads and reproduction off
-# the ArrayAssignment with NumPy.  Observed partitions are int64 keys
+# Each generation is packed into arrays: its ArrayGroups and the ownership
+# observed before and at it.  The pipeline packs all of a task's generations
+# at once from the event columns (pack_replayed, below the batch);
+# replay_input packs one generation from its Generation fields (a
+# _ReplayInput), the reference the columnar packing is tested against.  The
+# replay then runs every strategy and reads moves, loads and reproduction
+# off the ArrayAssignments with NumPy.  Observed partitions are int64 keys
 # ``topic id << 32 | partition`` over the generation's own topic ids;
 # owners are codes over every member name seen, -1 for no owner.
 
@@ -1298,10 +1303,10 @@ def replay_inputs(tl: Timeline):
 
 def replayed_rows(tl: Timeline) -> list:
     """What :func:`pack_replayed` needs of each generation of ``tl`` a what-if
-    replays: its names and sizes, and the rows of its timeline's events it
-    reads, a few ints per generation (its assignments as sent, sent again
-    in the next one's claims).  Built from a bucket's Arrow events, or from
-    event dicts (:func:`build_timeline`, whose source is then made Arrow)."""
+    replays: its names and sizes, its timeline's event source and which of
+    its rows it reads (its JoinGroup response, its observed assignment's
+    frames, and the previous observed generation's, the sticky claims): a
+    few ints per generation, kept while a bucket's timelines go by."""
     out = []
     for gg, prev in _replayed(tl):
         out.append((tl.group_id, gg.generation_id, gg.protocol_name, tl.source, gg.members_row,
@@ -1318,10 +1323,9 @@ def whatif_generations(timelines) -> _Packed:
 
 class _EventSource:
     """The event columns the what-if packs from: each event's ``member_id``,
-    ``members`` and ``assignments`` as Arrow arrays in the decoder's types
-    (an events table made from pandas may have inferred others: a struct
-    field of nulls only comes as the null type).  From event dicts
-    (:meth:`of_cells`) they are made Arrow when first packed."""
+    ``members`` and ``assignments``, as the events came (Arrow arrays or
+    chunked arrays); from event dicts (:meth:`of_cells`), made Arrow in the
+    decoder's types when first packed."""
 
     def __init__(self, member_id=None, members=None, assignments=None, cells=None):
         self._arrays = None if cells is not None else (member_id, members, assignments)
@@ -1332,8 +1336,7 @@ class _EventSource:
         return cls(cells=(columns["member_id"], columns["members"], columns["assignments"]))
 
     def arrays(self):
-        """``(member_id, members, assignments)``, Arrow arrays or chunked
-        arrays, in whichever types they came (:func:`_typed` makes them the decoder's)."""
+        """``(member_id, members, assignments)``, in whichever types they came."""
         if self._arrays is None:
             self._arrays = tuple(pa.array(c, t) for c, t in zip(self._cells, _source_types()))
             self._cells = None
@@ -1349,8 +1352,10 @@ def _source_types():
 
 
 def _typed(columns):
-    """``columns`` of :meth:`_EventSource.arrays` in the decoder's types (a
-    cast only where they differ: Spark names a list's items otherwise)."""
+    """``columns`` of :meth:`_EventSource.arrays` in the decoder's types.
+    Events from pandas or Spark may come in others that cast to them: a
+    struct field pandas saw only nulls in is of the null type, and a list's
+    items may be declared non-null."""
     return [c if c.type == t else c.cast(t) for c, t in zip(columns, _source_types())]
 
 
@@ -1418,7 +1423,8 @@ def _chunks(parts):
 
 
 def _take(column, rows, to_type) -> pa.Array:
-    """``rows`` of a chunked array, as one array of ``to_type``: only they are copied."""
+    """``rows`` of a chunked array, as one array of ``to_type`` (see
+    :func:`_typed`): only they are copied and cast, not the bucket."""
     taken = column.take(pa.array(rows))
     taken = taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
     return taken if taken.type == to_type else taken.cast(to_type)
