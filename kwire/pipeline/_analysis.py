@@ -1728,7 +1728,6 @@ def _variant_groups(m, member_ids, instance_ids, static, sub_len, plain_v, stick
     ``check_*`` (the packing rules the rest out).  A sticky variant over the
     plain one's topics is the plain group with claims."""
     owned_indptr, claims, owned_partition, generation, owned_counts = owned
-    n = len(m)
     members_at = np.append(0, np.cumsum(m))
     sub_indptr = _indptrs(sub_len, m)
     subs_at = np.append(0, np.cumsum(sub_len))[members_at].tolist()
@@ -1738,16 +1737,17 @@ def _variant_groups(m, member_ids, instance_ids, static, sub_len, plain_v, stick
                                     (v["base"] + v["count"]).tolist(), v["sizes"], v["sub_topics"], v["null"].tolist())
                                    for v in (plain_v, sticky_v))
     topics, starts, ends, sizes, sub_topics, null = plain_layout
-    check_plain, check_sticky = check_plain.tolist(), check_sticky.tolist()
-    more, has_owned, static = more.tolist(), has_owned.tolist(), static.tolist()
-    # What the plain groups claim (nothing), read-only views of one array
-    # each: ArrayGroup would make five arrays per group, and no assignor writes its input.
+    # Python's part of an ArrayGroup is most of what a generation costs here:
+    # the loop reads its bounds zipped, not a list at a time.
+    usual = (~(check_plain | plain_v["null"])).tolist()
+    plain_ok_sticky = (has_owned & ~more & ~check_sticky).tolist()
+    # What the plain groups claim (nothing): read-only views of one array
+    # each, where ArrayGroup would make five arrays per group; no assignor writes its input.
     widest = int(m.max()) + 1
-    nothing = np.zeros(widest, _I64)
-    none_owned = np.zeros(0, _I32)
-    no_generation = np.full(widest, -1, _I32)
+    nothing, none_owned, no_generation = np.zeros(widest, _I64), np.zeros(0, _I32), np.full(widest, -1, _I32)
     for a in (nothing, none_owned, no_generation):
         a.flags.writeable = False
+    claim_nothing = [(nothing[:k + 1], no_generation[:k]) for k in range(widest)]
     array_group = assignors.ArrayGroup
 
     def variant(layout, j, ids, instances, indptr, s0, s1, check, claimed):
@@ -1762,30 +1762,29 @@ def _variant_groups(m, member_ids, instance_ids, static, sub_len, plain_v, stick
             return _Variant(error=exc)
 
     plains, stickies = [], []
-    for j in range(n):
-        m0, m1 = members_at[j], members_at[j + 1]
-        ids, instances = member_ids[m0:m1], instance_ids[m0:m1] if static[j] else None
-        indptr, s0, s1 = sub_indptr[m0 + j:m1 + j + 1], subs_at[j], subs_at[j + 1]
-        k = m1 - m0
-        if null[j] or check_plain[j]:
-            plain = variant(plain_layout, j, ids, instances, indptr, s0, s1, True, {})
-        else:
-            # the usual generation, inline: its group cannot be refused but for its size
-            t0, t1 = starts[j], ends[j]
+    bounds = zip(range(len(m)), members_at, members_at[1:], subs_at, subs_at[1:], starts, ends, owned_at, owned_at[1:],
+                 static.tolist(), usual, has_owned.tolist(), plain_ok_sticky)
+    for j, m0, m1, s0, s1, t0, t1, o0, o1, has_static, is_usual, claims_any, with_claims in bounds:
+        ids, instances = member_ids[m0:m1], instance_ids[m0:m1] if has_static else None
+        indptr = sub_indptr[m0 + j:m1 + j + 1]
+        if is_usual:
+            # its group cannot be refused but for its size: no checks, no arrays of its own for no claims
+            none_indptr, no_generations = claim_nothing[m1 - m0]
             try:
                 plain = _Variant(array_group(
                     topics[t0:t1], sizes[t0:t1], ids, indptr, sub_topics[s0:s1], group_instance_ids=instances,
-                    owned_indptr=nothing[:k + 1], owned_topic=none_owned, owned_partition=none_owned,
-                    generation=no_generation[:k], subscription_generation=no_generation[:k], validate=False))
+                    owned_indptr=none_indptr, owned_topic=none_owned, owned_partition=none_owned,
+                    generation=no_generations, subscription_generation=no_generations, validate=False))
             except KwireError as exc:
                 plain = _Variant(error=exc)
+        else:
+            plain = variant(plain_layout, j, ids, instances, indptr, s0, s1, True, {})
         plains.append(plain)
-        if not has_owned[j]:
+        if not claims_any:
             stickies.append(plain)
             continue
-        o0, o1 = owned_at[j], owned_at[j + 1]
         claimed = (owned_indptr[m0 + j:m1 + j + 1], claims[o0:o1], owned_partition[o0:o1])
-        if plain.group is not None and not more[j] and not check_sticky[j]:
+        if with_claims and plain.group is not None:
             # the plain group's topics and the facts derived from them, with the claims
             group = plain.group.with_claims(*claimed)
             group.generation = group.subscription_generation = generation[m0:m1]
