@@ -348,6 +348,7 @@ def _tampered_events(table, rng):
     names no member (its frame's member owns it) or whose frame names none
     either (a None owner), a list given to another member, and SyncGroup
     responses or leader requests that were not captured."""
+
     def join(members):
         return rng.choice([
             lambda: members.append(dict(members[0])),
@@ -398,9 +399,10 @@ def _tampered_events(table, rng):
     return pa.Table.from_pylist(rows, schema=table.schema)
 
 
-def _columnar_is_per_generation(events, tampered=False):
+def _columnar_is_per_generation(events):
     """The what-if of ``events`` packed from their columns, against the
-    per-generation reference on the same timelines; returns the reference's inputs."""
+    per-generation reference on the same timelines; returns the timelines,
+    the reference's inputs and its table."""
     timelines = list(analysis.timelines_of_arrow(events))
     inputs = [inp for tl in timelines for inp in analysis.replay_inputs(tl)]
     reference = _per_generation(inputs, STRATEGIES, None)
