@@ -1502,6 +1502,7 @@ def pack_replayed(records) -> _Packed:
     partition = _ints(s_partitions.flatten())
     e_seg = np.repeat(s_seg, p_len)
     e_gen, e_kind = e_seg >> 1, e_seg & 1
+    s_kind = s_seg & 1
 
     # -- owner codes per generation: its members 0.. by first appearance (a
     # repeated id keeps its first code), then every other owner; a missing
@@ -1554,12 +1555,12 @@ def pack_replayed(records) -> _Packed:
     topic_base = _starts(n_topic_ids)[0]
     sub_ut, struct_ut = t_inverse[:n_sub], t_inverse[n_sub:]
     e_ut = np.repeat(struct_ut, p_len)
-    e_key = (local[e_ut] << 32) | partition
+    e_key = np.repeat(local[struct_ut] << 32, p_len) | partition
 
     # -- observed and previous ownership, each partition once: sorted by
     # generation, topic (as ids sort), kind and partition, one entry per run
     # (where a partition is listed twice, the last in the dicts' order)
-    place = ((e_ut * 2 + e_kind) << 32) | partition
+    place = np.repeat((struct_ut * 2 + s_kind) << 32, p_len) | partition
     order = np.argsort(place, kind="stable")
     run = _first_of_runs(place[order])
     kept = order[run]
@@ -1602,8 +1603,9 @@ def pack_replayed(records) -> _Packed:
                                     e_gen[prev][prev_more])
     owned_gen, owned_ut = e_gen[owned], e_ut[owned]
     # each claim's topic index in its sticky variant, the plain one's topics where no more
-    claims = np.where(more[owned_gen], sticky_v["position"][owned_ut] - sticky_v["base"][owned_gen],
-                      plain_v["position"][owned_ut] - plain_v["base"][owned_gen]).astype(_I32)
+    claims = (plain_v["position"][owned_ut] - plain_v["base"][owned_gen]).astype(_I32)
+    beyond = np.flatnonzero(more[owned_gen])
+    claims[beyond] = sticky_v["position"][owned_ut[beyond]] - sticky_v["base"][owned_gen[beyond]]
     owned_partition = partition[owned].astype(_I32)
     generation = np.where(owned_counts > 0, prev_generation[g_member], -1).astype(_I32)
 
