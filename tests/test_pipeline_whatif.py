@@ -8,6 +8,7 @@ and on synthetic ones, clean and corrupt."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 from collections import Counter, defaultdict
@@ -316,3 +317,137 @@ def test_packed_groups_are_those_of_the_member_level_input(tmp_path, seed, corru
             if observed:
                 prev = gg
     assert shared
+
+
+# -- the columnar packing against the per-generation one ------------------------------------------------
+#
+# The pipeline packs the what-if straight from a bucket's Arrow event
+# columns (pack_replayed); replay_input packs one generation at a time from
+# its member-level fields, and replay its rows one at a time.  The events
+# are tampered with as Arrow rows (not as Generation objects, which the
+# columnar packing does not read), so that every case the timeline's rules
+# decide reaches both.
+
+
+def _typed_events(path):
+    """The events of a capture as Arrow, their nested columns in the decoder's types."""
+    from kwire.pipeline._decode import FRAMES_SCHEMA
+
+    table = pa.Table.from_pandas(_events(path), preserve_index=False)
+    schema = pa.schema([FRAMES_SCHEMA().field(f.name) if f.name in ("members", "assignments") else f
+                        for f in table.schema])
+    return table.cast(schema)
+
+
+def _tampered_events(table, rng):
+    """``table`` with what a capture can make of a generation's frames: a
+    member listed twice, a member id or a topic that is None, a member that
+    drops a topic it owned (its claim is then of a topic it does not
+    subscribe to) or subscribes to one nobody assigns (no size), a partition
+    listed twice (in one list, or in another member's), an assignment that
+    names no member (its frame's member owns it) or whose frame names none
+    either (a None owner), a list given to another member, and SyncGroup
+    responses or leader requests that were not captured."""
+
+    def join(members):
+        return rng.choice([
+            lambda: members.append(dict(members[0])),
+            lambda: members[-1].update(member_id=None),
+            lambda: members[0].update(topics=list(members[0]["topics"] or ()) + [None]),
+            lambda: members[0].update(topics=list(members[0]["topics"] or ())[1:]),
+            lambda: members[-1].update(topics=list(members[-1]["topics"] or ()) + ["ghost"]),
+        ])()
+
+    def sync(row, sent):
+        first, last = sent[0], sent[-1]
+        return rng.choice([
+            lambda: first.update(partitions=list(first["partitions"]) + list(first["partitions"][:1])),
+            lambda: first.update(partitions=list(first["partitions"]) + [0, 1]),
+            lambda: first.update(member_id=None),  # the frame's member is the owner
+            lambda: (first.update(member_id=None), row.update(member_id=None)),
+            lambda: (first.update(member_id=None, topic=None), row.update(member_id=None)),
+            lambda: last.update(partitions=list(last["partitions"]) + list(first["partitions"])),
+            lambda: first.update(member_id=last["member_id"]),
+        ])()
+
+    rows = []
+    events = table.to_pylist()
+    # generations none of whose SyncGroup responses was captured: the leader's request tells the assignment
+    led = sorted({(r["group_id"], r["generation_id"]) for r in events if r["api_key"] == analysis.SYNC_GROUP
+                  and r["direction"] == analysis.REQUEST and r["assignments"]})
+    unanswered = set(rng.sample(led, len(led) // 8))
+    for row in events:
+        roll = rng.random()
+        if row["api_key"] == analysis.JOIN_GROUP and row["members"] and roll < 0.4:
+            join(row["members"])
+        elif row["api_key"] == analysis.SYNC_GROUP and (row["group_id"], row["generation_id"]) in unanswered:
+            if row["direction"] == analysis.RESPONSE:
+                continue
+            if roll < 0.5 and len(row["assignments"]) > 1:
+                # the leader sent again, the same seq: a later request replaces the earlier one
+                again = copy.deepcopy(row)
+                owners = [a["member_id"] for a in again["assignments"]]
+                for a, owner in zip(again["assignments"], owners[1:] + owners[:1]):
+                    a["member_id"] = owner
+                rows += [row, again]
+                continue
+        elif row["api_key"] == analysis.SYNC_GROUP and row["assignments"] and roll < 0.5:
+            if roll < 0.1:
+                continue  # not captured
+            sync(row, row["assignments"])
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=table.schema)
+
+
+def _columnar_is_per_generation(events):
+    """The what-if of ``events`` packed from their columns, against the
+    per-generation reference on the same timelines; returns the timelines,
+    the reference's inputs and its table."""
+    timelines = list(analysis.timelines_of_arrow(events))
+    inputs = [inp for tl in timelines for inp in analysis.replay_inputs(tl)]
+    reference = _per_generation(inputs, STRATEGIES, None)
+    got = analysis.whatif_table(timelines)
+    assert got.num_rows == reference.num_rows == len(inputs) * (len(STRATEGIES) + 1)
+    for i, (row, want) in enumerate(zip(got.to_pylist(), reference.to_pylist())):
+        assert row == want, i
+    assert got.equals(reference)
+    # the same from event dicts (build_timeline, each group's source made Arrow), as pandas gives them
+    assert analysis.whatif_table(analysis.timelines_of(events.to_pandas())).equals(reference)
+    return timelines, inputs, reference
+
+
+@pytest.mark.parametrize("seed, corrupt", [(3, 0.0), (7, 0.01), (5, 0.2)])
+def test_the_columnar_packing_gives_the_per_generation_rows(tmp_path, seed, corrupt):
+    path = tmp_path / "synth.parquet"
+    synth(path, groups=25, seed=seed, duration_s=300, corrupt_rate=corrupt)
+    _timelines, inputs, table = _columnar_is_per_generation(_typed_events(path))
+    assert len(inputs) > 50 and table.column("moved").null_count < table.num_rows
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_the_columnar_packing_on_tampered_events(tmp_path, seed):
+    import random
+
+    path = tmp_path / "synth.parquet"
+    synth(path, groups=25, seed=seed, duration_s=300, corrupt_rate=0.01)
+    events = _tampered_events(_typed_events(path), random.Random(seed))
+    timelines, inputs, table = _columnar_is_per_generation(events)
+    # The cases the tampering is for reached the replay, so the comparison covered them.
+    errors = Counter(e for e in table.column("error").to_pylist() if e is not None)
+    assert any("appears more than once" in e for e in errors)
+    assert any(e.startswith("AssignmentError: member ids must be str") for e in errors)
+    assert any(e == "AssignmentError: topic names must be str, got None" for e in errors)
+    assert any(len(inp.obs_keys) < len(inp.obs_lists) for inp in inputs)  # a partition listed twice
+    assert any(inp.none_code >= 0 and inp.has_prev for inp in inputs)  # a None owner, before or now
+    claims_more = [inp for inp in inputs if inp.sticky.group is not None and inp.plain.group is not None
+                   and inp.sticky.group.topics != inp.plain.group.topics]
+    assert claims_more  # a member claims a topic it no longer subscribes to
+    assert any((inp.plain.group.partition_counts == 0).any() for inp in inputs if inp.plain.group is not None)
+    from_leader = [gg for tl in timelines for gg, _prev in analysis._replayed(tl)
+                   if not gg.assignment and gg.leader_assignment]
+    assert from_leader  # observed from the leader's request: its members' responses were not captured
+    sent_twice = Counter(s for s, k in zip(events.column("seq").to_pylist(), events.column("api_key").to_pylist())
+                         if k == analysis.SYNC_GROUP)
+    assert max(sent_twice.values()) > 1  # a leader request sent again, replacing the first
+    replayed = table.filter(pa.compute.invert(table.column("observed")))
+    assert replayed.column("error").null_count > replayed.num_rows // 2  # most generations still replay

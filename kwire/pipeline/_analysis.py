@@ -2,7 +2,9 @@
 
 Pure Python over one group's decoded events, so it is tested without
 Spark; the Spark stages call it once per bucket of groups, never once
-per group.  The what-if replays on arrays, a task's generations at once (:func:`replay_batch`).
+per group.  The what-if packs a task's generations from its Arrow event
+columns at once (:func:`pack_replayed`) and replays them on arrays
+(:func:`replay_batch`).
 
 Events are rows of the decoded frames table (see ``kwire.codec._batch_py``),
 reduced by the Spark stage: heartbeat requests are dropped and successful
@@ -21,7 +23,8 @@ import time
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
-from itertools import repeat
+from functools import lru_cache
+from itertools import chain, repeat
 from typing import Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -120,6 +123,14 @@ class Generation:
     sizes_seq: Optional[int] = None
     #: Topic sizes as of ``sizes_seq``: what the what-if replays this generation with.
     partition_counts: Dict[str, int] = field(default_factory=dict)
+    #: Where the what-if reads the generation in its timeline's event columns
+    #: (:attr:`Timeline.source`), rather than from the fields above: the
+    #: JoinGroup response that gave ``members``, the SyncGroup responses
+    #: merged into ``assignment`` (capture order) and the leader's SyncGroup
+    #: request that gave ``leader_assignment``.
+    members_row: Optional[int] = field(default=None, repr=False, compare=False)
+    sync_rows: List[int] = field(default_factory=list, repr=False, compare=False)
+    leader_row: Optional[int] = field(default=None, repr=False, compare=False)
 
     def member_ids(self):
         if self.members:
@@ -160,6 +171,8 @@ class Timeline:
     partition_counts: Dict[str, int]
     #: rows of :data:`BAD_FRAME_SCHEMA`
     bad_frames: List[dict] = field(default_factory=list)
+    #: The event columns the generations' rows (``members_row``...) index.
+    source: Optional["_EventSource"] = field(default=None, repr=False, compare=False)
 
 
 # Which Metadata response an event takes a topic's size from: the last one
@@ -343,13 +356,15 @@ def build_timeline(group_id, events, max_partitions=DEFAULT_MAX_PARTITIONS, know
     Other topics' sizes are inferred from assignments, up to ``max_partitions``."""
     events = sorted(events, key=lambda e: e["seq"])
     columns = {c: [_cell(c, e[c]) for e in events] for c in _TIMELINE_COLUMNS}
-    return _timeline(group_id, columns, range(len(events)), max_partitions, known_counts)
+    return _timeline(group_id, columns, range(len(events)), max_partitions, known_counts,
+                     _EventSource.of_cells(columns))
 
 
-def _timeline(group_id, columns, rows, max_partitions, known_counts) -> Timeline:
+def _timeline(group_id, columns, rows, max_partitions, known_counts, source=None) -> Timeline:
     """The timeline of the events at ``rows`` (in ``seq`` order) of
     ``columns``, :data:`_TIMELINE_COLUMNS` as lists of :func:`_cell` values:
-    read column-wise, many groups' events need no object per event."""
+    read column-wise, many groups' events need no object per event.
+    ``source``: the same events' :class:`_EventSource`, rows alike."""
     if not isinstance(known_counts, MetadataCounts):
         known_counts = MetadataCounts.constant(known_counts or {})
     (seqs, tss, request_seqs, request_tss, directions, api_keys, member_ids, generation_ids,
@@ -425,6 +440,7 @@ def _timeline(group_id, columns, rows, max_partitions, known_counts) -> Timeline
             if ms is not None and len(ms):
                 gg.members = [(m["member_id"], _none(m["group_instance_id"]),
                                tuple(m["topics"]) if m["topics"] is not None else ()) for m in ms]
+                gg.members_row = i
                 named.update(t for m in gg.members for t in m[2])
         elif key == SYNC_GROUP and g is not None:
             gg = gen(g)
@@ -433,9 +449,12 @@ def _timeline(group_id, columns, rows, max_partitions, known_counts) -> Timeline
             if direction == RESPONSE and not err:
                 gg.end = ts if gg.end is None else max(gg.end, ts)
                 _assign_rows(assignments, member, gg.assignment)
+                if assignments is not None and len(assignments):
+                    gg.sync_rows.append(i)
             elif direction == REQUEST and assignments is not None and len(assignments):
                 gg.leader_assignment = {}
                 _assign_rows(assignments, member, gg.leader_assignment)
+                gg.leader_row = i
         elif key == LEAVE_GROUP and direction == REQUEST:
             for m in (leaving_of[i] if leaving_of[i] is not None else ()):
                 leaves.append((ts, m))
@@ -459,7 +478,7 @@ def _timeline(group_id, columns, rows, max_partitions, known_counts) -> Timeline
         # Without a topic whose size changes, every generation shares the group's sizes.
         gg.partition_counts = (sizes_at(gg.sizes_seq if gg.sizes_seq is not None else last_seq) if varying
                                else group_counts)
-    return Timeline(group_id, gens, errors, leaves, last_hb, session, group_counts, bad)
+    return Timeline(group_id, gens, errors, leaves, last_hb, session, group_counts, bad, source)
 
 
 def completed_generations(tl: Timeline) -> List[Generation]:
@@ -557,10 +576,13 @@ def assignment_columns(timelines) -> Dict[str, list]:
 
 # -- what-if -------------------------------------------------------------------------------------------
 #
-# Each generation is packed once into arrays (_ReplayInput): its ArrayGroups
-# and the ownership observed before and at it.  The replay then runs every
-# strategy with assign_arrays and reads moves, loads and reproduction off
-# the ArrayAssignment with NumPy.  Observed partitions are int64 keys
+# Each generation is packed into arrays: its ArrayGroups and the ownership
+# observed before and at it.  The pipeline packs all of a task's generations
+# at once from the event columns (pack_replayed, below the batch);
+# replay_input packs one generation from its Generation fields (a
+# _ReplayInput), the reference the columnar packing is tested against.  The
+# replay then runs every strategy and reads moves, loads and reproduction
+# off the ArrayAssignments with NumPy.  Observed partitions are int64 keys
 # ``topic id << 32 | partition`` over the generation's own topic ids;
 # owners are codes over every member name seen, -1 for no owner.
 
@@ -580,6 +602,10 @@ class _Variant:
 
     __slots__ = ("group", "error", "topic_ids", "prev_slots")
 
+    def __init__(self, group=None, error=None):
+        self.group, self.error = group, error
+        self.topic_ids = self.prev_slots = None
+
 
 def _last_owner(keys, codes):
     """``(sorted unique keys, owner codes)``: a partition listed twice keeps
@@ -597,7 +623,6 @@ def _variant(gg: Generation, owned_lists, counts, tid, prev_generation, plain: O
     topic layout a claiming one over the same topics shares (the usual
     case: members own what they subscribe to)."""
     v = _Variant()
-    v.group = v.error = v.topic_ids = v.prev_slots = None
     topics_of_members = [m[2] for m in gg.members]
     subscribed = {t for ts in topics_of_members for t in ts}
     names = set(subscribed)
@@ -613,7 +638,7 @@ def _variant(gg: Generation, owned_lists, counts, tid, prev_generation, plain: O
     else:
         bad = [t for t in names if not isinstance(t, str)]
         if bad:
-            v.error = AssignmentError(f"topic names must be str, got {bad[0]!r}")
+            v.error = _not_a_topic_name(bad[0])
             return v
         topics = assignors.java_sorted(names)
         index = {t: i for i, t in enumerate(topics)}
@@ -815,21 +840,21 @@ def _reproduces(result, topic_ids, counts, inp):
     return bool(np.array_equal(keys[order], inp.obs_lists))
 
 
-def _answers(inp: _ReplayInput, strategies, implementation):
-    """Each strategy's ``(variant, ArrayAssignment, None)`` for the
-    generation, or ``(variant, None, error text)`` where kwire's assignor
-    refused its inputs."""
+def _answers(plain: _Variant, sticky: _Variant, strategies, implementation):
+    """Each strategy's ``(variant, ArrayAssignment, None)`` for a
+    generation of these variants, or ``(variant, None, error text)`` where
+    kwire's assignor refused its inputs."""
     answered = {}
-    if inp.sticky.error is None and "sticky" in strategies and "cooperative-sticky" in strategies:
+    if sticky.error is None and "sticky" in strategies and "cooperative-sticky" in strategies:
         # The pair shares one run of Java's algorithm, most of what each costs on a small group.
         try:
             answered = dict(zip(("sticky", "cooperative-sticky"),
-                                assignors.assign_sticky_pair(inp.sticky.group, implementation=implementation)))
+                                assignors.assign_sticky_pair(sticky.group, implementation=implementation)))
         except KwireError:
             pass  # each strategy then runs, and reports its failure, on its own below
     out = []
     for strategy in strategies:
-        v = inp.sticky if strategy in ("sticky", "cooperative-sticky") else inp.plain
+        v = sticky if strategy in ("sticky", "cooperative-sticky") else plain
         try:
             if v.error is not None:
                 raise v.error
@@ -856,7 +881,7 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
     member_index = np.arange(m)
     # indexed by member position, -1 for none (made here: the batch, which packing serves, does without)
     owner_codes = np.append(inp.member_codes, -1)
-    for strategy, (v, result, error) in zip(strategies, _answers(inp, strategies, implementation)):
+    for strategy, (v, result, error) in zip(strategies, _answers(inp.plain, inp.sticky, strategies, implementation)):
         if result is None:
             rows.append((inp.group_id, inp.generation_id, strategy, False, m, inp.total,
                          None, None, None, None, None, None, error))
@@ -910,10 +935,10 @@ def _loads_range(loads, starts):
     return np.maximum.reduceat(loads, starts), np.minimum.reduceat(loads, starts)
 
 
-def _read_observed(inputs, c):
+def _read_observed(c):
     """``(assigned, moved, max_load, min_load)`` of every generation's observed row
     (``c``: the generations' :class:`_Columns`)."""
-    n = len(inputs)
+    n = len(c.head)
     sizes, has_prev, head = c.sizes, c.has_prev, c.head
     every = np.arange(n)
     obs_len = head[:, _OBS]
@@ -948,30 +973,71 @@ def _gather(ragged, which):
     return values[np.repeat(starts[which] - base, n) + np.arange(total)], n
 
 
+class _Packed:
+    """Generations as the batch reads them: ``head``, a row of :func:`_lay_out`'s
+    head fields per generation; ``columns``, for each column of
+    :data:`_LAID_OUT`, ``(values, where each generation's piece starts in
+    them)`` (the head has its length); ``variant_values`` and
+    ``variant_bases[i, v]``, where generation ``i``'s variant ``v`` (0 plain,
+    1 sticky) has its topic offsets, topic ids and previous slots in them;
+    and per generation its group, protocol and two :class:`_Variant`
+    objects.  Made from per-generation inputs (:func:`_packed_inputs`) or
+    straight from a bucket's event columns (:func:`pack_replayed`)."""
+
+    __slots__ = ("head", "columns", "variant_values", "variant_bases", "group_ids", "protocol_names", "plain",
+                 "sticky")
+
+    def __init__(self, head, columns, variant_values, variant_bases, group_ids, protocol_names, plain, sticky):
+        self.head, self.columns, self.variant_values, self.variant_bases = head, columns, variant_values, variant_bases
+        self.group_ids, self.protocol_names, self.plain, self.sticky = group_ids, protocol_names, plain, sticky
+
+    def __len__(self):
+        return len(self.head)
+
+    def block(self, start, stop) -> "_Packed":
+        """Generations ``start`` to ``stop``, over the same values."""
+        return _Packed(self.head[start:stop], [(v, at[start:stop]) for v, at in self.columns], self.variant_values,
+                       self.variant_bases[start:stop], self.group_ids[start:stop], self.protocol_names[start:stop],
+                       self.plain[start:stop], self.sticky[start:stop])
+
+
+def _packed_inputs(inputs) -> _Packed:
+    """Per-generation inputs (:func:`replay_input`) as one :class:`_Packed`:
+    a head row each, all their columns in one array."""
+    n = len(inputs)
+    head = np.array([inp.head for inp in inputs], _I64).reshape(n, _HEAD)
+    values = np.concatenate([a for inp in inputs for a in inp.columns]) if n else np.zeros(0, _I64)
+    # a sticky variant over the plain one's topics left its columns out
+    sticky_lengths = head[:, _VARIANT_LENGTHS + 3:_HEAD] * (head[:, _SAME, None] == 0)
+    lengths = np.concatenate([head[:, [field for _name, field in _LAID_OUT]],
+                              head[:, _VARIANT_LENGTHS:_VARIANT_LENGTHS + 3], sticky_lengths], axis=1)
+    bases = (np.cumsum(lengths) - lengths.ravel()).reshape(lengths.shape)
+    k = len(_LAID_OUT)
+    plain = bases[:, k:k + 3]
+    variant_bases = np.stack([plain, np.where(head[:, _SAME, None] > 0, plain, bases[:, k + 3:])], axis=1)
+    return _Packed(head, [(values, bases[:, i]) for i in range(k)], values, variant_bases,
+                   [inp.group_id for inp in inputs], [inp.protocol_name for inp in inputs],
+                   [inp.plain for inp in inputs], [inp.sticky for inp in inputs])
+
+
 class _Columns:
     """What the batch reads of the generations and (:meth:`of_answers`)
-    of their two variants: their heads, and their columns (:func:`_lay_out`)
-    end to end once per batch, each column a ragged ``(values, starts,
-    lengths)`` over them; an answer picks its generation's and variant's
-    pieces by index (many answers share them: each generation has four)."""
+    of their two variants: their heads, and their columns (:func:`_lay_out`),
+    each a ragged ``(values, starts, lengths)`` over a :class:`_Packed`'s
+    arrays; an answer picks its generation's and variant's pieces by index
+    (many answers share them: each generation has four)."""
 
-    def __init__(self, inputs):
-        self.head = head = np.array([inp.head for inp in inputs], _I64).reshape(len(inputs), _HEAD)
-        self.values = values = np.concatenate([a for inp in inputs for a in inp.columns])
+    def __init__(self, packed: _Packed):
+        self.head = head = packed.head
         self.sizes = head[:, _M]
         self.has_prev = head[:, _HAS_PREV] > 0
         self.none_code = head[:, _NONE_CODE]
-        sticky_lengths = head[:, _VARIANT_LENGTHS + 3:_HEAD] * (head[:, _SAME, None] == 0)
-        lengths = np.concatenate([head[:, [field for _name, field in _LAID_OUT]],
-                                  head[:, _VARIANT_LENGTHS:_VARIANT_LENGTHS + 3], sticky_lengths], axis=1)
-        bases = (np.cumsum(lengths) - lengths.ravel()).reshape(lengths.shape)
-        for k, (name, field) in enumerate(_LAID_OUT):
-            setattr(self, name, (values, bases[:, k], head[:, field]))
-        k = len(_LAID_OUT)
-        plain = bases[:, k:k + 3]
+        for (name, field), (values, starts) in zip(_LAID_OUT, packed.columns):
+            setattr(self, name, (values, starts, head[:, field]))
+        self.values = packed.variant_values
         # (generation, variant) -> where each of the variant's columns starts; one variant stands for both
-        self.variant_bases = np.stack([plain, np.where(head[:, _SAME, None] > 0, plain, bases[:, k + 3:])], axis=1)
-        self.variant_lengths = head[:, _VARIANT_LENGTHS:_HEAD].reshape(len(inputs), 2, 3)
+        self.variant_bases = packed.variant_bases
+        self.variant_lengths = head[:, _VARIANT_LENGTHS:_HEAD].reshape(len(head), 2, 3)
 
     def codes_of(self, which):
         """The member codes of generations ``which``, end to end."""
@@ -996,10 +1062,10 @@ class _Columns:
         self.prev_slots = (values, bases[:, 2], lengths[:, 2])
 
 
-def _read_answers(inputs, c, gen, sticky, answer):
+def _read_answers(c, gen, sticky, answer):
     """``(assigned, moved, max_load, min_load, reproduces)`` of each answer in
     ``answer``, end to end (``assignors.end_to_end``), one per generation
-    ``inputs[gen[j]]`` on its sticky variant's group where ``sticky[j]`` and
+    ``gen[j]`` on its sticky variant's group where ``sticky[j]`` and
     its plain one's otherwise, as :func:`replay` reads them one by one;
     ``moved`` is 0 where the generation has no previous one.  ``c``: the
     generations' :class:`_Columns`."""
@@ -1070,14 +1136,14 @@ def _read_answers(inputs, c, gen, sticky, answer):
     return assigned, moved, hi, lo, reproduces
 
 
-def _sticky_pair_stacked(inputs, paired, sizes, implementation):
+def _sticky_pair_stacked(sticky, paired, sizes, implementation):
     """``{strategy: (generations, answer)}`` of both sticky
     strategies run on every generation of ``paired`` (those whose plain and
     sticky groups were built) in one call; a generation the call refuses is
     left out, to run (and report its failure) alone as :func:`_answers` runs it."""
     if not paired:
         return {}
-    *both, refused = assignors.assign_sticky_pair_many([inputs[i].sticky.group for i in paired],
+    *both, refused = assignors.assign_sticky_pair_many([sticky[i].group for i in paired],
                                                        implementation=implementation)
     if refused:
         keep = np.ones(len(paired), bool)
@@ -1096,17 +1162,18 @@ def _sticky_pair_stacked(inputs, paired, sizes, implementation):
 _BLOCK = 512
 
 
-def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table:
-    """The what-if rows (:data:`WHATIF_SCHEMA`) of ``inputs``, packed
-    generations (:func:`replay_inputs`), in order: :func:`replay`'s rows for
-    each, with range, roundrobin and the sticky pair run on a block of
-    generations at once, and every answer read for the whole block."""
-    inputs = list(inputs)
-    n, width = len(inputs), len(strategies) + 1
+def replay_batch(generations, strategies=STRATEGIES, implementation=None) -> pa.Table:
+    """The what-if rows (:data:`WHATIF_SCHEMA`) of ``generations``, packed
+    from a bucket's event columns (:func:`whatif_generations`) or one by one
+    (:func:`replay_inputs`), in order: :func:`replay`'s rows for each, with
+    range, roundrobin and the sticky pair run on a block of generations at
+    once, and every answer read for the whole block."""
+    packed = generations if isinstance(generations, _Packed) else _packed_inputs(list(generations))
+    n, width = len(packed), len(strategies) + 1
     if not n:
         return WHATIF_SCHEMA.empty_table()
     # the blocks' columns end to end, made into Arrow once: a table per block cost more than its columns
-    blocks = [_replay_block(inputs[k:k + _BLOCK], strategies, implementation) for k in range(0, n, _BLOCK)]
+    blocks = [_replay_block(packed.block(k, k + _BLOCK), strategies, implementation) for k in range(0, n, _BLOCK)]
     head, assigned, moved, max_load, min_load, reproduces, failed, error_at = (
         np.concatenate(column) for column in zip(*(b[:-1] for b in blocks)))
     errors = [e for b in blocks for e in b[-1]]
@@ -1119,14 +1186,14 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
     observed = np.zeros(n_rows, bool)
     observed[::width] = True
     # the observed row's name is the group's protocol, the others the strategy's
-    names = pa.array([inp.protocol_name for inp in inputs] + list(strategies), pa.string())
+    names = pa.array(list(packed.protocol_names) + list(strategies), pa.string())
     name_at = np.where(observed, generation, n + np.arange(n_rows) % width - 1)
 
     def int32(values, mask):
         return pa.array(values.astype(_I32), pa.int32(), mask=mask)
 
     return pa.Table.from_arrays([
-        pa.array([inp.group_id for inp in inputs], pa.string()).take(generation),
+        pa.array(packed.group_ids, pa.string()).take(generation),
         pa.array(head[:, _GENERATION].astype(_I32)[generation], pa.int32()),
         names.take(name_at),
         pa.array(observed, pa.bool_()),
@@ -1142,14 +1209,14 @@ def replay_batch(inputs, strategies=STRATEGIES, implementation=None) -> pa.Table
     ], schema=WHATIF_SCHEMA)
 
 
-def _replay_block(inputs, strategies, implementation):
+def _replay_block(packed: _Packed, strategies, implementation):
     """One block of :func:`replay_batch`: the generations' heads, then per row
     (the observed one and each strategy's, generation after generation)
     assigned, moved, max load, min load, reproduces, failed and the index of
     its error in the list of errors that comes last."""
-    n, width = len(inputs), len(strategies) + 1
+    n, width = len(packed), len(strategies) + 1
     n_rows = n * width
-    columns = _Columns(inputs)
+    columns = _Columns(packed)
     sizes = columns.sizes
     assigned, moved, max_load, min_load = (np.zeros(n_rows, _I64) for _ in range(4))
     reproduces = np.zeros(n_rows, bool)
@@ -1159,7 +1226,7 @@ def _replay_block(inputs, strategies, implementation):
 
     observed_rows = np.arange(n) * width
     (assigned[observed_rows], moved[observed_rows], max_load[observed_rows],
-     min_load[observed_rows]) = _read_observed(inputs, columns)
+     min_load[observed_rows]) = _read_observed(columns)
 
     # Range and roundrobin run every generation in one call each (their
     # kernels split one topic at a time, whichever group it is of), and the
@@ -1168,7 +1235,7 @@ def _replay_block(inputs, strategies, implementation):
     head = columns.head
     plain_ok = head[:, _PLAIN_OK] > 0
     plain = np.flatnonzero(plain_ok).tolist()
-    plain_groups = [inputs[i].plain.group for i in plain]
+    plain_groups = [packed.plain[i].group for i in plain]
     stacked = {}  # strategy -> (generations, answer end to end)
     with assignors.sharing_stacks():  # range and roundrobin on the same groups: one stack of their columns
         for strategy in strategies:
@@ -1180,7 +1247,7 @@ def _replay_block(inputs, strategies, implementation):
                     pass  # each generation then runs, and reports its failure, on its own
     if "sticky" in strategies and "cooperative-sticky" in strategies:
         paired = np.flatnonzero(plain_ok & (head[:, _STICKY_OK] > 0)).tolist()
-        stacked.update(_sticky_pair_stacked(inputs, paired, sizes, implementation))
+        stacked.update(_sticky_pair_stacked(packed.sticky, paired, sizes, implementation))
     rows_of, answers = [], []
     # which strategies (columns 1 on) each generation still runs alone
     alone = np.ones((n, width), bool)
@@ -1192,8 +1259,8 @@ def _replay_block(inputs, strategies, implementation):
             alone[done, k] = False
     for i in np.flatnonzero(alone[:, 1:].any(axis=1)).tolist():
         todo = (np.flatnonzero(alone[i, 1:]) + 1).tolist()
-        for k, (_v, result, error) in zip(todo, _answers(inputs[i], [strategies[k - 1] for k in todo],
-                                                         implementation)):
+        for k, (_v, result, error) in zip(todo, _answers(packed.plain[i], packed.sticky[i],
+                                                         [strategies[k - 1] for k in todo], implementation)):
             k += i * width
             if result is None:
                 failed[k] = True
@@ -1207,29 +1274,536 @@ def _replay_block(inputs, strategies, implementation):
         # the sticky strategies claim the previous ownership: their answers are on the sticky variant's group
         on_sticky = np.array([False] + [s in ("sticky", "cooperative-sticky") for s in strategies])
         (assigned[rows_of], moved[rows_of], max_load[rows_of], min_load[rows_of],
-         reproduces[rows_of]) = _read_answers(inputs, columns, rows_of // width, on_sticky[rows_of % width],
+         reproduces[rows_of]) = _read_answers(columns, rows_of // width, on_sticky[rows_of % width],
                                               assignors.end_to_end(answers))
 
     return columns.head, assigned, moved, max_load, min_load, reproduces, failed, error_at, errors
 
 
-def replay_inputs(tl: Timeline):
-    """The generations a what-if replays: formed, with members known and an
-    observed assignment, each with the last observed one before it."""
+def _replayed(tl: Timeline):
+    """``(generation, previous)`` for each generation a what-if replays:
+    formed, with members known and an observed assignment, each with the
+    last observed one before it (None for none)."""
     prev = None
     for gg in completed_generations(tl):
         observed = gg.assignment or gg.leader_assignment
         if gg.members and observed:
-            yield replay_input(tl, gg, prev)
+            yield gg, prev
         if observed:
             prev = gg
+
+
+def replay_inputs(tl: Timeline):
+    """The generations a what-if replays (:func:`_replayed`), packed one by
+    one from their member-level fields: the reference the columnar packing
+    (:func:`whatif_generations`) is tested against."""
+    for gg, prev in _replayed(tl):
+        yield replay_input(tl, gg, prev)
+
+
+def replayed_rows(tl: Timeline) -> list:
+    """What :func:`pack_replayed` needs of each generation of ``tl`` a what-if
+    replays: its names and sizes, its timeline's event source and which of
+    its rows it reads (its JoinGroup response, its observed assignment's
+    frames, and the previous observed generation's, the sticky claims): a
+    few ints per generation, kept while a bucket's timelines go by."""
+    out = []
+    for gg, prev in _replayed(tl):
+        out.append((tl.group_id, gg.generation_id, gg.protocol_name, tl.source, gg.members_row,
+                    gg.sync_rows or [gg.leader_row], None if prev is None else prev.sync_rows or [prev.leader_row],
+                    -1 if prev is None else prev.generation_id, gg.partition_counts))
+    return out
+
+
+def whatif_generations(timelines) -> _Packed:
+    """Every generation of ``timelines`` a what-if replays, packed from their
+    event columns (:func:`pack_replayed`) for :func:`replay_batch`."""
+    return pack_replayed([r for tl in timelines for r in replayed_rows(tl)])
+
+
+class _EventSource:
+    """The event columns the what-if packs from: each event's ``member_id``,
+    ``members`` and ``assignments``, as the events came (Arrow arrays or
+    chunked arrays); from event dicts (:meth:`of_cells`), made Arrow in the
+    decoder's types when first packed."""
+
+    def __init__(self, member_id=None, members=None, assignments=None, cells=None):
+        self._arrays = None if cells is not None else (member_id, members, assignments)
+        self._cells = cells
+
+    @classmethod
+    def of_cells(cls, columns) -> "_EventSource":
+        return cls(cells=(columns["member_id"], columns["members"], columns["assignments"]))
+
+    def arrays(self):
+        """``(member_id, members, assignments)``, in whichever types they came."""
+        if self._arrays is None:
+            self._arrays = tuple(pa.array(c, t) for c, t in zip(self._cells, _source_types()))
+            self._cells = None
+        return self._arrays
+
+
+@lru_cache(maxsize=None)
+def _source_types():
+    from kwire.pipeline._decode import FRAMES_SCHEMA
+
+    schema = FRAMES_SCHEMA()
+    return tuple(schema.field(name).type for name in ("member_id", "members", "assignments"))
+
+
+def _typed(columns):
+    """``columns`` of :meth:`_EventSource.arrays` in the decoder's types.
+    Events from pandas or Spark may come in others that cast to them: a
+    struct field pandas saw only nulls in is of the null type, and a list's
+    items may be declared non-null."""
+    return [c if c.type == t else c.cast(t) for c, t in zip(columns, _source_types())]
+
+
+def _not_a_topic_name(name) -> AssignmentError:
+    # what ArrayGroup says of the same name, said before anything is laid out by it
+    return AssignmentError(f"topic names must be str, got {name!r}")
+
+
+def _fields(structs, names):
+    """Fields ``names`` of a StructArray, a null struct's fields null."""
+    flat = structs.flatten()
+    return [flat[structs.type.get_field_index(name)] for name in names]
+
+
+def _ints(array) -> np.ndarray:
+    return array.to_numpy(zero_copy_only=False).astype(_I64)
+
+
+def _lengths(lists) -> np.ndarray:
+    """Each list's length, 0 for a null one."""
+    return _ints(pc.fill_null(pc.list_value_length(lists), 0))
+
+
+def _indptrs(lengths, groups):
+    """The CSR indptr of ``lengths`` for each run of ``groups[g]``
+    consecutive items, end to end: group ``g``'s starts at
+    ``starts(groups)[g] + g`` and has ``groups[g] + 1`` entries."""
+    cs = np.zeros(len(lengths) + 1, _I64)
+    np.cumsum(lengths, out=cs[1:])
+    first = _starts(groups)[0]
+    wide = groups + 1
+    base, total = _starts(wide)
+    at = np.repeat(first - base, wide) + np.arange(total)
+    return cs[at] - np.repeat(cs[first], wide)
+
+
+def _first_of_runs(sorted_keys):
+    """Where each run of equal values of ``sorted_keys`` starts."""
+    start = np.ones(len(sorted_keys), bool)
+    start[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    return start
+
+
+def _rank_in(group, n):
+    """Each item's rank among the items of its ``group`` (groups
+    non-decreasing), and how many items each of the ``n`` groups has."""
+    count = np.bincount(group, minlength=n)
+    return np.arange(len(group)) - _starts(count)[0][group], count
+
+
+def _lists_of(pair_of_entry, n_pairs, pair_of_member):
+    """The entries of each member (those of its pair), in entry order,
+    member after member, and how many each member has."""
+    order = np.argsort(pair_of_entry, kind="stable")
+    per_pair = np.bincount(pair_of_entry, minlength=n_pairs)
+    counts = per_pair[pair_of_member]
+    base, total = _starts(counts)
+    return order[np.repeat(_starts(per_pair)[0][pair_of_member] - base, counts) + np.arange(total)], counts
+
+
+def _chunks(parts):
+    """Arrays or chunked arrays end to end, as one chunked array (no copy)."""
+    return pa.chunked_array([c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])],
+                            parts[0].type)
+
+
+def _take(column, rows, to_type) -> pa.Array:
+    """``rows`` of a chunked array, as one array of ``to_type`` (see
+    :func:`_typed`): only they are copied and cast, not the bucket."""
+    taken = column.take(pa.array(rows))
+    taken = taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+    return taken if taken.type == to_type else taken.cast(to_type)
+
+
+def _unique(keys):
+    """``np.unique(keys, return_inverse=True)`` by a stable sort, which on
+    keys in runs (generation after generation) costs less than its quicksort."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = _first_of_runs(ordered)
+    inverse = np.empty(len(keys), _I64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
+
+
+def pack_replayed(records) -> _Packed:
+    """The generations of ``records`` (:func:`replayed_rows`) packed for
+    :func:`replay_batch` straight from their events' Arrow columns: what
+    :func:`replay_input` packs from a generation's dicts and tuples, with a
+    fixed number of Arrow and NumPy calls for all the generations together,
+    and no Python object per member or partition but the member ids (and
+    topic names) an ArrayGroup takes as lists of str.  The rules are the
+    timeline's: members are the JoinGroup response's; a member's list is
+    every SyncGroup response's entries for it in capture order (or the
+    leader's last request's); a partition listed twice keeps the owner that
+    comes last in the ownership dict's order (owners by first appearance,
+    an empty list counting, each one's partitions as received); and the
+    previous generation's lists are what the sticky strategies claim."""
+    n = len(records)
+    if not n:
+        return _packed_inputs([])
+    group_ids, generation_ids, protocol_names, source_of, members_row, obs_rows, prev_rows, prev_generation, \
+        counts_of = zip(*records)
+    # -- the rows each generation reads, in one set of columns
+    sources: Dict[int, int] = {}
+    arrays = []
+    for source in source_of:
+        if id(source) not in sources:
+            sources[id(source)] = sum(len(a[0]) for a in arrays)
+            arrays.append(source.arrays())
+    if len(arrays) > 1:  # timelines built apart (from event dicts): small sources, typed whole
+        arrays = [_typed(a) for a in arrays]
+    member_id, members, assignments = (_chunks(c) for c in zip(*arrays))
+    types = _source_types()
+    # segment 2j: generation j's observed rows; 2j + 1: the previous generation's
+    has_prev = np.fromiter(map(bool, prev_rows), bool, n)
+    lists = list(chain.from_iterable(zip(obs_rows, (rows or () for rows in prev_rows))))
+    seg_len = np.fromiter(map(len, lists), _I64, 2 * n)
+    seg_rows = np.fromiter(chain.from_iterable(lists), _I64, int(seg_len.sum()))
+    members_row = np.array(members_row, _I64)
+    if len(sources) > 1:
+        base = np.array([sources[id(source)] for source in source_of], _I64)
+        members_row += base
+        seg_rows += np.repeat(np.repeat(base, 2), seg_len)
+    seg_of_row = np.repeat(np.arange(2 * n), seg_len)
+    prev_generation = np.array(prev_generation, _I64)
+
+    # -- members, and the assignment entries (one per partition listed)
+    listed = _take(members, members_row, types[1])
+    m = _lengths(listed)
+    mid, instance, topics = _fields(listed.flatten(), ("member_id", "group_instance_id", "topics"))
+    member_base, n_members = _starts(m)
+    g_member = np.repeat(np.arange(n), m)
+    sub_len = _lengths(topics)
+    sub_names = topics.flatten()
+    g_sub = np.repeat(g_member, sub_len)
+    sent = _take(assignments, seg_rows, types[2])
+    struct_len = _lengths(sent)
+    s_mid, s_topic, s_partitions = _fields(sent.flatten(), ("member_id", "topic", "partitions"))
+    frame_member = _take(member_id, seg_rows, types[0])
+    s_seg = np.repeat(seg_of_row, struct_len)
+    g_struct = s_seg >> 1
+    p_len = _lengths(s_partitions)
+    partition = _ints(s_partitions.flatten())
+    e_seg = np.repeat(s_seg, p_len)
+    e_gen, e_kind = e_seg >> 1, e_seg & 1
+    s_kind = s_seg & 1
+
+    # -- owner codes per generation: its members 0.. by first appearance (a
+    # repeated id keeps its first code), then every other owner; a missing
+    # id (None) is a name too
+    names = pc.dictionary_encode(pa.concat_arrays([mid, s_mid, frame_member]))
+    none_id = len(names.dictionary)
+    name_id = _ints(pc.fill_null(names.indices, none_id))
+    # an assignment that names no member is its frame's member's
+    named, frame_id = name_id[n_members:n_members + len(s_seg)], name_id[n_members + len(s_seg):]
+    name_id = np.concatenate([name_id[:n_members],
+                              np.where(named == none_id, np.repeat(frame_id, struct_len), named)])
+    width = none_id + 1
+    member_key = g_member * width + name_id[:n_members]
+    by_key = np.argsort(member_key, kind="stable")
+    sorted_keys = member_key[by_key]
+    run = _first_of_runs(sorted_keys)
+    first_of = np.empty(n_members, _I64)
+    first_of[by_key] = by_key[run][np.cumsum(run) - 1]
+    is_first = first_of == np.arange(n_members)
+    seen = np.cumsum(is_first)
+    member_code = seen[first_of] - (seen - is_first)[member_base][g_member] - 1
+    distinct = np.bincount(g_member[is_first], minlength=n)
+    owner_key = g_struct * width + name_id[n_members:]
+    at = np.minimum(np.searchsorted(sorted_keys, owner_key), n_members - 1)
+    is_member = sorted_keys[at] == owner_key
+    struct_code = member_code[by_key[at]]
+    others, other_at = _unique(owner_key[~is_member])
+    other_gen = others // width
+    other_rank, n_others = _rank_in(other_gen, n)
+    struct_code[~is_member] = (distinct[other_gen] + other_rank)[other_at]
+    n_codes = distinct + n_others
+    none_code = np.full(n, -2, _I64)
+    named_none = name_id[:n_members] == none_id
+    none_code[g_member[named_none]] = member_code[named_none]
+    none_code[other_gen[others % width == none_id]] = (distinct[other_gen] + other_rank)[others % width == none_id]
+
+    # -- topic ids: the bucket's names in Java order, None last, so that each
+    # generation's ids 0.. (of the topics it names anywhere) sort alike
+    topic_names = pc.dictionary_encode(pa.concat_arrays([sub_names, s_topic]))
+    known = topic_names.dictionary.to_pylist()
+    T = len(known)
+    in_java_order = assignors.java_sorted(known)
+    rank = dict(zip(in_java_order, range(T)))
+    tid = np.array([rank[t] for t in known] + [T], _I64)[_ints(pc.fill_null(topic_names.indices, T))]
+    name_of_tid = np.array(in_java_order + [None], object)
+    n_sub = len(g_sub)
+    ut, t_inverse = _unique(np.concatenate([g_sub, g_struct]) * (T + 1) + tid)
+    ut_gen, ut_tid = ut // (T + 1), ut % (T + 1)
+    local, n_topic_ids = _rank_in(ut_gen, n)
+    topic_base = _starts(n_topic_ids)[0]
+    sub_ut, struct_ut = t_inverse[:n_sub], t_inverse[n_sub:]
+    e_ut = np.repeat(struct_ut, p_len)
+    e_key = np.repeat(local[struct_ut] << 32, p_len) | partition
+
+    # -- observed and previous ownership, each partition once: sorted by
+    # generation, topic (as ids sort), kind and partition, one entry per run
+    # (where a partition is listed twice, the last in the dicts' order)
+    place = np.repeat((struct_ut * 2 + s_kind) << 32, p_len) | partition
+    order = np.argsort(place, kind="stable")
+    run = _first_of_runs(place[order])
+    kept = order[run]
+    if len(kept) < len(order):
+        kept = _last_in_dict_order(order, run, s_seg, struct_code, p_len)
+    kept_kind = e_kind[kept]
+    obs, prev = kept[kept_kind == 0], kept[kept_kind == 1]
+    e_code = np.repeat(struct_code, p_len)
+    n_obs = np.bincount(e_gen[obs], minlength=n)
+    n_prev = np.bincount(e_gen[prev], minlength=n)
+
+    # -- each member's lists: as received (observed) and as claimed (previous)
+    code_base, n_pairs = _starts(n_codes)
+    e_pair = np.repeat(code_base[g_struct] + struct_code, p_len)
+    member_pair = code_base[g_member] + member_code
+    obs_entries = np.flatnonzero(e_kind == 0)
+    at, obs_counts = _lists_of(e_pair[obs_entries], n_pairs, member_pair)
+    obs_lists = e_key[obs_entries[at]]
+    prev_entries = np.flatnonzero(e_kind)
+    at, owned_counts = _lists_of(e_pair[prev_entries], n_pairs, member_pair)
+    owned = prev_entries[at]
+    has_owned = np.bincount(g_member, owned_counts, minlength=n) > 0
+
+    # -- the plain variant's topics (subscribed), and the sticky one's
+    # (owned too) where they are more: elsewhere it is laid out as the plain one
+    in_plain = np.zeros(len(ut), bool)
+    in_plain[sub_ut] = True
+    in_sticky = in_plain.copy()
+    in_sticky[e_ut[owned]] = True
+    more = np.bincount(ut_gen[in_sticky & ~in_plain], minlength=n) > 0
+    in_sticky &= more[ut_gen]
+    size = np.where(in_plain, _sizes(counts_of, ut_gen, ut_tid, name_of_tid), 0)  # an owned-only topic has none
+    total = np.bincount(ut_gen, size, minlength=n).astype(_I64)
+    is_null = ut_tid == T
+    plain_v, sticky_v = (_variant_topics(in_v, ut_gen, local, size, sub_ut, g_sub, is_null, n)
+                         for in_v in (in_plain, in_sticky))
+    prev_more = more[e_gen[prev]]
+    plain_v["slots"] = _prev_slots(plain_v, in_plain, e_ut[prev], partition[prev], e_gen[prev])
+    sticky_v["slots"] = _prev_slots(sticky_v, in_sticky, e_ut[prev][prev_more], partition[prev][prev_more],
+                                    e_gen[prev][prev_more])
+    owned_gen, owned_ut = e_gen[owned], e_ut[owned]
+    # each claim's topic index in its sticky variant, the plain one's topics where no more
+    claims = (plain_v["position"][owned_ut] - plain_v["base"][owned_gen]).astype(_I32)
+    beyond = np.flatnonzero(more[owned_gen])
+    claims[beyond] = sticky_v["position"][owned_ut[beyond]] - sticky_v["base"][owned_gen[beyond]]
+    owned_partition = partition[owned].astype(_I32)
+    generation = np.where(owned_counts > 0, prev_generation[g_member], -1).astype(_I32)
+
+    # ArrayGroup's own checks (named errors) only where they can fail: a
+    # member id repeated or None, a negative size or owned partition
+    check_plain = (distinct < m) | (np.bincount(g_member[named_none], minlength=n) > 0) | (
+        np.bincount(ut_gen[in_plain & (size < 0)], minlength=n) > 0)
+    check_sticky = check_plain | (np.bincount(owned_gen[owned_partition < 0], minlength=n) > 0)
+    # most generations have no static member: their groups get no instance ids, which is all None
+    static = np.bincount(g_member, instance.is_valid().to_numpy(zero_copy_only=False), minlength=n) > 0
+    plain, sticky = _variant_groups(
+        m, mid.to_pylist(), instance.to_pylist(), static, sub_len, plain_v, sticky_v, more, has_owned, check_plain,
+        check_sticky, name_of_tid[ut_tid], (_indptrs(owned_counts, m), claims, owned_partition, generation,
+                                            owned_counts))
+
+    plain_ok = np.fromiter((v.error is None for v in plain), bool, n)
+    sticky_ok = np.fromiter((v.error is None for v in sticky), bool, n)
+    same = ~has_owned | (plain_ok & sticky_ok & ~more)
+    # each variant's (offsets, ids, previous slots), none for a variant refused
+    plain_lengths = np.stack([plain_v["count"] + 1, plain_v["count"], n_prev], axis=1) * plain_ok[:, None]
+    sticky_lengths = np.where(same[:, None], plain_lengths,
+                              np.stack([sticky_v["count"] + 1, sticky_v["count"], n_prev], axis=1)
+                              * (sticky_ok & more)[:, None])
+    list_len = np.bincount(g_member, obs_counts, minlength=n).astype(_I64)
+    head = np.zeros((n, _HEAD), _I64)
+    for fieldno, column in ((_M, m), (_CODES, n_codes), (_TOPIC_IDS, n_topic_ids), (_HAS_PREV, has_prev),
+                            (_NONE_CODE, none_code), (_OBS, n_obs), (_LISTS, list_len), (_PREV, n_prev),
+                            (_PLAIN_OK, plain_ok), (_STICKY_OK, sticky_ok), (_SAME, same),
+                            (_GENERATION, generation_ids), (_TOTAL, total),
+                            (_CODED, np.where(distinct < m, m, 0))):
+        head[:, fieldno] = column
+    head[:, _VARIANT_LENGTHS:_VARIANT_LENGTHS + 3] = plain_lengths
+    head[:, _VARIANT_LENGTHS + 3:_HEAD] = sticky_lengths
+
+    obs_base, prev_base = _starts(n_obs)[0], _starts(n_prev)[0]
+    columns = [(member_code, member_base), (obs_counts, member_base), (obs_lists, _starts(list_len)[0]),
+               (e_code[obs], obs_base), (e_key[obs], obs_base), (e_code[prev], prev_base), (e_key[prev], prev_base)]
+    # the variants' columns in one array, as an answer reads either variant's
+    sticky_prev_base = _starts(np.where(more, n_prev, 0))[0]
+    parts = [(plain_v["offsets"], plain_v["base"] + np.arange(n)), (plain_v["ids"], plain_v["base"]),
+             (plain_v["slots"], prev_base), (sticky_v["offsets"], sticky_v["base"] + np.arange(n)),
+             (sticky_v["ids"], sticky_v["base"]), (sticky_v["slots"], sticky_prev_base)]
+    part_base = _starts(np.array([len(v) for v, _s in parts], _I64))[0]
+    bases = np.stack([b + s for b, (_v, s) in zip(part_base, parts)], axis=1).reshape(n, 2, 3)
+    bases[:, 1] = np.where(same[:, None], bases[:, 0], bases[:, 1])
+    return _Packed(head, columns, np.concatenate([v for v, _s in parts]), bases, group_ids, protocol_names,
+                   plain, sticky)
+
+
+def _last_in_dict_order(order, run, s_seg, struct_code, p_len):
+    """The entry kept of each run of ``order`` (entries sorted by partition,
+    stably) where a run holds a partition listed more than once: the last in
+    the order its ownership dict gives, owners by their first list in the
+    segment, each owner's entries in the order received."""
+    # each struct's owner's first struct in the segment
+    by_owner = np.lexsort((struct_code, s_seg))
+    first = _first_of_runs(s_seg[by_owner] * (int(struct_code.max()) + 1) + struct_code[by_owner])
+    owner_first = np.empty(len(s_seg), _I64)
+    owner_first[by_owner] = by_owner[first][np.cumsum(first) - 1]
+    place = np.repeat(owner_first, p_len)[order] * len(order) + order  # (owner's first list, entry) order
+    run_id = np.cumsum(run) - 1
+    last = np.lexsort((place, run_id))
+    end = np.ones(len(last), bool)
+    end[:-1] = run_id[last][1:] != run_id[last][:-1]
+    return order[last[end]]
+
+
+def _sizes(counts_of, ut_gen, ut_tid, name_of_tid):
+    """Each (generation, topic)'s size in its generation's partition counts
+    (``counts_of``), 0 where they have none.  Generations share one dict
+    unless a size changes in the capture: each dict is read once."""
+    T = len(name_of_tid) - 1
+    dict_ids = list(map(id, counts_of))
+    dict_at = dict(zip(dict_ids, range(len(dict_ids))))  # each dict's last generation stands for it
+    dicts = [counts_of[k] for k in dict_at.values()]
+    tid_of = dict(zip(name_of_tid.tolist(), range(T + 1)))
+    tids = np.fromiter((tid_of.get(t, -1) for t in chain.from_iterable(dicts)), _I64)
+    sizes = np.fromiter(chain.from_iterable(d.values() for d in dicts), _I64, len(tids))
+    keys = np.repeat(np.fromiter(dict_at.values(), _I64, len(dicts)) * (T + 1), [len(d) for d in dicts]) + tids
+    known = tids >= 0
+    keys, sizes = keys[known], sizes[known]
+    if not len(keys):
+        return np.zeros(len(ut_gen), _I64)
+    order = np.argsort(keys)
+    keys, sizes = keys[order], sizes[order]
+    wanted = np.fromiter(map(dict_at.__getitem__, dict_ids), _I64, len(dict_ids))[ut_gen] * (T + 1) + ut_tid
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[at] == wanted, sizes[at], 0)
+
+
+def _variant_topics(in_v, ut_gen, local, size, sub_ut, g_sub, is_null, n):
+    """One variant's topics (``in_v`` of every generation's), each
+    generation's in Java order: how many and where they start, their ids,
+    sizes and offsets, each subscription entry's topic index, and whether
+    one of them is None."""
+    which = np.flatnonzero(in_v)
+    count = np.bincount(ut_gen[which], minlength=n)
+    base = _starts(count)[0]
+    sizes = size[which].astype(_I32)
+    position = np.cumsum(in_v) - 1
+    return {"which": which, "count": count, "base": base, "ids": local[which], "sizes": sizes, "position": position,
+            "offsets": _indptrs(sizes, count), "null": np.bincount(ut_gen[which[is_null[which]]], minlength=n) > 0,
+            "sub_topics": (position[sub_ut] - base[g_sub]).astype(_I32)}
+
+
+def _prev_slots(v, in_v, ut_at, partition, gen):
+    """Each previously owned partition's slot in the variant's partition
+    layout, as :func:`_place_prev` places it; the slot past the end for one
+    it lacks (a topic it does not have, or beyond the topic's size)."""
+    mine = in_v[ut_at]
+    vi = np.where(mine, v["position"][ut_at], 0)  # a stand-in where not mine, read for nothing
+    inside = mine & (partition < np.append(v["sizes"], 0)[vi])
+    offsets = v["offsets"]
+    end = offsets[v["base"][gen] + v["count"][gen] + gen]
+    return np.where(inside, offsets[vi + gen] + partition, end)
+
+
+def _variant_groups(m, member_ids, instance_ids, static, sub_len, plain_v, sticky_v, more, has_owned, check_plain,
+                    check_sticky, topic_names, owned):
+    """Each generation's two :class:`_Variant` objects, their ArrayGroups on
+    slices of the packed columns, checked by ArrayGroup only where
+    ``check_*`` (the packing rules the rest out).  A sticky variant over the
+    plain one's topics is the plain group with claims."""
+    owned_indptr, claims, owned_partition, generation, owned_counts = owned
+    members_at = np.append(0, np.cumsum(m))
+    sub_indptr = _indptrs(sub_len, m)
+    subs_at = np.append(0, np.cumsum(sub_len))[members_at].tolist()
+    owned_at = np.append(0, np.cumsum(owned_counts))[members_at].tolist()
+    members_at = members_at.tolist()
+    plain_layout, sticky_layout = ((topic_names[v["which"]].tolist(), v["base"].tolist(),
+                                    (v["base"] + v["count"]).tolist(), v["sizes"], v["sub_topics"], v["null"].tolist())
+                                   for v in (plain_v, sticky_v))
+    topics, starts, ends, sizes, sub_topics, null = plain_layout
+    # Python's part of an ArrayGroup is most of what a generation costs here:
+    # the loop reads its bounds zipped, not a list at a time.
+    usual = (~(check_plain | plain_v["null"])).tolist()
+    plain_ok_sticky = (has_owned & ~more & ~check_sticky).tolist()
+    # What the plain groups claim (nothing): read-only views of one array
+    # each, where ArrayGroup would make five arrays per group; no assignor writes its input.
+    widest = int(m.max()) + 1
+    nothing, none_owned, no_generation = np.zeros(widest, _I64), np.zeros(0, _I32), np.full(widest, -1, _I32)
+    for a in (nothing, none_owned, no_generation):
+        a.flags.writeable = False
+    claim_nothing = [(nothing[:k + 1], no_generation[:k]) for k in range(widest)]
+    array_group = assignors.ArrayGroup
+
+    def variant(layout, j, ids, instances, indptr, s0, s1, check, claimed):
+        topics, starts, ends, sizes, sub_topics, null = layout
+        if null[j]:
+            return _Variant(error=_not_a_topic_name(None))
+        t0, t1 = starts[j], ends[j]
+        try:
+            return _Variant(array_group(topics[t0:t1], sizes[t0:t1], ids, indptr, sub_topics[s0:s1],
+                                        group_instance_ids=instances, validate=check, **claimed))
+        except KwireError as exc:
+            return _Variant(error=exc)
+
+    plains, stickies = [], []
+    bounds = zip(range(len(m)), members_at, members_at[1:], subs_at, subs_at[1:], starts, ends, owned_at, owned_at[1:],
+                 static.tolist(), usual, has_owned.tolist(), plain_ok_sticky)
+    for j, m0, m1, s0, s1, t0, t1, o0, o1, has_static, is_usual, claims_any, with_claims in bounds:
+        ids, instances = member_ids[m0:m1], instance_ids[m0:m1] if has_static else None
+        indptr = sub_indptr[m0 + j:m1 + j + 1]
+        if is_usual:
+            # its group cannot be refused but for its size: no checks, no arrays of its own for no claims
+            none_indptr, no_generations = claim_nothing[m1 - m0]
+            try:
+                plain = _Variant(array_group(
+                    topics[t0:t1], sizes[t0:t1], ids, indptr, sub_topics[s0:s1], group_instance_ids=instances,
+                    owned_indptr=none_indptr, owned_topic=none_owned, owned_partition=none_owned,
+                    generation=no_generations, subscription_generation=no_generations, validate=False))
+            except KwireError as exc:
+                plain = _Variant(error=exc)
+        else:
+            plain = variant(plain_layout, j, ids, instances, indptr, s0, s1, True, {})
+        plains.append(plain)
+        if not claims_any:
+            stickies.append(plain)
+            continue
+        claimed = (owned_indptr[m0 + j:m1 + j + 1], claims[o0:o1], owned_partition[o0:o1])
+        if with_claims and plain.group is not None:
+            # the plain group's topics and the facts derived from them, with the claims
+            group = plain.group.with_claims(*claimed)
+            group.generation = group.subscription_generation = generation[m0:m1]
+            stickies.append(_Variant(group))
+        else:
+            stickies.append(variant(sticky_layout if more[j] else plain_layout, j, ids, instances, indptr, s0, s1,
+                                    check_sticky[j], dict(zip(("owned_indptr", "owned_topic", "owned_partition"),
+                                                              claimed), generation=generation[m0:m1],
+                                                          subscription_generation=generation[m0:m1])))
+    return plains, stickies
 
 
 def whatif_table(timelines, strategies=STRATEGIES, implementation=None, timer=None) -> pa.Table:
     """The what-if rows of ``timelines``.  ``timer``: gets ``add(seconds)``
     with the time spent in :func:`replay_batch` (its Arrow table included),
     not in building timelines or packing arrays."""
-    return timed_replay([inp for tl in timelines for inp in replay_inputs(tl)], strategies, implementation, timer)
+    return timed_replay(whatif_generations(timelines), strategies, implementation, timer)
 
 
 def timed_replay(inputs, strategies=STRATEGIES, implementation=None, timer=None) -> pa.Table:
@@ -1324,15 +1898,17 @@ def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS, 
     groups = groups.take(pc.sort_indices(groups, [("group_id", "ascending"), ("seq", "ascending")]))
     columns = {c: (groups.column(c).cast(pa.int64()) if c in _INT_COLUMNS else groups.column(c)).to_pylist()
                for c in _TIMELINE_COLUMNS}
-    return _timelines_of_columns(groups.column("group_id").to_pylist(), columns, max_partitions, known)
+    return _timelines_of_columns(groups.column("group_id").to_pylist(), columns, max_partitions, known,
+                                 _EventSource(groups.column("member_id"), groups.column("members"),
+                                              groups.column("assignments")))
 
 
-def _timelines_of_columns(group_ids, columns, max_partitions, known: MetadataCounts):
+def _timelines_of_columns(group_ids, columns, max_partitions, known: MetadataCounts, source):
     """Each group's timeline, one at a time, from events sorted by group (``group_ids``) and ``seq``."""
     start = 0
     for end in range(1, len(group_ids) + 1):
         if end == len(group_ids) or group_ids[end] != group_ids[start]:
-            yield _timeline(group_ids[start], columns, range(start, end), max_partitions, known)
+            yield _timeline(group_ids[start], columns, range(start, end), max_partitions, known, source)
             start = end
 
 

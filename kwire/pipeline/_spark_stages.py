@@ -17,8 +17,10 @@
    one task per group) balanced by the groups' event counts, each bucket
    analysed by :mod:`kwire.pipeline._analysis`.  Each group's timeline is
    built once, in one pass that reads the rebalances, assignments and the
-   analysis's bad frames off it and replays its generations for the what-if
-   (which stays in NumPy from its packed input to its Arrow rows); the
+   analysis's bad frames off it and notes, for the what-if, which event rows
+   each generation reads; the what-if then packs the bucket's generations
+   from its Arrow event columns at once and replays them (NumPy from those
+   columns to its Arrow rows); the
    ``whatif`` stage then only writes its table out of that pass's cached result.
 4. ``bad_frames``: undecodable frames and the frames the analysis left out,
    Metadata responses' among them
@@ -413,7 +415,7 @@ def analyse_bucket(pdf, max_partitions, timer=None, counts=None):
 
 
 @contextlib.contextmanager
-def _collector_paused():
+def collector_paused():
     """Python's cycle collector off for a bucket's analysis, and back as it
     was after.  The analysis makes a few objects per event and per partition
     and keeps most of them to the end, so each collection walks more of
@@ -434,16 +436,19 @@ def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None):
     """One bucket of groups' events (Arrow, or pandas) to its
     :data:`WIDE_SCHEMA` rows: every table of :data:`TIMELINE_TABLES` from one
     timeline build per group."""
-    replayed = []  # the what-if's packed generations, taken as the one pass goes by each timeline
+    # What the what-if reads of each generation it replays: a few ints (rows
+    # of the bucket's events), taken as the one pass goes by each timeline;
+    # the generations are packed from the event columns together at the end.
+    replayed = []
 
-    def packing(timelines):
+    def noting(timelines):
         for tl in timelines:
-            replayed.extend(analysis.replay_inputs(tl))
+            replayed.extend(analysis.replayed_rows(tl))
             yield tl
 
-    with _collector_paused():
-        tables = analysis.timeline_tables(packing(_timelines_of(events, max_partitions, counts)))
-        tables["whatif"] = analysis.timed_replay(replayed, timer=timer)
+    with collector_paused():
+        tables = analysis.timeline_tables(noting(_timelines_of(events, max_partitions, counts)))
+        tables["whatif"] = analysis.timed_replay(analysis.pack_replayed(replayed), timer=timer)
         return _wide(tables)
 
 
