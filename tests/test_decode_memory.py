@@ -40,17 +40,26 @@ ELEMENTS = 2000
 NESTED = 10
 
 
+def _adversarial(codec, msg):
+    """``(value, its bytes, a call decoding them)`` of ``msg``'s adversarial input at its newest version."""
+    cls = getattr(codec, msg.class_name)
+    version = msg.valid.hi
+    value = filled(codec, msg, version, ELEMENTS, NESTED)
+    if msg.version_prefixed:
+        data = value.encode()
+        return value, data, lambda: cls.decode(data)
+    data = value.encode(version)
+    return value, data, lambda: cls.decode(data, version)
+
+
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("msg", _schema.API_MESSAGES + _schema.DATA_MESSAGES, ids=lambda m: m.class_name)
 def test_decode_stays_within_a_small_multiple_of_its_input(impl, msg):
     codec = _impl.load("codec", impl, package="kwire.codec")
-    cls = getattr(codec, msg.class_name)
-    version = msg.valid.hi
-    value = filled(codec, msg, version, ELEMENTS, NESTED)
-    data = value.encode() if msg.version_prefixed else value.encode(version)
+    value, data, decode = _adversarial(codec, msg)
     tracemalloc.start()
     try:
-        decoded = cls.decode(data) if msg.version_prefixed else cls.decode(data, version)
+        decoded = decode()
         _cur, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -102,12 +111,11 @@ def test_compiled_decodes_build_no_more_per_input_byte_than_json_does_for_empty_
     codec = _impl.load("codec", "cython", package="kwire.codec")
     worst = (0.0, None)
     for msg in _schema.API_MESSAGES + _schema.DATA_MESSAGES:
-        version = msg.valid.hi
-        data = filled(codec, msg, version, ELEMENTS, NESTED).encode(*(() if msg.version_prefixed else (version,)))
-        cls = getattr(codec, msg.class_name)
-        peak = _peak(lambda: cls.decode(data) if msg.version_prefixed else cls.decode(data, version))
+        _value, data, decode = _adversarial(codec, msg)
+        peak = _peak(decode)
         assert peak <= json_ratio * len(data) + SLACK, (msg.class_name, peak / len(data), json_ratio)
-        worst = max(worst, (peak / max(len(data), 1), msg.class_name)) if len(data) > SLACK else worst
+        if len(data) > SLACK:
+            worst = max(worst, (peak / len(data), msg.class_name))
     assert worst[1] in {m.class_name for m in _DENSEST}, worst  # what the docs name as the worst is the worst
 
 
@@ -116,11 +124,10 @@ def test_the_pure_twin_builds_no_more_than_kafka_pythons_decoder_from_the_same_b
     """The pure twin's worst case against kafka-python's decoder (also pure Python) of the very same frame body."""
     from kafka.protocol import consumer
 
-    codec = _impl.load("codec", "python", package="kwire.codec")
+    _value, data, decode = _adversarial(_impl.load("codec", "python", package="kwire.codec"), msg)
     version = msg.valid.hi
-    data = filled(codec, msg, version, ELEMENTS, NESTED).encode(version)
     peer = getattr(consumer, msg.class_name)
     assert peer.decode(data, version=version) is not None
-    ours = _peak(lambda: getattr(codec, msg.class_name).decode(data, version))
+    ours = _peak(decode)
     theirs = _peak(lambda: peer.decode(data, version=version))
     assert ours <= theirs, f"{ours / len(data):.1f}x against kafka-python's {theirs / len(data):.1f}x"
