@@ -9,7 +9,7 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 :func:`sharing_stacks`, range and roundrobin on the same groups share their columns).  See docs/ASSIGNORS.md.
 """
 
-from ._arrays import ArrayAssignment, ArrayGroup, end_to_end
+from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, segment_starts
 from ._javaorder import java_sorted
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import sharing_stacks
@@ -63,6 +63,7 @@ __all__ = [
     "sharing_stacks",
     "member_input",
     "register_strategy",
+    "segment_starts",
     "sticky_user_data",
     "unregister_strategy",
 ]

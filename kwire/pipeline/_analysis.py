@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kwire import assignors
+from kwire.assignors import segment_starts
 from kwire.errors import ArgumentValueError, AssignmentError, KwireError
 
 METADATA, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 3, 11, 12, 13, 14
@@ -915,12 +916,6 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
 # answer a slot past its end) or bincount of the segment numbers.
 
 
-def _starts(lengths):
-    """Where each segment of ``lengths`` starts in their concatenation, and the total."""
-    ends = np.cumsum(lengths, dtype=_I64)
-    return ends - lengths, int(ends[-1]) if len(ends) else 0
-
-
 def _moved_counts(now, prev_codes, none_code, segment, n):
     """Per segment, how many previously owned partitions have another owner
     (``now``: each one's owner code, -1 for none; ``none_code``: each
@@ -942,15 +937,15 @@ def _read_observed(c):
     sizes, has_prev, head = c.sizes, c.has_prev, c.head
     every = np.arange(n)
     obs_len = head[:, _OBS]
-    code_base, n_codes = _starts(head[:, _CODES])
+    code_base, n_codes = segment_starts(head[:, _CODES])
     codes = _gather(c.obs_codes, every)[0]
     member_codes = c.codes_of(every) + np.repeat(code_base, sizes)
     loads = np.bincount(codes + np.repeat(code_base, obs_len), minlength=n_codes)[member_codes]
-    hi, lo = _loads_range(loads, _starts(sizes)[0])
+    hi, lo = _loads_range(loads, segment_starts(sizes)[0])
     moved = np.zeros(n, _I64)
     with_prev = np.flatnonzero(has_prev)
     if len(with_prev):
-        topic_base = _starts(head[:, _TOPIC_IDS])[0] << 32
+        topic_base = segment_starts(head[:, _TOPIC_IDS])[0] << 32
         keys = _gather(c.obs_keys, every)[0] + np.repeat(topic_base, obs_len)
         prev_codes, prev_len = _gather(c.prev_codes, with_prev)
         prev_keys = _gather(c.prev_keys, with_prev)[0] + np.repeat(topic_base[with_prev], prev_len)
@@ -969,7 +964,7 @@ def _gather(ragged, which):
     starts in them, its length)`` laid end to end, and their lengths."""
     values, starts, lengths = ragged
     n = lengths[which]
-    base, total = _starts(n)
+    base, total = segment_starts(n)
     return values[np.repeat(starts[which] - base, n) + np.arange(total)], n
 
 
@@ -1042,12 +1037,12 @@ class _Columns:
     def codes_of(self, which):
         """The member codes of generations ``which``, end to end."""
         sizes = self.sizes[which]
-        base, total = _starts(sizes)
+        base, total = segment_starts(sizes)
         codes = np.arange(total) - np.repeat(base, sizes)
         coded = np.flatnonzero(self.head[which, _CODED])
         if len(coded):
             values, n = _gather(self.member_codes, which[coded])
-            codes[np.repeat(base[coded] - _starts(n)[0], n) + np.arange(len(values))] = values
+            codes[np.repeat(base[coded] - segment_starts(n)[0], n) + np.arange(len(values))] = values
         return codes
 
     def of_answers(self, gen, sticky):
@@ -1073,8 +1068,8 @@ def _read_answers(c, gen, sticky, answer):
     c.of_answers(gen, sticky.astype(_I64))
     sizes = c.sizes[gen]
     # each answer's partition slots, and one past its end for "not in the group"
-    slot_base, n_slots = _starts(c.n_partitions + 1)
-    member_base, n_members = _starts(sizes)
+    slot_base, n_slots = segment_starts(c.n_partitions + 1)
+    member_base, n_members = segment_starts(sizes)
     indptr = answer.indptr
     n_elems = int(indptr[-1])
     elem_len = np.diff(np.append(indptr[member_base], n_elems))
@@ -1178,7 +1173,7 @@ def replay_batch(generations, strategies=STRATEGIES, implementation=None) -> pa.
         np.concatenate(column) for column in zip(*(b[:-1] for b in blocks)))
     errors = [e for b in blocks for e in b[-1]]
     # each block numbered its errors from 0
-    error_base = np.repeat(_starts(np.array([len(b[-1]) for b in blocks], _I64))[0],
+    error_base = np.repeat(segment_starts(np.array([len(b[-1]) for b in blocks], _I64))[0],
                            [len(b[0]) * width for b in blocks])
     error_at = np.where(error_at < 0, -1, error_at + error_base)
     n_rows = n * width
@@ -1385,11 +1380,9 @@ def _indptrs(lengths, groups):
     ``starts(groups)[g] + g`` and has ``groups[g] + 1`` entries."""
     cs = np.zeros(len(lengths) + 1, _I64)
     np.cumsum(lengths, out=cs[1:])
-    first = _starts(groups)[0]
+    first = segment_starts(groups)[0]
     wide = groups + 1
-    base, total = _starts(wide)
-    at = np.repeat(first - base, wide) + np.arange(total)
-    return cs[at] - np.repeat(cs[first], wide)
+    return _gather((cs, first, wide), slice(None))[0] - np.repeat(cs[first], wide)
 
 
 def _first_of_runs(sorted_keys):
@@ -1403,7 +1396,7 @@ def _rank_in(group, n):
     """Each item's rank among the items of its ``group`` (groups
     non-decreasing), and how many items each of the ``n`` groups has."""
     count = np.bincount(group, minlength=n)
-    return np.arange(len(group)) - _starts(count)[0][group], count
+    return np.arange(len(group)) - segment_starts(count)[0][group], count
 
 
 def _lists_of(pair_of_entry, n_pairs, pair_of_member):
@@ -1411,9 +1404,7 @@ def _lists_of(pair_of_entry, n_pairs, pair_of_member):
     member after member, and how many each member has."""
     order = np.argsort(pair_of_entry, kind="stable")
     per_pair = np.bincount(pair_of_entry, minlength=n_pairs)
-    counts = per_pair[pair_of_member]
-    base, total = _starts(counts)
-    return order[np.repeat(_starts(per_pair)[0][pair_of_member] - base, counts) + np.arange(total)], counts
+    return _gather((order, segment_starts(per_pair)[0], per_pair), pair_of_member)
 
 
 def _chunks(parts):
@@ -1487,7 +1478,7 @@ def pack_replayed(records) -> _Packed:
     listed = _take(members, members_row, types[1])
     m = _lengths(listed)
     mid, instance, topics = _fields(listed.flatten(), ("member_id", "group_instance_id", "topics"))
-    member_base, n_members = _starts(m)
+    member_base, n_members = segment_starts(m)
     g_member = np.repeat(np.arange(n), m)
     sub_len = _lengths(topics)
     sub_names = topics.flatten()
@@ -1552,7 +1543,7 @@ def pack_replayed(records) -> _Packed:
     ut, t_inverse = _unique(np.concatenate([g_sub, g_struct]) * (T + 1) + tid)
     ut_gen, ut_tid = ut // (T + 1), ut % (T + 1)
     local, n_topic_ids = _rank_in(ut_gen, n)
-    topic_base = _starts(n_topic_ids)[0]
+    topic_base = segment_starts(n_topic_ids)[0]
     sub_ut, struct_ut = t_inverse[:n_sub], t_inverse[n_sub:]
     e_ut = np.repeat(struct_ut, p_len)
     e_key = np.repeat(local[struct_ut] << 32, p_len) | partition
@@ -1573,7 +1564,7 @@ def pack_replayed(records) -> _Packed:
     n_prev = np.bincount(e_gen[prev], minlength=n)
 
     # -- each member's lists: as received (observed) and as claimed (previous)
-    code_base, n_pairs = _starts(n_codes)
+    code_base, n_pairs = segment_starts(n_codes)
     e_pair = np.repeat(code_base[g_struct] + struct_code, p_len)
     member_pair = code_base[g_member] + member_code
     obs_entries = np.flatnonzero(e_kind == 0)
@@ -1640,15 +1631,15 @@ def pack_replayed(records) -> _Packed:
     head[:, _VARIANT_LENGTHS:_VARIANT_LENGTHS + 3] = plain_lengths
     head[:, _VARIANT_LENGTHS + 3:_HEAD] = sticky_lengths
 
-    obs_base, prev_base = _starts(n_obs)[0], _starts(n_prev)[0]
-    columns = [(member_code, member_base), (obs_counts, member_base), (obs_lists, _starts(list_len)[0]),
+    obs_base, prev_base = segment_starts(n_obs)[0], segment_starts(n_prev)[0]
+    columns = [(member_code, member_base), (obs_counts, member_base), (obs_lists, segment_starts(list_len)[0]),
                (e_code[obs], obs_base), (e_key[obs], obs_base), (e_code[prev], prev_base), (e_key[prev], prev_base)]
     # the variants' columns in one array, as an answer reads either variant's
-    sticky_prev_base = _starts(np.where(more, n_prev, 0))[0]
+    sticky_prev_base = segment_starts(np.where(more, n_prev, 0))[0]
     parts = [(plain_v["offsets"], plain_v["base"] + np.arange(n)), (plain_v["ids"], plain_v["base"]),
              (plain_v["slots"], prev_base), (sticky_v["offsets"], sticky_v["base"] + np.arange(n)),
              (sticky_v["ids"], sticky_v["base"]), (sticky_v["slots"], sticky_prev_base)]
-    part_base = _starts(np.array([len(v) for v, _s in parts], _I64))[0]
+    part_base = segment_starts(np.array([len(v) for v, _s in parts], _I64))[0]
     bases = np.stack([b + s for b, (_v, s) in zip(part_base, parts)], axis=1).reshape(n, 2, 3)
     bases[:, 1] = np.where(same[:, None], bases[:, 0], bases[:, 1])
     return _Packed(head, columns, np.concatenate([v for v, _s in parts]), bases, group_ids, protocol_names,
@@ -1703,7 +1694,7 @@ def _variant_topics(in_v, ut_gen, local, size, sub_ut, g_sub, is_null, n):
     one of them is None."""
     which = np.flatnonzero(in_v)
     count = np.bincount(ut_gen[which], minlength=n)
-    base = _starts(count)[0]
+    base = segment_starts(count)[0]
     sizes = size[which].astype(_I32)
     position = np.cumsum(in_v) - 1
     return {"which": which, "count": count, "base": base, "ids": local[which], "sizes": sizes, "position": position,
