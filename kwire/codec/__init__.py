@@ -22,6 +22,8 @@ selected (``kwire.IMPLEMENTATION``) and the framing functions over it.
 """
 
 from kwire._impl import IMPLEMENTATION
+from kwire.codec._api_keys import API_VERSIONS_RANGE, ApiKey
+from kwire.codec._error_codes import ErrorCode, error_name
 from kwire.codec._batch import batch_decoder
 from kwire.codec._framing import (
     DEFAULT,
@@ -162,5 +164,5 @@ __all__ = [
     "IMPLEMENTATION", *_MESSAGE_NAMES,
     "DEFAULT", "DEFAULT_MAX_FRAME_SIZE", "FrameSplitter", "Framing", "decode_request", "decode_request_header",
     "decode_response", "encode_request", "encode_response", "message_class", "split_frames",
-    "split_request", "batch_decoder",
+    "split_request", "batch_decoder", "API_VERSIONS_RANGE", "ApiKey", "ErrorCode", "error_name",
 ]

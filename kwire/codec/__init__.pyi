@@ -98,6 +98,8 @@ from kwire.codec._codec_c import (
     ReplicaState as ReplicaState,
     SnapshotId as SnapshotId,
 )
+from kwire.codec._api_keys import API_VERSIONS_RANGE as API_VERSIONS_RANGE, ApiKey as ApiKey
+from kwire.codec._error_codes import ErrorCode as ErrorCode, error_name as error_name
 from kwire.codec._batch import batch_decoder as batch_decoder
 from kwire.codec._framing import (
     DEFAULT as DEFAULT,
