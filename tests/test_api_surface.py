@@ -1,5 +1,5 @@
 """What a newcomer meets first: the top-level names, the one error tree, typed errors for bad arguments,
-decoded consumer data that says its version, and a header decoder that returns a header (issue 15)."""
+decoded consumer data that says its version, and a header decoder that returns a header."""
 
 import inspect
 import pickle

@@ -1,4 +1,4 @@
-"""Issue 15's assignor API items: the member-level result type has its own
+"""The assignor API's input rules: the member-level result type has its own
 name, a missing value or an absurd partition total is a typed kwire error
 (never a bare TypeError or MemoryError), and strategies can be unregistered."""
 

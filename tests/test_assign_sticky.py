@@ -304,7 +304,7 @@ def test_colliding_member_ids_grow_the_hashmap(impl):
     assert got == want
 
 
-# --- claims past a topic's end (once handed over to the pure twin, issue 12) ----
+# --- claims past a topic's end (once handed over to the pure twin) ----
 
 
 @needs_compiled

@@ -374,7 +374,7 @@ def test_compiled_strategy_never_runs_the_pure_twin(group, cooperative):
     pure twin's entry point raises if it is handed one.  Racks on both paths
     are covered (rack_groups: unequal subscriptions, replica racks, members
     with and without racks), and so are claims past a topic's end
-    (past_end_groups), which were handed over before issue 12."""
+    (past_end_groups), which were once handed over to the pure twin."""
     def handed_over(*args, **kwargs):
         raise AssertionError("the compiled strategy handed a covered input to the pure twin")
 
