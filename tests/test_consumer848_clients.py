@@ -258,6 +258,31 @@ def spawn(server, tmp_path):
             m.stop()
 
 
+class Tap:
+    """tests/wire_tap.py in front of the server: clients given ``bootstrap`` go through it, and ``rows()``
+    is every frame it decoded so far."""
+
+    def __init__(self, proc, bootstrap, out):
+        self.proc, self.bootstrap, self.out = proc, bootstrap, out
+
+    def rows(self):
+        with open(self.out) as f:
+            return [json.loads(line) for line in f]
+
+
+@pytest.fixture
+def tap(server, tmp_path):
+    out = tmp_path / "tap.jsonl"
+    proc, bootstrap = _start([sys.executable, TAP, "--upstream", server.bootstrap, "--out", str(out),
+                              "--run-seconds", str(CLIENT_RUN_S * 2)], str(tmp_path / "tap.err"),
+                             "wire tap: listening on ")
+    assert proc is not None, (tmp_path / "tap.err").read_text()
+    try:
+        yield Tap(proc, bootstrap, str(out))
+    finally:
+        stop_process(proc, kill_wait_s=TIMEOUT_S)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Raw requests (kwire's codec on a socket), to ask a server what no client library shows
 
@@ -382,33 +407,26 @@ def test_static_member_restarting_within_its_session_gets_its_partitions_back(se
 
 
 @pytest.mark.slow
-def test_offsets_committed_under_member_epochs_are_read_back(server, spawn, tmp_path):
+def test_offsets_committed_under_member_epochs_are_read_back(server, spawn, tap):
     group = f"offsets-{server.kind}"
-    tap_log = tmp_path / "tap.jsonl"
-    tap, bootstrap = _start([sys.executable, TAP, "--upstream", server.bootstrap, "--out", str(tap_log),
-                             "--run-seconds", "120"], str(tmp_path / "tap.err"), "wire tap: listening on ")
-    assert tap is not None, (tmp_path / "tap.err").read_text()
-    try:
-        members = [spawn(group, "--commit-offset", "1000", bootstrap=bootstrap) for _ in range(3)]
-        wait_cover(members)
-        end = time.monotonic() + TIMEOUT_S
-        while {p for m in members for e in m.seen("committed") for p in e["offsets"]} != {
-                str(p) for p in range(PARTITIONS)}:
-            assert time.monotonic() < end, [m.seen("committed") for m in members]
-            for m in members:
-                m.drain()
-            time.sleep(0.05)
+    members = [spawn(group, "--commit-offset", "1000", bootstrap=tap.bootstrap) for _ in range(3)]
+    wait_cover(members)
+    end = time.monotonic() + TIMEOUT_S
+    while {p for m in members for e in m.seen("committed") for p in e["offsets"]} != {
+            str(p) for p in range(PARTITIONS)}:
+        assert time.monotonic() < end, [m.seen("committed") for m in members]
         for m in members:
-            m.close()
-        assert_no_overlap(members)
-    finally:
-        stop_process(tap, kill_wait_s=TIMEOUT_S)
+            m.drain()
+        time.sleep(0.05)
+    for m in members:
+        m.close()
+    assert_no_overlap(members)
     reader = spawn(group, "--read-offsets")
     reader.wait_for(lambda: reader.seen("offsets"), TIMEOUT_S, "read the offsets")
     (got,) = reader.seen("offsets")
     assert got["offsets"] == {str(p): 1000 + p for p in range(PARTITIONS)}
-    # On the wire: every commit carried the epoch the coordinator had given that member, and was accepted.
-    assert check_commit_epochs([json.loads(line) for line in tap_log.read_text().splitlines()]) >= 3
+    # On the wire: the commits carried the epochs the coordinator had given the members.
+    assert check_commit_epochs(tap.rows()) >= 3
 
 
 def check_commit_epochs(rows):
@@ -443,6 +461,70 @@ def check_commit_epochs(rows):
             else:
                 assert errors == {ErrorCode.STALE_MEMBER_EPOCH}, (sent, body)
     return accepted
+
+
+@pytest.mark.slow
+def test_what_librdkafka_members_send(server, spawn, tap):
+    """The heartbeats a server must accept from librdkafka 2.16, as seen on the wire: a full one to join, with
+    a member id the client made up; deltas with every optional field null (a static member's instance id
+    too); each assignment acknowledged with the partitions applied; and the leave, epoch -1, or -2 with the
+    instance id for a static member."""
+    group = f"wire-{server.kind}"
+    members = [spawn(group, "--assignor", "uniform", bootstrap=tap.bootstrap),
+               spawn(group, "--instance-id", "static-1", bootstrap=tap.bootstrap)]
+    wait_cover(members)
+    wait_quiet(members)
+    for m in members:
+        m.close()
+    rows = tap.rows()
+    offered = {k["api_key"]: k["max_version"] for r in rows if r["api"] == "API_VERSIONS" and r["dir"] == "response"
+               and r.get("body") and r["body"]["error_code"] == 0 for k in r["body"]["api_keys"]}
+    heartbeats = [r for r in rows if r["api"] == "CONSUMER_GROUP_HEARTBEAT"]
+    assert {r["version"] for r in heartbeats} == {min(1, offered[ApiKey.CONSUMER_GROUP_HEARTBEAT])}
+    by_member = {}
+    responses = {}
+    for r in heartbeats:
+        if r["dir"] == "request":
+            by_member.setdefault(r["body"]["member_id"], []).append(r)
+        else:
+            responses[(r["conn"], r["correlation_id"])] = r["body"]
+    assert set(by_member) == {m.member_id for m in members}
+    for member_id, sent in by_member.items():
+        static = sent[0]["body"]["instance_id"] is not None
+        first = sent[0]["body"]
+        assert len(member_id) == 22  # a base64 Uuid, made by the client before it joined
+        assert first["member_epoch"] == 0 and first["topic_partitions"] == []
+        assert first["subscribed_topic_names"] == [TOPIC] and first["rebalance_timeout_ms"] == 300_000
+        # An empty regex, not a null one: a server must read "" as "no regex".
+        assert first["subscribed_topic_regex"] in ("", None)
+        assert first["server_assignor"] == (None if static else "uniform")
+        assert first["instance_id"] == ("static-1" if static else None)
+        leave = sent[-1]["body"]
+        assert leave["member_epoch"] == (-2 if static else -1)
+        assert leave["instance_id"] == ("static-1" if static else None)
+        assert (leave["rebalance_timeout_ms"], leave["subscribed_topic_names"], leave["topic_partitions"]) == (
+            -1, None, None)
+        pending_ack = None
+        for r in sent[:-1]:
+            body = r["body"]
+            if body["member_epoch"] == 0:  # joining: librdkafka repeats the full request until it has an epoch
+                assert body["subscribed_topic_names"] == [TOPIC] and body["topic_partitions"] == [], body
+            else:
+                assert body["instance_id"] is None and body["rebalance_timeout_ms"] == -1, body
+                assert body["subscribed_topic_names"] is None and body["subscribed_topic_regex"] is None, body
+                if pending_ack is not None:
+                    assert _partitions(body["topic_partitions"]) == pending_ack, (body, pending_ack)
+                else:
+                    assert body["topic_partitions"] is None, body
+            pending_ack = None
+            answer = responses.get((r["conn"], r["correlation_id"]))
+            assert answer is not None and answer["error_code"] == 0, answer
+            if answer["assignment"] is not None:
+                pending_ack = _partitions(answer["assignment"]["topic_partitions"])
+
+
+def _partitions(topic_partitions):
+    return {(t["topic_id"], p) for t in topic_partitions or () for p in t["partitions"]}
 
 
 @pytest.mark.slow
