@@ -22,7 +22,7 @@ time) and ``event``:
 - ``error`` (name, text, fatal) from the client's error callback or a poll;
 - ``closing`` and ``closed`` around closing the consumer, which leaves the group.
 
-It exits after ``--run-seconds`` or on SIGTERM, closing the consumer first.  ``--commit-offset K`` makes the
+It exits after ``--run-seconds``, on SIGTERM, or after a fatal error, closing the consumer first.  ``--commit-offset K`` makes the
 member commit offset ``K + partition`` for each partition once, soon after it is assigned, so a test can read
 back what was committed under the member's epoch without depending on the server's records.
 """
@@ -71,11 +71,22 @@ class Commits:
         return sorted(p for p in owned if p not in self.done)
 
 
-def confluent_conf(args):
+def report_error(err, stop, **fields):
+    """A confluent-kafka error as an ``error`` event.  librdkafka hands a fatal error to the error callback as
+    ``_FATAL`` with ``fatal()`` false; the consumer is then unusable, so the member stops (and closes)."""
+    from confluent_kafka import KafkaError
+
+    fatal = err.fatal() or err.code() == KafkaError._FATAL
+    say("error", name=err.name(), text=err.str(), fatal=fatal, **fields)
+    if fatal:
+        stop.signalled = True
+
+
+def confluent_conf(args, stop):
     conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100,
             "topic.metadata.refresh.interval.ms": 1000,
-            "error_cb": lambda err: say("error", name=err.name(), text=err.str(), fatal=err.fatal())}
+            "error_cb": lambda err: report_error(err, stop)}
     if args.protocol == "consumer":
         conf["group.protocol"] = "consumer"
         if args.assignor != "none":
@@ -92,7 +103,7 @@ def confluent_conf(args):
 def run_confluent(args, stop):
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer(confluent_conf(args))
+    consumer = Consumer(confluent_conf(args, stop))
     if args.read_offsets:
         parts = consumer.list_topics(args.topic, timeout=METADATA_WAIT_S).topics[args.topic].partitions
         got = consumer.committed([TopicPartition(args.topic, p) for p in sorted(parts)], timeout=METADATA_WAIT_S)
@@ -120,15 +131,14 @@ def run_confluent(args, stop):
             report_records([(m.partition(), m.offset()) for m in msgs if m.error() is None])
             for m in msgs:
                 if m.error() is not None:
-                    say("error", name=m.error().name(), text=m.error().str(), fatal=m.error().fatal())
+                    report_error(m.error(), stop)
             due = commits.due(owned)
             if due:
                 offsets = [TopicPartition(args.topic, p, commits.base + p) for p in due]
                 try:
                     result = consumer.commit(offsets=offsets, asynchronous=False)
                 except KafkaException as exc:
-                    say("error", name=exc.args[0].name(), text=exc.args[0].str(), fatal=exc.args[0].fatal(),
-                        during="commit")
+                    report_error(exc.args[0], stop, during="commit")
                     continue
                 commits.done.update(due)
                 say("committed", offsets={str(tp.partition): tp.offset for tp in result})

@@ -61,9 +61,9 @@ MOCK_HAS_NO_MIXED_GROUPS = ("librdkafka's mock keeps classic and consumer groups
 # Ownership on merged event streams
 
 def ownership_events(members):
-    """Every member's ownership changes as ``(t, order, member index, +1 or -1, partitions)``: ``assigned``
-    acquires, ``revoked`` and ``lost`` release, and a member killed with SIGKILL releases everything it owned
-    at the moment it was killed (it can own nothing after)."""
+    """Every member's ownership changes as ``(t, member index, +1 or -1, partitions)``: ``assigned``
+    acquires, ``revoked`` and ``lost`` release; ``closed`` (the consumer is closed, even when no revoke
+    callback ran, as after a fatal error) and a kill with SIGKILL release everything (``None``)."""
     out = []
     for i, m in enumerate(members):
         for e in m.events:
@@ -71,6 +71,8 @@ def ownership_events(members):
                 out.append((e["t"], i, +1, frozenset(e["partitions"])))
             elif e["event"] in ("revoked", "lost"):
                 out.append((e["t"], i, -1, frozenset(e["partitions"])))
+            elif e["event"] == "closed":
+                out.append((e["t"], i, -1, None))
         if m.killed_at is not None:
             out.append((m.killed_at, i, -1, None))
     return out
@@ -133,6 +135,8 @@ class Member(Proc):
             self.member_id = e.get("member_id") or self.member_id
         elif e["event"] in ("revoked", "lost"):
             self.owned.difference_update(e["partitions"])
+        elif e["event"] == "closed":
+            self.owned.clear()
 
     def seen(self, event):
         return [e for e in self.events if e["event"] == event]
@@ -335,6 +339,7 @@ def wait_cover(members, timeout=TIMEOUT_S, partitions=PARTITIONS):
     while time.monotonic() < end:
         for m in members:
             m.drain()
+        assert_no_fatal_error(members)
         got = [frozenset(m.owned) for m in members]
         flat = [p for a in got for p in a]
         if all(got) and len(flat) == len(set(flat)) and set(flat) == set(range(partitions)):
@@ -342,6 +347,12 @@ def wait_cover(members, timeout=TIMEOUT_S, partitions=PARTITIONS):
         time.sleep(0.05)
     raise AssertionError(f"no disjoint cover within {timeout} s: {[sorted(m.owned) for m in members]}"
                          + "".join(m.tail() for m in members))
+
+
+def assert_no_fatal_error(members):
+    """A member whose client reported a fatal error has stopped; say so at once rather than time out."""
+    fatal = [(i, e) for i, m in enumerate(members) for e in m.seen("error") if e["fatal"]]
+    assert not fatal, f"fatal client errors (member, event): {fatal}" + "".join(m.tail() for m in members)
 
 
 def wait_quiet(members, quiet_s=3 * HEARTBEAT_MS / 1000, timeout=TIMEOUT_S):
@@ -606,3 +617,17 @@ def test_overlap_rule_frees_a_killed_members_partitions_at_the_kill():
     events = _stream((1.0, 0, "assigned", [0, 1]), (4.0, 1, "assigned", [0]))
     assert overlaps(events + [(3.0, 0, -1, None)]) == []
     assert overlaps(events + [(5.0, 0, -1, None)]) == [(4.0, 0, 0, 1)]
+
+
+def test_overlap_rule_frees_everything_a_member_owned_when_it_closed():
+    class Closed:
+        killed_at = None
+        events = [{"t": 1.0, "event": "assigned", "partitions": [0, 1]}, {"t": 3.0, "event": "closed"}]
+
+    class Next:
+        killed_at = None
+        events = [{"t": 4.0, "event": "assigned", "partitions": [0, 1]}]
+
+    assert overlaps(ownership_events([Closed, Next])) == []
+    Next.events[0]["t"] = 2.0
+    assert overlaps(ownership_events([Closed, Next])) == [(2.0, 0, 0, 1), (2.0, 1, 0, 1)]
