@@ -55,9 +55,12 @@ class WireTap:
     """One listener per upstream broker; ``records`` collects every decoded frame (and ``out``, if given, gets
     each as a JSON line as it is seen)."""
 
-    def __init__(self, upstreams, out=None):
+    def __init__(self, upstreams, out=None, advertise=None):
         self.upstreams = list(upstreams)
         self.out = out
+        # api key -> the max version to claim in ApiVersions responses, whatever the broker said: a way to see
+        # what a client would send to a broker that supports more (the broker's answer is then its own).
+        self.advertise = dict(advertise or {})
         self.records = []
         self.listen = {}  # upstream (host, port) -> the tap's port for it
         self._servers = []
@@ -176,6 +179,10 @@ class WireTap:
         if key == ApiKey.METADATA:
             for broker in msg.brokers:
                 broker.host, broker.port = self._rewrite(broker.host, broker.port)
+        elif key == ApiKey.API_VERSIONS and self.advertise and msg.error_code == 0:
+            for k in msg.api_keys:
+                k.max_version = self.advertise.get(k.api_key, k.max_version)
+                k.min_version = min(k.min_version, k.max_version)
         elif key == ApiKey.FIND_COORDINATOR:
             if msg.host:
                 msg.host, msg.port = self._rewrite(msg.host, msg.port)
@@ -226,8 +233,8 @@ def parse_hosts(text):
     return out
 
 
-async def run(upstreams, out, run_seconds):
-    tap = await WireTap(upstreams, out).start()
+async def run(upstreams, out, run_seconds, advertise=None):
+    tap = await WireTap(upstreams, out, advertise).start()
     print(f"wire tap: listening on {tap.bootstrap}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -245,9 +252,15 @@ def main(argv=None):
     ap.add_argument("--upstream", required=True, help="the cluster's brokers, HOST:PORT,HOST:PORT,...")
     ap.add_argument("--out", required=True, help="where the JSON lines go")
     ap.add_argument("--run-seconds", type=float, default=120)
+    ap.add_argument("--advertise", action="append", default=[], metavar="API:MAX",
+                    help="claim this max version for API (kwire's ApiKey name) in ApiVersions responses")
     args = ap.parse_args(argv)
     with open(args.out, "w") as out:
-        asyncio.run(run(parse_hosts(args.upstream), out, args.run_seconds))
+        advertise = {}
+        for item in args.advertise:
+            name, _, version = item.partition(":")
+            advertise[ApiKey[name]] = int(version)
+        asyncio.run(run(parse_hosts(args.upstream), out, args.run_seconds, advertise))
 
 
 if __name__ == "__main__":
