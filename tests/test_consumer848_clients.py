@@ -117,8 +117,8 @@ class Member(Proc):
     """One tests/consumer848_client.py process; its JSON events are collected in ``events`` and its current
     partitions, from its own callbacks, in ``owned``."""
 
-    def __init__(self, args, log):
-        super().__init__(args, log)
+    def __init__(self, args, log, server_log):
+        super().__init__(args, log, server_log=server_log)
         self.events = []
         self.owned = set()
         self.member_id = None
@@ -167,10 +167,6 @@ class Server:
 
     def __init__(self, kind, proc, bootstrap, log):
         self.kind, self.proc, self.bootstrap, self.log = kind, proc, bootstrap, log
-
-    def log_tail(self, n=30):
-        with open(self.log, errors="replace") as f:
-            return f"\n--- {self.kind} log ---\n" + "\n".join(f.read().splitlines()[-n:])
 
 
 def _start(args, log, ready_prefix):
@@ -252,7 +248,7 @@ def spawn(server, tmp_path):
     def start(group, *args, bootstrap=None):
         log = tmp_path / f"client-{len(procs)}.log"
         m = Member([sys.executable, CLIENT, "--bootstrap", bootstrap or server.bootstrap, "--group", group,
-                    "--topic", TOPIC, "--run-seconds", str(CLIENT_RUN_S), *args], str(log))
+                    "--topic", TOPIC, "--run-seconds", str(CLIENT_RUN_S), *args], str(log), server.log)
         procs.append(m)
         return m
     try:
@@ -346,7 +342,7 @@ def wait_cover(members, timeout=TIMEOUT_S, partitions=PARTITIONS):
             return got
         time.sleep(0.05)
     raise AssertionError(f"no disjoint cover within {timeout} s: {[sorted(m.owned) for m in members]}"
-                         + "".join(m.tail() for m in members))
+                         + "".join(m.tail() for m in members) + members[0].tail(log=members[0].server_log))
 
 
 def assert_no_fatal_error(members):
