@@ -8,11 +8,12 @@ exist, then runs until SIGTERM, SIGINT or its time limit.
 
 confluent-kafka's ``Producer({"test.mock.num.brokers": N})`` starts the same mock, but Python cannot reach its
 settings: it auto-creates topics with 4 partitions on the first Metadata request naming them, its
-AdminClient.create_topics times out against it, and its consumer-group session timeout stays at its default
-(45 s in librdkafka 2.16).  The mock's C API (rdkafka_mock.h) is exported by the librdkafka that confluent-kafka
-bundles, so this script calls it with ctypes: ``rd_kafka_mock_cluster_new`` on a handle of its own, then
-``rd_kafka_mock_topic_create`` and ``rd_kafka_mock_set_group_consumer_{session_timeout,heartbeat_interval}_ms``.
-The mock listens on 127.0.0.1 only.
+AdminClient.create_topics times out against it, and its consumer groups keep the mock's defaults (a
+heartbeat interval of 3 s, which is what makes a group of three take about 3 s to form there).  The mock's
+C API (rdkafka_mock.h) is exported by the librdkafka that confluent-kafka bundles, so this script calls it with
+ctypes: ``rd_kafka_mock_cluster_new`` on a handle of its own, then ``rd_kafka_mock_topic_create`` and
+``rd_kafka_mock_set_group_consumer_{session_timeout,heartbeat_interval}_ms``, which a group takes when its
+first member joins.  The mock listens on 127.0.0.1 only.
 """
 
 import argparse
