@@ -15,9 +15,9 @@ import time
 import pytest
 
 from kwire import codec
-from kwire.group import errors as E
+from kwire.codec import ErrorCode as E
 from kwire.testing import MockCluster
-from tests.conftest import Lines, stop_process
+from tests.processes import Lines, stop_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT_S = 10

@@ -430,7 +430,8 @@ class ClassicRebalance:
         elif group.state in _LEAVE_REFUSED_IN:
             top, errors = _LEAVE_REFUSED_IN[group.state], None
         else:
-            top, errors = NONE, [self._leave_one(group, member_id, instance_id) for member_id, instance_id in identities]
+            top, errors = NONE, [self._leave_one(group, member_id, instance_id)
+                                 for member_id, instance_id in identities]
             if NONE in errors:
                 if group.state in (STABLE, COMPLETING_REBALANCE):
                     self._prepare_rebalance(group, now)

@@ -217,7 +217,8 @@ class ConsumerMember:
         if heartbeat_interval_ms >= session_timeout_ms:
             raise GroupProtocolError("heartbeat.interval.ms must be lower than session.timeout.ms")
         self.versions = {**DEFAULT_VERSIONS, **(versions or {})}
-        if group_instance_id is not None and (self.versions[_JOIN] < 5 or self.versions[_SYNC] < 3 or self.versions[_HEARTBEAT] < 3):
+        versions = self.versions
+        if group_instance_id is not None and (versions[_JOIN] < 5 or versions[_SYNC] < 3 or versions[_HEARTBEAT] < 3):
             raise GroupProtocolError("static membership needs JoinGroup v5+, SyncGroup v3+ and Heartbeat v3+")
         self.group_id = group_id
         # The consumer's configuration, as the Java client names it (`duplicates` pairs this block by shape
