@@ -6,16 +6,17 @@ that move a group through its states are handled in ``_classic_rebalance.py``; c
 kept here but in ``_offsets.py``, which outlives a group.
 """
 
-from enum import Enum
 from typing import NamedTuple, Optional
 
 from kwire.codec import ErrorCode
+
+from ._states import StrState
 
 _NONE, _UNKNOWN_MEMBER_ID, _FENCED_INSTANCE_ID = ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID, \
     ErrorCode.FENCED_INSTANCE_ID
 
 
-class GroupState(str, Enum):
+class GroupState(StrState):
     """A classic group's state (Kafka's ``ClassicGroupState``), valued as Kafka prints it, so a state
     compares equal to the string DescribeGroups and ListGroups carry: ``"Stable" == GroupState.STABLE``."""
 
@@ -24,10 +25,6 @@ class GroupState(str, Enum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    # Printed and formatted as the bare value ("Stable"), as the string it replaces was.
-    __str__ = str.__str__
-    __format__ = str.__format__
 
 
 EMPTY = GroupState.EMPTY

@@ -21,7 +21,6 @@ sent as the rebalance timeout but nothing here expires it) -- those belong to th
 """
 
 import random
-from enum import Enum
 from typing import Any, NamedTuple, Optional, Tuple
 
 from kwire.codec import (
@@ -50,6 +49,7 @@ from kwire.codec import (
 from kwire.errors import ArgumentTypeError, KwireError
 
 from ._errors import GroupMemberFatalError, GroupProtocolError
+from ._states import StrState
 
 # The codes this side handles, by name: they are read on every response.
 NONE = ErrorCode.NONE
@@ -68,7 +68,7 @@ _FIND, _JOIN, _HEARTBEAT, _LEAVE, _SYNC = (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_
                                            ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP)
 
 
-class MemberState(str, Enum):
+class MemberState(StrState):
     """Where a :class:`ConsumerMember` is in the group protocol (Java's ``MemberState`` of
     ``AbstractCoordinator``, plus the two ends a sans-IO member has: CLOSED and FAILED).  Str-valued:
     ``member.state == "STABLE"`` holds as well as ``member.state == MemberState.STABLE``."""
@@ -80,34 +80,24 @@ class MemberState(str, Enum):
     CLOSED = "CLOSED"
     FAILED = "FAILED"
 
-    # Printed and formatted as the bare value, as the string it replaces was.
-    __str__ = str.__str__
-    __format__ = str.__format__
 
-
-UNJOINED = MemberState.UNJOINED
-PREPARING_REBALANCE = MemberState.PREPARING_REBALANCE
-COMPLETING_REBALANCE = MemberState.COMPLETING_REBALANCE
-STABLE = MemberState.STABLE
-CLOSED = MemberState.CLOSED
-FAILED = MemberState.FAILED
-
-_LIVE = (UNJOINED, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE)
+_LIVE = (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
 # The member's legal transitions: target -> allowed sources (every move goes through ConsumerMember._to).
 # A JoinGroup may be sent from any live state: a first join, a rejoin from Stable, a retry after
 # REBALANCE_IN_PROGRESS from CompletingRebalance or after a backoff from PreparingRebalance.  Any live state
 # may fall back to Unjoined (resetStateAndRejoin, a lost coordinator) or end (close, a fatal error).
 _ALLOWED_FROM = {
-    UNJOINED: _LIVE,
-    PREPARING_REBALANCE: _LIVE,
-    COMPLETING_REBALANCE: (PREPARING_REBALANCE,),
-    STABLE: (COMPLETING_REBALANCE,),
-    CLOSED: _LIVE,
-    FAILED: _LIVE,
+    MemberState.UNJOINED: _LIVE,
+    MemberState.PREPARING_REBALANCE: _LIVE,
+    MemberState.COMPLETING_REBALANCE: (MemberState.PREPARING_REBALANCE,),
+    MemberState.STABLE: (MemberState.COMPLETING_REBALANCE,),
+    MemberState.CLOSED: _LIVE,
+    MemberState.FAILED: _LIVE,
 }
+_ENDED = (MemberState.CLOSED, MemberState.FAILED)
 # Heartbeats run from the JoinGroup response until the member leaves the generation (Java's heartbeat
 # thread is enabled in onJoinComplete's lead-up and disabled on every path out).
-_HEARTBEATING = frozenset({COMPLETING_REBALANCE, STABLE})
+_HEARTBEATING = frozenset({MemberState.COMPLETING_REBALANCE, MemberState.STABLE})
 
 EAGER = "EAGER"
 COOPERATIVE = "COOPERATIVE"
@@ -237,7 +227,7 @@ class ConsumerMember:
         self._rng = rng or random.Random()
 
         self.topics = _subscription_topics(topics)
-        self.state = UNJOINED
+        self.state = MemberState.UNJOINED
         self.coordinator = None            # CoordinatorFound once known
         self.generation = _NO_GENERATION   # (generation id, member id, protocol name)
         self.leader_id = ""
@@ -275,7 +265,7 @@ class ConsumerMember:
 
     def poll(self, now):
         """Advance timers and return everything to send or report now, in order."""
-        if self.state in (CLOSED, FAILED):
+        if self.state in _ENDED:
             return self._drain()
         if self._heartbeat_enabled and self._session_deadline is not None and now >= self._session_deadline:
             # No successful heartbeat for a whole session: the coordinator is presumed gone (the
@@ -285,7 +275,7 @@ class ConsumerMember:
             if self._find_token is None and now >= self._retry_at:
                 self._send_find_coordinator()
             return self._drain()
-        if self._joined_topics is not None and self._joined_topics != self.topics and self.state == STABLE:
+        if self._joined_topics is not None and self._joined_topics != self.topics and self.state == MemberState.STABLE:
             self._request_rejoin()
         if self._rejoin_needed and self._join_token is None and self._sync_token is None and now >= self._retry_at:
             if self._needs_join_prepare:
@@ -304,7 +294,7 @@ class ConsumerMember:
 
     def next_deadline(self):
         """When :meth:`poll` next has something to do (ms), or None while only waiting for responses."""
-        if self.state in (CLOSED, FAILED):
+        if self.state in _ENDED:
             return None
         times = []
         if self.coordinator is None:
@@ -329,7 +319,7 @@ class ConsumerMember:
                     "heartbeat": HeartbeatResponse, "leave": LeaveGroupResponse}[kind]
         if not isinstance(response, expected):
             raise GroupProtocolError(f"token {token} was a {kind} request; got a {type(response).__name__}")
-        if self.state not in (CLOSED, FAILED):
+        if self.state not in _ENDED:
             getattr(self, "_on_" + kind)(token, response, generation, now)
         return self.poll(now)
 
@@ -339,7 +329,7 @@ class ConsumerMember:
         if entry is None:
             raise GroupProtocolError(f"no request with token {token} is in flight")
         kind = entry[0]
-        if self.state not in (CLOSED, FAILED):
+        if self.state not in _ENDED:
             if kind == "find":
                 self._find_token = None
                 self._backoff_find(now)
@@ -362,7 +352,7 @@ class ConsumerMember:
 
         Static members do not send LeaveGroup (they rely on their session timeout, or on being replaced
         when they restart); the outputs still carry the revocation."""
-        if self.state in (CLOSED, FAILED):
+        if self.state in _ENDED:
             return self._drain()
         if self.owned:
             if self.generation_id == -1 or not self.member_id:
@@ -370,7 +360,7 @@ class ConsumerMember:
             else:
                 self._out.append(PartitionsRevoked(self.owned))
             self.owned = ()
-        if (self.group_instance_id is None and self.coordinator is not None and self.state != UNJOINED
+        if (self.group_instance_id is None and self.coordinator is not None and self.state != MemberState.UNJOINED
                 and self.member_id):
             version = self.versions[_LEAVE]
             if version >= 3:
@@ -380,7 +370,7 @@ class ConsumerMember:
             else:
                 request = LeaveGroupRequest(group_id=self.group_id, member_id=self.member_id)
             self._send("leave", request, version)
-        self._to(CLOSED)
+        self._to(MemberState.CLOSED)
         return self._drain()
 
     # -- requests ---------------------------------------------------------------------------------------
@@ -407,7 +397,7 @@ class ConsumerMember:
 
     def _send_join_group(self):
         version = self.versions[_JOIN]
-        self._to(PREPARING_REBALANCE)
+        self._to(MemberState.PREPARING_REBALANCE)
         self._joined_topics = self.topics
         request = JoinGroupRequest(
             group_id=self.group_id,
@@ -509,9 +499,9 @@ class ConsumerMember:
         if error == NONE:
             if response.protocol_type is not None and response.protocol_type != "consumer":
                 return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol type {response.protocol_type!r}")
-            if self.state != PREPARING_REBALANCE:
+            if self.state != MemberState.PREPARING_REBALANCE:
                 return self._retry_join(now)
-            self._to(COMPLETING_REBALANCE)
+            self._to(MemberState.COMPLETING_REBALANCE)
             self._enable_heartbeat(now)
             self.generation = (response.generation_id, response.member_id, response.protocol_name)
             self.leader_id = response.leader
@@ -554,15 +544,15 @@ class ConsumerMember:
         if error == NONE:
             if response.protocol_type is not None and response.protocol_type != "consumer":
                 return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol type {response.protocol_type!r}")
-            if generation != self.generation or self.state != COMPLETING_REBALANCE:
+            if generation != self.generation or self.state != MemberState.COMPLETING_REBALANCE:
                 # The heartbeat reset the generation meanwhile: as ILLEGAL_GENERATION, rejoin at once.
                 self._reset(reset_member_id=False)
                 return
             if response.protocol_name is not None and response.protocol_name != self.generation[2]:
                 return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol name {response.protocol_name!r}")
-            self._to(STABLE)
+            self._to(MemberState.STABLE)
             self._on_join_complete(response.assignment)
-            if self.state != FAILED:
+            if self.state != MemberState.FAILED:
                 self._needs_join_prepare = True
         elif error == REBALANCE_IN_PROGRESS:
             self._request_rejoin()  # same member id and generation; onJoinPrepare does not run again
@@ -585,7 +575,7 @@ class ConsumerMember:
         elif error == REBALANCE_IN_PROGRESS:
             # Counts as a successful heartbeat; a STABLE member rejoins.
             self._session_deadline = now + self.session_timeout_ms
-            if self.state == STABLE:
+            if self.state == MemberState.STABLE:
                 self._request_rejoin()
         elif error in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
             self._coordinator_unknown(now)
@@ -611,7 +601,7 @@ class ConsumerMember:
             raise AssertionError(f"member {self.member_id!r}: illegal transition {self.state} -> {target}")
         self.state = target
         self._heartbeat_enabled = target in _HEARTBEATING
-        if target == STABLE:
+        if target == MemberState.STABLE:
             self._rejoin_needed = False
 
     def _request_rejoin(self):
@@ -619,7 +609,7 @@ class ConsumerMember:
 
     def _reset(self, reset_member_id):
         # AbstractCoordinator.resetStateAndRejoin
-        self._to(UNJOINED)
+        self._to(MemberState.UNJOINED)
         self.generation = _NO_GENERATION if reset_member_id else (-1, self.member_id, None)
         self._request_rejoin()
         self._needs_join_prepare = True
@@ -655,12 +645,12 @@ class ConsumerMember:
         if self._join_token is not None or self._sync_token is not None:
             self._request_rejoin()
         self._join_token = self._sync_token = self._heartbeat_token = None
-        if self.state in (PREPARING_REBALANCE, COMPLETING_REBALANCE):
-            self._to(UNJOINED)
+        if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+            self._to(MemberState.UNJOINED)
         if backoff:
             self._retry_at = now + self.retry_backoff_ms
 
     def _fail(self, error, message):
         name = error_name(error)
-        self._to(FAILED)
+        self._to(MemberState.FAILED)
         self._out.append(MemberFailed(GroupMemberFatalError(error, f"{message}: {name}")))
