@@ -12,8 +12,9 @@ from kwire.codec import ErrorCode
 
 from ._states import StrState
 
-_NONE, _UNKNOWN_MEMBER_ID, _FENCED_INSTANCE_ID = ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID, \
-    ErrorCode.FENCED_INSTANCE_ID
+# Plain ints: validate_member answers every member request.
+_NONE, _UNKNOWN_MEMBER_ID, _FENCED_INSTANCE_ID = (int(ErrorCode.NONE), int(ErrorCode.UNKNOWN_MEMBER_ID),
+                                                  int(ErrorCode.FENCED_INSTANCE_ID))
 
 
 class GroupState(StrState):

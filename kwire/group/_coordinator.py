@@ -63,7 +63,8 @@ from ._registry import EXPIRE, GroupRegistry
 from ._request import Reply, RequestContext
 from ._timers import Timers
 
-NONE = ErrorCode.NONE
+_new_tuple = tuple.__new__  # builds a namedtuple from a tuple without its Python-level __new__
+NONE = int(ErrorCode.NONE)  # a plain int: it goes into every OffsetFetch partition
 
 
 def _random_member_id(prefix):
@@ -140,8 +141,11 @@ class GroupCoordinator(ClassicRebalance):
                 f"{type(request).__name__} has versions {request.min_version}-{request.max_version}, not {version}")
         if self._timers.may_be_due(now):
             self._fire_due(now)
-        handler(request, RequestContext(handle, version, now, client_id, client_host))
-        return self._drain()
+        # tuple.__new__ skips the namedtuple's Python-level __new__, a sixth of a Heartbeat's cost otherwise.
+        handler(request, _new_tuple(RequestContext, (handle, version, now, client_id, client_host)))
+        out = self._out
+        self._out = []
+        return out
 
     def tick(self, now):
         """Fire every timer due at ``now``; return the replies that became ready."""

@@ -9,3 +9,5 @@ class StrState(str, Enum):
 
     __str__ = str.__str__
     __format__ = str.__format__
+    # Hashed as the string it equals (Enum's own __hash__ is Python code; states key the answer tables).
+    __hash__ = str.__hash__
