@@ -182,6 +182,23 @@ def test_group_limit_and_members_per_group_limit():
         assert join("one").error_code == E.GROUP_MAX_SIZE_REACHED
 
 
+def test_at_the_group_limit_a_group_nobody_joined_makes_room():
+    # One JoinGroup v4+ per group id creates a group held only by the id it hands out: at max_groups the next
+    # new group takes its place instead of being refused (the id's owner is told UNKNOWN_MEMBER_ID and rejoins).
+    with MockCluster(topics={"t": 1}, max_groups=1) as cluster:
+        client = Client(cluster)
+
+        def join(group, member_id=""):
+            return client.call(codec.JoinGroupRequest(
+                group_id=group, session_timeout_ms=6000, rebalance_timeout_ms=6000, member_id=member_id,
+                protocol_type="consumer", protocols=[codec.JoinGroupRequestProtocol(name="range", metadata=b"")]), 9)
+        first = join("one")
+        assert first.error_code == E.MEMBER_ID_REQUIRED
+        assert join("two").error_code == E.MEMBER_ID_REQUIRED
+        assert cluster.describe_group("one") is None and cluster.describe_group("two") is not None
+        assert join("one", first.member_id).error_code == E.UNKNOWN_MEMBER_ID
+
+
 def test_injected_errors_count_down_and_latency_delays(cluster):
     client = Client(cluster)
     cluster.fail("FindCoordinator", E.COORDINATOR_NOT_AVAILABLE, count=2)
