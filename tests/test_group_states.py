@@ -89,6 +89,14 @@ def test_every_state_change_goes_through_the_transition_table(cls, mover):
         assert mover in {name for name, _ in _state_assignments(cls)}
 
 
+def test_the_member_table_names_every_state_and_ends_are_final():
+    from kwire.group._member import _ALLOWED_FROM
+
+    assert set(_ALLOWED_FROM) == set(MemberState)
+    assert all(MemberState.CLOSED not in sources and MemberState.FAILED not in sources
+               for sources in _ALLOWED_FROM.values())
+
+
 def test_an_illegal_member_transition_raises():
     member = ConsumerMember("g", ["t"])
     assert member.state is MemberState.UNJOINED
