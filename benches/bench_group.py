@@ -38,7 +38,7 @@ import sys
 import time
 
 import kwire
-from kwire.group import GroupCoordinator
+from kwire.group import GroupCoordinator, GroupState
 
 GROUP = "bench-group"
 
@@ -97,7 +97,7 @@ def one_rebalance(n, partitions, assign=True):
         answered += len(coordinator.handle(i, request, 5, now))
     answered += len(coordinator.handle(-1, leader_sync, 5, now))
     times["sync"] = time.process_time() - t
-    assert answered == n and coordinator.describe_group(GROUP).state == "Stable"
+    assert answered == n and coordinator.describe_group(GROUP).state == GroupState.STABLE
     return times
 
 

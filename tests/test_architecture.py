@@ -1,7 +1,9 @@
 """The tree's architecture, checked statically: nothing here imports the code under test.
 
 Five properties of the import graph of ``kwire/``, ``fuzz/`` and ``benches/``,
-which keep the flow between the packages one-directional and readable:
+which keep the flow between the packages one-directional and readable (and, for
+the packages in ONE_JOB_PACKAGES, short modules each named in
+docs/ARCHITECTURE.md):
 
 a. no import cycles, function-level imports included;
 b. public modules (no leading underscore in their own name) only re-export;
@@ -486,6 +488,45 @@ def test_the_tree_has_twins_and_cython_imports(tree):
     assert compiled, "no .pyx files found"
     for mod in compiled:
         assert mod.imports, f"no imports read from {mod.path}"
+
+
+# Packages whose every module is one job: each hand-written module is at most MAX_LINES lines and is named in
+# docs/ARCHITECTURE.md (the map a newcomer reads first).  A package joins the list once it is split so.
+ONE_JOB_PACKAGES = ("kwire/group", "kwire/testing")
+MAX_LINES = 800
+
+
+def one_job_violations(root=ROOT):
+    """``(module, lines, what)`` for each module of ONE_JOB_PACKAGES that is too long or not on the map."""
+    root = Path(root)
+    doc = (root / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    out = []
+    for package in ONE_JOB_PACKAGES:
+        for path in sorted((root / package).glob("*.py")):
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            rel = path.relative_to(root).as_posix()
+            if lines > MAX_LINES:
+                out.append((rel, lines, f"over {MAX_LINES} lines"))
+            if path.name != "__init__.py" and rel not in doc:
+                out.append((rel, lines, "not named in docs/ARCHITECTURE.md"))
+    return out
+
+
+def test_one_job_packages_have_short_modules_on_the_map():
+    rows = one_job_violations()
+    assert not rows, "modules too long or missing from docs/ARCHITECTURE.md:\n" + _report(rows)
+
+
+def test_a_long_or_unmapped_module_is_found(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ARCHITECTURE.md").write_text("`kwire/group/_named.py` does one thing", encoding="utf-8")
+    (tmp_path / "kwire" / "group").mkdir(parents=True)
+    (tmp_path / "kwire" / "group" / "_named.py").write_text("x = 1\n" * (MAX_LINES + 1), encoding="utf-8")
+    (tmp_path / "kwire" / "group" / "_unnamed.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "kwire" / "testing").mkdir()
+    assert [(m, what) for m, _, what in one_job_violations(tmp_path)] == [
+        ("kwire/group/_named.py", f"over {MAX_LINES} lines"),
+        ("kwire/group/_unnamed.py", "not named in docs/ARCHITECTURE.md")]
 
 
 # -- the checks catch what they claim to catch ---------------------------------------------------------------------

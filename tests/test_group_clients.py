@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from tests.conftest import Lines, stop_process
+from tests.processes import Lines, stop_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIENT = os.path.join(ROOT, "tests", "group_client.py")
@@ -29,7 +29,7 @@ HEARTBEAT_S = 0.3  # tests/group_client.py's heartbeat.interval.ms
 # machine); its session must outlast that by far, or the coordinator drops the member and rebalances.
 STATIC_SESSION_MS = 30_000
 # Kafka's default is 3000 ms. With 0 a group forms before a client has its topic's metadata: the lone leader
-# assigns nothing and must rejoin, which kafka-python 3.0.12 can fail to finish (issue 13's ~40 s flake).
+# assigns nothing and must rejoin, which kafka-python 3.0.12 can fail to finish (a ~40 s flake seen here).
 REBALANCE_DELAY_MS = 1000
 
 pytestmark = pytest.mark.slow

@@ -4,138 +4,13 @@ Every test drives the sans-IO machine on an injected clock (milliseconds passed 
 Member ids are deterministic (``<client or instance id>-<n>``) through the member_id_factory hook.
 """
 
-import itertools
-
 import pytest
 
 import kwire
 from kwire.errors import KwireError
-from kwire.group import (
-    COMPLETING_REBALANCE,
-    EMPTY,
-    NEW_MEMBER_JOIN_TIMEOUT_MS,
-    PREPARING_REBALANCE,
-    STABLE,
-    GroupCoordinator,
-    GroupProtocolError,
-)
-from kwire.group import errors as E
-
-SESSION = 10_000
-REBALANCE = 30_000
-
-
-def protocols(*names, meta=b"m"):
-    return [kwire.JoinGroupRequestProtocol(name=n, metadata=meta + n.encode()) for n in names]
-
-
-class Net:
-    """One coordinator and a clock; each request gets a fresh handle and its replies are kept by handle."""
-
-    def __init__(self, **config):
-        counter = itertools.count(1)
-        config.setdefault("initial_rebalance_delay_ms", 100)
-        self.c = GroupCoordinator(member_id_factory=lambda prefix: f"{prefix}-{next(counter)}", **config)
-        self.now = 0
-        self.replies = {}
-        self._handles = itertools.count(1)
-
-    def _take(self, replies):
-        for r in replies:
-            assert r.handle not in self.replies, "a request answered twice"
-            self.replies[r.handle] = r
-        return replies
-
-    def send(self, request, version, client_id="c"):
-        handle = next(self._handles)
-        self._take(self.c.handle(handle, request, version, self.now, client_id=client_id))
-        return handle
-
-    def answer(self, handle):
-        reply = self.replies.get(handle)
-        return None if reply is None else reply.response
-
-    def complete(self, *handles):
-        """Fire deadlines in order until every handle is answered (the initial delay may extend)."""
-        for _ in range(10):
-            if all(h in self.replies for h in handles):
-                return
-            self.tick(self.c.next_deadline())
-        raise AssertionError("the join phase did not complete")
-
-    def completing_pair(self, **join_kw):
-        """Two v3 members joined, the group in CompletingRebalance; returns their JoinGroup responses."""
-        a = self.join(version=3, client_id="a", **join_kw)
-        b = self.join(version=3, client_id="b", **join_kw)
-        self.complete(a, b)
-        assert self.state() == COMPLETING_REBALANCE
-        return self.answer(a), self.answer(b)
-
-    def tick(self, now):
-        self.now = now
-        return self._take(self.c.tick(now))
-
-    def join(self, member_id="", version=9, group="g", instance=None, protos=None, session=SESSION,
-             rebalance=REBALANCE, client_id="c", protocol_type="consumer"):
-        req = kwire.JoinGroupRequest(group_id=group, session_timeout_ms=session,
-                                     rebalance_timeout_ms=rebalance if version >= 1 else -1,
-                                     member_id=member_id, group_instance_id=instance,
-                                     protocol_type=protocol_type, protocols=protos or protocols("range"))
-        return self.send(req, version, client_id)
-
-    def sync(self, member_id, generation, version=5, group="g", instance=None, assignments=(), ptype="consumer",
-             pname="range"):
-        req = kwire.SyncGroupRequest(group_id=group, generation_id=generation, member_id=member_id,
-                                     group_instance_id=instance,
-                                     protocol_type=ptype if version >= 5 else None,
-                                     protocol_name=pname if version >= 5 else None,
-                                     assignments=[kwire.SyncGroupRequestAssignment(member_id=m, assignment=a)
-                                                  for m, a in assignments])
-        return self.send(req, version)
-
-    def heartbeat(self, member_id, generation, version=4, group="g", instance=None):
-        return self.send(kwire.HeartbeatRequest(group_id=group, generation_id=generation, member_id=member_id,
-                                                group_instance_id=instance), version)
-
-    def leave(self, *identities, version=5, group="g"):
-        if version >= 3:
-            members = [kwire.MemberIdentity(member_id=m, group_instance_id=i) for m, i in identities]
-            return self.send(kwire.LeaveGroupRequest(group_id=group, members=members), version)
-        (member_id, _), = identities
-        return self.send(kwire.LeaveGroupRequest(group_id=group, member_id=member_id), version)
-
-    def state(self, group="g"):
-        view = self.c.describe_group(group)
-        return None if view is None else view.state
-
-    def view(self, group="g"):
-        return self.c.describe_group(group)
-
-    def stable_group(self, n=2, version=9, group="g", instances=None):
-        """n dynamic (or static, if instances given) members through join and sync; returns their ids."""
-        handles = []
-        for i in range(n):
-            if instances:
-                handles.append(self.join(version=version, group=group, instance=instances[i], client_id=f"c{i}"))
-            else:
-                h = self.join(version=version, group=group, client_id=f"c{i}")
-                mid = self.answer(h).member_id if version >= 4 else ""
-                handles.append(self.join(mid, version=version, group=group, client_id=f"c{i}") if version >= 4 else h)
-        self.complete(*handles)
-        joins = [self.answer(h) for h in handles]
-        assert all(j is not None and j.error_code == 0 for j in joins), joins
-        ids = [j.member_id for j in joins]
-        gen = joins[0].generation_id
-        leader = joins[0].leader
-        sync_handles = [self.sync(m, gen, group=group, instance=instances[i] if instances else None,
-                                  assignments=[(x, x.encode()) for x in ids] if m == leader else ())
-                        for i, m in enumerate(ids) if m != leader]
-        lh = self.sync(leader, gen, group=group, instance=instances[ids.index(leader)] if instances else None,
-                       assignments=[(x, x.encode()) for x in ids])
-        assert all(self.answer(h).error_code == 0 for h in [*sync_handles, lh])
-        assert self.state(group) == STABLE
-        return ids, gen, leader
-
+from kwire.codec import ErrorCode as E
+from kwire.group import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinator, GroupProtocolError, GroupState
+from tests.group_net import REBALANCE, SESSION, Net, protocols
 
 # ---------------------------------------------------------------------------------------------------------
 # JoinGroup: checks before the group logic
@@ -177,11 +52,11 @@ def test_member_id_required_from_v4_leaves_the_group_empty(version):
     net = Net(initial_rebalance_delay_ms=3000)
     r = net.answer(net.join(version=version, client_id="app"))
     assert r.error_code == E.MEMBER_ID_REQUIRED and r.member_id == "app-1" and r.generation_id == -1
-    assert net.state() == EMPTY and net.view().members == ()
+    assert net.state() == GroupState.EMPTY and net.view().members == ()
     assert net.c.next_deadline() == SESSION  # the pending id's own session timer
     # Back with the id: now a member, the initial rebalance starts
     h = net.join("app-1", version=version)
-    assert net.answer(h) is None and net.state() == PREPARING_REBALANCE
+    assert net.answer(h) is None and net.state() == GroupState.PREPARING_REBALANCE
     net.tick(3000)
     r = net.answer(h)
     assert (r.error_code, r.generation_id, r.member_id, r.leader) == (0, 1, "app-1", "app-1")
@@ -192,7 +67,7 @@ def test_member_id_required_from_v4_leaves_the_group_empty(version):
 def test_before_v4_an_unknown_member_is_added_at_once(version):
     net = Net(initial_rebalance_delay_ms=3000)
     h = net.join(version=version, client_id="old")
-    assert net.answer(h) is None and net.state() == PREPARING_REBALANCE
+    assert net.answer(h) is None and net.state() == GroupState.PREPARING_REBALANCE
     net.tick(3000)
     r = net.answer(h)
     assert r.error_code == 0 and r.member_id == "old-1" and r.generation_id == 1
@@ -204,7 +79,7 @@ def test_v0_uses_the_session_timeout_as_rebalance_timeout():
     ids, gen, leader = net.stable_group(1, version=0)
     # A second v0 member: the leader has rebalance timeout = session (10 s), so the join timer is 10 s
     h = net.join(version=0, session=SESSION, client_id="x")
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
     assert net.c.next_deadline() == net.now + SESSION
     net.tick(net.now + SESSION)
     assert net.answer(h).error_code == 0  # the old member did not rejoin and was dropped
@@ -217,7 +92,7 @@ def test_pending_id_expires_on_its_session_timer():
     net.tick(SESSION)
     r = net.answer(net.join(mid))
     assert r.error_code == E.UNKNOWN_MEMBER_ID and r.member_id == mid
-    assert net.state() == EMPTY
+    assert net.state() == GroupState.EMPTY
 
 
 def test_heartbeat_from_a_pending_id_is_unknown_member():
@@ -250,7 +125,7 @@ def test_initial_delay_without_new_members_completes_at_the_first_window():
     net.tick(2999)
     assert net.answer(h) is None
     net.tick(3000)
-    assert net.answer(h).error_code == 0 and net.state() == COMPLETING_REBALANCE
+    assert net.answer(h).error_code == 0 and net.state() == GroupState.COMPLETING_REBALANCE
 
 
 def test_rejoin_of_a_known_member_does_not_extend_the_initial_delay():
@@ -270,7 +145,7 @@ def test_leave_during_the_initial_delay_does_not_cut_it_short():
     a = net.join(version=3, client_id="a")
     net.join(version=3, client_id="b")
     net.leave(("b-2", None), version=3)
-    assert net.state() == PREPARING_REBALANCE and net.answer(a) is None
+    assert net.state() == GroupState.PREPARING_REBALANCE and net.answer(a) is None
     net.tick(3000)
     net.tick(6000)  # b's arrival flagged a new member: one more window
     assert net.answer(a).error_code == 0 and [m.member_id for m in net.answer(a).members] == ["a-1"]
@@ -306,7 +181,7 @@ def test_inconsistent_group_protocol(case):
     # a known member changing to an unsupported protocol: the same, echoing its id
     r = net.answer(net.join(ids[1], protos=protocols("roundrobin")))
     assert r.error_code == E.INCONSISTENT_GROUP_PROTOCOL and r.member_id == ids[1]
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
 
 
 def test_empty_group_accepts_any_nonempty_protocol_type_and_list():
@@ -326,12 +201,12 @@ def test_empty_group_accepts_any_nonempty_protocol_type_and_list():
 def test_completing_rebalance_same_metadata_gets_the_current_generation_again():
     net = Net()
     first_a, first_b = net.completing_pair()
-    assert net.state() == COMPLETING_REBALANCE
+    assert net.state() == GroupState.COMPLETING_REBALANCE
     again_b = net.answer(net.join(first_b.member_id, version=3))
     again_a = net.answer(net.join(first_a.member_id, version=3))
     assert again_b.generation_id == first_b.generation_id and again_b.members == []
     assert len(again_a.members) == 2 and again_a.leader == first_a.member_id
-    assert net.state() == COMPLETING_REBALANCE
+    assert net.state() == GroupState.COMPLETING_REBALANCE
 
 
 def test_completing_rebalance_changed_metadata_rebalances_and_answers_parked_syncs():
@@ -342,7 +217,7 @@ def test_completing_rebalance_changed_metadata_rebalances_and_answers_parked_syn
     rejoin = net.join(rb.member_id, version=3, protos=protocols("range", meta=b"new"))
     r = net.answer(parked)
     assert r.error_code == E.REBALANCE_IN_PROGRESS and r.assignment == b"" and r.protocol_name is None
-    assert net.state() == PREPARING_REBALANCE and net.answer(rejoin) is None
+    assert net.state() == GroupState.PREPARING_REBALANCE and net.answer(rejoin) is None
     # the leader's next heartbeat learns of it, it rejoins, the join completes at once
     assert net.answer(net.heartbeat(ra.member_id, ra.generation_id)).error_code == E.REBALANCE_IN_PROGRESS
     net.join(ra.member_id, version=3)
@@ -355,14 +230,14 @@ def test_stable_follower_with_same_metadata_gets_current_generation_without_reba
     follower = [m for m in ids if m != leader][0]
     r = net.answer(net.join(follower))
     assert (r.error_code, r.generation_id, r.leader, r.members) == (0, gen, leader, [])
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
 
 
 def test_stable_leader_rejoin_always_rebalances():
     net = Net()
     ids, gen, leader = net.stable_group(2)
     h = net.join(leader)
-    assert net.answer(h) is None and net.state() == PREPARING_REBALANCE
+    assert net.answer(h) is None and net.state() == GroupState.PREPARING_REBALANCE
 
 
 def test_stable_follower_with_changed_metadata_rebalances():
@@ -370,7 +245,7 @@ def test_stable_follower_with_changed_metadata_rebalances():
     ids, gen, leader = net.stable_group(2)
     follower = [m for m in ids if m != leader][0]
     net.join(follower, protos=protocols("range", meta=b"changed"))
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
 
 
 def test_rebalance_drops_dynamic_members_that_do_not_rejoin_in_time():
@@ -397,7 +272,7 @@ def test_all_members_rejoining_completes_the_join_without_waiting():
     ids, gen, leader = net.stable_group(3)
     hs = [net.join(m) for m in ids]
     assert all(net.answer(h).generation_id == gen + 1 for h in hs)
-    assert net.state() == COMPLETING_REBALANCE
+    assert net.state() == GroupState.COMPLETING_REBALANCE
 
 
 def test_duplicate_join_in_preparing_replaces_the_parked_one():
@@ -415,12 +290,12 @@ def test_new_member_join_timeout_removes_a_member_whose_join_never_completes():
     # the old member's rebalance timeout is 10 minutes: longer than the fixed new-member timeout
     net.join(leader, rebalance=600_000)
     net.join(leader, rebalance=600_000)  # (parked again; still waiting for the newcomer's slot? no: all joined)
-    assert net.state() == COMPLETING_REBALANCE
+    assert net.state() == GroupState.COMPLETING_REBALANCE
     net.sync(leader, gen + 1, assignments=[(leader, b"x")])
     start = net.now
     net.heartbeat(leader, gen + 1)
     h_new = net.join(version=3, client_id="late", rebalance=600_000)
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
     # keep the old member alive without rejoining; the newcomer waits
     for t in range(start + 5_000, start + NEW_MEMBER_JOIN_TIMEOUT_MS, 5_000):
         net.tick(t)
@@ -443,7 +318,7 @@ def test_group_max_size_in_stable_and_preparing():
     assert (r.error_code, r.member_id) == (E.GROUP_MAX_SIZE_REACHED, "")
     # known members are always admitted in Stable
     h = net.join(leader)
-    assert net.state() == PREPARING_REBALANCE and net.answer(h) is None
+    assert net.state() == GroupState.PREPARING_REBALANCE and net.answer(h) is None
     # in PreparingRebalance the gate counts members awaiting join: one is parked, so one more fits
     new = net.join(version=3, client_id="n")
     assert net.answer(new) is None
@@ -482,7 +357,7 @@ def test_static_restart_in_stable_replaces_the_id_without_rebalance(version):
     r = net.answer(net.join(version=version, instance=instance))
     assert r.error_code == 0 and r.generation_id == gen and r.member_id not in ids
     assert r.member_id.startswith(instance + "-")
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
     # it syncs and gets its stored assignment
     s = net.answer(net.sync(r.member_id, gen, instance=instance))
     assert s.error_code == 0 and s.assignment == old.encode()
@@ -497,7 +372,7 @@ def test_static_leader_restart_by_version(version):
     ids, gen, leader = net.stable_group(2, version=version, instances=["i0", "i1"])
     instance = "i0" if leader == ids[0] else "i1"
     r = net.answer(net.join(version=version, instance=instance))
-    assert net.view().leader_id == r.member_id and net.state() == STABLE
+    assert net.view().leader_id == r.member_id and net.state() == GroupState.STABLE
     if version >= 9:
         assert r.leader == r.member_id and r.skip_assignment and len(r.members) == 2
     else:
@@ -510,11 +385,11 @@ def test_static_restart_that_changes_the_selected_protocol_rebalances():
     net.complete(h)
     r = net.answer(h)
     net.sync(r.member_id, r.generation_id, assignments=[(r.member_id, b"x")])
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
     # same protocols, new order of preference: the vote changes, so the restart rebalances
     # (the only member has rejoined, so the rebalance completes at once into a new generation)
     r = net.answer(net.join(instance="i0", protos=protocols("roundrobin", "range")))
-    assert (r.generation_id, r.protocol_name, net.state()) == (2, "roundrobin", COMPLETING_REBALANCE)
+    assert (r.generation_id, r.protocol_name, net.state()) == (2, "roundrobin", GroupState.COMPLETING_REBALANCE)
     # a protocol the group does not support at all is refused before any replacement
     r = net.answer(net.join(instance="i0", protos=protocols("sticky")))
     assert r.error_code == E.INCONSISTENT_GROUP_PROTOCOL
@@ -542,7 +417,7 @@ def test_static_replacement_fences_the_old_parked_join():
     f1, f2 = [m for m in ids if m != leader]
     net.join(leader, instance=instance_of[leader])
     old_join = net.join(f1, instance=instance_of[f1])
-    assert net.state() == PREPARING_REBALANCE and net.answer(old_join) is None
+    assert net.state() == GroupState.PREPARING_REBALANCE and net.answer(old_join) is None
     new = net.join(instance=instance_of[f1])
     r = net.answer(old_join)
     assert (r.error_code, r.member_id) == (E.FENCED_INSTANCE_ID, f1)
@@ -560,7 +435,7 @@ def test_static_replacement_in_completing_rebalance_fences_the_parked_sync_and_r
     parked = net.sync(rb.member_id, rb.generation_id, instance="b")
     net.join(instance="b")
     assert net.answer(parked).error_code == E.FENCED_INSTANCE_ID
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
 
 
 def test_static_member_checks():
@@ -576,7 +451,7 @@ def test_static_member_checks():
 def test_static_members_never_get_member_id_required():
     net = Net()
     h = net.join(instance="s")
-    assert net.answer(h) is None and net.state() == PREPARING_REBALANCE
+    assert net.answer(h) is None and net.state() == GroupState.PREPARING_REBALANCE
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -601,7 +476,7 @@ def test_followers_wait_for_the_leader_and_missing_members_get_empty_bytes():
     assert net.answer(parked[0]).assignment == b"F0-last"   # a repeated id: the last one wins
     assert net.answer(parked[1]).assignment == b""          # left out by the leader
     assert net.answer(parked[0]).protocol_type == "consumer" and net.answer(parked[0]).protocol_name == "range"
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
 
 
 def test_late_follower_in_stable_gets_its_stored_assignment():
@@ -644,7 +519,7 @@ def test_sync_to_an_empty_group_is_unknown_member():
     ids, gen, _ = net.stable_group(1)
     net.leave((ids[0], None))
     net.tick(net.now)
-    assert net.state() == EMPTY
+    assert net.state() == GroupState.EMPTY
     assert net.answer(net.sync(ids[0], gen)).error_code == E.UNKNOWN_MEMBER_ID
 
 
@@ -665,7 +540,7 @@ def test_leader_that_never_syncs_is_dropped_and_followers_are_sent_back():
     assert net.answer(parked).error_code == E.REBALANCE_IN_PROGRESS
     members = {m.member_id for m in net.view().members}
     # the leader and the follower that never sent SyncGroup are gone; the parked one stays
-    assert members == {followers[0]} and net.state() == PREPARING_REBALANCE
+    assert members == {followers[0]} and net.state() == GroupState.PREPARING_REBALANCE
     assert net.view().leader_id == followers[0]
 
 
@@ -674,11 +549,11 @@ def test_member_that_never_syncs_is_dropped_even_once_stable():
     ra, rb = net.completing_pair(session=60_000, rebalance=20_000)
     start = net.now
     net.sync(ra.member_id, 1, assignments=[(ra.member_id, b"A"), (rb.member_id, b"B")])
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
     assert net.answer(net.heartbeat(rb.member_id, 1)).error_code == 0  # heartbeats do not count as syncing
     net.tick(start + 20_000)
     assert [m.member_id for m in net.view().members] == [ra.member_id]
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
 
 
 def test_sync_timer_is_cancelled_when_everyone_synced():
@@ -688,7 +563,7 @@ def test_sync_timer_is_cancelled_when_everyone_synced():
         net.tick(t)
         for m in ids:
             net.heartbeat(m, gen)
-    assert net.state() == STABLE and len(net.view().members) == 2
+    assert net.state() == GroupState.STABLE and len(net.view().members) == 2
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -702,18 +577,18 @@ def test_heartbeat_answers_by_state(version):
     assert net.answer(net.heartbeat("x", 0, version=version, group="")).error_code == E.INVALID_GROUP_ID
     assert net.answer(net.heartbeat("x", 0, version=version, group="none")).error_code == E.UNKNOWN_MEMBER_ID
     a, b = net.join(version=3, client_id="a"), net.join(version=3, client_id="b")
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
     net.complete(a, b)
     ra, rb = net.answer(a), net.answer(b)
-    assert net.state() == COMPLETING_REBALANCE
+    assert net.state() == GroupState.COMPLETING_REBALANCE
     assert net.answer(net.heartbeat(rb.member_id, 1, version=version)).error_code == 0
     assert net.answer(net.heartbeat(rb.member_id, 0, version=version)).error_code == E.ILLEGAL_GENERATION
     net.sync(ra.member_id, 1, assignments=[])
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
     assert net.answer(net.heartbeat(rb.member_id, 1, version=version)).error_code == 0
     assert net.answer(net.heartbeat("ghost", 1, version=version)).error_code == E.UNKNOWN_MEMBER_ID
     net.join(ra.member_id, version=3)
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
     # the old generation is still current while preparing
     assert net.answer(net.heartbeat(rb.member_id, 1, version=version)).error_code == E.REBALANCE_IN_PROGRESS
     assert net.answer(net.heartbeat(rb.member_id, 2, version=version)).error_code == E.ILLEGAL_GENERATION
@@ -726,7 +601,7 @@ def test_session_expiry_removes_the_member_and_rebalances():
     for t in range(3000, SESSION + 3000, 3000):
         net.tick(t)
         net.heartbeat(leader, gen)
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
     assert [m.member_id for m in net.view().members] == [leader]
     assert net.answer(net.heartbeat(follower, gen)).error_code == E.UNKNOWN_MEMBER_ID
     assert net.answer(net.heartbeat(leader, gen)).error_code == E.REBALANCE_IN_PROGRESS
@@ -740,7 +615,7 @@ def test_heartbeats_keep_a_session_alive_past_its_timeout():
     for t in range(SESSION // 2, 10 * SESSION, SESSION // 2):
         net.tick(t)
         assert net.answer(net.heartbeat(leader, gen)).error_code == 0
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
 
 
 def test_a_member_with_a_parked_join_is_not_expired():
@@ -765,10 +640,10 @@ def test_leave_v0_to_v2_single_member(version):
     assert net.answer(net.leave(("x", None), version=version, group="nope")).error_code == E.UNKNOWN_MEMBER_ID
     ids, gen, leader = net.stable_group(2)
     assert net.answer(net.leave(("ghost", None), version=version)).error_code == E.UNKNOWN_MEMBER_ID
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
     r = net.answer(net.leave((leader, None), version=version))
     assert r.error_code == 0 and r.members == []
-    assert net.state() == PREPARING_REBALANCE and net.view().leader_id != leader
+    assert net.state() == GroupState.PREPARING_REBALANCE and net.view().leader_id != leader
 
 
 @pytest.mark.parametrize("version", range(3, 6))
@@ -784,7 +659,7 @@ def test_leave_batch_reports_each_identity(version):
         (ids[0], "i0", 0), ("ghost", None, E.UNKNOWN_MEMBER_ID), (ids[1], "i2", E.FENCED_INSTANCE_ID),
         ("", "i2", 0), ("", "zz", E.UNKNOWN_MEMBER_ID)]
     assert [m.member_id for m in net.view().members] == [ids[1]]
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
 
 
 def test_leave_answers_the_leavers_parked_join_and_completes_the_join():
@@ -794,9 +669,9 @@ def test_leave_answers_the_leavers_parked_join_and_completes_the_join():
     hl = net.join(leader)
     hf = net.join(follower, protos=protocols("range", meta=b"other"))  # a second parked join
     net.join(leader)  # (complete: both joined)
-    assert net.state() == COMPLETING_REBALANCE
+    assert net.state() == GroupState.COMPLETING_REBALANCE
     hl2 = net.join(leader, protos=protocols("range", meta=b"v3"))  # back to preparing, leader parked
-    assert net.state() == PREPARING_REBALANCE and net.answer(hl2) is None
+    assert net.state() == GroupState.PREPARING_REBALANCE and net.answer(hl2) is None
     r = net.answer(net.leave((leader, None)))
     assert r.members[0].error_code == 0
     parked = net.answer(hl2)
@@ -809,14 +684,14 @@ def test_leave_of_a_pending_member_in_stable_rebalances_as_java():
     ids, gen, leader = net.stable_group(1)
     pending = net.answer(net.join(client_id="p")).member_id
     r = net.answer(net.leave((pending, None)))
-    assert r.members[0].error_code == 0 and net.state() == PREPARING_REBALANCE
+    assert r.members[0].error_code == 0 and net.state() == GroupState.PREPARING_REBALANCE
 
 
 def test_leave_of_the_last_member_empties_the_group_with_a_new_generation():
     net = Net()
     ids, gen, leader = net.stable_group(1)
     net.leave((leader, None))
-    assert net.state() == EMPTY and net.view().generation_id == gen + 1
+    assert net.state() == GroupState.EMPTY and net.view().generation_id == gen + 1
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -849,10 +724,11 @@ def test_many_groups_are_independent():
     g1 = net.stable_group(2, group="one")
     g2 = net.stable_group(3, group="two")
     net.join(g1[2], group="one")
-    assert net.state("one") == PREPARING_REBALANCE and net.state("two") == STABLE
+    assert net.state("one") == GroupState.PREPARING_REBALANCE and net.state("two") == GroupState.STABLE
     assert net.answer(net.heartbeat(g1[0][0], g1[1], group="two")).error_code == E.UNKNOWN_MEMBER_ID
-    assert sorted(net.c.list_groups()) == [("one", "consumer", PREPARING_REBALANCE), ("two", "consumer", STABLE)]
-    assert net.c.list_groups(states=[" STABLE "]) == [("two", "consumer", STABLE)]
+    assert sorted(net.c.list_groups()) == [("one", "consumer", GroupState.PREPARING_REBALANCE),
+                                           ("two", "consumer", GroupState.STABLE)]
+    assert net.c.list_groups(states=[" STABLE "]) == [("two", "consumer", GroupState.STABLE)]
     assert g2
 
 
@@ -898,7 +774,7 @@ def test_validate_offset_commit():
     assert net.c.describe_group("new") is None
     assert v("simple", -1, "", None, version=8, now=0) == 0
     view = net.c.describe_group("simple")
-    assert (view.state, view.protocol_type) == (EMPTY, "")
+    assert (view.state, view.protocol_type) == (GroupState.EMPTY, "")
     assert v("simple", -1, "whoever", None, version=8, now=0) == 0  # Empty, generation < 0: not checked
     ids, gen, leader = net.stable_group(2)
     assert v("g", gen, leader, None, version=8, now=net.now) == 0
@@ -907,11 +783,11 @@ def test_validate_offset_commit():
     assert v("g", -1, leader, None, version=8, now=net.now) == E.ILLEGAL_GENERATION
     assert v("g", -1, "", None, version=8, now=net.now) == E.UNKNOWN_MEMBER_ID
     net.join(leader)
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
     assert v("g", gen, leader, None, version=8, now=net.now) == 0  # the generation being left is accepted
     for m in ids:
         net.join(m)
-    assert net.state() == COMPLETING_REBALANCE
+    assert net.state() == GroupState.COMPLETING_REBALANCE
     assert v("g", gen + 1, leader, None, version=8, now=net.now) == E.REBALANCE_IN_PROGRESS
 
 
@@ -923,14 +799,15 @@ def test_validate_offset_commit_static_and_session_rearm():
     for t in range(5000, 5 * SESSION, 5000):
         net.tick(t)
         assert net.c.validate_offset_commit("g", gen, leader, "i", version=8, now=t) == 0
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE
 
 
 def test_describe_group_by_state():
     net = Net()
     ids, gen, leader = net.stable_group(2)
     view = net.view()
-    assert (view.state, view.protocol_type, view.protocol_name, view.generation_id) == (STABLE, "consumer", "range", gen)
+    assert (view.state, view.protocol_type, view.protocol_name, view.generation_id) == (
+        GroupState.STABLE, "consumer", "range", gen)
     assert {m.member_id: (m.metadata, m.assignment) for m in view.members} == {
         m: (b"mrange", m.encode()) for m in ids}
     assert {m.client_id for m in view.members} == {"c0", "c1"}
@@ -960,7 +837,7 @@ def test_every_reply_of_a_whole_cycle_goes_through_the_framing_at_its_version(ve
              for i, j in enumerate(joins)]
     hbs = [net.heartbeat(j.member_id, j.generation_id, version=hb_v) for j in joins if not instances]
     leave = net.leave((joins[1].member_id, instances[1] if instances else None), version=leave_v)
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
     for correlation, reply in enumerate(net.replies.values()):
         frame = kwire.encode_response(reply.response, reply.version, correlation)
         header, decoded = kwire.decode_response(frame, reply.response.api_key, reply.version)
@@ -971,16 +848,18 @@ def test_every_reply_of_a_whole_cycle_goes_through_the_framing_at_its_version(ve
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Every state × every request: the error code Kafka's classic coordinator answers, section by section of the
-# team's reference notes on the classic group protocol (classic-group-protocol.md, kept beside the repository
-# with Kafka's source references; docs/GROUP.md carries the same tables)
+# Every state × every request: the error code Kafka's classic coordinator answers, each row cited to the
+# method of Kafka's GroupMetadataManager (or OffsetMetadataManager) that decides it; docs/GROUP.md carries
+# the same tables
 # ---------------------------------------------------------------------------------------------------------
 
 PARKED = "parked"  # no answer yet: the request waits for the join or sync phase to end
 ABSENT, UNLOADED = "(no group)", "(unloaded)"
 # Dead is a passing state here: unload_group moves the group through Dead and forgets it, as Java's
-# coordinator deletes the group object (§2, "any → Dead"), so the next request meets no group at all.
-MATRIX_STATES = [ABSENT, UNLOADED, EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE]
+# coordinator deletes the group object (ClassicGroupState: any state may go to Dead), so the next request
+# meets no group at all.
+MATRIX_STATES = [ABSENT, UNLOADED, GroupState.EMPTY, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,
+                 GroupState.STABLE]
 
 
 def group_in(state):
@@ -993,12 +872,13 @@ def group_in(state):
     follower = next(m for m in ids if m != leader)
     if state == UNLOADED:
         net._take(net.c.unload_group("g", net.now))
-    elif state == EMPTY:
+    elif state == GroupState.EMPTY:
         net.leave(*[(m, None) for m in ids])
-        gen += 1  # an emptied join phase still ends a generation (§2, PreparingRebalance → Empty)
-    elif state == PREPARING_REBALANCE:
-        net.join(leader)  # a Stable leader's rejoin always rebalances (§4.4); the followers have not rejoined
-    elif state == COMPLETING_REBALANCE:
+        gen += 1  # an emptied join phase still ends a generation (completeClassicGroupJoin: → Empty)
+    elif state == GroupState.PREPARING_REBALANCE:
+        net.join(leader)  # a Stable leader's rejoin always rebalances (classicGroupJoinExistingMember);
+        # the followers have not rejoined
+    elif state == GroupState.COMPLETING_REBALANCE:
         rejoins = [net.join(m) for m in ids]
         assert all(net.answer(h).error_code == 0 for h in rejoins)
         gen += 1
@@ -1043,39 +923,42 @@ N, UMI, IG, RIP = E.NONE, E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.REBALANCE
 
 # request -> (how to send it, the answer in each of MATRIX_STATES)
 MATRIX = {
-    # §4.2: a member id for a group that does not exist; §4.4: validateMember, then by state (a follower with
-    # unchanged metadata: parked while PreparingRebalance, the current generation at once after it).
+    # classicGroupJoin: a member id for a group that does not exist; classicGroupJoinExistingMember:
+    # validateMember, then by state (a follower with unchanged metadata: parked while PreparingRebalance, the
+    # current generation at once after it).
     "JoinGroup known member": (lambda net, m, g: _code(net, net.join(m, version=5)),
                                [UMI, UMI, UMI, PARKED, N, N]),
-    # §4.4 step 3: validateMember fails in every state.
+    # classicGroupJoinExistingMember: validateMember fails in every state.
     "JoinGroup unknown member": (lambda net, m, g: _code(net, net.join("ghost-9", version=5)), [UMI] * 6),
-    # §4.3 step 5: a new dynamic member at v4+ is told its id first, whatever the state (§4.2: a missing
-    # group is created).
+    # classicGroupJoinNewDynamicMember: a new dynamic member at v4+ is told its id first, whatever the state
+    # (classicGroupJoin: a missing group is created).
     "JoinGroup new member": (lambda net, m, g: _code(net, net.join("", version=5)), [E.MEMBER_ID_REQUIRED] * 6),
-    # §5.1 step 7 (no group or Empty), then §5.2 by state.
+    # classicGroupSync: no group or Empty is UNKNOWN_MEMBER_ID, then the answer by state.
     "SyncGroup": (lambda net, m, g: _code(net, net.sync(m, g)), [UMI, UMI, UMI, RIP, PARKED, N]),
-    # §5.1 step 10.
+    # classicGroupSync: the generation is checked after the member.
     "SyncGroup old generation": (lambda net, m, g: _code(net, net.sync(m, g - 1)), [UMI, UMI, UMI, IG, IG, IG]),
-    # §5.2: in CompletingRebalance a second SyncGroup replaces the parked one; elsewhere each is answered alike.
+    # classicGroupSync: in CompletingRebalance a second SyncGroup replaces the parked one; elsewhere each is
+    # answered alike.
     "SyncGroup duplicate": (lambda net, m, g: (_code(net, net.sync(m, g)), _code(net, net.sync(m, g))),
                             [(UMI, UMI)] * 3 + [(RIP, RIP), (PARKED, PARKED), (N, N)]),
-    # §6.1 steps 6, 8 and 10 (CompletingRebalance answers NONE since 2.7).
+    # classicGroupHeartbeat: by state after the member checks (CompletingRebalance answers NONE since 2.7).
     "Heartbeat": (lambda net, m, g: _code(net, net.heartbeat(m, g)), [UMI, UMI, UMI, RIP, N, N]),
-    # §6.1 step 9.
+    # classicGroupHeartbeat: the generation is checked after the member.
     "Heartbeat old generation": (lambda net, m, g: _code(net, net.heartbeat(m, g - 1)), [UMI] * 3 + [IG] * 3),
-    # §6.1 step 8.
+    # classicGroupHeartbeat: validateMember.
     "Heartbeat unknown member": (lambda net, m, g: _code(net, net.heartbeat("ghost-9", g)), [UMI] * 6),
-    # §7 step 5 (no group: top level NONE, the member UNKNOWN_MEMBER_ID); validateMember per identity.
+    # classicGroupLeave (no group: top level NONE, the member UNKNOWN_MEMBER_ID); validateMember per identity.
     "LeaveGroup": (lambda net, m, g: _leave(net, m), [(N, UMI)] * 3 + [(N, N)] * 3),
-    # §8.1 steps 1 (v8: ILLEGAL_GENERATION), 4 and 6.
+    # OffsetMetadataManager.validateOffsetCommit (no group at v8: ILLEGAL_GENERATION), then
+    # ClassicGroup.validateOffsetCommit.
     "OffsetCommit": (lambda net, m, g: _commit(net, m, g), [IG, IG, UMI, N, RIP, N]),
-    # §8.1 steps 1, 3 and 5: a simple commit only where there is no group or it is Empty.
+    # ClassicGroup.validateOffsetCommit: a simple commit only where there is no group or it is Empty.
     "OffsetCommit simple": (lambda net, m, g: _commit(net, "", -1), [N, N, N, UMI, UMI, UMI]),
-    # §8.3: every state, no member or generation checks.
+    # OffsetMetadataManager.fetchOffsets: every state, no member or generation checks.
     "OffsetFetch": (lambda net, m, g: _fetch(net), [N] * 6),
-    # §8.4: an unknown group is NONE with state Dead.
+    # GroupMetadataManager.describeGroups: an unknown group is NONE with state Dead.
     "DescribeGroups": (lambda net, m, g: _describe(net),
-                       [(N, "Dead"), (N, "Dead")] + [(N, s) for s in MATRIX_STATES[2:]]),
+                       [(N, GroupState.DEAD), (N, GroupState.DEAD)] + [(N, s) for s in MATRIX_STATES[2:]]),
 }
 
 
@@ -1088,10 +971,11 @@ def test_every_state_answers_every_request_as_kafka(state, request_name):
 
 
 def test_a_duplicate_sync_in_completing_rebalance_replaces_the_parked_one():
-    # §5.2: the member's parked sync is replaced; Kafka never answers the first (its callback is dropped).
-    net, follower, gen = group_in(COMPLETING_REBALANCE)
+    # classicGroupSync: the member's parked sync is replaced; Kafka never answers the first (its callback is
+    # dropped).
+    net, follower, gen = group_in(GroupState.COMPLETING_REBALANCE)
     first, second = net.sync(follower, gen), net.sync(follower, gen)
     leader = net.view().leader_id
     net.sync(leader, gen, assignments=[(follower, b"f")])
     assert (net.answer(first), net.answer(second).assignment) == (None, b"f")
-    assert net.state() == STABLE
+    assert net.state() == GroupState.STABLE

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from tests.conftest import stop_process
+from tests.processes import stop_process
 
 from kwire.errors import KwireError, UnreachableError
-from kwire.group import STABLE, ConsumerMember, CoordinatorFound, MemberDriver, PartitionsAssigned
+from kwire.group import ConsumerMember, CoordinatorFound, GroupState, MemberDriver, MemberState, PartitionsAssigned
 from kwire.testing import MockCluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,7 +79,8 @@ async def until(condition, timeout_s=20, why=""):
 
 def covered(drivers, partitions):
     flat = [tp for d in drivers for tp in d.member.owned]
-    return (all(d.member.state == "STABLE" and d.member.owned for d in drivers) and len(flat) == len(set(flat))
+    return (all(d.member.state == MemberState.STABLE and d.member.owned for d in drivers)
+            and len(flat) == len(set(flat))
             and len(flat) == partitions)
 
 
@@ -100,7 +101,7 @@ async def _stable_again(cluster, drivers):
     Stable generation: their heartbeats reach it over the new connections."""
     def agreed():
         view = cluster.describe_group("g")
-        return (view is not None and view.state == STABLE and covered(drivers, 4)
+        return (view is not None and view.state == GroupState.STABLE and covered(drivers, 4)
                 and sorted(m.member_id for m in view.members) == sorted(d.member.member_id for d in drivers)
                 and all(d.member.generation_id == view.generation_id for d in drivers))
     await until(agreed, why=lambda: (cluster.describe_group("g"), [(d.member.state, d.member.owned) for d in drivers]))

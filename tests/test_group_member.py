@@ -14,15 +14,17 @@ from kwire.group import (
     GroupCoordinator,
     GroupJoined,
     GroupProtocolError,
+    GroupState,
     MemberFailed,
+    MemberState,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
     Send,
 )
-from kwire.group import errors as E
+from kwire.codec import ErrorCode as E
 
-from .group_loop import Loop
+from tests.group_loop import Loop
 
 
 class NoJitter:
@@ -82,7 +84,7 @@ def stable_member(owned=(("a", 0), ("b", 1)), **kw):
     sync = one_send(out, kwire.SyncGroupRequest)
     out = m.receive(sync.token, kwire.SyncGroupResponse(protocol_type="consumer", protocol_name="range",
                                                         assignment=assignment(*owned)), 20)
-    assert m.state == "STABLE"
+    assert m.state == MemberState.STABLE
     return m, out
 
 
@@ -106,7 +108,7 @@ def test_find_coordinator_by_version_then_join(version):
     out = m.receive(find.token, response, 5)
     assert out[0] == CoordinatorFound(1, "x", 2)
     join = one_send(out, kwire.JoinGroupRequest)
-    assert join.to_coordinator and m.state == "PREPARING_REBALANCE"
+    assert join.to_coordinator and m.state == MemberState.PREPARING_REBALANCE
 
 
 def test_find_coordinator_error_backs_off_exponentially():
@@ -202,7 +204,7 @@ def test_follower_syncs_with_no_assignments_and_gets_its_partitions():
     req = sync.request
     assert (req.generation_id, req.member_id, req.assignments, req.protocol_type, req.protocol_name) == (
         3, "me-1", [], "consumer", "range")
-    assert m.state == "COMPLETING_REBALANCE" and not m.is_leader
+    assert m.state == MemberState.COMPLETING_REBALANCE and not m.is_leader
     out = m.receive(sync.token, kwire.SyncGroupResponse(protocol_type="consumer", protocol_name="range",
                                                         assignment=assignment(("b", 1), ("a", 0))), 20)
     assert events(out) == [PartitionsAssigned((("a", 0), ("b", 1))),
@@ -244,7 +246,7 @@ def test_fatal_join_errors(error):
     out = m.receive(join.token, kwire.JoinGroupResponse(error_code=error), 1)
     failed, = events(out)
     assert isinstance(failed, MemberFailed) and failed.error.error_code == error
-    assert m.state == "FAILED" and m.poll(100) == [] and m.next_deadline() is None
+    assert m.state == MemberState.FAILED and m.poll(100) == [] and m.next_deadline() is None
 
 
 def test_join_retriable_errors():
@@ -343,7 +345,7 @@ def test_heartbeat_on_its_interval_and_session_kept_alive():
         hb = one_send(m.poll(now), kwire.HeartbeatRequest)
         m.receive(hb.token, kwire.HeartbeatResponse(), now)
         now = m.next_deadline()
-    assert m.state == "STABLE" and m.coordinator is not None
+    assert m.state == MemberState.STABLE and m.coordinator is not None
 
 
 def test_session_timeout_without_successful_heartbeat_marks_the_coordinator_unknown():
@@ -397,7 +399,7 @@ def test_stale_heartbeat_error_is_ignored():
     m.receive(sync.token, kwire.SyncGroupResponse(assignment=assignment(("a", 1))), 3013)
     assert m.generation_id == 2
     out = m.receive(hb.token, kwire.HeartbeatResponse(error_code=E.ILLEGAL_GENERATION), 3014)
-    assert m.state == "STABLE" and m.generation_id == 2 and events(out) == []
+    assert m.state == MemberState.STABLE and m.generation_id == 2 and events(out) == []
 
 
 def test_heartbeat_fenced_is_fatal():
@@ -455,7 +457,7 @@ def test_close_revokes_and_leaves(version):
     else:
         assert leave.request.member_id == "me-1"
     leave.request.encode(version)
-    assert m.state == "CLOSED" and m.poll(10_000) == [] and m.next_deadline() is None
+    assert m.state == MemberState.CLOSED and m.poll(10_000) == [] and m.next_deadline() is None
     m.receive(leave.token, kwire.LeaveGroupResponse(), 101)  # answered or not, nothing follows
 
 
@@ -522,7 +524,7 @@ def all_partitions(topics):
 
 def settled(loop, names, generation=None):
     members = [loop.members[n] for n in names]
-    if not all(m.state == "STABLE" and not m._rejoin_needed for m in members):
+    if not all(m.state == MemberState.STABLE and not m._rejoin_needed for m in members):
         return False
     gens = {m.generation_id for m in members}
     return len(gens) == 1 and (generation is None or gens == {generation})
@@ -556,7 +558,7 @@ def test_end_to_end_group_covers_every_partition_through_leave_and_crash(strateg
     ownership.check()
     assert_covering(loop, names)
     assert loop.frames >= 4 * 3  # FindCoordinator, JoinGroup (twice from v4), SyncGroup each
-    assert loop.coordinator.describe_group("g").state == "Stable"
+    assert loop.coordinator.describe_group("g").state == GroupState.STABLE
 
     # a member closes: LeaveGroup, the rest rebalance and cover everything again
     loop.close("m1")
@@ -622,11 +624,11 @@ def test_end_to_end_static_member_restart_gets_its_partitions_back_without_a_reb
     loop.dropped.discard("s1")
     loop.add("s1", "g", list(TOPICS), assignors=("range",), partitions_per_topic=TOPICS, group_instance_id="inst-1",
              session_timeout_ms=10_000, heartbeat_interval_ms=1_000, rng=NoJitter())
-    loop.run_until(lambda: loop.members["s1"].state == "STABLE", 30_000)
+    loop.run_until(lambda: loop.members["s1"].state == MemberState.STABLE, 30_000)
     loop.advance(loop.now + 30_000)
     assert loop.members["s1"].owned == owned_before
     assert loop.members["s1"].generation_id == generation
     for n in ["s0", "s2"]:
         assert loop.members[n].generation_id == generation
         assert loop.events[n][others_events[n]:] == []  # no rebalance seen by the others
-    assert loop.coordinator.describe_group("g").state == "Stable"
+    assert loop.coordinator.describe_group("g").state == GroupState.STABLE

@@ -7,9 +7,9 @@ lacks cannot carry a value the test then reads back.  The clock is injected; not
 import pytest
 
 from kwire import codec
-from kwire.group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, GroupCoordinator
-from kwire.group import errors as E
-from tests.test_group_coordinator import Net
+from kwire.group import GroupCoordinator, GroupProtocolError, GroupState
+from kwire.codec import ErrorCode as E
+from tests.group_net import Net
 
 
 def wire(net, request, version):
@@ -63,7 +63,7 @@ def test_simple_commit_then_fetch_every_version(version):
     errors = commit(net, version, {("orders", 0): 42, ("orders", 3): 7, ("audit", 1): 1})
     assert set(errors.values()) == {E.NONE}
     # A simple group (no protocol type) now exists, Empty.
-    assert net.view().state == EMPTY and net.view().protocol_type == ""
+    assert net.view().state == GroupState.EMPTY and net.view().protocol_type == ""
     got = fetch(net, version, {"orders": [0, 3, 5]})
     epoch = 5 if version >= 6 else -1
     shown_epoch = epoch if version >= 5 else -1  # OffsetFetch shows the epoch from v5
@@ -131,7 +131,7 @@ def test_commit_in_completing_rebalance_is_rebalance_in_progress_and_in_preparin
     net = Net()
     ids, gen, leader = net.stable_group(2)
     net.join(leader, client_id="c0")  # the leader rejoins: PreparingRebalance
-    assert net.state() == PREPARING_REBALANCE
+    assert net.state() == GroupState.PREPARING_REBALANCE
     # The generation being rebalanced away from may still commit.
     assert commit(net, 8, {("t", 0): 5}, generation=gen, member=ids[1]) == {("t", 0): E.NONE}
 
@@ -159,15 +159,15 @@ def test_describe_groups_by_state(version):
     req = codec.DescribeGroupsRequest(groups=["stable", "simple", "unknown"])
     stable, simple, unknown = wire(net, req, version).groups
     assert (stable.error_code, stable.group_state, stable.protocol_type, stable.protocol_data) == (
-        0, STABLE, "consumer", "range")
+        0, GroupState.STABLE, "consumer", "range")
     assert sorted(m.member_id for m in stable.members) == sorted(ids)
     for m in stable.members:
         assert m.member_assignment == m.member_id.encode()
         assert m.member_metadata == b"mrange"
         assert m.client_host == "/127.0.0.1"
         assert m.group_instance_id is None
-    assert (simple.group_state, simple.protocol_type, simple.members) == (EMPTY, "", [])
-    assert (unknown.error_code, unknown.group_state, unknown.members) == (0, "Dead", [])
+    assert (simple.group_state, simple.protocol_type, simple.members) == (GroupState.EMPTY, "", [])
+    assert (unknown.error_code, unknown.group_state, unknown.members) == (0, GroupState.DEAD, [])
 
 
 def test_describe_outside_stable_has_no_protocol_data_or_metadata_but_keeps_assignments():
@@ -175,7 +175,7 @@ def test_describe_outside_stable_has_no_protocol_data_or_metadata_but_keeps_assi
     ids, gen, leader = net.stable_group(2)
     net.join(leader, client_id="c0")
     (group,) = wire(net, codec.DescribeGroupsRequest(groups=["g"]), 5).groups
-    assert (group.group_state, group.protocol_data) == (PREPARING_REBALANCE, "")
+    assert (group.group_state, group.protocol_data) == (GroupState.PREPARING_REBALANCE, "")
     assert {m.member_metadata for m in group.members} == {b""}
     assert {m.member_assignment for m in group.members} == {i.encode() for i in ids}
 
@@ -199,8 +199,9 @@ def test_list_groups_every_version_and_filters(version):
     rows = sorted((g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed.groups)
     state = (lambda s: s) if version >= 4 else (lambda s: "")
     kind = "classic" if version >= 5 else ""
-    assert rows == [("g", "consumer", state(COMPLETING_REBALANCE), kind), ("simple", "", state(EMPTY), kind),
-                    ("two", "consumer", state(STABLE), kind)]
+    assert rows == [("g", "consumer", state(GroupState.COMPLETING_REBALANCE), kind),
+                    ("simple", "", state(GroupState.EMPTY), kind),
+                    ("two", "consumer", state(GroupState.STABLE), kind)]
     if version >= 4:
         only = wire(net, codec.ListGroupsRequest(states_filter=["stable"]), version)
         assert [g.group_id for g in only.groups] == ["two"]
@@ -211,5 +212,5 @@ def test_list_groups_every_version_and_filters(version):
 
 def test_handle_names_every_request_it_takes():
     c = GroupCoordinator()
-    with pytest.raises(E.GroupProtocolError, match="OffsetCommit, OffsetFetch, DescribeGroups and ListGroups"):
+    with pytest.raises(GroupProtocolError, match="OffsetCommit, OffsetFetch, DescribeGroups and ListGroups"):
         c.handle(1, codec.MetadataRequest(), 9, 0)

@@ -15,9 +15,9 @@ import time
 import pytest
 
 from kwire import codec
-from kwire.group import errors as E
+from kwire.codec import ErrorCode as E
 from kwire.testing import MockCluster
-from tests.conftest import Lines, stop_process
+from tests.processes import Lines, stop_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT_S = 10
@@ -177,8 +177,26 @@ def test_group_limit_and_members_per_group_limit():
                 group_id=group, session_timeout_ms=6000, rebalance_timeout_ms=6000, member_id=member_id,
                 protocol_type="consumer", protocols=[codec.JoinGroupRequestProtocol(name="range", metadata=b"")]), 3)
         assert join("one").error_code == 0
-        assert join("two").error_code == E.UNKNOWN_SERVER_ERROR  # a second group is over the limit
+        # A second group is over the limit while the first has a member: a retriable error, logged.
+        assert join("two").error_code == E.COORDINATOR_NOT_AVAILABLE
         assert join("one").error_code == E.GROUP_MAX_SIZE_REACHED
+
+
+def test_at_the_group_limit_a_group_nobody_joined_makes_room():
+    # One JoinGroup v4+ per group id creates a group held only by the id it hands out: at max_groups the next
+    # new group takes its place instead of being refused (the id's owner is told UNKNOWN_MEMBER_ID and rejoins).
+    with MockCluster(topics={"t": 1}, max_groups=1) as cluster:
+        client = Client(cluster)
+
+        def join(group, member_id=""):
+            return client.call(codec.JoinGroupRequest(
+                group_id=group, session_timeout_ms=6000, rebalance_timeout_ms=6000, member_id=member_id,
+                protocol_type="consumer", protocols=[codec.JoinGroupRequestProtocol(name="range", metadata=b"")]), 9)
+        first = join("one")
+        assert first.error_code == E.MEMBER_ID_REQUIRED
+        assert join("two").error_code == E.MEMBER_ID_REQUIRED
+        assert cluster.describe_group("one") is None and cluster.describe_group("two") is not None
+        assert join("one", first.member_id).error_code == E.UNKNOWN_MEMBER_ID
 
 
 def test_injected_errors_count_down_and_latency_delays(cluster):

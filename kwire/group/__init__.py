@@ -1,25 +1,29 @@
 """The classic consumer-group protocol's two state machines, sans-IO.
 
 :class:`GroupCoordinator` is the broker's side (many groups; JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-and the checks OffsetCommit needs); :class:`ConsumerMember` is the consumer's side (FindCoordinator, join,
-sync, heartbeat, leave, eager and cooperative rebalances).  Neither opens a socket, starts a thread or reads
-a clock: the caller passes decoded messages and ``now`` in milliseconds and sends what comes back.
+OffsetCommit, OffsetFetch, DescribeGroups, ListGroups); :class:`ConsumerMember` is the consumer's side
+(FindCoordinator, join, sync, heartbeat, leave, eager and cooperative rebalances).  Neither opens a socket,
+starts a thread or reads a clock: the caller passes decoded messages and ``now`` in milliseconds and sends
+what comes back.  Their states are :class:`GroupState` and :class:`MemberState`, string-valued enums.
 See docs/GROUP.md.
 """
 
+# ``errors`` and ``ERROR_NAMES`` are kept for callers of earlier versions: Kafka's codes are
+# kwire.codec.ErrorCode, and ``errors.NOT_COORDINATOR`` is ``ErrorCode.NOT_COORDINATOR``.
 from kwire.group import _errors as errors
-from kwire.group._coordinator import (
+from kwire.group._classic_group import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
-    NEW_MEMBER_JOIN_TIMEOUT_MS,
     PREPARING_REBALANCE,
     STABLE,
-    GroupCoordinator,
+    GroupState,
     GroupView,
     MemberView,
-    Reply,
 )
+from kwire.group._classic_rebalance import NEW_MEMBER_JOIN_TIMEOUT_MS
+from kwire.group._coordinator import GroupCoordinator
+from kwire.group._request import Reply, RequestContext
 from kwire.group._member import (
     COOPERATIVE,
     DEFAULT_VERSIONS,
@@ -28,6 +32,7 @@ from kwire.group._member import (
     CoordinatorFound,
     GroupJoined,
     MemberFailed,
+    MemberState,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
@@ -37,9 +42,10 @@ from kwire.group._driver import MemberDriver
 from kwire.group._errors import ERROR_NAMES, GroupMemberFatalError, GroupProtocolError
 
 __all__ = [
+    "GroupState", "MemberState",
     "COMPLETING_REBALANCE", "DEAD", "EMPTY", "PREPARING_REBALANCE", "STABLE", "NEW_MEMBER_JOIN_TIMEOUT_MS",
     "ERROR_NAMES", "GroupCoordinator", "GroupMemberFatalError", "GroupProtocolError", "GroupView", "MemberView",
-    "Reply", "errors",
+    "Reply", "RequestContext", "errors",
     "COOPERATIVE", "DEFAULT_VERSIONS", "EAGER", "ConsumerMember", "CoordinatorFound", "GroupJoined", "MemberFailed",
     "PartitionsAssigned", "PartitionsLost", "PartitionsRevoked", "Send", "MemberDriver",
 ]

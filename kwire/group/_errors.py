@@ -1,35 +1,23 @@
-"""Kafka's error codes that the group protocol answers with, and kwire's own group errors.
+"""kwire's own errors of the group state machines.
 
-The codes are Kafka's (``org.apache.kafka.common.protocol.Errors``); only those the classic group
-protocol uses are named here.  ``ERROR_NAMES`` maps a code back to its name for messages and events.
+Kafka's error codes, the answers the machines give and receive, are not defined here: they are
+``kwire.codec.ErrorCode`` (one table for all of kwire).  For callers of earlier versions, which read codes
+from this module (``kwire.group.errors.NOT_COORDINATOR``), any ``ErrorCode`` name still resolves here, and
+``ERROR_NAMES`` is a view of that table.
 """
 
+from kwire.codec import ErrorCode
 from kwire.errors import KwireError
 
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-REQUEST_TIMED_OUT = 7
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-GROUP_AUTHORIZATION_FAILED = 30
-UNSUPPORTED_VERSION = 35
-NON_EMPTY_GROUP = 68
-GROUP_ID_NOT_FOUND = 69
-MEMBER_ID_REQUIRED = 79
-GROUP_MAX_SIZE_REACHED = 81
-FENCED_INSTANCE_ID = 82
-UNKNOWN_TOPIC_ID = 100
+ERROR_NAMES = {int(code): code.name for code in ErrorCode}
 
-ERROR_NAMES = {code: name for name, code in list(globals().items()) if name.isupper() and isinstance(code, int)}
+
+def __getattr__(name):
+    # kwire.group.errors.NOT_COORDINATOR is ErrorCode.NOT_COORDINATOR (PEP 562 module attribute).
+    try:
+        return ErrorCode[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 class GroupProtocolError(KwireError):

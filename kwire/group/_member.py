@@ -1,7 +1,7 @@
 """The consumer's side of the classic group protocol as a sans-IO state machine.
 
 :class:`ConsumerMember` does what Kafka's Java consumer does in ``AbstractCoordinator`` and
-``ConsumerCoordinator`` (reference notes §9): find the coordinator, join (coming back with the id a
+``ConsumerCoordinator``: find the coordinator, join (coming back with the id a
 MEMBER_ID_REQUIRED hands out), sync (as leader, running kwire's assignor on the fast path), heartbeat
 on its interval, react to each error the way the Java client does, and leave.  It never touches a
 socket or a clock.  The caller:
@@ -24,8 +24,11 @@ import random
 from typing import Any, NamedTuple, Optional, Tuple
 
 from kwire.codec import (
+    ApiKey,
     Assignment,
     CooperativeStickyUserData,
+    ErrorCode,
+    error_name,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
@@ -45,36 +48,62 @@ from kwire.codec import (
 )
 from kwire.errors import ArgumentTypeError, KwireError
 
-# The codes this side handles; they overlap _coordinator.py's list where both sides deal with a code.
-from ._errors import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    COORDINATOR_NOT_AVAILABLE,
-    ERROR_NAMES,
-    FENCED_INSTANCE_ID,
-    ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL,
-    MEMBER_ID_REQUIRED,
-    NONE,
-    NOT_COORDINATOR,
-    REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER_ID,
-    UNKNOWN_SERVER_ERROR,
-    GroupMemberFatalError,
-    GroupProtocolError,
-)
+from ._errors import GroupMemberFatalError, GroupProtocolError
+from ._states import StrState
 
-UNJOINED = "UNJOINED"
-PREPARING_REBALANCE = "PREPARING_REBALANCE"
-COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
-STABLE = "STABLE"
-CLOSED = "CLOSED"
-FAILED = "FAILED"
+# The codes this side handles, by name, as plain ints: they are compared on every response.
+NONE = int(ErrorCode.NONE)
+COORDINATOR_LOAD_IN_PROGRESS = int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+COORDINATOR_NOT_AVAILABLE = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+FENCED_INSTANCE_ID = int(ErrorCode.FENCED_INSTANCE_ID)
+ILLEGAL_GENERATION = int(ErrorCode.ILLEGAL_GENERATION)
+INCONSISTENT_GROUP_PROTOCOL = int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+MEMBER_ID_REQUIRED = int(ErrorCode.MEMBER_ID_REQUIRED)
+NOT_COORDINATOR = int(ErrorCode.NOT_COORDINATOR)
+REBALANCE_IN_PROGRESS = int(ErrorCode.REBALANCE_IN_PROGRESS)
+UNKNOWN_MEMBER_ID = int(ErrorCode.UNKNOWN_MEMBER_ID)
+UNKNOWN_SERVER_ERROR = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+_FIND, _JOIN, _HEARTBEAT, _LEAVE, _SYNC = (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT,
+                                           ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP)
+
+
+class MemberState(StrState):
+    """Where a :class:`ConsumerMember` is in the group protocol (Java's ``MemberState`` of
+    ``AbstractCoordinator``, plus the two ends a sans-IO member has: CLOSED and FAILED).  Str-valued:
+    ``member.state == "STABLE"`` holds as well as ``member.state == MemberState.STABLE``."""
+
+    UNJOINED = "UNJOINED"
+    PREPARING_REBALANCE = "PREPARING_REBALANCE"
+    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
+    STABLE = "STABLE"
+    CLOSED = "CLOSED"
+    FAILED = "FAILED"
+
+
+_LIVE = (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE, MemberState.STABLE)
+# The member's legal transitions: target -> allowed sources (every move goes through ConsumerMember._to).
+# A JoinGroup may be sent from any live state: a first join, a rejoin from Stable, a retry after
+# REBALANCE_IN_PROGRESS from CompletingRebalance or after a backoff from PreparingRebalance.  Any live state
+# may fall back to Unjoined (resetStateAndRejoin, a lost coordinator) or end (close, a fatal error).
+_ALLOWED_FROM = {
+    MemberState.UNJOINED: _LIVE,
+    MemberState.PREPARING_REBALANCE: _LIVE,
+    MemberState.COMPLETING_REBALANCE: (MemberState.PREPARING_REBALANCE,),
+    MemberState.STABLE: (MemberState.COMPLETING_REBALANCE,),
+    MemberState.CLOSED: _LIVE,
+    MemberState.FAILED: _LIVE,
+}
+_ENDED = (MemberState.CLOSED, MemberState.FAILED)
+# Heartbeats run from the JoinGroup response until the member leaves the generation (Java's heartbeat
+# thread is enabled in onJoinComplete's lead-up and disabled on every path out).
+_HEARTBEATING = frozenset({MemberState.COMPLETING_REBALANCE, MemberState.STABLE})
 
 EAGER = "EAGER"
 COOPERATIVE = "COOPERATIVE"
 
 # The versions sent unless the caller negotiated others (ApiVersions): the newest kwire's codec has.
-DEFAULT_VERSIONS = {10: 4, 11: 9, 12: 4, 13: 5, 14: 5}
+DEFAULT_VERSIONS = {_FIND: 4, _JOIN: 9, _HEARTBEAT: 4, _LEAVE: 5, _SYNC: 5}
 
 # Assignors that support the cooperative protocol (Java: ConsumerPartitionAssignor.supportedProtocols()).
 _COOPERATIVE_ASSIGNORS = frozenset({"cooperative-sticky"})
@@ -178,7 +207,8 @@ class ConsumerMember:
         if heartbeat_interval_ms >= session_timeout_ms:
             raise GroupProtocolError("heartbeat.interval.ms must be lower than session.timeout.ms")
         self.versions = {**DEFAULT_VERSIONS, **(versions or {})}
-        if group_instance_id is not None and (self.versions[11] < 5 or self.versions[14] < 3 or self.versions[12] < 3):
+        versions = self.versions
+        if group_instance_id is not None and (versions[_JOIN] < 5 or versions[_SYNC] < 3 or versions[_HEARTBEAT] < 3):
             raise GroupProtocolError("static membership needs JoinGroup v5+, SyncGroup v3+ and Heartbeat v3+")
         self.group_id = group_id
         # The consumer's configuration, as the Java client names it (`duplicates` pairs this block by shape
@@ -197,14 +227,14 @@ class ConsumerMember:
         self._rng = rng or random.Random()
 
         self.topics = _subscription_topics(topics)
-        self.state = UNJOINED
+        self.state = MemberState.UNJOINED
         self.coordinator = None            # CoordinatorFound once known
         self.generation = _NO_GENERATION   # (generation id, member id, protocol name)
         self.leader_id = ""
         self.owned = ()                    # sorted (topic, partition) pairs this member holds
         self._last_assignment = ()         # what the last sync gave (the sticky assignor's userData)
         self._joined_topics = None         # the subscription the last JoinGroup carried
-        self._rejoin_needed = True
+        self._rejoin_needed = True         # a JoinGroup is due (AbstractCoordinator.rejoinNeeded)
         self._needs_join_prepare = True
         self._out = []
         self._tokens = 0
@@ -212,7 +242,7 @@ class ConsumerMember:
         self._find_token = self._join_token = self._sync_token = self._heartbeat_token = None
         self._retry_at = 0                 # no FindCoordinator / JoinGroup before this
         self._find_attempts = 0
-        self._heartbeat_enabled = False
+        self._heartbeat_enabled = False    # kept equal to state in _HEARTBEATING by _to()
         self._heartbeat_due = 0
         self._heartbeat_attempts = 0
         self._session_deadline = None
@@ -235,7 +265,7 @@ class ConsumerMember:
 
     def poll(self, now):
         """Advance timers and return everything to send or report now, in order."""
-        if self.state in (CLOSED, FAILED):
+        if self.state in _ENDED:
             return self._drain()
         if self._heartbeat_enabled and self._session_deadline is not None and now >= self._session_deadline:
             # No successful heartbeat for a whole session: the coordinator is presumed gone (the
@@ -245,7 +275,7 @@ class ConsumerMember:
             if self._find_token is None and now >= self._retry_at:
                 self._send_find_coordinator()
             return self._drain()
-        if self._joined_topics is not None and self._joined_topics != self.topics and self.state == STABLE:
+        if self._joined_topics is not None and self._joined_topics != self.topics and self.state == MemberState.STABLE:
             self._request_rejoin()
         if self._rejoin_needed and self._join_token is None and self._sync_token is None and now >= self._retry_at:
             if self._needs_join_prepare:
@@ -258,13 +288,13 @@ class ConsumerMember:
             self._heartbeat_token = self._send(
                 "heartbeat",
                 HeartbeatRequest(group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id,
-                                 group_instance_id=self.group_instance_id if self.versions[12] >= 3 else None),
-                self.versions[12])
+                                 group_instance_id=self.group_instance_id if self.versions[_HEARTBEAT] >= 3 else None),
+                self.versions[_HEARTBEAT])
         return self._drain()
 
     def next_deadline(self):
         """When :meth:`poll` next has something to do (ms), or None while only waiting for responses."""
-        if self.state in (CLOSED, FAILED):
+        if self.state in _ENDED:
             return None
         times = []
         if self.coordinator is None:
@@ -289,7 +319,7 @@ class ConsumerMember:
                     "heartbeat": HeartbeatResponse, "leave": LeaveGroupResponse}[kind]
         if not isinstance(response, expected):
             raise GroupProtocolError(f"token {token} was a {kind} request; got a {type(response).__name__}")
-        if self.state not in (CLOSED, FAILED):
+        if self.state not in _ENDED:
             getattr(self, "_on_" + kind)(token, response, generation, now)
         return self.poll(now)
 
@@ -299,7 +329,7 @@ class ConsumerMember:
         if entry is None:
             raise GroupProtocolError(f"no request with token {token} is in flight")
         kind = entry[0]
-        if self.state not in (CLOSED, FAILED):
+        if self.state not in _ENDED:
             if kind == "find":
                 self._find_token = None
                 self._backoff_find(now)
@@ -322,7 +352,7 @@ class ConsumerMember:
 
         Static members do not send LeaveGroup (they rely on their session timeout, or on being replaced
         when they restart); the outputs still carry the revocation."""
-        if self.state in (CLOSED, FAILED):
+        if self.state in _ENDED:
             return self._drain()
         if self.owned:
             if self.generation_id == -1 or not self.member_id:
@@ -330,9 +360,9 @@ class ConsumerMember:
             else:
                 self._out.append(PartitionsRevoked(self.owned))
             self.owned = ()
-        if (self.group_instance_id is None and self.coordinator is not None and self.state != UNJOINED
+        if (self.group_instance_id is None and self.coordinator is not None and self.state != MemberState.UNJOINED
                 and self.member_id):
-            version = self.versions[13]
+            version = self.versions[_LEAVE]
             if version >= 3:
                 identity = MemberIdentity(member_id=self.member_id, group_instance_id=None,
                                           reason="the consumer is being closed" if version >= 5 else None)
@@ -340,8 +370,7 @@ class ConsumerMember:
             else:
                 request = LeaveGroupRequest(group_id=self.group_id, member_id=self.member_id)
             self._send("leave", request, version)
-        self.state = CLOSED
-        self._heartbeat_enabled = False
+        self._to(MemberState.CLOSED)
         return self._drain()
 
     # -- requests ---------------------------------------------------------------------------------------
@@ -359,7 +388,7 @@ class ConsumerMember:
         return out
 
     def _send_find_coordinator(self):
-        version = self.versions[10]
+        version = self.versions[_FIND]
         if version >= 4:
             request = FindCoordinatorRequest(key_type=0, coordinator_keys=[self.group_id])
         else:
@@ -367,9 +396,8 @@ class ConsumerMember:
         self._find_token = self._send("find", request, version, to_coordinator=False)
 
     def _send_join_group(self):
-        version = self.versions[11]
-        self.state = PREPARING_REBALANCE
-        self._heartbeat_enabled = False
+        version = self.versions[_JOIN]
+        self._to(MemberState.PREPARING_REBALANCE)
         self._joined_topics = self.topics
         request = JoinGroupRequest(
             group_id=self.group_id,
@@ -447,7 +475,7 @@ class ConsumerMember:
 
     def _on_find(self, token, response, generation, now):
         self._find_token = None
-        if self.versions[10] >= 4:
+        if self.versions[_FIND] >= 4:
             # v4+ answers a batch of keys; take this group's entry
             entry = next((c for c in response.coordinators if c.key == self.group_id), None)
             error = entry.error_code if entry is not None else COORDINATOR_NOT_AVAILABLE
@@ -471,9 +499,9 @@ class ConsumerMember:
         if error == NONE:
             if response.protocol_type is not None and response.protocol_type != "consumer":
                 return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol type {response.protocol_type!r}")
-            if self.state != PREPARING_REBALANCE:
+            if self.state != MemberState.PREPARING_REBALANCE:
                 return self._retry_join(now)
-            self.state = COMPLETING_REBALANCE
+            self._to(MemberState.COMPLETING_REBALANCE)
             self._enable_heartbeat(now)
             self.generation = (response.generation_id, response.member_id, response.protocol_name)
             self.leader_id = response.leader
@@ -485,7 +513,7 @@ class ConsumerMember:
                     assignments = leader_assignments(response.protocol_name, response, self.partitions_per_topic)
                 except KwireError as exc:
                     return self._fail(UNKNOWN_SERVER_ERROR, f"the assignor failed: {exc}")
-            version = self.versions[14]
+            version = self.versions[_SYNC]
             self._sync_token = self._send("sync", SyncGroupRequest(
                 group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id,
                 group_instance_id=self.group_instance_id,
@@ -494,13 +522,13 @@ class ConsumerMember:
                 assignments=assignments), version)
         elif error == MEMBER_ID_REQUIRED:
             self.generation = (-1, response.member_id, None)
-            self._rejoin_needed = True
+            self._request_rejoin()
         elif error == UNKNOWN_MEMBER_ID:
             if generation == self.generation:
                 self._reset(reset_member_id=True)
-            self._rejoin_needed = True
+            self._request_rejoin()
         elif error == REBALANCE_IN_PROGRESS:
-            self._rejoin_needed = True
+            self._request_rejoin()
         elif error == COORDINATOR_LOAD_IN_PROGRESS:
             self._retry_join(now)
         elif error in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
@@ -516,23 +544,22 @@ class ConsumerMember:
         if error == NONE:
             if response.protocol_type is not None and response.protocol_type != "consumer":
                 return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol type {response.protocol_type!r}")
-            if generation != self.generation or self.state != COMPLETING_REBALANCE:
+            if generation != self.generation or self.state != MemberState.COMPLETING_REBALANCE:
                 # The heartbeat reset the generation meanwhile: as ILLEGAL_GENERATION, rejoin at once.
                 self._reset(reset_member_id=False)
                 return
             if response.protocol_name is not None and response.protocol_name != self.generation[2]:
                 return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol name {response.protocol_name!r}")
-            self.state = STABLE
-            self._rejoin_needed = False
+            self._to(MemberState.STABLE)
             self._on_join_complete(response.assignment)
-            if self.state != FAILED:
+            if self.state != MemberState.FAILED:
                 self._needs_join_prepare = True
         elif error == REBALANCE_IN_PROGRESS:
-            self._rejoin_needed = True  # same member id and generation; onJoinPrepare does not run again
+            self._request_rejoin()  # same member id and generation; onJoinPrepare does not run again
         elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
             if generation == self.generation:
                 self._reset(reset_member_id=error == UNKNOWN_MEMBER_ID)
-            self._rejoin_needed = True
+            self._request_rejoin()
         elif error in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
             self._coordinator_unknown(now)
         else:
@@ -548,7 +575,7 @@ class ConsumerMember:
         elif error == REBALANCE_IN_PROGRESS:
             # Counts as a successful heartbeat; a STABLE member rejoins.
             self._session_deadline = now + self.session_timeout_ms
-            if self.state == STABLE:
+            if self.state == MemberState.STABLE:
                 self._request_rejoin()
         elif error in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
             self._coordinator_unknown(now)
@@ -567,21 +594,29 @@ class ConsumerMember:
 
     # -- state helpers ----------------------------------------------------------------------------------
 
+    def _to(self, target):
+        """Move to ``target`` through the transition table; the heartbeat runs in the states that have one,
+        and a member that reaches Stable has rejoined (whatever then asks for another rejoin comes after)."""
+        if self.state not in _ALLOWED_FROM[target]:
+            raise AssertionError(f"member {self.member_id!r}: illegal transition {self.state} -> {target}")
+        self.state = target
+        self._heartbeat_enabled = target in _HEARTBEATING
+        if target == MemberState.STABLE:
+            self._rejoin_needed = False
+
     def _request_rejoin(self):
         self._rejoin_needed = True
 
     def _reset(self, reset_member_id):
         # AbstractCoordinator.resetStateAndRejoin
-        self.state = UNJOINED
+        self._to(MemberState.UNJOINED)
         self.generation = _NO_GENERATION if reset_member_id else (-1, self.member_id, None)
-        self._rejoin_needed = True
+        self._request_rejoin()
         self._needs_join_prepare = True
-        self._heartbeat_enabled = False
         self._sync_token = None
         self._join_token = None
 
     def _enable_heartbeat(self, now):
-        self._heartbeat_enabled = True
         self._heartbeat_due = now + self.heartbeat_interval_ms
         self._session_deadline = now + self.session_timeout_ms
         self._heartbeat_attempts = 0
@@ -601,23 +636,21 @@ class ConsumerMember:
 
     def _retry_join(self, now):
         # Join retries use the fixed retry.backoff.ms, not the exponential one.
-        self._rejoin_needed = True
+        self._request_rejoin()
         self._retry_at = now + self.retry_backoff_ms
 
     def _coordinator_unknown(self, now, backoff=True):
         self.coordinator = None
         # Requests to the old coordinator are abandoned; their late answers are ignored by token.
         if self._join_token is not None or self._sync_token is not None:
-            self._rejoin_needed = True
+            self._request_rejoin()
         self._join_token = self._sync_token = self._heartbeat_token = None
-        if self.state in (PREPARING_REBALANCE, COMPLETING_REBALANCE):
-            self.state = UNJOINED
-            self._heartbeat_enabled = False
+        if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+            self._to(MemberState.UNJOINED)
         if backoff:
             self._retry_at = now + self.retry_backoff_ms
 
     def _fail(self, error, message):
-        name = ERROR_NAMES.get(error, str(error))
-        self.state = FAILED
-        self._heartbeat_enabled = False
+        name = error_name(error)
+        self._to(MemberState.FAILED)
         self._out.append(MemberFailed(GroupMemberFatalError(error, f"{message}: {name}")))

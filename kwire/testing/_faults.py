@@ -4,6 +4,7 @@ connections; and each api's answer carrying an error code where Kafka would put 
 from typing import NamedTuple, Optional
 
 from kwire.codec import (
+    ApiKey,
     ApiVersionsResponse,
     Coordinator,
     DescribedGroup,
@@ -34,9 +35,11 @@ from kwire.errors import ArgumentValueError
 
 #: Api names the command line and the Python API accept, with their keys.
 API_KEYS = {
-    "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10,
-    "JoinGroup": 11, "Heartbeat": 12, "LeaveGroup": 13, "SyncGroup": 14, "DescribeGroups": 15,
-    "ListGroups": 16, "ApiVersions": 18,
+    "Fetch": ApiKey.FETCH, "ListOffsets": ApiKey.LIST_OFFSETS, "Metadata": ApiKey.METADATA,
+    "OffsetCommit": ApiKey.OFFSET_COMMIT, "OffsetFetch": ApiKey.OFFSET_FETCH,
+    "FindCoordinator": ApiKey.FIND_COORDINATOR, "JoinGroup": ApiKey.JOIN_GROUP, "Heartbeat": ApiKey.HEARTBEAT,
+    "LeaveGroup": ApiKey.LEAVE_GROUP, "SyncGroup": ApiKey.SYNC_GROUP, "DescribeGroups": ApiKey.DESCRIBE_GROUPS,
+    "ListGroups": ApiKey.LIST_GROUPS, "ApiVersions": ApiKey.API_VERSIONS,
 }
 
 
@@ -130,40 +133,40 @@ def _count_down(table, key):
 def error_response(req, key, version, code):
     """The answer to ``req`` that carries ``code`` where Kafka puts a request's error: the top-level error
     code where the api has one, else every partition's, group's or topic's."""
-    if key == 18:
+    if key == ApiKey.API_VERSIONS:
         return ApiVersionsResponse(error_code=code)
-    if key == 10:
+    if key == ApiKey.FIND_COORDINATOR:
         if version >= 4:
             return FindCoordinatorResponse(coordinators=[Coordinator(key=k, node_id=-1, host="", port=-1,
                                                                      error_code=code)
                                                          for k in req.coordinator_keys])
         return FindCoordinatorResponse(error_code=code, node_id=-1, host="", port=-1)
-    if key == 11:
-        # v0-6 cannot carry a null protocol name (see GroupCoordinator._join_error).
+    if key == ApiKey.JOIN_GROUP:
+        # v0-6 cannot carry a null protocol name (the coordinator's JoinGroup errors do the same).
         return JoinGroupResponse(error_code=code, generation_id=-1, member_id=req.member_id, leader="",
                                  protocol_name=None if version >= 7 else "")
-    if key == 12:
+    if key == ApiKey.HEARTBEAT:
         return HeartbeatResponse(error_code=code)
-    if key == 13:
+    if key == ApiKey.LEAVE_GROUP:
         return LeaveGroupResponse(error_code=code)
-    if key == 14:
+    if key == ApiKey.SYNC_GROUP:
         return SyncGroupResponse(error_code=code)
-    if key == 16:
+    if key == ApiKey.LIST_GROUPS:
         return ListGroupsResponse(error_code=code)
-    if key == 15:
+    if key == ApiKey.DESCRIBE_GROUPS:
         return DescribeGroupsResponse(groups=[DescribedGroup(error_code=code, group_id=g) for g in req.groups])
-    if key == 3:
+    if key == ApiKey.METADATA:
         names = [] if req.topics is None else [t.name for t in req.topics]
         return MetadataResponse(topics=[MetadataResponseTopic(error_code=code, name=n) for n in names])
     # OffsetCommit's and ListOffsets' answers below look alike (topics of partitions with an error code)
     # because Kafka shapes them alike; each builds its own api's classes, so they stay two.
-    if key == 8:
+    if key == ApiKey.OFFSET_COMMIT:
         return OffsetCommitResponse(topics=[
             OffsetCommitResponseTopic(name=t.name, partitions=[
                 OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
                 for p in t.partitions])
             for t in req.topics])
-    if key == 9:
+    if key == ApiKey.OFFSET_FETCH:
         if version >= 8:
             return OffsetFetchResponse(groups=[OffsetFetchResponseGroup(group_id=g.group_id, error_code=code)
                                                for g in req.groups])
@@ -175,13 +178,13 @@ def error_response(req, key, version, code):
                 OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, metadata="", error_code=code)
                 for i in t.partition_indexes])
             for t in req.topics or []])
-    if key == 2:
+    if key == ApiKey.LIST_OFFSETS:
         return ListOffsetsResponse(topics=[
             ListOffsetsTopicResponse(name=t.name, partitions=[
                 ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code)
                 for p in t.partitions])
             for t in req.topics])
-    if key == 1:
+    if key == ApiKey.FETCH:
         return FetchResponse(responses=[
             FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
                 PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1) for p in t.partitions])

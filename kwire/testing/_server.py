@@ -54,8 +54,10 @@ class Limits:
 
     ``max_frame_size``: a request frame declaring more bytes closes its connection.
     ``max_members_per_group``: JoinGroup answers GROUP_MAX_SIZE_REACHED beyond it (Kafka's group.max.size).
-    ``max_groups``: a JoinGroup or OffsetCommit that would create one more group is answered
-    UNKNOWN_SERVER_ERROR.  ``max_connections``: a connection beyond it is closed as soon as it is accepted.
+    ``max_groups``: a JoinGroup or OffsetCommit that would create one more group takes the place of the
+    oldest idle group (no members, no committed offsets), or is answered COORDINATOR_NOT_AVAILABLE, logged,
+    when none is idle (the coordinator's ``max_groups``).  ``max_connections``: a connection beyond it is
+    closed as soon as it is accepted.
     """
 
     def __init__(self, *, max_frame_size=1 << 20, max_members_per_group=10_000, max_groups=10_000,
@@ -183,7 +185,7 @@ class ClusterServer:
         self.coordinator = GroupCoordinator(
             initial_rebalance_delay_ms=initial_rebalance_delay_ms, min_session_timeout_ms=min_session_timeout_ms,
             max_session_timeout_ms=max_session_timeout_ms, max_group_size=self.limits.max_members_per_group,
-            partition_exists=self.partition_exists)
+            max_groups=self.limits.max_groups, partition_exists=self.partition_exists)
         self.apis = _supported_apis()
         self.connections = set()
         # Groups whose coordinator "moved": group requests answer NOT_COORDINATOR until the group is looked up
@@ -311,12 +313,6 @@ class ClusterServer:
         if group_id is not None and group_id in self.moved:
             fill(error_response(req, key, version, errors.NOT_COORDINATOR))
             return
-        if group_id and key in (11, 8) and not self.coordinator.has_group(group_id):
-            if len(self.coordinator.group_ids()) >= self.limits.max_groups:
-                log.warning("refusing group %r from %s: the group limit (%d) is reached", group_id, conn.peer,
-                            self.limits.max_groups)
-                fill(error_response(req, key, version, errors.UNKNOWN_SERVER_ERROR))
-                return
         try:
             replies = self.coordinator.handle((conn, fill), req, version, self.now(), client_id=client_id,
                                               client_host="/" + conn.peer.rsplit(":", 1)[0])
