@@ -1,17 +1,21 @@
 """Child processes a test starts (a `kwire serve`, a client script): stopping them by pid, and reading their
 output lines with a deadline."""
 
+import json
 import os
 import queue
+import signal
+import subprocess
 import threading
 import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# How long a client process gets to print a line a test waits for.
+TIMEOUT_S = 40
 
 
 def stop_process(proc, grace_s=5, kill_wait_s=10):
     """Stop a server a test started: SIGTERM, then SIGKILL by pid if it has not exited within ``grace_s``."""
-    import signal
-    import subprocess
-
     proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(grace_s)
@@ -54,3 +58,54 @@ class Lines:
                 return line
         raise AssertionError(f"no {prefix!r} line within {timeout} s; lines so far {self.history[-20:]}"
                              + (why() if callable(why) else why))
+
+
+class Proc:
+    """A child process whose output lines are collected by a thread; its stderr goes to ``log``, whose tail
+    failures quote."""
+
+    def __init__(self, args, log, server_log=None):
+        self.log = log
+        self.server_log = server_log
+        with open(log, "w") as err:
+            self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                         text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+        self.lines = Lines(self.proc.stdout)
+        self.assignment = None
+
+    def tail(self, n=15, log=None):
+        log = log or self.log
+        with open(log, errors="replace") as f:
+            lines = f.read().splitlines()[-n:]
+        who = f" (pid {self.proc.pid}, exit {self.proc.poll()})" if log == self.log else ""
+        return f"\n--- {os.path.basename(log)}{who} ---\n" + "\n".join(lines)
+
+    def _note(self, line):
+        if line.startswith("ASSIGN "):
+            self.assignment = tuple(json.loads(line[7:]))
+
+    def drain(self):
+        out = []
+        while (line := self.lines.take(0)) is not None:
+            self._note(line)
+            out.append(line)
+        return out
+
+    def expect(self, prefix, timeout=TIMEOUT_S):
+        end = time.monotonic() + timeout
+        while (left := end - time.monotonic()) > 0:
+            line = self.lines.take(min(left, 0.1))
+            if line is not None:
+                self._note(line)
+                if line.startswith(prefix):
+                    return line
+        raise AssertionError(f"no {prefix!r} line within {timeout} s; lines {self.lines.history[-20:]}{self.tail()}")
+
+    def send(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(TIMEOUT_S)

@@ -30,8 +30,7 @@ import time
 import pytest
 
 from kwire.codec import ApiKey
-from tests.conftest import Lines, stop_process
-from tests.test_group_clients import Proc
+from tests.processes import Lines, Proc, stop_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIENT = os.path.join(ROOT, "tests", "consumer848_client.py")

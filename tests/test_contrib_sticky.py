@@ -10,11 +10,10 @@ import kwire
 from kwire.assignors import GroupMember, assign, sticky_user_data
 from kwire.assignors._userdata import decode_sticky_userdata
 
-from tests.test_contrib import kp_cluster, kp_members, aio_cluster
-
 pytestmark = pytest.mark.interop
 
 kafka = pytest.importorskip("kafka")
+from tests.client_clusters import aio_cluster, kp_cluster, kp_members  # noqa: E402
 from kafka.coordinator.assignors.abstract import RebalanceProtocol  # noqa: E402
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor  # noqa: E402
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor  # noqa: E402

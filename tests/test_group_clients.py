@@ -8,21 +8,18 @@ partitions back while no other member runs a rebalance callback.  Every process 
 """
 
 import importlib.util
-import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.processes import Lines, stop_process
+from tests.processes import TIMEOUT_S, Lines, Proc, stop_process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIENT = os.path.join(ROOT, "tests", "group_client.py")
 PARTITIONS = 12
-TIMEOUT_S = 40
 SESSION_S = 6  # tests/group_client.py's default session.timeout.ms
 HEARTBEAT_S = 0.3  # tests/group_client.py's heartbeat.interval.ms
 # The static-membership test restarts a Python process (imports alone take seconds on a loaded 2-core
@@ -40,57 +37,6 @@ def _have(module):
 
 
 LIBS = {"confluent-kafka": "confluent_kafka", "kafka-python": "kafka", "aiokafka": "aiokafka"}
-
-
-class Proc:
-    """A child process whose output lines are collected by a thread; its stderr goes to ``log``, whose tail
-    failures quote."""
-
-    def __init__(self, args, log, server_log=None):
-        self.log = log
-        self.server_log = server_log
-        with open(log, "w") as err:
-            self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                         text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
-        self.lines = Lines(self.proc.stdout)
-        self.assignment = None
-
-    def tail(self, n=15, log=None):
-        log = log or self.log
-        with open(log, errors="replace") as f:
-            lines = f.read().splitlines()[-n:]
-        who = f" (pid {self.proc.pid}, exit {self.proc.poll()})" if log == self.log else ""
-        return f"\n--- {os.path.basename(log)}{who} ---\n" + "\n".join(lines)
-
-    def _note(self, line):
-        if line.startswith("ASSIGN "):
-            self.assignment = tuple(json.loads(line[7:]))
-
-    def drain(self):
-        out = []
-        while (line := self.lines.take(0)) is not None:
-            self._note(line)
-            out.append(line)
-        return out
-
-    def expect(self, prefix, timeout=TIMEOUT_S):
-        end = time.monotonic() + timeout
-        while (left := end - time.monotonic()) > 0:
-            line = self.lines.take(min(left, 0.1))
-            if line is not None:
-                self._note(line)
-                if line.startswith(prefix):
-                    return line
-        raise AssertionError(f"no {prefix!r} line within {timeout} s; lines {self.lines.history[-20:]}{self.tail()}")
-
-    def send(self, line):
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(TIMEOUT_S)
 
 
 @pytest.fixture
