@@ -1,6 +1,6 @@
 """The Spark pipeline end to end, on one shared local[2] session.
 
-One run on a capture with known history (tests/test_pipeline_analysis.py's
+One run on a capture with known history (tests/pipeline_captures.py's
 scripted groups), a few generated groups, a group whose Metadata and
 assignments disagree on a topic's size, some damaged frames and bad
 Metadata responses; every table is checked against the single-process
