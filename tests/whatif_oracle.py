@@ -178,6 +178,11 @@ def _variant_columns(v: Variant, prev_len):
 
 
 def _lay_out(inp: _ReplayInput) -> None:
+    """What the batch reads of the generation: ``head``, a row of
+    :data:`HEAD` (its fields in order), and ``columns``, the arrays of
+    :data:`LAID_OUT` and then the plain variant's and the sticky one's, the
+    sticky one's left out where they are the plain one's and any array
+    known empty left out."""
     # Two variants over the same topics have the same topic offsets, ids and
     # previous slots (claims change none of them): the usual sticky variant.
     same = inp.sticky is inp.plain or (inp.sticky.group is not None and inp.plain.group is not None
@@ -261,7 +266,8 @@ def replay(inp: _ReplayInput, rows: list, strategies=STRATEGIES, implementation=
     member_index = np.arange(m)
     # indexed by member position, -1 for none (made here: the batch, which packing serves, does without)
     owner_codes = np.append(inp.member_codes, -1)
-    for strategy, (v, result, error) in zip(strategies, run_strategies(inp.plain, inp.sticky, strategies, implementation)):
+    answers = run_strategies(inp.plain, inp.sticky, strategies, implementation)
+    for strategy, (v, result, error) in zip(strategies, answers):
         if result is None:
             rows.append((inp.group_id, inp.generation_id, strategy, False, m, inp.total,
                          None, None, None, None, None, None, error))

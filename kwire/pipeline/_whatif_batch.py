@@ -117,24 +117,23 @@ class _Columns:
         self.prev_slots = (values, bases[:, 2], lengths[:, 2])
 
 
-def _read_answers(c, gen, sticky, answer):
+def _read_answers(c, generation, sticky, answer):
     """``(assigned, moved, max_load, min_load, reproduces)`` of each answer in
     ``answer``, end to end (``assignors.end_to_end``), one per generation
-    ``gen[j]`` on its sticky variant's group where ``sticky[j]`` and
-    its plain one's otherwise;
-    ``moved`` is 0 where the generation has no previous one.  ``c``: the
-    generations' :class:`_Columns`."""
-    n_answers = len(gen)
-    c.of_answers(gen, sticky.astype(I64))
-    sizes = c.sizes[gen]
+    ``generation[j]`` on its sticky variant's group where ``sticky[j]`` and
+    its plain one's otherwise; ``moved`` is 0 where the generation has no
+    previous one.  ``c``: the generations' :class:`_Columns`."""
+    n_answers = len(generation)
+    c.of_answers(generation, sticky.astype(I64))
+    sizes = c.sizes[generation]
     # each answer's partition slots, and one past its end for "not in the group"
     slot_base, n_slots = segment_starts(c.n_partitions + 1)
     member_base, n_members = segment_starts(sizes)
     indptr = answer.indptr
-    n_elems = int(indptr[-1])
-    elem_len = np.diff(np.append(indptr[member_base], n_elems))
-    job_of_member = np.repeat(np.arange(n_answers), sizes)
-    job_of_elem = np.repeat(np.arange(n_answers), elem_len)
+    n_entries = int(indptr[-1])
+    entries_per_answer = np.diff(np.append(indptr[member_base], n_entries))
+    answer_of_member = np.repeat(np.arange(n_answers), sizes)
+    answer_of_entry = np.repeat(np.arange(n_answers), entries_per_answer)
 
     topic = answer.topic.astype(I64)  # the group's own topic index
     partition = answer.partition.astype(I64)
@@ -143,40 +142,40 @@ def _read_answers(c, gen, sticky, answer):
     # Owner per partition slot; a partition given twice keeps its last owner, as a dict would.
     owner = np.full(n_slots, -1, I64)
     topic_values, topic_at, _n = c.topic_starts
-    owner[slot_base[job_of_elem] + topic_values[topic_at[job_of_elem] + topic] + partition] = member
+    owner[slot_base[answer_of_entry] + topic_values[topic_at[answer_of_entry] + topic] + partition] = member
     taken = owner >= 0
     assigned = np.add.reduceat(taken, slot_base, dtype=I64)
     # Each member's load is its count of entries unless a slot was written
     # twice, and then some answer has fewer slots taken than entries.
     loads = counts
-    if (assigned != elem_len).any():
+    if (assigned != entries_per_answer).any():
         loads = np.bincount(owner[taken], minlength=n_members)
     hi, lo = _loads_range(loads, member_base)
 
     moved = np.zeros(n_answers, I64)
-    picked = np.flatnonzero(c.has_prev[gen])
+    picked = np.flatnonzero(c.has_prev[generation])
     if len(picked):
         prev_slots, prev_len = gather(c.prev_slots, picked)
         now = owner[prev_slots + np.repeat(slot_base[picked], prev_len)]
-        now = np.where(now >= 0, c.codes_of(gen)[now], -1)
-        moved[picked] = _moved_counts(now, gather(c.prev_codes, gen[picked])[0], c.none_code[gen[picked]],
+        now = np.where(now >= 0, c.codes_of(generation)[now], -1)
+        moved[picked] = _moved_counts(now, gather(c.prev_codes, generation[picked])[0], c.none_code[generation[picked]],
                                       np.repeat(np.arange(len(picked)), prev_len), len(picked))
 
     # Reproduces: every member's count as received, then its list as it reads
     # back from the Assignment bytes (topics grouped in order of first
     # appearance) or as it stands (a received list may repeat a topic apart).
-    miscounted = counts != gather(c.obs_counts, gen)[0]
-    counted = np.bincount(job_of_member[miscounted], minlength=n_answers) == 0
+    miscounted = counts != gather(c.obs_counts, generation)[0]
+    counted = np.bincount(answer_of_member[miscounted], minlength=n_answers) == 0
     reproduces = counted.copy()
     if counted.any():
-        keep = counted[job_of_elem]
+        keep = counted[answer_of_entry]
         id_values, id_at, id_len = c.topic_ids
-        job = job_of_elem[keep]
-        keys = (id_values[id_at[job] + topic[keep]] << 32) | partition[keep]
-        received = gather(c.obs_lists, gen[counted])[0]
-        as_is = np.bincount(job[keys != received], minlength=n_answers) == 0
+        entry_answer = answer_of_entry[keep]
+        keys = (id_values[id_at[entry_answer] + topic[keep]] << 32) | partition[keep]
+        received = gather(c.obs_lists, generation[counted])[0]
+        as_is = np.bincount(entry_answer[keys != received], minlength=n_answers) == 0
         reproduces &= as_is
-        redo = ~as_is[job]  # only the lists that differ as they stand are regrouped
+        redo = ~as_is[entry_answer]  # only the lists that differ as they stand are regrouped
         if redo.any():
             # each entry's place is where its (member, topic) first appears:
             # written from the back, a repeated index keeps the first one
@@ -186,7 +185,7 @@ def _read_answers(c, gen, sticky, answer):
             first = np.empty(n_members * width, I64)
             first[member_topic[::-1]] = place[::-1]
             grouped = keys[redo][np.argsort(first[member_topic], kind="stable")]
-            regrouped = np.bincount(job[redo][grouped != received[redo]], minlength=n_answers) == 0
+            regrouped = np.bincount(entry_answer[redo][grouped != received[redo]], minlength=n_answers) == 0
             reproduces |= counted & regrouped
     return assigned, moved, hi, lo, reproduces
 
