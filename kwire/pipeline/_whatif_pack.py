@@ -244,18 +244,18 @@ def pack_replayed(records) -> Packed:
     (group_ids, generation_ids, protocol_names, sources, members_rows, observed_rows, prev_rows, prev_generation,
      counts_of) = zip(*records)
     has_prev = np.fromiter(map(bool, prev_rows), bool, n)
-    e = _Entries(*_rows_read(sources, members_rows, observed_rows, prev_rows), n)
-    owners = _OwnerCodes(e, n)
-    topics = _TopicIds(e, n)
-    observed, previous = _owned_once(e, topics, owners)
-    entry_code = np.repeat(owners.of_listing, e.listing_len)
+    entries = _Entries(*_rows_read(sources, members_rows, observed_rows, prev_rows), n)
+    owners = _OwnerCodes(entries, n)
+    topics = _TopicIds(entries, n)
+    observed, previous = _owned_once(entries, topics, owners)
+    entry_code = np.repeat(owners.of_listing, entries.listing_len)
     # each entry's partition key over its generation's topic ids
-    entry_key = np.repeat(topics.topic_id[topics.of_listing] << 32, e.listing_len) | e.partition
-    entry_topic = np.repeat(topics.of_listing, e.listing_len)
-    received, received_counts, claimed, claimed_counts = _member_lists(e, owners)
-    n_observed = np.bincount(e.entry_generation[observed], minlength=n)
-    n_prev = np.bincount(e.entry_generation[previous], minlength=n)
-    has_claims = np.bincount(e.member_generation, claimed_counts, minlength=n) > 0
+    entry_key = np.repeat(topics.topic_id[topics.of_listing] << 32, entries.listing_len) | entries.partition
+    entry_topic = np.repeat(topics.of_listing, entries.listing_len)
+    received, received_counts, claimed, claimed_counts = _member_lists(entries, owners)
+    n_observed = np.bincount(entries.entry_generation[observed], minlength=n)
+    n_prev = np.bincount(entries.entry_generation[previous], minlength=n)
+    has_claims = np.bincount(entries.member_generation, claimed_counts, minlength=n) > 0
 
     # -- the plain variant's topics (subscribed), and the sticky one's
     # (owned too) where they are more: elsewhere it is laid out as the plain one
@@ -268,62 +268,78 @@ def pack_replayed(records) -> Packed:
     # an owned-only topic has no size
     size = np.where(in_plain, _sizes(counts_of, topics.generation, topics.name, topics.name_of), 0)
     total = np.bincount(topics.generation, size, minlength=n).astype(I64)
-    plain_v, sticky_v = (_variant_topics(in_v, topics, size, e.subscription_generation, n)
+    plain_v, sticky_v = (_variant_topics(in_v, topics, size, entries.subscription_generation, n)
                          for in_v in (in_plain, in_sticky))
-    prev_generation_of = e.entry_generation[previous]
-    plain_v["slots"] = _prev_slots(plain_v, in_plain, entry_topic[previous], e.partition[previous],
+    prev_generation_of = entries.entry_generation[previous]
+    plain_v["slots"] = _prev_slots(plain_v, in_plain, entry_topic[previous], entries.partition[previous],
                                    prev_generation_of)
     prev_more = more[prev_generation_of]
     sticky_v["slots"] = _prev_slots(sticky_v, in_sticky, entry_topic[previous][prev_more],
-                                    e.partition[previous][prev_more], prev_generation_of[prev_more])
-    claim_generation, claim_topic = e.entry_generation[claimed], entry_topic[claimed]
-    # each claim's topic index in its sticky variant, the plain one's topics where no more
-    claim_topics = (plain_v["position"][claim_topic] - plain_v["base"][claim_generation]).astype(I32)
-    beyond = np.flatnonzero(more[claim_generation])
-    claim_topics[beyond] = sticky_v["position"][claim_topic[beyond]] - sticky_v["base"][claim_generation[beyond]]
-    claim_partitions = e.partition[claimed].astype(I32)
-    claim_generations = np.where(claimed_counts > 0, np.array(prev_generation, I64)[e.member_generation],
-                                 -1).astype(I32)
+                                    entries.partition[previous][prev_more], prev_generation_of[prev_more])
+    claim_generation = entries.entry_generation[claimed]
+    claim_topics, claim_partitions, claim_generations = _claims(entries, claimed, claimed_counts, entry_topic[claimed],
+                                                                plain_v, sticky_v, more, prev_generation)
 
     # ArrayGroup's own checks (named errors) only where they can fail: a
     # member id repeated or None, a negative size or owned partition
-    check_plain = (owners.distinct < e.sizes) | (
-        np.bincount(e.member_generation[owners.member_named_none], minlength=n) > 0) | (
+    check_plain = (owners.distinct < entries.sizes) | (
+        np.bincount(entries.member_generation[owners.member_named_none], minlength=n) > 0) | (
         np.bincount(topics.generation[in_plain & (size < 0)], minlength=n) > 0)
     check_sticky = check_plain | (np.bincount(claim_generation[claim_partitions < 0], minlength=n) > 0)
     # most generations have no static member: their groups get no instance ids, which is all None
-    static = np.bincount(e.member_generation, e.instance_ids.is_valid().to_numpy(zero_copy_only=False),
+    static = np.bincount(entries.member_generation, entries.instance_ids.is_valid().to_numpy(zero_copy_only=False),
                          minlength=n) > 0
     plain, sticky = _variant_groups(
-        e.sizes, e.member_ids.to_pylist(), e.instance_ids.to_pylist(), static, e.subscription_len, plain_v,
-        sticky_v, more, has_claims, check_plain, check_sticky, topics.name_of[topics.name],
-        (_indptrs(claimed_counts, e.sizes), claim_topics, claim_partitions, claim_generations, claimed_counts))
+        entries.sizes, entries.member_ids.to_pylist(), entries.instance_ids.to_pylist(), static,
+        entries.subscription_len, plain_v, sticky_v, more, has_claims, check_plain, check_sticky,
+        topics.name_of[topics.name],
+        (_indptrs(claimed_counts, entries.sizes), claim_topics, claim_partitions, claim_generations, claimed_counts))
 
     plain_ok = np.fromiter((v.error is None for v in plain), bool, n)
     sticky_ok = np.fromiter((v.error is None for v in sticky), bool, n)
     same = ~has_claims | (plain_ok & sticky_ok & ~more)
-    list_entries = np.bincount(e.member_generation, received_counts, minlength=n).astype(I64)
+    list_entries = np.bincount(entries.member_generation, received_counts, minlength=n).astype(I64)
+    coded_members = np.where(owners.distinct < entries.sizes, entries.sizes, 0)
     head = np.zeros(n, HEAD)
-    for name, column in (("members", e.sizes), ("owner_codes", owners.n_codes), ("topic_ids", topics.n_topic_ids),
-                         ("has_prev", has_prev), ("none_code", owners.none_code), ("observed", n_observed),
-                         ("list_entries", list_entries), ("prev_owned", n_prev), ("plain_ok", plain_ok),
-                         ("sticky_ok", sticky_ok), ("same_layout", same), ("generation_id", generation_ids),
-                         ("partitions", total), ("coded_members", np.where(owners.distinct < e.sizes, e.sizes, 0))):
+    for name, column in (("members", entries.sizes), ("owner_codes", owners.n_codes),
+                         ("topic_ids", topics.n_topic_ids), ("has_prev", has_prev), ("none_code", owners.none_code),
+                         ("observed", n_observed), ("list_entries", list_entries), ("prev_owned", n_prev),
+                         ("plain_ok", plain_ok), ("sticky_ok", sticky_ok), ("same_layout", same),
+                         ("generation_id", generation_ids), ("partitions", total), ("coded_members", coded_members)):
         head[name] = column
-    # each variant's (offsets, ids, previous slots), none for a variant refused
-    lengths = head["variant_lengths"]
-    lengths[:, 0] = np.stack([plain_v["count"] + 1, plain_v["count"], n_prev], axis=1) * plain_ok[:, None]
-    lengths[:, 1] = np.where(same[:, None], lengths[:, 0],
-                             np.stack([sticky_v["count"] + 1, sticky_v["count"], n_prev], axis=1)
-                             * (sticky_ok & more)[:, None])
+    _variant_lengths(head["variant_lengths"], plain_v, sticky_v, n_prev, plain_ok, sticky_ok & more, same)
 
     observed_base, prev_base = segment_starts(n_observed)[0], segment_starts(n_prev)[0]
-    columns = [(owners.of_member, e.member_base), (received_counts, e.member_base),
+    columns = [(owners.of_member, entries.member_base), (received_counts, entries.member_base),
                (entry_key[received], segment_starts(list_entries)[0]), (entry_code[observed], observed_base),
                (entry_key[observed], observed_base), (entry_code[previous], prev_base),
                (entry_key[previous], prev_base)]
     variant_values, variant_bases = _variant_columns(plain_v, sticky_v, prev_base, np.where(more, n_prev, 0), same)
     return Packed(head, columns, variant_values, variant_bases, group_ids, protocol_names, plain, sticky)
+
+
+def _claims(entries, claimed, claimed_counts, claimed_topic, plain_v, sticky_v, more, prev_generation):
+    """What the sticky variants' members claim, as ArrayGroup takes it:
+    each claim's topic index in its variant (the plain one's topics where the
+    sticky one has no more), its partition, and each member's generation of
+    its claims (-1 for a member that claims nothing)."""
+    generation = entries.entry_generation[claimed]
+    topics = (plain_v["position"][claimed_topic] - plain_v["base"][generation]).astype(I32)
+    beyond = np.flatnonzero(more[generation])
+    topics[beyond] = sticky_v["position"][claimed_topic[beyond]] - sticky_v["base"][generation[beyond]]
+    generations = np.where(claimed_counts > 0, np.array(prev_generation, I64)[entries.member_generation], -1)
+    return topics, entries.partition[claimed].astype(I32), generations.astype(I32)
+
+
+def _variant_lengths(lengths, plain_v, sticky_v, n_prev, plain_ok, sticky_own, same):
+    """Each variant's (topic offsets, topic ids, previous slots) lengths into
+    ``lengths`` (the head's), none for a variant refused; a sticky variant
+    laid out as the plain one (``same``) has the plain one's, and one with
+    columns of its own (``sticky_own``) its own."""
+    lengths[:, 0] = np.stack([plain_v["count"] + 1, plain_v["count"], n_prev], axis=1) * plain_ok[:, None]
+    lengths[:, 1] = np.where(same[:, None], lengths[:, 0],
+                             np.stack([sticky_v["count"] + 1, sticky_v["count"], n_prev], axis=1)
+                             * sticky_own[:, None])
 
 
 def _rows_read(sources, members_rows, observed_rows, prev_rows):
@@ -393,17 +409,18 @@ class _OwnerCodes:
     ``distinct`` each generation's distinct member ids, ``n_codes`` its codes,
     ``none_code`` the code of its owner named None (or -2)."""
 
-    def __init__(self, e: _Entries, n):
-        names = pc.dictionary_encode(pa.concat_arrays([e.member_ids, e.listing_member, e.frame_member]))
+    def __init__(self, entries: _Entries, n):
+        names = pc.dictionary_encode(pa.concat_arrays([entries.member_ids, entries.listing_member,
+                                                       entries.frame_member]))
         none_id = len(names.dictionary)
         name_id = _ints(pc.fill_null(names.indices, none_id))
-        n_members, n_listings = e.n_members, len(e.listing_segment)
+        n_members, n_listings = entries.n_members, len(entries.listing_segment)
         member_name = name_id[:n_members]
         # a listing that names no member is its frame's member's
         named, frame_name = name_id[n_members:n_members + n_listings], name_id[n_members + n_listings:]
-        listing_name = np.where(named == none_id, np.repeat(frame_name, e.listings_per_row), named)
+        listing_name = np.where(named == none_id, np.repeat(frame_name, entries.listings_per_row), named)
         width = none_id + 1
-        member_key = e.member_generation * width + member_name
+        member_key = entries.member_generation * width + member_name
         by_key = np.argsort(member_key, kind="stable")
         sorted_keys = member_key[by_key]
         run = _first_of_runs(sorted_keys)
@@ -411,9 +428,9 @@ class _OwnerCodes:
         first_of[by_key] = by_key[run][np.cumsum(run) - 1]
         is_first = first_of == np.arange(n_members)
         seen = np.cumsum(is_first)
-        self.of_member = seen[first_of] - (seen - is_first)[e.member_base][e.member_generation] - 1
-        self.distinct = distinct = np.bincount(e.member_generation[is_first], minlength=n)
-        owner_key = e.listing_generation * width + listing_name
+        self.of_member = seen[first_of] - (seen - is_first)[entries.member_base][entries.member_generation] - 1
+        self.distinct = distinct = np.bincount(entries.member_generation[is_first], minlength=n)
+        owner_key = entries.listing_generation * width + listing_name
         at = np.minimum(np.searchsorted(sorted_keys, owner_key), n_members - 1)
         is_member = sorted_keys[at] == owner_key
         self.of_listing = self.of_member[by_key[at]]
@@ -425,7 +442,7 @@ class _OwnerCodes:
         self.n_codes = distinct + n_others
         self.none_code = np.full(n, -2, I64)
         self.member_named_none = member_name == none_id
-        self.none_code[e.member_generation[self.member_named_none]] = self.of_member[self.member_named_none]
+        self.none_code[entries.member_generation[self.member_named_none]] = self.of_member[self.member_named_none]
         other_none = others % width == none_id
         self.none_code[other_generation[other_none]] = other_code[other_none]
 
@@ -437,8 +454,8 @@ class _TopicIds:
     generation's ids 0.. sort alike.  ``of_subscription`` and ``of_listing``:
     each subscription entry's and listing's pair."""
 
-    def __init__(self, e: _Entries, n):
-        topic_names = pc.dictionary_encode(pa.concat_arrays([e.subscribed_names, e.listing_topic]))
+    def __init__(self, entries: _Entries, n):
+        topic_names = pc.dictionary_encode(pa.concat_arrays([entries.subscribed_names, entries.listing_topic]))
         known = topic_names.dictionary.to_pylist()
         n_names = len(known)
         in_java_order = assignors.java_sorted(known)
@@ -446,40 +463,40 @@ class _TopicIds:
         name = np.array([rank[t] for t in known] + [n_names], I64)[_ints(pc.fill_null(topic_names.indices, n_names))]
         #: each name number's topic name, None last
         self.name_of = np.array(in_java_order + [None], object)
-        n_subscribed = len(e.subscription_generation)
-        pairs, pair_of = _unique(np.concatenate([e.subscription_generation, e.listing_generation]) * (n_names + 1)
-                                 + name)
+        n_subscribed = len(entries.subscription_generation)
+        generation = np.concatenate([entries.subscription_generation, entries.listing_generation])
+        pairs, pair_of = _unique(generation * (n_names + 1) + name)
         self.generation, self.name = pairs // (n_names + 1), pairs % (n_names + 1)
         self.topic_id, self.n_topic_ids = _rank_in(self.generation, n)
         self.of_subscription, self.of_listing = pair_of[:n_subscribed], pair_of[n_subscribed:]
         self.is_null = self.name == n_names
 
 
-def _owned_once(e: _Entries, topics: _TopicIds, owners: _OwnerCodes):
+def _owned_once(entries: _Entries, topics: _TopicIds, owners: _OwnerCodes):
     """``(observed, previous)``: the entries of the observed and the previous
     ownership, each partition once, sorted by generation, topic (as ids
     sort) and partition; where a partition is listed twice, the one last in
     the ownership dict's order."""
-    place = np.repeat((topics.of_listing * 2 + e.listing_is_prev) << 32, e.listing_len) | e.partition
+    place = np.repeat((topics.of_listing * 2 + entries.listing_is_prev) << 32, entries.listing_len) | entries.partition
     order = np.argsort(place, kind="stable")
     run = _first_of_runs(place[order])
     kept = order[run]
     if len(kept) < len(order):
-        kept = _last_in_dict_order(order, run, e.listing_segment, owners.of_listing, e.listing_len)
-    kept_is_prev = e.entry_is_prev[kept]
+        kept = _last_in_dict_order(order, run, entries.listing_segment, owners.of_listing, entries.listing_len)
+    kept_is_prev = entries.entry_is_prev[kept]
     return kept[kept_is_prev == 0], kept[kept_is_prev == 1]
 
 
-def _member_lists(e: _Entries, owners: _OwnerCodes):
+def _member_lists(entries: _Entries, owners: _OwnerCodes):
     """Each member's entries as received (the observed assignment) and as
     claimed (the previous one), in entry order, member after member:
     ``(received, received counts, claimed, claimed counts)``."""
     code_base, n_owners = segment_starts(owners.n_codes)
-    entry_owner = np.repeat(code_base[e.listing_generation] + owners.of_listing, e.listing_len)
-    member_owner = code_base[e.member_generation] + owners.of_member
-    received = np.flatnonzero(e.entry_is_prev == 0)
+    entry_owner = np.repeat(code_base[entries.listing_generation] + owners.of_listing, entries.listing_len)
+    member_owner = code_base[entries.member_generation] + owners.of_member
+    received = np.flatnonzero(entries.entry_is_prev == 0)
     at, received_counts = _lists_of(entry_owner[received], n_owners, member_owner)
-    claimed = np.flatnonzero(e.entry_is_prev)
+    claimed = np.flatnonzero(entries.entry_is_prev)
     at_claimed, claimed_counts = _lists_of(entry_owner[claimed], n_owners, member_owner)
     return received[at], received_counts, claimed[at_claimed], claimed_counts
 
