@@ -1,4 +1,4 @@
-"""The group leader's whole path, bytes to bytes (issue 12, item 1).
+"""The group leader's whole path, bytes to bytes, against its targets (``TARGETS_S``).
 
     python benches/bench_leader.py [--quick] [--rounds N] [--no-kafka-python]
 
@@ -176,7 +176,7 @@ def peak_beyond_input(fn):
     return peak
 
 
-#: Issue 12's targets for the whole path, in seconds (None: no absolute target for that case).
+#: The targets for the whole path, in seconds (None: no absolute target for that case).
 TARGETS_S = {
     ("100x1k", "range"): 0.3e-3, ("100x1k", "roundrobin"): 0.3e-3, ("100x1k", "cooperative-sticky"): 0.3e-3,
     ("1000x10k", "range"): 3e-3, ("1000x10k", "roundrobin"): 3e-3, ("1000x10k", "cooperative-sticky"): 5e-3,

@@ -1,4 +1,4 @@
-"""The Spark pipeline's figures from one run, as ratios (issue 14).
+"""The Spark pipeline's figures from one run, as ratios against their goals.
 
 Run: ``python benches/bench_pipeline.py [--groups N] [--seed S | --capture PATH] [--e2e]``.
 
@@ -16,12 +16,12 @@ Run: ``python benches/bench_pipeline.py [--groups N] [--seed S | --capture PATH]
    packing: first the pipeline's, :func:`pack_replayed` straight from the
    events' Arrow columns (with :func:`replayed_rows`, the rows each
    generation reads), then the per-generation packing it replaced
-   (:func:`replay_inputs`, now the test reference), and the batch on its
-   inputs.  Pack and batch are best of ``--repeat``, the cycle collector
+   (``replay_inputs`` and ``packed_inputs``, now the tests' reference in
+   tests/whatif_oracle.py), and the batch on its inputs.  Pack and batch are best of ``--repeat``, the cycle collector
    paused as the pipeline pauses it, and the two paths' tables must be
-   equal.  ``per-generation`` is :func:`replay` one generation at a time;
-   ``member-level`` is the replay before arrays, kept as the test oracle in
-   tests/test_pipeline_whatif.py.  The goal is >= 300,000 members/s,
+   equal.  ``per-generation`` is the reference ``replay``, one generation at
+   a time; ``member-level`` is the replay before arrays (``whatif_rows``),
+   both in tests/whatif_oracle.py.  The goal is >= 300,000 members/s,
    packing counted.  Then the sticky pair alone: ``assign_sticky_pair_many``
    on all the generations' groups against ``assign_sticky_pair`` group by group.
 4. **Decode ÷ do-nothing**, in a started local[2] session that has already
@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 
-# The member-level oracle lives with the tests, at the top of this checkout.
+# The what-if's references live with the tests (tests/whatif_oracle.py), at the top of this checkout.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -101,36 +101,40 @@ def bench_whatif(path, repeat):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from kwire.pipeline import _analysis as analysis
     from kwire.pipeline import decode_capture
+    from kwire.pipeline._events import WHATIF_SCHEMA
     from kwire.pipeline._spark_stages import collector_paused
-    from tests.test_pipeline_whatif import whatif_rows
+    from kwire.pipeline._timeline import timelines_of_arrow
+    from kwire.pipeline._whatif_batch import replay_batch
+    from kwire.pipeline._whatif_pack import pack_replayed, replayed_rows
+    from tests.analysis_frames import events_from_frames
+    from tests.whatif_oracle import packed_inputs, replay, replay_inputs, whatif_rows
 
     t = time.perf_counter()
-    events = pa.Table.from_pandas(analysis.events_from_frames(decode_capture(path)), preserve_index=False)
-    timelines = list(analysis.timelines_of_arrow(events))
+    events = pa.Table.from_pandas(events_from_frames(decode_capture(path)), preserve_index=False)
+    timelines = list(timelines_of_arrow(events))
     print(f"what-if input: {len(timelines):,} groups, {events.num_rows:,} events, timelines built in "
           f"{time.perf_counter() - t:.1f} s (not counted below)")
 
     def columnar():
-        return analysis.pack_replayed([r for tl in timelines for r in analysis.replayed_rows(tl)])
+        return pack_replayed([r for tl in timelines for r in replayed_rows(tl)])
 
     def per_generation():
-        return [inp for tl in timelines for inp in analysis.replay_inputs(tl)]
+        return [inp for tl in timelines for inp in replay_inputs(tl)]
 
     with collector_paused():
         pack, packed = best_of(repeat, columnar)
-        batch, table = best_of(repeat, lambda: analysis.replay_batch(packed))
+        batch, table = best_of(repeat, lambda: replay_batch(packed))
         old_pack, inputs = best_of(repeat, per_generation)
-        old_batch, old_table = best_of(repeat, lambda: analysis.replay_batch(inputs))
+        old_batch, old_table = best_of(repeat, lambda: replay_batch(packed_inputs(inputs)))
     assert table.equals(old_table)
     rows: list = []
     t = time.perf_counter()
     for inp in inputs:
-        analysis.replay(inp, rows)
+        replay(inp, rows)
     one_by_one = time.perf_counter() - t
-    observed = analysis.WHATIF_SCHEMA.names.index("observed")
-    count = analysis.WHATIF_SCHEMA.names.index("member_count")
+    observed = WHATIF_SCHEMA.names.index("observed")
+    count = WHATIF_SCHEMA.names.index("member_count")
     members = sum(r[count] for r in rows if not r[observed])
     assert pc.sum(pc.filter(table.column("member_count"), pc.invert(table.column("observed")))).as_py() == members
 

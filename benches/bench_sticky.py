@@ -139,7 +139,7 @@ def test_kafka_python_sticky_10x100x100(benchmark):
     benchmark.pedantic(assignor.assign, args=(cluster, members), rounds=5, iterations=1, warmup_rounds=1)
 
 
-# -- inputs that used to leave the compiled path (issue 12, "no cliffs") ----------------------------
+# -- inputs that used to leave the compiled path (no cliffs) ---------------------------------------
 # Each runs beside its clean twin of the same size; the target is within 3x of it.  The group is the
 # second generation of a round-robin-owned group, through kwire.assign (member level).
 

@@ -154,7 +154,7 @@ def main(argv=None):
 
 
 def framing_ratios(repeat, target_time, timer):
-    """A Heartbeat frame against its body, encode and decode, in the compiled codec (issue 12: <= 1.5x).
+    """A Heartbeat frame against its body, encode and decode, in the compiled codec (goal: <= 1.5x).
 
     The frame's calls are kwire's public ones; the body's are the message class's own, so the ratio is what
     the size prefix and the header add."""

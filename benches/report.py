@@ -387,7 +387,7 @@ def render_leader(rows):
              "(`assign_arrays`) on the very group the path builds, built afresh for each run, and kafka-python "
              "3's own leader path on the same frame (its decoders, assignor and encoders). *2nd gen*: every "
              "member owns what a first cooperative-sticky rebalance gave it, 10% of the members gone. Targets: "
-             "the leader path's goals (0.3 ms at 100 members, 3–5 ms at 1000, 100–250 ms at 2000 × 1M).", ""]
+             "benches/bench_leader.py's TARGETS_S.", ""]
     lines.append("| group | strategy | generation | classic | bytes out | target | array core | bytes out / core "
                  "| kafka-python | kafka-python / bytes out |")
     lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -529,6 +529,26 @@ def test_a_long_or_unmapped_module_is_found(tmp_path):
         ("kwire/group/_unnamed.py", "not named in docs/ARCHITECTURE.md")]
 
 
+# -- the map in docs/ARCHITECTURE.md ------------------------------------------------------------------------------
+
+#: Packages whose every module the map in docs/ARCHITECTURE.md names, in its diagram or in its "where a change
+#: goes" table, so that a file added or renamed there shows in the map too.
+MAPPED_PACKAGES = ("kwire/pipeline",)
+
+
+@pytest.mark.parametrize("package", MAPPED_PACKAGES)
+def test_the_architecture_map_names_each_module(package):
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    modules = [p for p in sorted((ROOT / package).iterdir())
+               if p.suffix in (".py", ".pyx") and _is_private(p.stem) and not _is_dunder(p.stem)]
+    assert modules, f"no modules in {package}"
+    unnamed = [p.name for p in modules if not re.search(r"(?<![\w.])%s(?!\w)" % re.escape(p.name), doc)]
+    assert not unnamed, f"modules of {package} that docs/ARCHITECTURE.md does not name: {unnamed}"
+    named = sorted(set(re.findall(r"`(%s/[\w/]+\.pyx?)`" % re.escape(package), doc)))
+    gone = [path for path in named if not (ROOT / path).exists()]
+    assert not gone, f"docs/ARCHITECTURE.md names files that are not in the tree: {gone}"
+
+
 # -- the checks catch what they claim to catch ---------------------------------------------------------------------
 
 def _write(root, files):

@@ -9,82 +9,22 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("pandas")
 
 import kwire  # noqa: E402
-from kwire.pipeline import _analysis as analysis  # noqa: E402
+from kwire.pipeline._events import COUNT_SCHEMA, DEFAULT_MAX_PARTITIONS, METADATA, STRATEGIES  # noqa: E402
+from kwire.pipeline._metadata import MetadataCounts, metadata_partition_counts  # noqa: E402
+from kwire.pipeline._timeline import (build_timeline, completed_generations, timelines_of,  # noqa: E402
+                                      timelines_of_arrow)
 from kwire.pipeline._decode import decode_capture  # noqa: E402
 from kwire.pipeline._synth import MS, SECOND, Frames, GroupSim, synth, topic_pool  # noqa: E402
 
-T0 = 1_767_225_600 * SECOND
-
-
-def scripted_capture(path, extra=None):
-    """One range group whose history is known generation by generation:
-
-    1. A, B, C join (initial)         4. C crashes (session timeout)
-    2. D joins                        5. A adds topic "u" (subscription change)
-    3. B leaves (LeaveGroup)
-
-    Plus a cooperative-sticky group with a revocation follow-up; ``extra``
-    may add frames to the same :class:`Frames`.  Returns the simulators
-    (their ``history`` is the ground truth)."""
-    out = Frames()
-    sim = GroupSim(out, "orders-app", "range", {"t": 6, "u": 2}, profile="java3", rng=random.Random(7),
-                   session_timeout_ms=10000, heartbeat_interval_ms=3000)
-    joiners = [sim.connect(T0 + i * SECOND, ["t"]) for i in range(3)]
-    a, b, c = (m for m, _ in joiners)
-    t = sim.rebalance(max(r for _, r in joiners), joiners=joiners)
-    sim.heartbeats(t, t + 20 * SECOND)
-    t += 20 * SECOND
-    d, ready = sim.connect(t, ["t"])
-    t = sim.rebalance(ready, joiners=[(d, ready)])
-    sim.heartbeats(t, t + 20 * SECOND)
-    t += 20 * SECOND
-    sim.leave(b, t)
-    t = sim.rebalance(t + 2 * MS)
-    sim.heartbeats(t, t + 20 * SECOND)
-    t += 20 * SECOND
-    sim.crash(c)
-    expel = t + sim.session_timeout_ms * MS
-    sim.heartbeats(t, expel)
-    sim.expel(c)
-    t = sim.rebalance(expel)
-    sim.heartbeats(t, t + 20 * SECOND)
-    t += 20 * SECOND
-    a.topics = ["t", "u"]
-    t = sim.rebalance(t, early=[a])
-    sim.heartbeats(t, t + 10 * SECOND)
-
-    coop = GroupSim(out, "coop-app", "cooperative-sticky", {"x": 4}, profile="java3", rng=random.Random(8))
-    joiners = [coop.connect(T0 + i * SECOND, ["x"]) for i in range(2)]
-    t = coop.rebalance(max(r for _, r in joiners), joiners=joiners)
-    coop.heartbeats(t, t + 10 * SECOND)
-    t += 10 * SECOND
-    e, ready = coop.connect(t, ["x"])
-    t = coop.rebalance(ready, joiners=[(e, ready)])
-    assert coop.needs_followup()
-    t = coop.rebalance(t + 2 * MS, early=list(coop.members.values()))
-    assert not coop.needs_followup()
-    coop.heartbeats(t, t + 10 * SECOND)
-    if extra is not None:
-        extra(out)
-    out.write(path)
-    return sim, coop, (a, b, c, d)
-
-
-EXPECTED_RANGE = [
-    # generation, trigger, joined, left, moved, partitions, error codes answered in the window
-    (1, "initial", [], [], None, 6, [79]),
-    (2, "member_joined", ["D"], [], 1, 6, [27, 79]),
-    (3, "member_left", [], ["B"], 3, 6, [27]),
-    (4, "session_timeout", [], ["C"], 2, 6, [27]),
-    (5, "subscription_change", [], [], 0, 8, [27]),
-]
-
+from tests.pipeline_captures import EXPECTED_RANGE, T0, scripted_capture  # noqa: E402
+from tests.analysis_frames import (assignments_of, bad_frames_of, events_from_frames, rebalances_of,  # noqa: E402
+                                   whatif_of)
 
 @pytest.fixture(scope="module")
 def scripted(tmp_path_factory):
     path = tmp_path_factory.mktemp("scripted") / "capture.parquet"
     sims = scripted_capture(path)
-    events = analysis.events_from_frames(decode_capture(path))
+    events = events_from_frames(decode_capture(path))
     return path, sims, events
 
 
@@ -95,7 +35,7 @@ def _by_group(df, group):
 def test_rebalances_match_the_scripted_history(scripted):
     _path, (sim, _coop, members), events = scripted
     names = {m.member_id: n for m, n in zip(members, "ABCD")}
-    rows = _by_group(analysis.rebalances_of(events), "orders-app")
+    rows = _by_group(rebalances_of(events), "orders-app")
     assert [r["generation_id"] for r in rows] == [1, 2, 3, 4, 5]
     for row, (gen, trigger, joined, left, moved, parts, errors), truth in zip(rows, EXPECTED_RANGE, sim.history):
         assert row["trigger"] == trigger, gen
@@ -112,7 +52,7 @@ def test_rebalances_match_the_scripted_history(scripted):
 
 def test_cooperative_follow_up_is_recognised(scripted):
     _path, (_sim, coop, _m), events = scripted
-    rows = _by_group(analysis.rebalances_of(events), "coop-app")
+    rows = _by_group(rebalances_of(events), "coop-app")
     assert [r["trigger"] for r in rows] == ["initial", "member_joined", "revocation_followup"]
     # Round one revokes without reassigning; round two hands the partition over.
     assert rows[1]["partitions"] < 4 and rows[2]["partitions"] == 4
@@ -121,7 +61,7 @@ def test_cooperative_follow_up_is_recognised(scripted):
 
 def test_ownership_rows_follow_the_assignments(scripted):
     _path, (sim, _coop, _m), events = scripted
-    rows = analysis.assignments_of(events)
+    rows = assignments_of(events)
     rows = rows[rows.group_id == "orders-app"]
     for truth in sim.history:
         gen = rows[rows.generation_id == truth["generation"]]
@@ -133,7 +73,7 @@ def test_ownership_rows_follow_the_assignments(scripted):
 
 def test_whatif_range_reproduces_the_leader_and_counts_moves(scripted):
     _path, (sim, _coop, _m), events = scripted
-    wi = analysis.whatif_of(events)
+    wi = whatif_of(events)
     wi = wi[wi.group_id == "orders-app"]
     observed = wi[wi.observed]
     assert list(observed.strategy) == ["range"] * 5
@@ -169,16 +109,16 @@ def _assign_directly(strategy, gen_row_members, prev_lists, prev_gen, counts):
 def test_whatif_numbers_agree_with_kwire_assign(tmp_path):
     path = tmp_path / "synth.parquet"
     synth(path, groups=12, seed=5, duration_s=240)
-    events = analysis.events_from_frames(decode_capture(path))
-    wi = analysis.whatif_of(events)
+    events = events_from_frames(decode_capture(path))
+    wi = whatif_of(events)
     checked = Counter()
-    for tl in analysis.timelines_of(events):
+    for tl in timelines_of(events):
         gid = tl.group_id
-        gens = analysis.completed_generations(tl)
+        gens = completed_generations(tl)
         for prev, cur in zip(gens, gens[1:]):
             prev_lists = prev.assignment
             prev_owner = {tp: m for m, tps in prev_lists.items() for tp in tps}
-            for strategy in analysis.STRATEGIES:
+            for strategy in STRATEGIES:
                 result = _assign_directly(strategy, cur.members, prev_lists, prev.generation_id, cur.partition_counts)
                 owner = {tp: m for m, tps in result.items() for tp in tps}
                 loads = [len(result[m]) for m, _, _ in cur.members]
@@ -195,11 +135,11 @@ def test_synth_leaders_are_reproduced_exactly(tmp_path):
     what-if must rebuild those inputs from the capture alone."""
     path = tmp_path / "synth.parquet"
     synth(path, groups=16, seed=9, duration_s=300)
-    wi = analysis.whatif_of(analysis.events_from_frames(decode_capture(path)))
+    wi = whatif_of(events_from_frames(decode_capture(path)))
     proto = wi[wi.observed].set_index(["group_id", "generation_id"]).strategy
     same = wi[~wi.observed & (wi.strategy == [proto[(g, n)] for g, n in zip(wi.group_id, wi.generation_id)])]
     assert len(same) > 40 and same.reproduces_observed.all()
-    assert set(wi[wi.observed].strategy) == set(analysis.STRATEGIES)
+    assert set(wi[wi.observed].strategy) == set(STRATEGIES)
 
 
 def test_synth_is_deterministic(tmp_path):
@@ -229,7 +169,7 @@ def test_synth_covers_the_protocol(tmp_path):
     assert {22, 25, 27, 79} <= set(frames.error_code.dropna().astype(int))
     versions = frames[frames.api_key == 11].api_version.astype(int)
     assert {2, 5, 9} <= set(versions)
-    rb = analysis.rebalances_of(analysis.events_from_frames(decode_capture(path)))
+    rb = rebalances_of(events_from_frames(decode_capture(path)))
     assert {"initial", "member_joined", "member_left", "session_timeout", "subscription_change",
             "revocation_followup"} <= set(rb.trigger)
 
@@ -243,8 +183,8 @@ def test_sample_capture_from_real_clients():
                         "capture.parquet")
     frames = decode_capture(path)
     assert frames.column("decode_error").null_count == frames.num_rows
-    events = analysis.events_from_frames(frames)
-    reb = analysis.rebalances_of(events)
+    events = events_from_frames(frames)
+    reb = rebalances_of(events)
     for group, protocol in (("sample-confluent", "range"), ("sample-kafka-python", "roundrobin")):
         rows = _by_group(reb, group)
         assert [r["trigger"] for r in rows] == ["initial", "member_joined", "member_joined", "member_left",
@@ -252,7 +192,7 @@ def test_sample_capture_from_real_clients():
         assert [r["member_count"] for r in rows] == [1, 2, 3, 2, 1]
         assert {r["protocol_name"] for r in rows} == {protocol}
         assert all(r["stall_ms"] > 0 for r in rows)
-    wi = analysis.whatif_of(events)
+    wi = whatif_of(events)
     ran = wi[~wi.observed & (wi.strategy == wi.group_id.map({"sample-confluent": "range",
                                                                "sample-kafka-python": "roundrobin"}))]
     assert len(ran) == 10 and ran.reproduces_observed.all()
@@ -277,7 +217,7 @@ def test_session_timeout_of_a_member_whose_join_carried_no_id(tmp_path):
     frames = decode_capture(tmp_path / "c.parquet")
     joins = [r for r in frames.to_pylist() if r["api_key"] == 11 and r["direction"] == 0]
     assert [r["member_id"] for r in joins][:2] == ["", ""]
-    rows = _by_group(analysis.rebalances_of(analysis.events_from_frames(frames)), "legacy-app")
+    rows = _by_group(rebalances_of(events_from_frames(frames)), "legacy-app")
     assert [r["trigger"] for r in rows] == ["initial", "session_timeout"]
     assert list(rows[1]["left"]) == [victim.member_id]
 
@@ -293,19 +233,19 @@ def test_one_timeline_pass_gives_the_tables_of_one_pass_each(tmp_path, corrupt_r
 
     path = str(tmp_path / "c.parquet")
     synth(path, groups=15, seed=11, duration_s=240, corrupt_rate=corrupt_rate)
-    pdf = analysis.events_from_frames(decode_capture(path))
-    pdf = pdf[pdf["api_key"] != analysis.METADATA].assign(bucket=0)
-    counts = analysis.COUNT_SCHEMA.empty_table()  # sizes inferred from the assignments, as for any bucket
+    pdf = events_from_frames(decode_capture(path))
+    pdf = pdf[pdf["api_key"] != METADATA].assign(bucket=0)
+    counts = COUNT_SCHEMA.empty_table()  # sizes inferred from the assignments, as for any bucket
     events = pa.Table.from_pandas(pdf, preserve_index=False)
-    want = {"rebalances": analysis.rebalances_of(pdf.drop(columns=["bucket"]), counts=counts),
-            "assignments": analysis.assignments_of(pdf.drop(columns=["bucket"]), counts=counts),
-            "bad_frames": analysis.bad_frames_of(pdf.drop(columns=["bucket"]), counts=counts),
-            "whatif": analysis.whatif_of(pdf.drop(columns=["bucket"]), counts=counts)}
+    want = {"rebalances": rebalances_of(pdf.drop(columns=["bucket"]), counts=counts),
+            "assignments": assignments_of(pdf.drop(columns=["bucket"]), counts=counts),
+            "bad_frames": bad_frames_of(pdf.drop(columns=["bucket"]), counts=counts),
+            "whatif": whatif_of(pdf.drop(columns=["bucket"]), counts=counts)}
     assert len(want["rebalances"]) and len(want["assignments"])
     assert bool(len(want["bad_frames"])) == bool(corrupt_rate)
     assert len(want["whatif"])
-    for wide in (stages.analyse_bucket_arrow(events, analysis.DEFAULT_MAX_PARTITIONS, counts=counts),
-                 pa.Table.from_pandas(stages.analyse_bucket(pdf, analysis.DEFAULT_MAX_PARTITIONS, counts=counts),
+    for wide in (stages.analyse_bucket_arrow(events, DEFAULT_MAX_PARTITIONS, counts=counts),
+                 pa.Table.from_pandas(stages.analyse_bucket(pdf, DEFAULT_MAX_PARTITIONS, counts=counts),
                                       schema=stages.WIDE_SCHEMA)):
         assert wide.schema == stages.WIDE_SCHEMA
         for name, schema in stages.TIMELINE_TABLES.items():
@@ -331,19 +271,19 @@ def test_timelines_read_from_columns_are_those_of_event_dicts(tmp_path, spark_ty
 
     path = str(tmp_path / "c.parquet")
     synth(path, groups=12, seed=4, duration_s=240, corrupt_rate=0.2)
-    events = pa.Table.from_pandas(analysis.events_from_frames(decode_capture(path)), preserve_index=False)
+    events = pa.Table.from_pandas(events_from_frames(decode_capture(path)), preserve_index=False)
     if spark_types:
         events = events.cast(pa.schema([pa.field(f.name, SPARK_EVENT_TYPES.get(f.name, f.type))
                                         for f in events.schema]))
     events = events.take(np.random.default_rng(4).permutation(events.num_rows))
-    counts, _bad = analysis.metadata_partition_counts(events)
+    counts, _bad = metadata_partition_counts(events)
     by_group = {}
     for event in events.to_pylist():
-        if event["api_key"] != analysis.METADATA:
+        if event["api_key"] != METADATA:
             by_group.setdefault(event["group_id"], []).append(event)
-    want = [analysis.build_timeline(group, by_group[group], known_counts=analysis.MetadataCounts(counts))
+    want = [build_timeline(group, by_group[group], known_counts=MetadataCounts(counts))
             for group in sorted(by_group)]
-    got = list(analysis.timelines_of_arrow(events))
+    got = list(timelines_of_arrow(events))
     assert len(want) == 12 and any(tl.bad_frames for tl in want)
     assert [tl.group_id for tl in got] == [tl.group_id for tl in want]
     for mine, theirs in zip(got, want):
@@ -363,16 +303,16 @@ def test_a_bucket_analysis_leaves_the_cycle_collector_as_it_was(tmp_path, enable
 
     path = str(tmp_path / "c.parquet")
     synth(path, groups=3, seed=5, duration_s=120)
-    pdf = analysis.events_from_frames(decode_capture(path))
-    events = pa.Table.from_pandas(pdf[pdf["api_key"] != analysis.METADATA], preserve_index=False)
-    counts = analysis.COUNT_SCHEMA.empty_table()
+    pdf = events_from_frames(decode_capture(path))
+    events = pa.Table.from_pandas(pdf[pdf["api_key"] != METADATA], preserve_index=False)
+    counts = COUNT_SCHEMA.empty_table()
     was = gc.isenabled()
     try:
         (gc.enable if enabled else gc.disable)()
-        assert stages.analyse_bucket_arrow(events, analysis.DEFAULT_MAX_PARTITIONS, counts=counts).num_rows
+        assert stages.analyse_bucket_arrow(events, DEFAULT_MAX_PARTITIONS, counts=counts).num_rows
         assert gc.isenabled() == enabled
         with pytest.raises(pa.ArrowInvalid):
-            stages.analyse_bucket_arrow(events.drop_columns(["seq"]), analysis.DEFAULT_MAX_PARTITIONS, counts=counts)
+            stages.analyse_bucket_arrow(events.drop_columns(["seq"]), DEFAULT_MAX_PARTITIONS, counts=counts)
         assert gc.isenabled() == enabled
     finally:
         (gc.enable if was else gc.disable)()

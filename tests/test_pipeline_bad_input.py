@@ -16,26 +16,29 @@ import pyarrow.parquet as pq  # noqa: E402
 import kwire.assignors  # noqa: E402
 from kwire.__main__ import main  # noqa: E402
 from kwire.errors import AssignmentError  # noqa: E402
-from kwire.pipeline import _analysis as analysis  # noqa: E402
+from kwire.pipeline._events import METADATA, RESPONSE, SYNC_GROUP  # noqa: E402
+from kwire.pipeline._timeline import build_timeline  # noqa: E402
 from kwire.pipeline._decode import decode_capture  # noqa: E402
 from kwire.pipeline._synth import synth  # noqa: E402
 
-from .test_pipeline_analysis import scripted_capture  # noqa: E402
+from tests.analysis_frames import bad_frames_of, events_from_frames, rebalances_of, whatif_of  # noqa: E402
+from tests.pipeline_captures import scripted_capture  # noqa: E402
+
 
 
 @pytest.fixture(scope="module")
 def events(tmp_path_factory):
     path = tmp_path_factory.mktemp("bad") / "capture.parquet"
     scripted_capture(path)
-    return analysis.events_from_frames(decode_capture(path))
+    return events_from_frames(decode_capture(path))
 
 
 def _tamper(events, edit):
     """A copy of ``events`` whose first SyncGroup response to orders-app
     generation 2 has its assignments changed by ``edit``; returns (events, seq)."""
     out = events.copy()
-    rows = out[(out.group_id == "orders-app") & (out.api_key == analysis.SYNC_GROUP)
-               & (out.direction == analysis.RESPONSE) & (out.generation_id == 2)]
+    rows = out[(out.group_id == "orders-app") & (out.api_key == SYNC_GROUP)
+               & (out.direction == RESPONSE) & (out.generation_id == 2)]
     idx = rows.sort_values("seq").index[0]
     assignments = copy.deepcopy(list(out.at[idx, "assignments"]))
     edit(assignments)
@@ -45,7 +48,7 @@ def _tamper(events, edit):
 
 def _without_metadata(events):
     """The events without the capture's Metadata responses: topic sizes are then inferred, up to the cap."""
-    return events[events.api_key != analysis.METADATA]
+    return events[events.api_key != METADATA]
 
 
 def _first_partition(value):
@@ -65,29 +68,29 @@ def _first_partition(value):
 def test_an_inconsistent_sync_group_frame_is_a_bad_frame(events, metadata, edit, reason):
     events = events if metadata else _without_metadata(events)
     tampered, seq = _tamper(events, edit)
-    bad = analysis.bad_frames_of(tampered)
+    bad = bad_frames_of(tampered)
     assert list(bad.seq) == [seq]
     assert bad.reason[0].startswith(reason) and bad.kind[0] == "inconsistent"
-    assert analysis.bad_frames_of(events).empty
+    assert bad_frames_of(events).empty
     # The analysis goes on without the frame: no topic of 16.7M partitions,
     # no topic nobody subscribed to, and every generation still replayed.
-    wi = analysis.whatif_of(tampered)
+    wi = whatif_of(tampered)
     assert wi.error.isna().all()
     assert wi.partitions.max() <= 8
-    assert len(analysis.rebalances_of(tampered)) == len(analysis.rebalances_of(events))
+    assert len(rebalances_of(tampered)) == len(rebalances_of(events))
 
 
 def test_the_partition_cap_is_configurable(events):
     tampered, seq = _tamper(_without_metadata(events), _first_partition(150))
-    assert analysis.bad_frames_of(tampered).empty  # 150 is a plausible partition under the default cap
-    bad = analysis.bad_frames_of(tampered, max_partitions=100)
+    assert bad_frames_of(tampered).empty  # 150 is a plausible partition under the default cap
+    bad = bad_frames_of(tampered, max_partitions=100)
     assert list(bad.seq) == [seq] and "beyond the cap of 100 partitions" in bad.reason[0]
 
 
 def test_known_partition_counts_take_precedence(events):
     # Sizes given as a mapping hold for the whole capture (tests/test_pipeline_metadata.py: from Metadata).
     group = events[events.group_id == "orders-app"].to_dict("records")
-    tl = analysis.build_timeline("orders-app", group, known_counts={"t": 4})
+    tl = build_timeline("orders-app", group, known_counts={"t": 4})
     assert tl.partition_counts["t"] == 4
     assert tl.bad_frames and all("which has 4 partitions (Metadata)" in b["reason"] for b in tl.bad_frames)
 
@@ -98,10 +101,10 @@ def test_a_corrupted_capture_is_analysed(tmp_path):
     path = tmp_path / "c.parquet"
     # This seed's damage includes a SyncGroup frame decoding to a negative partition.
     synth(path, groups=100, seed=2, duration_s=600.0, corrupt_rate=0.01)
-    ev = analysis.events_from_frames(decode_capture(path))
-    bad = analysis.bad_frames_of(ev)
+    ev = events_from_frames(decode_capture(path))
+    bad = bad_frames_of(ev)
     assert len(bad) > 0 and bad.reason.str.startswith("negative partition").any()
-    wi = analysis.whatif_of(ev)
+    wi = whatif_of(ev)
     assert wi.group_id.nunique() > 90
 
 
@@ -125,7 +128,7 @@ def test_a_failing_what_if_is_reported_for_its_group(events, monkeypatch):
 
     monkeypatch.setattr(kwire.assignors, "assign_arrays", assign_arrays)
     monkeypatch.setattr(kwire.assignors, "assign_arrays_many", assign_arrays_many)
-    wi = analysis.whatif_of(events)
+    wi = whatif_of(events)
     failed = wi[wi.error.notna()]
     assert set(failed.group_id) == {"orders-app"}
     assert (failed.error == "AssignmentError: refused for the test").all()

@@ -8,7 +8,7 @@ pytest.importorskip("dpkt")
 from kwire.__main__ import main  # noqa: E402
 from kwire.pipeline._capture import read_capture  # noqa: E402
 
-from .test_pcap import Flow, Pcap, _hb, _hb_resp  # noqa: E402
+from tests.pcap_writer import Flow, Pcap, hb_request, hb_response  # noqa: E402
 
 
 def test_synth_command(tmp_path, capsys):
@@ -23,10 +23,10 @@ def test_import_pcap_command(tmp_path, capsys):
     path = tmp_path / "k.pcap"
     p = Pcap(path)
     a = Flow(p, 40001, bport=19092)
-    for s in a.segments(0, _hb(1), [3]) + a.segments(1, _hb_resp(1), []):
+    for s in a.segments(0, hb_request(1), [3]) + a.segments(1, hb_response(1), []):
         a.write(s)
     p.close()
     out = tmp_path / "c.parquet"
     assert main(["import-pcap", str(path), "--out", str(out), "--port", "19092"]) == 0
     assert "2 frames (0 truncated) from 1 connections" in capsys.readouterr().out
-    assert [r["frame"] for r in read_capture(out).to_pylist()] == [_hb(1), _hb_resp(1)]
+    assert [r["frame"] for r in read_capture(out).to_pylist()] == [hb_request(1), hb_response(1)]

@@ -24,7 +24,8 @@ pytest.importorskip("pyarrow")
 
 from kwire.pipeline._synth import synth  # noqa: E402
 
-from .conftest import REPO  # noqa: E402
+#: The checkout whose kwire the child processes (the standalone cluster and its jobs) import.
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

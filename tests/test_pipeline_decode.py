@@ -16,6 +16,8 @@ from kwire.pipeline import _decode as decode_module  # noqa: E402
 from kwire.pipeline._decode import binary_views, decode_capture, decode_table  # noqa: E402
 from kwire.pipeline._synth import synth  # noqa: E402
 
+from tests.pipeline_captures import metadata_request, metadata_response  # noqa: E402
+
 IMPLS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
 
 
@@ -317,24 +319,6 @@ def test_the_decoder_comes_from_the_codecs_public_loader():
         assert batch_decoder(impl).FRAMES_SCHEMA == batch_decoder("python").FRAMES_SCHEMA
     with pytest.raises(ArgumentValueError):
         batch_decoder("rust")
-
-
-def metadata_request(corr, version, topics=("t",)):
-    """A Metadata request frame for ``topics``."""
-    return kwire.codec.encode_request(kwire.codec.MetadataRequest(
-        topics=[kwire.codec.MetadataRequestTopic(name=t) for t in topics]), version, correlation_id=corr,
-        client_id="c")
-
-
-def metadata_response(corr, version, topics):
-    """A Metadata response frame; ``topics``: (name, error code, partition indexes) each."""
-    c = kwire.codec
-    return c.encode_response(c.MetadataResponse(
-        brokers=[c.MetadataResponseBroker(node_id=1, host="b1", port=9092)],
-        topics=[c.MetadataResponseTopic(error_code=err, name=name, partitions=[
-            c.MetadataResponsePartition(error_code=0, partition_index=p, leader_id=1, replica_nodes=[1],
-                                        isr_nodes=[1]) for p in parts]) for name, err, parts in topics]),
-        version, correlation_id=corr)
 
 
 METADATA_VERSIONS = (0, 1, 4, 9, 12)

@@ -3,8 +3,6 @@ inference, follow the capture as sizes change, make an assignment beyond
 them a bad frame, and bad Metadata responses are bad frames themselves.
 (The Spark run: tests/test_pipeline_spark.py.)"""
 
-import random
-
 import pytest
 
 pytest.importorskip("pyarrow")
@@ -12,54 +10,40 @@ pytest.importorskip("pandas")
 
 import pyarrow as pa  # noqa: E402
 
-from kwire.pipeline import _analysis as analysis  # noqa: E402
+from kwire.pipeline._events import COUNT_SCHEMA, METADATA, SYNC_GROUP  # noqa: E402
+from kwire.pipeline._metadata import MetadataCounts, count_changes, metadata_partition_counts  # noqa: E402
+from kwire.pipeline._timeline import completed_generations, timelines_of  # noqa: E402
 from kwire.pipeline._decode import decode_capture  # noqa: E402
-from kwire.pipeline._synth import BROKER_TO_CLIENT, CLIENT_TO_BROKER, SECOND, Frames, GroupSim  # noqa: E402
+from kwire.pipeline._synth import SECOND, Frames  # noqa: E402
 
-from .test_pipeline_analysis import T0, scripted_capture  # noqa: E402
-from .test_pipeline_decode import metadata_request, metadata_response  # noqa: E402
+from tests.analysis_frames import (assignments_of, bad_frames_of, events_from_frames, rebalances_of,  # noqa: E402
+                                   whatif_of)
+from tests.pipeline_captures import (add_bad_metadata, metadata_group, scripted_capture,  # noqa: E402
+                                     stale_leader_group)
 
 
 def _events(path, build):
     out = Frames()
     build(out)
     out.write(path)
-    return analysis.events_from_frames(decode_capture(path))
+    return events_from_frames(decode_capture(path))
 
 
 def _without_metadata(events):
-    return events[events.api_key != analysis.METADATA]
-
-
-def _group(out, name, sizes, members=2, t0=T0, seed=1):
-    """A range group whose members fetched Metadata while the cluster had ``sizes``."""
-    sim = GroupSim(out, name, "range", sizes, rng=random.Random(seed))
-    joiners = [sim.connect(t0 + i * SECOND, ["t"]) for i in range(members)]
-    return sim, joiners
-
-
-def stale_leader_group(out, t0=T0, name="stale-app"):
-    """A group whose members' Metadata says topic "t" has 12 partitions while
-    its leader assigned from a view of 8: sizes from Metadata and sizes
-    inferred from the assignments differ (12 and 8)."""
-    sim, joiners = _group(out, name, {"t": 12}, t0=t0)
-    sim.partitions = {"t": 8}
-    t = sim.rebalance(max(r for _, r in joiners), joiners=joiners)
-    sim.heartbeats(t, t + 10 * SECOND)
-    return sim
+    return events[events.api_key != METADATA]
 
 
 def test_an_assignment_beyond_the_metadata_size_is_a_bad_frame(tmp_path):
     """Metadata says "t" has 8 partitions; the leader assigns t-8 and t-9."""
     def build(out):
-        sim, joiners = _group(out, "sized-app", {"t": 8})
+        sim, joiners = metadata_group(out, "sized-app", {"t": 8})
         sim.partitions = {"t": 10}
         t = sim.rebalance(max(r for _, r in joiners), joiners=joiners)
         sim.heartbeats(t, t + 10 * SECOND)
 
     events = _events(tmp_path / "c.parquet", build)
-    bad = analysis.bad_frames_of(events)
-    syncs = events[(events.api_key == analysis.SYNC_GROUP)]
+    bad = bad_frames_of(events)
+    syncs = events[(events.api_key == SYNC_GROUP)]
     beyond = [int(r.seq) for r in syncs.itertuples() if r.assignments is not None
               and any(p >= 8 for a in r.assignments for p in a["partitions"])]
     assert sorted(bad.seq) == sorted(beyond) and len(beyond) == 2  # the leader's request, one member's response
@@ -67,27 +51,27 @@ def test_an_assignment_beyond_the_metadata_size_is_a_bad_frame(tmp_path):
     assert all(reason.endswith("of topic 't', which has 8 partitions (Metadata)") for reason in bad.reason)
     assert any(9 in a["partitions"] for r in syncs.itertuples() if r.seq in beyond for a in r.assignments)
     # What the analysis keeps stays within the 8 partitions.
-    owned = analysis.assignments_of(events)
+    owned = assignments_of(events)
     assert owned.partition.max() <= 7
     # Without the Metadata the same frames are plausible: "t" is inferred to have 10 partitions.
-    assert analysis.bad_frames_of(_without_metadata(events)).empty
-    (tl,) = analysis.timelines_of(_without_metadata(events))
+    assert bad_frames_of(_without_metadata(events)).empty
+    (tl,) = timelines_of(_without_metadata(events))
     assert tl.partition_counts == {"t": 10}
 
 
 def test_metadata_sizes_take_precedence_over_inference(tmp_path):
     events = _events(tmp_path / "c.parquet", stale_leader_group)
-    (tl,) = analysis.timelines_of(events)
+    (tl,) = timelines_of(events)
     assert tl.partition_counts == {"t": 12}
-    (gen,) = analysis.completed_generations(tl)
+    (gen,) = completed_generations(tl)
     assert gen.partition_counts == {"t": 12} and len(gen.ownership()) == 8
-    wi = analysis.whatif_of(events)
+    wi = whatif_of(events)
     assert set(wi.partitions) == {12}
     replayed = wi[~wi.observed & (wi.strategy == "range")].iloc[0]
     assert replayed.assigned == 12 and not replayed.reproduces_observed
     assert wi[wi.observed].assigned.tolist() == [8]
     # Inferred from the assignments alone, the topic has 8 and range reproduces the leader.
-    wi = analysis.whatif_of(_without_metadata(events))
+    wi = whatif_of(_without_metadata(events))
     assert set(wi.partitions) == {8} and wi[~wi.observed & (wi.strategy == "range")].reproduces_observed.all()
 
 
@@ -95,7 +79,7 @@ def test_each_generation_replays_with_the_sizes_as_of_its_assignment(tmp_path):
     """Partitions are added between two generations: each is replayed with
     the size its leader assigned from, so range reproduces both."""
     def build(out):
-        sim, joiners = _group(out, "growing-app", {"t": 8})
+        sim, joiners = metadata_group(out, "growing-app", {"t": 8})
         t = sim.rebalance(max(r for _, r in joiners), joiners=joiners)
         sim.heartbeats(t, t + 10 * SECOND)
         sim.partitions = {"t": 12}
@@ -104,43 +88,27 @@ def test_each_generation_replays_with_the_sizes_as_of_its_assignment(tmp_path):
         sim.heartbeats(t, t + 10 * SECOND)
 
     events = _events(tmp_path / "c.parquet", build)
-    (tl,) = analysis.timelines_of(events)
-    assert [g.partition_counts["t"] for g in analysis.completed_generations(tl)] == [8, 12]
+    (tl,) = timelines_of(events)
+    assert [g.partition_counts["t"] for g in completed_generations(tl)] == [8, 12]
     assert tl.partition_counts == {"t": 12}
-    assert analysis.bad_frames_of(events).empty
-    wi = analysis.whatif_of(events)
+    assert bad_frames_of(events).empty
+    wi = whatif_of(events)
     rng = wi[~wi.observed & (wi.strategy == "range")].sort_values("generation_id")
     assert rng.partitions.tolist() == [8, 12] and rng.reproduces_observed.all()
     # One size for the whole capture (the inferred 12) would replay the first generation with 12.
-    wi = analysis.whatif_of(_without_metadata(events))
+    wi = whatif_of(_without_metadata(events))
     rng = wi[~wi.observed & (wi.strategy == "range")].sort_values("generation_id")
     assert rng.partitions.tolist() == [12, 12] and not rng.reproduces_observed.iloc[0]
-
-
-def add_bad_metadata(out, ts=T0 + 30 * SECOND):
-    """Metadata responses no broker sends, on a connection of their own:
-    partitions of "t" that are not 0..n-1, a topic "big" of 7 partitions, and
-    one that lists "u" with 1 partition and "t" twice with different sizes.
-    Returns the seqs they will have (the capture's last frames before ``ts``
-    are unknown here, so: the responses' timestamps)."""
-    conn = out.new_conn()
-    answers = [[("t", 0, [0, 2])], [("big", 0, range(7))], [("u", 0, [0]), ("t", 0, range(6)), ("t", 0, range(3))]]
-    for corr, topics in enumerate(answers):
-        out.add(ts + 2 * corr, conn, CLIENT_TO_BROKER, metadata_request(corr, 12, [t for t, _e, _p in topics]),
-                "10.0.0.9:5000", "broker-1:9092")
-        out.add(ts + 2 * corr + 1, conn, BROKER_TO_CLIENT, metadata_response(corr, 12, topics), "10.0.0.9:5000",
-                "broker-1:9092")
-    return [ts + 2 * corr + 1 for corr in range(len(answers))]
 
 
 def test_bad_metadata_responses_are_bad_frames_and_the_analysis_goes_on(tmp_path):
     path = tmp_path / "c.parquet"
     times = []
     scripted_capture(path, extra=lambda out: times.extend(add_bad_metadata(out)))
-    events = analysis.events_from_frames(decode_capture(path))
-    bad = analysis.bad_frames_of(events, max_partitions=6)
+    events = events_from_frames(decode_capture(path))
+    bad = bad_frames_of(events, max_partitions=6)
     assert sorted(bad.ts) == times
-    assert (bad.kind == "inconsistent").all() and (bad.api_key == analysis.METADATA).all()
+    assert (bad.kind == "inconsistent").all() and (bad.api_key == METADATA).all()
     assert sorted(bad.reason) == [
         "Metadata response beyond the cap per topic: topic 'big' of 7 partitions, the cap 6",
         "Metadata response listing a topic twice: 't', with different partition counts",
@@ -149,23 +117,23 @@ def test_bad_metadata_responses_are_bad_frames_and_the_analysis_goes_on(tmp_path
     # Their sizes are left out: had "u" had 1 partition, the assignment of u-1 (generation 5) would be a bad frame.
     clean = path.parent / "clean.parquet"
     scripted_capture(clean)
-    clean_events = analysis.events_from_frames(decode_capture(clean))
-    assert analysis.rebalances_of(events, 6).equals(analysis.rebalances_of(clean_events, 6))
-    assert analysis.whatif_of(events, 6).equals(analysis.whatif_of(clean_events, 6))
-    (tl,) = [tl for tl in analysis.timelines_of(events, 6) if tl.group_id == "orders-app"]
+    clean_events = events_from_frames(decode_capture(clean))
+    assert rebalances_of(events, 6).equals(rebalances_of(clean_events, 6))
+    assert whatif_of(events, 6).equals(whatif_of(clean_events, 6))
+    (tl,) = [tl for tl in timelines_of(events, 6) if tl.group_id == "orders-app"]
     assert tl.partition_counts == {"t": 6, "u": 2}
 
 
 def test_count_changes_reduce_in_parts():
     rows = [("t", 5, 8), ("t", 1, 8), ("u", 3, 2), ("t", 9, 12), ("t", 7, 8), ("t", 12, 12), ("u", 2, 2)]
     table = pa.table({"topic": [r[0] for r in rows], "seq": [r[1] for r in rows], "partitions": [r[2] for r in rows]},
-                     schema=analysis.COUNT_SCHEMA)
-    whole = analysis.count_changes(table)
+                     schema=COUNT_SCHEMA)
+    whole = count_changes(table)
     assert whole.to_pylist() == [{"topic": "t", "seq": 1, "partitions": 8}, {"topic": "t", "seq": 9, "partitions": 12},
                                  {"topic": "u", "seq": 2, "partitions": 2}]
-    parts = pa.concat_tables([analysis.count_changes(table.slice(0, 3)), analysis.count_changes(table.slice(3))])
-    assert analysis.count_changes(parts).equals(whole) and analysis.count_changes(whole).equals(whole)
-    known = analysis.MetadataCounts(table)
+    parts = pa.concat_tables([count_changes(table.slice(0, 3)), count_changes(table.slice(3))])
+    assert count_changes(parts).equals(whole) and count_changes(whole).equals(whole)
+    known = MetadataCounts(table)
     # Before a topic's first response, that first one; then the last one before.
     assert [known.count("t", s) for s in (0, 1, 8, 9, 100)] == [8, 8, 8, 12, 12]
     assert known.count("v", 5) is None and "u" in known and "v" not in known
@@ -177,4 +145,4 @@ def test_metadata_rows_must_pair_topics_and_counts():
     frames = pa.table({"seq": [1], "ts": [1], "api_key": pa.array([3], pa.int16()), "direction": pa.array([1], pa.int8()),
                        "topics": [["t", "u"]], "partition_counts": pa.array([[4]], pa.list_(pa.int32()))})
     with pytest.raises(ArgumentValueError):
-        analysis.metadata_partition_counts(frames)
+        metadata_partition_counts(frames)

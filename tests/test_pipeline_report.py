@@ -11,13 +11,15 @@ import pytest
 pytest.importorskip("pyarrow")
 pd = pytest.importorskip("pandas")
 
-from kwire.pipeline import _analysis as analysis  # noqa: E402
+from kwire.pipeline._events import REBALANCE_SCHEMA, WHATIF_SCHEMA  # noqa: E402
 from kwire.pipeline import _report as report  # noqa: E402
 from kwire.pipeline._decode import decode_capture  # noqa: E402
 from kwire.pipeline._progress import Progress, format_seconds  # noqa: E402
 from kwire.pipeline._spark_stages import configured_master  # noqa: E402
 
-from .test_pipeline_analysis import scripted_capture  # noqa: E402
+from tests.analysis_frames import bad_frames_of, events_from_frames, rebalances_of, whatif_of  # noqa: E402
+from tests.pipeline_captures import scripted_capture  # noqa: E402
+
 
 
 @pytest.mark.parametrize("ms, text", [
@@ -46,8 +48,8 @@ def _tables(tmp_path):
     path = tmp_path / "capture.parquet"
     scripted_capture(path)
     frames = decode_capture(path)
-    events = analysis.events_from_frames(frames)
-    reb, wi, bad = analysis.rebalances_of(events), analysis.whatif_of(events), analysis.bad_frames_of(events)
+    events = events_from_frames(frames)
+    reb, wi, bad = rebalances_of(events), whatif_of(events), bad_frames_of(events)
     s = {"frames": frames.num_rows, "decode_errors": 0, "connections": 9, "error_kinds": []}
     return report.summarize(s, reb, wi, bad), reb, wi
 
@@ -89,8 +91,8 @@ def test_without_matplotlib_the_report_says_charts_were_skipped(tmp_path, monkey
 @pytest.mark.parametrize("frames, says", [(0, "The capture holds no frames"),
                                           (120, "The capture holds no consumer-group rebalance")])
 def test_a_capture_without_rebalances_gets_a_report_that_says_so(frames, says):
-    reb = pd.DataFrame({f.name: pd.Series(dtype=object) for f in analysis.REBALANCE_SCHEMA})
-    wi = pd.DataFrame({f.name: pd.Series(dtype=object) for f in analysis.WHATIF_SCHEMA})
+    reb = pd.DataFrame({f.name: pd.Series(dtype=object) for f in REBALANCE_SCHEMA})
+    wi = pd.DataFrame({f.name: pd.Series(dtype=object) for f in WHATIF_SCHEMA})
     bad = pd.DataFrame({"reason": pd.Series(dtype=object)})
     s = report.summarize({"frames": frames, "decode_errors": 0, "connections": 0, "error_kinds": []}, reb, wi, bad)
     md = report.render_markdown("c.parquet", s, {"stages": {}})

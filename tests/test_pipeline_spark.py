@@ -1,6 +1,6 @@
 """The Spark pipeline end to end, on one shared local[2] session.
 
-One run on a capture with known history (tests/test_pipeline_analysis.py's
+One run on a capture with known history (tests/pipeline_captures.py's
 scripted groups), a few generated groups, a group whose Metadata and
 assignments disagree on a topic's size, some damaged frames and bad
 Metadata responses; every table is checked against the single-process
@@ -19,12 +19,14 @@ pa = pytest.importorskip("pyarrow")
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from kwire.pipeline import _analysis as analysis  # noqa: E402
 from kwire.pipeline._decode import decode_capture  # noqa: E402
 from kwire.pipeline._synth import BROKER_TO_CLIENT, CLIENT_TO_BROKER, simulate_group, topic_pool  # noqa: E402
 
-from .test_pipeline_analysis import EXPECTED_RANGE, T0, scripted_capture  # noqa: E402
-from .test_pipeline_metadata import add_bad_metadata, stale_leader_group  # noqa: E402
+from tests.analysis_frames import (assignments_of, bad_frames_of, events_from_frames, rebalances_of,  # noqa: E402
+                                   whatif_of)
+from tests.pipeline_captures import (EXPECTED_RANGE, T0, add_bad_metadata, scripted_capture,  # noqa: E402
+                                     stale_leader_group)
+
 
 pytestmark = pytest.mark.spark
 
@@ -99,11 +101,11 @@ def test_decode_stage_matches_the_local_decoder(run):
 
 def test_tables_match_the_local_analysis(run):
     capture, out, _summary, _ = run
-    events = analysis.events_from_frames(decode_capture(capture))
-    for name, fn, keys in (("rebalances", analysis.rebalances_of, ["group_id", "generation_id"]),
-                           ("assignments", analysis.assignments_of, ["group_id", "generation_id", "topic",
+    events = events_from_frames(decode_capture(capture))
+    for name, fn, keys in (("rebalances", rebalances_of, ["group_id", "generation_id"]),
+                           ("assignments", assignments_of, ["group_id", "generation_id", "topic",
                                                                      "partition"]),
-                           ("whatif", analysis.whatif_of, ["group_id", "generation_id", "observed", "strategy"])):
+                           ("whatif", whatif_of, ["group_id", "generation_id", "observed", "strategy"])):
         got, want = _rows(_read(out, name), keys), _rows(fn(events), keys)
         assert len(got) == len(want) > 0, name
         assert got.astype(str).equals(want[got.columns].astype(str)), name
@@ -167,7 +169,7 @@ def test_the_whatif_uses_the_metadata_counts(run):
     bad = _read(out, "bad_frames")
     metadata = bad[bad.api_key == 3].sort_values("seq")
     assert (metadata.kind == "inconsistent").all() and len(metadata) == 2
-    local = analysis.bad_frames_of(analysis.events_from_frames(decode_capture(capture)))
+    local = bad_frames_of(events_from_frames(decode_capture(capture)))
     assert metadata.reason.tolist() == local[local.api_key == 3].sort_values("seq").reason.tolist()
 
 

@@ -1,115 +1,42 @@
 """The array what-if against the member-level replay it replaced, and the
 batch (``replay_batch``) against the per-generation replay (``replay``).
 
-The oracle below is the replay as it was before it moved to arrays
-(GroupInput per strategy, ``assign_group``, dicts of tuples), kept here
-only to check the array replay gives the same rows on the sample capture
-and on synthetic ones, clean and corrupt."""
+The references are in tests/whatif_oracle.py: the member-level replay is the
+replay as it was before it moved to arrays (GroupInput per strategy,
+``assign_group``, dicts of tuples), kept only to check the array replay
+gives the same rows on the sample capture and on synthetic ones, clean and
+corrupt."""
 
 from __future__ import annotations
 
 import copy
 import itertools
 import os
-from collections import Counter, defaultdict
-from typing import Dict, List, Optional, Tuple
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 
-from kwire.pipeline import _analysis as analysis
-from kwire.pipeline._analysis import STRATEGIES, Generation, Timeline, completed_generations
+from kwire.pipeline._events import JOIN_GROUP, REQUEST, RESPONSE, STRATEGIES, SYNC_GROUP, WHATIF_SCHEMA
+from kwire.pipeline._timeline import completed_generations, timelines_of, timelines_of_arrow
+from kwire.pipeline import _whatif_batch as whatif_batch
+from kwire.pipeline._whatif_batch import replay_batch, whatif_table
+from kwire.pipeline._whatif_pack import replayed as replayed_generations
 from kwire.pipeline._decode import decode_capture
 from kwire.pipeline._synth import synth
+
+from tests.analysis_frames import events_from_frames, whatif_of
+from tests.whatif_oracle import packed_inputs, replay, replay_input, replay_inputs, whatif_group_input, whatif_rows
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "sample",
                       "capture.parquet")
 
 
-def whatif_group_input(strategy, gg: Generation, prev: Optional[Generation], partition_counts):
-    """The GroupInput a leader running ``strategy`` would have seen at ``gg``,
-    given the ownership observed at ``prev``."""
-    from kwire.assignors import GroupInput, MemberInput
-
-    owned: Dict[str, List[Tuple[str, int]]] = defaultdict(list)
-    prev_gen = -1
-    if prev is not None and strategy in ("sticky", "cooperative-sticky"):
-        prev_gen = prev.generation_id
-        # Each member claims its list in the order it received it, which
-        # Java's sticky iteration order depends on.
-        for m, tps in (prev.assignment or prev.leader_assignment).items():
-            owned[m].extend(tps)
-    members = []
-    for mid, instance, topics in gg.members:
-        mine = tuple(owned.get(mid, ()))
-        gen = prev_gen if mine else -1
-        members.append(MemberInput(member_id=mid, group_instance_id=instance, topics=tuple(topics), owned=mine,
-                                   generation=gen, subscription_generation=gen))
-    subscribed = {t for _, _, ts in gg.members for t in ts}
-    return GroupInput(members=members, partitions_per_topic={t: partition_counts.get(t, 0) for t in subscribed})
-
-
-def whatif_rows(tl: Timeline, strategies=STRATEGIES, implementation=None) -> List[dict]:
-    from kwire.assignors import assign_group
-    from kwire.errors import KwireError
-
-    rows = []
-    prev = None
-    for gg in completed_generations(tl):
-        observed = gg.ownership()
-        if not gg.members or not observed:
-            prev = gg if observed else prev
-            continue
-        prev_own = prev.ownership() if prev is not None else {}
-        member_ids = [m[0] for m in gg.members]
-        total = sum(gg.partition_counts.get(t, 0) for t in {t for _, _, ts in gg.members for t in ts})
-
-        def summary(name, is_observed, own, reproduces):
-            loads = Counter(own.values())
-            per_member = [loads.get(m, 0) for m in member_ids]
-            moved = sum(1 for tp, owner in prev_own.items() if own.get(tp) != owner) if prev is not None else None
-            return {"group_id": tl.group_id, "generation_id": gg.generation_id, "strategy": name,
-                    "observed": is_observed, "member_count": len(member_ids), "partitions": total,
-                    "assigned": len(own), "moved": moved, "max_load": max(per_member),
-                    "min_load": min(per_member), "imbalance": max(per_member) - min(per_member),
-                    "reproduces_observed": reproduces, "error": None}
-
-        rows.append(summary(gg.protocol_name, True, observed, None))
-        observed_lists = gg.assignment or gg.leader_assignment
-        for strategy in strategies:
-            try:
-                result = assign_group(strategy, whatif_group_input(strategy, gg, prev, gg.partition_counts),
-                                      implementation=implementation)
-            except KwireError as exc:
-                # The inputs the capture gives this generation are not a
-                # valid group (the bad frames were already left out): report
-                # it on this row and go on with the other groups.
-                rows.append({"group_id": tl.group_id, "generation_id": gg.generation_id, "strategy": strategy,
-                             "observed": False, "member_count": len(member_ids), "partitions": total,
-                             "error": f"{type(exc).__name__}: {exc}"})
-                continue
-            own = {tp: m for m, tps in result.items() for tp in tps}
-            reproduces = all(serialized_order(result.get(m, ())) == list(observed_lists.get(m, ()))
-                             for m in member_ids)
-            rows.append(summary(strategy, False, own, reproduces))
-        prev = gg
-    return rows
-
-
-def serialized_order(tps):
-    """A member's list as it reads back from the Assignment bytes: topics
-    grouped in order of first appearance, as the Java leader writes them."""
-    groups: Dict[str, List[int]] = {}
-    for t, p in tps:
-        groups.setdefault(t, []).append(p)
-    return [(t, p) for t, ps in groups.items() for p in ps]
-
-
 def _oracle(events):
-    rows = [r for tl in analysis.timelines_of(events) for r in whatif_rows(tl)]
-    return _normalized(pd.DataFrame(rows, columns=analysis.WHATIF_SCHEMA.names))
+    rows = [r for tl in timelines_of(events) for r in whatif_rows(tl)]
+    return _normalized(pd.DataFrame(rows, columns=WHATIF_SCHEMA.names))
 
 
 def _normalized(df):
@@ -118,11 +45,11 @@ def _normalized(df):
 
 
 def _events(path):
-    return analysis.events_from_frames(decode_capture(path))
+    return events_from_frames(decode_capture(path))
 
 
 def _same(events):
-    new = analysis.whatif_of(events)
+    new = whatif_of(events)
     assert _normalized(new) == _oracle(events)
     return new
 
@@ -153,8 +80,8 @@ def test_the_arrow_path_gives_the_pandas_path_rows(tmp_path):
         def add(self, s):
             seconds.append(s)
 
-    wi = analysis.whatif_table(analysis.timelines_of_arrow(table), timer=Timer())
-    assert _normalized(wi.to_pandas()) == _normalized(analysis.whatif_of(events))
+    wi = whatif_table(timelines_of_arrow(table), timer=Timer())
+    assert _normalized(wi.to_pandas()) == _normalized(whatif_of(events))
     assert len(seconds) == 1 and seconds[0] > 0
 
 
@@ -197,7 +124,7 @@ def _tampered(timelines, rng):
                 if observed[other]:
                     observed[first] = list(observed[first]) + [observed[other][0]]
             elif roll < 0.6:
-                group = analysis.replay_input(tl, gg, prev).sticky.group
+                group = replay_input(tl, gg, prev).sticky.group
                 if group is not None:
                     answer = assign_arrays("sticky", group).to_dict()
                     observed.clear()
@@ -209,14 +136,14 @@ def _tampered(timelines, rng):
 def _per_generation(inputs, strategies, implementation):
     rows: list = []
     for inp in inputs:
-        analysis.replay(inp, rows, strategies, implementation)
-    columns = list(zip(*rows)) if rows else [()] * len(analysis.WHATIF_SCHEMA)
-    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, analysis.WHATIF_SCHEMA)],
-                                schema=analysis.WHATIF_SCHEMA)
+        replay(inp, rows, strategies, implementation)
+    columns = list(zip(*rows)) if rows else [()] * len(WHATIF_SCHEMA)
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, WHATIF_SCHEMA)],
+                                schema=WHATIF_SCHEMA)
 
 
 def _batch_is_per_generation(inputs, strategies, implementation):
-    batch = analysis.replay_batch(inputs, strategies, implementation)
+    batch = replay_batch(packed_inputs(inputs), strategies, implementation)
     reference = _per_generation(inputs, strategies, implementation)
     assert batch.num_rows == reference.num_rows == len(inputs) * (len(strategies) + 1)
     for i, (got, want) in enumerate(zip(batch.to_pylist(), reference.to_pylist())):
@@ -231,8 +158,8 @@ def test_the_batch_gives_the_per_generation_rows(tmp_path, seed, corrupt, implem
 
     path = tmp_path / "synth.parquet"
     synth(path, groups=25, seed=seed, duration_s=300, corrupt_rate=corrupt)
-    timelines = _tampered(list(analysis.timelines_of(_events(path))), random.Random(seed))
-    inputs = [inp for tl in timelines for inp in analysis.replay_inputs(tl)]
+    timelines = _tampered(list(timelines_of(_events(path))), random.Random(seed))
+    inputs = [inp for tl in timelines for inp in replay_inputs(tl)]
     batch = _batch_is_per_generation(inputs, STRATEGIES, implementation)
     # The cases the tampering is for did happen, so the comparison covered them.
     errors = Counter(e.split(":")[0] for e in batch.column("error").to_pylist() if e is not None)
@@ -259,9 +186,9 @@ def test_the_batch_in_blocks_gives_the_per_generation_rows(tmp_path, monkeypatch
 
     path = tmp_path / "synth.parquet"
     synth(path, groups=25, seed=11, duration_s=300, corrupt_rate=0.01)
-    timelines = _tampered(list(analysis.timelines_of(_events(path))), random.Random(11))
-    inputs = [inp for tl in timelines for inp in analysis.replay_inputs(tl)]
-    monkeypatch.setattr(analysis, "_BLOCK", 7)
+    timelines = _tampered(list(timelines_of(_events(path))), random.Random(11))
+    inputs = [inp for tl in timelines for inp in replay_inputs(tl)]
+    monkeypatch.setattr(whatif_batch, "_BLOCK", 7)
     assert len(inputs) > 3 * 7
     batch = _batch_is_per_generation(inputs, STRATEGIES, None)
     assert batch.column("error").null_count < batch.num_rows  # errors, in some block
@@ -270,11 +197,11 @@ def test_the_batch_in_blocks_gives_the_per_generation_rows(tmp_path, monkeypatch
 def test_the_batch_runs_any_strategies_and_none(tmp_path):
     path = tmp_path / "synth.parquet"
     synth(path, groups=6, seed=4, duration_s=200)
-    inputs = [inp for tl in analysis.timelines_of(_events(path)) for inp in analysis.replay_inputs(tl)]
+    inputs = [inp for tl in timelines_of(_events(path)) for inp in replay_inputs(tl)]
     # without the sticky pair, each sticky strategy runs on its own
     _batch_is_per_generation(inputs, ("cooperative-sticky", "range"), None)
     _batch_is_per_generation(inputs, (), None)
-    assert analysis.replay_batch([], STRATEGIES).equals(analysis.WHATIF_SCHEMA.empty_table())
+    assert replay_batch(packed_inputs([]), STRATEGIES).equals(WHATIF_SCHEMA.empty_table())
 
 
 @pytest.mark.parametrize("seed, corrupt", [(3, 0.0), (5, 0.05)])
@@ -290,7 +217,7 @@ def test_packed_groups_are_those_of_the_member_level_input(tmp_path, seed, corru
 
     path = tmp_path / "synth.parquet"
     synth(path, groups=25, seed=seed, duration_s=300, corrupt_rate=corrupt)
-    timelines = _tampered(list(analysis.timelines_of(_events(path))), random.Random(seed))
+    timelines = _tampered(list(timelines_of(_events(path))), random.Random(seed))
     columns = ("partition_counts", "sub_indptr", "sub_topics", "owned_indptr", "owned_topic", "owned_partition",
                "generation", "subscription_generation")
     shared = 0
@@ -299,7 +226,7 @@ def test_packed_groups_are_those_of_the_member_level_input(tmp_path, seed, corru
         for gg in completed_generations(tl):
             observed = gg.assignment or gg.leader_assignment
             if gg.members and observed:
-                inp = analysis.replay_input(tl, gg, prev)
+                inp = replay_input(tl, gg, prev)
                 shared += inp.sticky is not inp.plain and inp.sticky.topic_ids is inp.plain.topic_ids
                 for strategy, variant in (("range", inp.plain), ("sticky", inp.sticky)):
                     try:
@@ -373,15 +300,15 @@ def _tampered_events(table, rng):
     rows = []
     events = table.to_pylist()
     # generations none of whose SyncGroup responses was captured: the leader's request tells the assignment
-    led = sorted({(r["group_id"], r["generation_id"]) for r in events if r["api_key"] == analysis.SYNC_GROUP
-                  and r["direction"] == analysis.REQUEST and r["assignments"]})
+    led = sorted({(r["group_id"], r["generation_id"]) for r in events if r["api_key"] == SYNC_GROUP
+                  and r["direction"] == REQUEST and r["assignments"]})
     unanswered = set(rng.sample(led, len(led) // 8))
     for row in events:
         roll = rng.random()
-        if row["api_key"] == analysis.JOIN_GROUP and row["members"] and roll < 0.4:
+        if row["api_key"] == JOIN_GROUP and row["members"] and roll < 0.4:
             join(row["members"])
-        elif row["api_key"] == analysis.SYNC_GROUP and (row["group_id"], row["generation_id"]) in unanswered:
-            if row["direction"] == analysis.RESPONSE:
+        elif row["api_key"] == SYNC_GROUP and (row["group_id"], row["generation_id"]) in unanswered:
+            if row["direction"] == RESPONSE:
                 continue
             if roll < 0.5 and len(row["assignments"]) > 1:
                 # the leader sent again, the same seq: a later request replaces the earlier one
@@ -391,7 +318,7 @@ def _tampered_events(table, rng):
                     a["member_id"] = owner
                 rows += [row, again]
                 continue
-        elif row["api_key"] == analysis.SYNC_GROUP and row["assignments"] and roll < 0.5:
+        elif row["api_key"] == SYNC_GROUP and row["assignments"] and roll < 0.5:
             if roll < 0.1:
                 continue  # not captured
             sync(row, row["assignments"])
@@ -403,16 +330,16 @@ def _columnar_is_per_generation(events):
     """The what-if of ``events`` packed from their columns, against the
     per-generation reference on the same timelines; returns the timelines,
     the reference's inputs and its table."""
-    timelines = list(analysis.timelines_of_arrow(events))
-    inputs = [inp for tl in timelines for inp in analysis.replay_inputs(tl)]
+    timelines = list(timelines_of_arrow(events))
+    inputs = [inp for tl in timelines for inp in replay_inputs(tl)]
     reference = _per_generation(inputs, STRATEGIES, None)
-    got = analysis.whatif_table(timelines)
+    got = whatif_table(timelines)
     assert got.num_rows == reference.num_rows == len(inputs) * (len(STRATEGIES) + 1)
     for i, (row, want) in enumerate(zip(got.to_pylist(), reference.to_pylist())):
         assert row == want, i
     assert got.equals(reference)
     # the same from event dicts (build_timeline, each group's source made Arrow), as pandas gives them
-    assert analysis.whatif_table(analysis.timelines_of(events.to_pandas())).equals(reference)
+    assert whatif_table(timelines_of(events.to_pandas())).equals(reference)
     return timelines, inputs, reference
 
 
@@ -443,11 +370,11 @@ def test_the_columnar_packing_on_tampered_events(tmp_path, seed):
                    and inp.sticky.group.topics != inp.plain.group.topics]
     assert claims_more  # a member claims a topic it no longer subscribes to
     assert any((inp.plain.group.partition_counts == 0).any() for inp in inputs if inp.plain.group is not None)
-    from_leader = [gg for tl in timelines for gg, _prev in analysis._replayed(tl)
+    from_leader = [gg for tl in timelines for gg, _prev in replayed_generations(tl)
                    if not gg.assignment and gg.leader_assignment]
     assert from_leader  # observed from the leader's request: its members' responses were not captured
     sent_twice = Counter(s for s, k in zip(events.column("seq").to_pylist(), events.column("api_key").to_pylist())
-                         if k == analysis.SYNC_GROUP)
+                         if k == SYNC_GROUP)
     assert max(sent_twice.values()) > 1  # a leader request sent again, replacing the first
     replayed = table.filter(pa.compute.invert(table.column("observed")))
     assert replayed.column("error").null_count > replayed.num_rows // 2  # most generations still replay

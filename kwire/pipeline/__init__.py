@@ -7,9 +7,12 @@ The flow, one private module a stage:
   synthetic groups (``_synth``);
 - ``_decode`` hands capture batches to the codec's batch decoder
   (``kwire.codec._batch_c`` / ``_batch_py``);
-- ``_analysis`` rebuilds each group's timeline, rebalances and what-if
-  replays from decoded frames; ``_spark_stages`` runs decode and analysis as
-  Spark stages and renders the report.
+- the analysis reads decoded frames as events (``_events``, topic sizes from
+  Metadata in ``_metadata``), rebuilds each group's timeline (``_timeline``)
+  and its rebalances (``_rebalances``), and replays its generations under
+  every assignor (the what-if: ``_whatif_pack``, then ``_whatif_batch``);
+- ``_spark_stages`` runs decode and analysis as Spark stages and renders the
+  report (``_report``).
 
 Needs the ``pipeline`` extra (pyarrow, pyspark, dpkt); ``kwire`` itself does
 not import this package.  See docs/PIPELINE.md.  This module only re-exports.

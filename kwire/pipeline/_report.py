@@ -17,7 +17,18 @@ from collections import Counter
 
 import pandas as pd
 
-from kwire.pipeline._analysis import ERROR_NAMES
+from kwire.codec import ErrorCode, error_name
+
+#: The errors the report names beside their codes: the answers of the group
+#: protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and of finding the
+#: coordinator.  Any other code is printed as its number alone.
+NAMED_ERRORS = frozenset((
+    ErrorCode.NONE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_COORDINATOR, ErrorCode.ILLEGAL_GENERATION, ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+    ErrorCode.INVALID_GROUP_ID, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.INVALID_SESSION_TIMEOUT,
+    ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.MEMBER_ID_REQUIRED,
+    ErrorCode.GROUP_MAX_SIZE_REACHED, ErrorCode.FENCED_INSTANCE_ID,
+))
 
 #: Groups drawn in the rebalance timeline and listed generation by generation.
 WORST_GROUPS = 8
@@ -224,7 +235,7 @@ def _triggers(lines, s):
     lines += [f"| {t} | {_fmt(n)} |" for t, n in s["triggers"]]
     if s["errors"]:
         lines += ["", "Errors answered during rebalances:", "", "| error | generations |", "|---|---|"]
-        lines += [f"| {c} {ERROR_NAMES.get(c, '')} | {_fmt(n)} |" for c, n in s["errors"]]
+        lines += [f"| {c} {error_name(c) if c in NAMED_ERRORS else ''} | {_fmt(n)} |" for c, n in s["errors"]]
 
 
 def _groups(lines, s, run):

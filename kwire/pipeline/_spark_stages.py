@@ -8,14 +8,15 @@
 2. **metadata**: topic sizes from the Metadata responses, capture-wide
    (Metadata is the cluster's, not a group's): each partition reduced to
    where a topic's size changes, then the driver reduces those
-   (:func:`kwire.pipeline._analysis.metadata_partition_counts`); the small
+   (:func:`kwire.pipeline._metadata.metadata_partition_counts`); the small
    table goes to every analysis task.
    **events**: group frames only; heartbeat requests dropped and successful
    heartbeats folded into the last one per (group, member, generation) --
    the bulk of the traffic, reduced in the JVM before Python sees it.
 3. **timelines / what-if**: ``applyInArrow`` over buckets of groups (not
    one task per group) balanced by the groups' event counts, each bucket
-   analysed by :mod:`kwire.pipeline._analysis`.  Each group's timeline is
+   analysed by :mod:`kwire.pipeline._timeline`,
+   :mod:`kwire.pipeline._rebalances` and the what-if (``_whatif_pack``, ``_whatif_batch``).  Each group's timeline is
    built once, in one pass that reads the rebalances, assignments and the
    analysis's bad frames off it and notes, for the what-if, which event rows
    each generation reads; the what-if then packs the bucket's generations
@@ -24,7 +25,7 @@
    ``whatif`` stage then only writes its table out of that pass's cached result.
 4. ``bad_frames``: undecodable frames and the frames the analysis left out,
    Metadata responses' among them
-   (:data:`kwire.pipeline._analysis.BAD_FRAME_SCHEMA`), with their reasons.
+   (:data:`kwire.pipeline._events.BAD_FRAME_SCHEMA`), with their reasons.
 5. ``report.md``, ``report.json`` and charts from small aggregates
    (:mod:`kwire.pipeline._report`).
 
@@ -47,7 +48,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kwire.errors import ArgumentTypeError, CaptureFormatError
-from kwire.pipeline import _analysis as analysis
+from kwire.pipeline._events import (ASSIGNMENT_SCHEMA, BAD_FRAME_SCHEMA, COUNT_SCHEMA, DEFAULT_MAX_PARTITIONS,
+                                    EVENT_COLUMNS, GROUP_API_KEYS, HEARTBEAT, METADATA, REBALANCE_SCHEMA, REQUEST,
+                                    RESPONSE, WHATIF_SCHEMA)
+from kwire.pipeline._metadata import count_changes, metadata_partition_counts
+from kwire.pipeline._rebalances import timeline_tables
+from kwire.pipeline._timeline import timelines_of, timelines_of_arrow
+from kwire.pipeline._whatif_batch import timed_replay
+from kwire.pipeline._whatif_pack import pack_replayed, replayed_rows
 from kwire.pipeline import _report as report
 from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
 from kwire.pipeline._progress import Progress
@@ -250,7 +258,7 @@ def decode_stage(spark, capture_path, partitions=None, implementation=None, arch
 
 #: What the metadata stage's tasks return: bad Metadata frames (``kind``
 #: set) and, with ``kind`` null, count changes (``topic``, ``seq``, ``partitions``).
-METADATA_STAGE_SCHEMA = pa.schema(list(analysis.BAD_FRAME_SCHEMA) + [pa.field("topic", pa.string()),
+METADATA_STAGE_SCHEMA = pa.schema(list(BAD_FRAME_SCHEMA) + [pa.field("topic", pa.string()),
                                                                     pa.field("partitions", pa.int32())])
 
 
@@ -260,46 +268,46 @@ def metadata_partition(batches, max_partitions):
     batches = list(batches)
     if not batches:
         return
-    counts, bad = analysis.metadata_partition_counts(pa.Table.from_batches(batches), max_partitions)
+    counts, bad = metadata_partition_counts(pa.Table.from_batches(batches), max_partitions)
     out = pa.concat_tables([bad, counts], promote_options="default")
     yield from out.select(METADATA_STAGE_SCHEMA.names).cast(METADATA_STAGE_SCHEMA).to_batches()
 
 
-def metadata_stage(frames, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, archive=None):
-    """``(counts, bad)``: the capture's :data:`~kwire.pipeline._analysis.COUNT_SCHEMA`
-    changes and its bad Metadata frames (:data:`~kwire.pipeline._analysis.BAD_FRAME_SCHEMA`),
+def metadata_stage(frames, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None):
+    """``(counts, bad)``: the capture's :data:`~kwire.pipeline._events.COUNT_SCHEMA`
+    changes and its bad Metadata frames (:data:`~kwire.pipeline._events.BAD_FRAME_SCHEMA`),
     both small Arrow tables on the driver."""
     from pyspark.sql import functions as F
 
-    responses = frames.where((F.col("api_key") == analysis.METADATA) & (F.col("direction") == analysis.RESPONSE)
+    responses = frames.where((F.col("api_key") == METADATA) & (F.col("direction") == RESPONSE)
                              & F.col("partition_counts").isNotNull()).select(
         "seq", F.unix_micros("ts").alias("ts"), "api_key", "direction", "topics", "partition_counts")
     run = remote(__name__, "metadata_partition", archive)
     rows = responses.mapInArrow(lambda it: run(it, max_partitions), spark_schema(METADATA_STAGE_SCHEMA))
     table = rows.toArrow().cast(METADATA_STAGE_SCHEMA)
     is_bad = pc.is_valid(table.column("kind"))
-    counts = analysis.count_changes(table.filter(pc.invert(is_bad)).select(analysis.COUNT_SCHEMA.names))
-    return counts, table.filter(is_bad).select(analysis.BAD_FRAME_SCHEMA.names)
+    counts = count_changes(table.filter(pc.invert(is_bad)).select(COUNT_SCHEMA.names))
+    return counts, table.filter(is_bad).select(BAD_FRAME_SCHEMA.names)
 
 
 def events_stage(frames):
     from pyspark.sql import functions as F
 
-    f = frames.where(F.col("group_id").isNotNull() & F.col("api_key").isin(11, 12, 13, 14)
+    f = frames.where(F.col("group_id").isNotNull() & F.col("api_key").isin(*GROUP_API_KEYS)
                      & F.col("decode_error").isNull())
-    is_hb = F.col("api_key") == 12
-    hb_ok = is_hb & (F.col("direction") == 1) & (F.col("error_code") == 0)
-    keep = f.where(~hb_ok & ~(is_hb & (F.col("direction") == 0))).select(
-        *[F.unix_micros(c).alias(c) if c in ("ts", "request_ts") else F.col(c) for c in analysis.EVENT_COLUMNS])
+    is_hb = F.col("api_key") == HEARTBEAT
+    hb_ok = is_hb & (F.col("direction") == RESPONSE) & (F.col("error_code") == 0)
+    keep = f.where(~hb_ok & ~(is_hb & (F.col("direction") == REQUEST))).select(
+        *[F.unix_micros(c).alias(c) if c in ("ts", "request_ts") else F.col(c) for c in EVENT_COLUMNS])
     hb = f.where(hb_ok).groupBy("group_id", "member_id", "generation_id").agg(
         F.max(F.unix_micros("request_ts")).alias("ts"), F.max("seq").alias("seq"))
     hb = hb.select(*[
         F.col(c) if c in ("group_id", "member_id", "generation_id", "ts", "seq")
-        else (F.lit(12).cast("short").alias(c) if c == "api_key"
-              else F.lit(1).cast("byte").alias(c) if c == "direction"
+        else (F.lit(HEARTBEAT).cast("short").alias(c) if c == "api_key"
+              else F.lit(RESPONSE).cast("byte").alias(c) if c == "direction"
               else F.lit(0).cast("short").alias(c) if c == "error_code"
               else F.lit(None).cast(keep.schema[c].dataType).alias(c))
-        for c in analysis.EVENT_COLUMNS])
+        for c in EVENT_COLUMNS])
     return keep.unionByName(hb)
 
 
@@ -360,11 +368,11 @@ def bucketed(events, buckets):
 
 
 #: The tables read off each group's timeline in one pass per bucket (see
-#: :func:`kwire.pipeline._analysis.timeline_tables`), the what-if's among them:
+#: :func:`kwire.pipeline._rebalances.timeline_tables`), the what-if's among them:
 #: building a group's timeline cost the what-if, in a pass of its own, as much
 #: as the other three tables together.
-TIMELINE_TABLES = {"rebalances": analysis.REBALANCE_SCHEMA, "assignments": analysis.ASSIGNMENT_SCHEMA,
-                   "bad_frames": analysis.BAD_FRAME_SCHEMA, "whatif": analysis.WHATIF_SCHEMA}
+TIMELINE_TABLES = {"rebalances": REBALANCE_SCHEMA, "assignments": ASSIGNMENT_SCHEMA,
+                   "bad_frames": BAD_FRAME_SCHEMA, "whatif": WHATIF_SCHEMA}
 
 
 def _wide_name(table, column):
@@ -401,8 +409,8 @@ def unwide(wide, name):
 
 def _timelines_of(events, max_partitions, counts):
     if isinstance(events, pa.Table):
-        return analysis.timelines_of_arrow(events, max_partitions, counts)
-    return analysis.timelines_of(events.drop(columns=["bucket"]), max_partitions, counts)
+        return timelines_of_arrow(events, max_partitions, counts)
+    return timelines_of(events.drop(columns=["bucket"]), max_partitions, counts)
 
 
 def analyse_bucket(pdf, max_partitions, timer=None, counts=None):
@@ -443,22 +451,22 @@ def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None):
 
     def noting(timelines):
         for tl in timelines:
-            replayed.extend(analysis.replayed_rows(tl))
+            replayed.extend(replayed_rows(tl))
             yield tl
 
     with collector_paused():
-        tables = analysis.timeline_tables(noting(_timelines_of(events, max_partitions, counts)))
-        tables["whatif"] = analysis.timed_replay(analysis.pack_replayed(replayed), timer=timer)
+        tables = timeline_tables(noting(_timelines_of(events, max_partitions, counts)))
+        tables["whatif"] = timed_replay(pack_replayed(replayed), timer=timer)
         return _wide(tables)
 
 
-def bucket_stage(events, max_partitions=analysis.DEFAULT_MAX_PARTITIONS, archive=None, timer=None, counts=None):
+def bucket_stage(events, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None, counts=None):
     """The :data:`WIDE_SCHEMA` rows of every bucket.  ``timer``: an
     accumulator of the what-if's replay seconds.  ``counts``: the capture's
     Metadata counts, an Arrow table (a kwire object in the closure would make
     the workers import kwire before :func:`~kwire.pipeline._ship.remote` can
     find it); None for none."""
-    counts = analysis.COUNT_SCHEMA.empty_table() if counts is None else counts
+    counts = COUNT_SCHEMA.empty_table() if counts is None else counts
     grouped = events.groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
         run = remote(__name__, "analyse_bucket_arrow", archive)
@@ -490,7 +498,7 @@ def _spark_out(out):
 
 
 def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, partitions=None,
-                 implementation=None, log=print, max_partitions=analysis.DEFAULT_MAX_PARTITIONS,
+                 implementation=None, log=print, max_partitions=DEFAULT_MAX_PARTITIONS,
                  progress=None, session_options=None):
     """Run every stage; returns the summary (the figures of report.json).
 
@@ -558,7 +566,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
                 table = unwide(wide, name)
                 if name == "bad_frames":
                     table = undecodable_frames(frames).unionByName(table).unionByName(
-                        spark.createDataFrame(metadata_bad.to_pylist(), spark_schema(analysis.BAD_FRAME_SCHEMA)))
+                        spark.createDataFrame(metadata_bad.to_pylist(), spark_schema(BAD_FRAME_SCHEMA)))
                 table.write.mode("overwrite").parquet(_path(out, name))
                 tables[name] = spark.read.parquet(_path(out, name))
                 rows[name] = tables[name].count()

@@ -37,13 +37,9 @@ import pyarrow as pa
 
 import kwire
 from kwire import codec
+from kwire.codec import ErrorCode
 from kwire.errors import ArgumentValueError
 from kwire.pipeline._capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
-
-MEMBER_ID_REQUIRED = 79
-REBALANCE_IN_PROGRESS = 27
-UNKNOWN_MEMBER_ID = 25
-ILLEGAL_GENERATION = 22
 
 SECOND = 1_000_000  # timestamps are microseconds
 MS = 1_000
@@ -293,9 +289,9 @@ class GroupSim:
         if p.join >= 4 and instance is None:
             corr = self._request(m, ts, self._join_request(m), p.join)
             ts += self.latency()
-            self._response(m, ts, kwire.JoinGroupResponse(error_code=MEMBER_ID_REQUIRED, member_id=member_id,
-                                                          generation_id=-1, protocol_name=_nullable_name(p)),
-                           p.join, corr)
+            self._response(m, ts, kwire.JoinGroupResponse(
+                error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id, generation_id=-1,
+                protocol_name=_nullable_name(p)), p.join, corr)
             m.id_known = True
             ts += self.latency()
         return m, ts
@@ -322,8 +318,9 @@ class GroupSim:
         if resp is None:
             brokers = [codec.MetadataResponseBroker(node_id=n, host=f"broker-{n}", port=9092) for n in (1, 2, 3)]
             resp = codec.MetadataResponse(brokers=brokers, controller_id=1, topics=[codec.MetadataResponseTopic(
-                error_code=0 if n is not None else 3, name=t, partitions=[codec.MetadataResponsePartition(
-                    error_code=0, partition_index=i, leader_id=i % 3 + 1, replica_nodes=_replicas(i),
+                error_code=ErrorCode.NONE if n is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=t,
+                partitions=[codec.MetadataResponsePartition(
+                    error_code=ErrorCode.NONE, partition_index=i, leader_id=i % 3 + 1, replica_nodes=_replicas(i),
                     isr_nodes=_replicas(i)) for i in range(n or 0)]) for t, n in key])
             self._metadata_responses[key] = resp
         return resp
@@ -358,7 +355,7 @@ class GroupSim:
 
     # -- the protocol ------------------------------------------------------------------------
 
-    def heartbeats(self, t_from, t_to, error_code=0, members=None):
+    def heartbeats(self, t_from, t_to, error_code=ErrorCode.NONE, members=None):
         """Every live member heartbeats every interval in ``[t_from, t_to)``."""
         iv = self.heartbeat_interval_ms * MS
         for m in list(members or self.members.values()):
@@ -397,7 +394,8 @@ class GroupSim:
             if m.member_id in join_at or not m.alive:
                 continue
             t = t_trigger + self.rng.randrange(iv)
-            join_at[m.member_id] = self._heartbeat(m, t, self.generation, REBALANCE_IN_PROGRESS) + self.latency()
+            join_at[m.member_id] = (self._heartbeat(m, t, self.generation, ErrorCode.REBALANCE_IN_PROGRESS)
+                                    + self.latency())
         live = [m for m in self.members.values() if m.alive]
         corrs = {}
         for m in live:
@@ -425,7 +423,7 @@ class GroupSim:
         if illegal_generation and len(live) > 1:
             # A heartbeat sent with the old generation races the new one.
             racer = self.rng.choice([m for m in live if m.member_id != self.leader])
-            self._heartbeat(racer, t_joined + self.latency(0.5, 2), g - 1, ILLEGAL_GENERATION)
+            self._heartbeat(racer, t_joined + self.latency(0.5, 2), g - 1, ErrorCode.ILLEGAL_GENERATION)
         known = {t: n for t, n in self.partitions.items() if any(t in m.topics for m in live)}
         assignments = kwire.leader_assignments(self.strategy, leader_response, known)
         by_member = {a.member_id: a.assignment for a in assignments}
@@ -474,7 +472,7 @@ class GroupSim:
             req = kwire.LeaveGroupRequest(group_id=self.group_id, members=[
                 kwire.MemberIdentity(member_id=m.member_id, group_instance_id=m.instance_id)])
             resp = kwire.LeaveGroupResponse(members=[kwire.MemberResponse(
-                member_id=m.member_id, group_instance_id=m.instance_id, error_code=0)])
+                member_id=m.member_id, group_instance_id=m.instance_id, error_code=ErrorCode.NONE)])
         else:
             req = kwire.LeaveGroupRequest(group_id=self.group_id, member_id=m.member_id)
             resp = kwire.LeaveGroupResponse()
@@ -490,7 +488,7 @@ class GroupSim:
 
     def zombie_heartbeat(self, m: Member, t):
         """A crashed member wakes up and heartbeats with its old identity."""
-        return self._heartbeat(m, t, m.generation, UNKNOWN_MEMBER_ID)
+        return self._heartbeat(m, t, m.generation, ErrorCode.UNKNOWN_MEMBER_ID)
 
 
 def _replicas(partition):
