@@ -43,14 +43,20 @@ def assign_server(name, members, topics):
     if not members:
         return result
     subscriptions = {}
+    checked = {}   # members usually share one subscription object: check each distinct one once
     for member_id, spec in members.items():
-        ids = frozenset(spec.subscribed_topic_ids)
-        for topic_id in ids:
-            if topic_id not in topics:
-                raise AssignmentError(f"member {member_id!r} subscribes to topic {topic_id.hex()} which is not known")
+        key = id(spec.subscribed_topic_ids)
+        ids = checked.get(key)
+        if ids is None:
+            ids = frozenset(spec.subscribed_topic_ids)
+            unknown = ids.difference(topics)
+            if unknown:
+                raise AssignmentError(f"member {member_id!r} subscribes to topic {min(unknown).hex()} which is not "
+                                      f"known")
+            checked[key] = ids
         subscriptions[member_id] = ids
     first = next(iter(subscriptions.values()))
-    if all(ids == first for ids in subscriptions.values()):
+    if all(ids is first or ids == first for ids in subscriptions.values()):
         _homogeneous(members, sorted(first), topics, result)
     else:
         _heterogeneous(members, subscriptions, topics, result)

@@ -164,6 +164,7 @@ class ConsumerGroupCoordinator:
         self.assignor_source = ASSIGNOR_SOURCE
         self.assignments_computed = 0   # how many target assignments were computed, over all groups
         self._last_assignor = None
+        self._name_sets = {}
         if topics:
             self.set_topics(topics)
 
@@ -442,7 +443,7 @@ class ConsumerGroupCoordinator:
         config = self.config
         names = req.subscribed_topic_names
         old_names = member.subscribed_topic_names if not (is_new and replaced is None) else frozenset()
-        new_names = frozenset(names) if names is not None else old_names
+        new_names = self._name_set(names) if names is not None else old_names
         subscription_changed = new_names != old_names
         group_epoch = group.group_epoch
         metadata = None
@@ -532,6 +533,19 @@ class ConsumerGroupCoordinator:
                          heartbeat_interval_ms=config.heartbeat_interval_ms,
                          assignment=_assignment_message(member.assigned) if full or changed else None)
 
+    def _name_set(self, names):
+        """The request's subscribed names as a frozenset, shared with earlier requests that named the same
+        list: in a join storm every member sends the same names, and building one set per request is most
+        of a join's cost."""
+        key = tuple(names)
+        cache = self._name_sets
+        found = cache.get(key)
+        if found is None:
+            if len(cache) >= 1024:
+                cache.clear()
+            found = cache[key] = frozenset(key)
+        return found
+
     def _after_reconcile(self, group, member, now):
         """``GroupMetadataManager.maybeReconcile``'s timer rule: a member that must revoke gets its rebalance
         timeout (fenced then only if its epoch has not moved); leaving UNREVOKED cancels it."""
@@ -542,22 +556,27 @@ class ConsumerGroupCoordinator:
             self._timers.cancel(key)
 
     def _prospective_metadata(self, group, old_names, new_names):
-        """``ModernGroup.computeSubscriptionMetadata`` with one member's subscription replaced."""
-        counts = group.subscribed_names
+        """``ModernGroup.computeSubscriptionMetadata`` with one member's subscription replaced: the
+        subscription metadata of the names some member will subscribe to.  Computed from what changes (names
+        nobody subscribed to before; names only this member subscribed to) unless the metadata expired."""
         topics = self._topics
-        out = {}
-        for name in counts:
-            if name in old_names and name not in new_names and counts[name] == 1:
-                continue
+        union = group.subscribed_names
+        added = new_names - union
+        removed = (group.names_only_in(old_names) - new_names) if old_names and old_names != new_names else ()
+        if group.metadata_expired:
+            base = {n: topics[n] for n in union if n in topics}
+        else:
+            base = group.subscription_metadata
+            if not removed and not any(n in topics for n in added):
+                return base
+            base = dict(base)
+        for name in removed:
+            base.pop(name, None)
+        for name in added:
             meta = topics.get(name)
             if meta is not None:
-                out[name] = meta
-        for name in new_names:
-            if name not in out:
-                meta = topics.get(name)
-                if meta is not None:
-                    out[name] = meta
-        return out
+                base[name] = meta
+        return base
 
     # -- the target assignment (GroupMetadataManager.updateTargetAssignment, TargetAssignmentBuilder.build) --
 
@@ -575,18 +594,19 @@ class ConsumerGroupCoordinator:
         """Every member's spec (the updated member's pending changes included, a replaced static member's
         entry under its new id), the assignor the members prefer, and the assignor's answer as frozensets."""
         ids = {name: tid for name, (tid, _n) in metadata.items()}
+        resolved = {}   # subscription set -> (topic ids, unresolved names): once per distinct set
         specs = {}
         for mid, m in group.members.items():
             if replaced is not None and mid == replaced.member_id:
                 continue
             subscribed = names if mid == member_id else m.subscribed_topic_names
-            specs[mid] = self._spec(m.instance_id, m.rack_id, subscribed, group.target.get(mid), ids)
+            specs[mid] = self._spec(m.instance_id, m.rack_id, subscribed, group.target.get(mid), ids, resolved)
         if member_id is not None and member_id not in specs:
             instance_id = req.instance_id if req is not None and req.instance_id is not None else (
                 replaced.instance_id if replaced is not None else None)
             rack = req.rack_id if req is not None and req.rack_id is not None else (
                 replaced.rack_id if replaced is not None else None)
-            specs[member_id] = self._spec(instance_id, rack, names, holder_target, ids)
+            specs[member_id] = self._spec(instance_id, rack, names, holder_target, ids, resolved)
         counts = dict(group.assignor_counts)
         if member_id is not None:
             old = group.members.get(member_id)
@@ -614,9 +634,12 @@ class ConsumerGroupCoordinator:
         return target
 
     @staticmethod
-    def _spec(instance_id, rack, names, current_target, ids):
-        subscribed = [ids[n] for n in names if n in ids]
-        unresolved = tuple(sorted(n for n in names if n not in ids))
+    def _spec(instance_id, rack, names, current_target, ids, resolved):
+        known = resolved.get(names)
+        if known is None:
+            known = resolved[names] = (tuple(sorted(ids[n] for n in names if n in ids)),
+                                       tuple(sorted(n for n in names if n not in ids)))
+        subscribed, unresolved = known
         assignment = {tid: sorted(ps) for tid, ps in current_target.items()} if current_target else {}
         return ServerMember(subscribed_topic_ids=subscribed, assignment=assignment, instance_id=instance_id,
                             rack=rack, unresolved_topic_names=unresolved)

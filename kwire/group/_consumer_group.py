@@ -109,7 +109,8 @@ class ConsumerGroup:
     """``ConsumerGroup``: the group's epochs, members, target assignment and partition epochs."""
 
     __slots__ = ("group_id", "group_epoch", "target_epoch", "members", "static_members", "target",
-                 "partition_epochs", "subscribed_names", "subscription_metadata", "assignor_counts",
+                 "partition_epochs", "subscriptions", "_subscription_keys", "subscribed_names",
+                 "subscription_metadata", "assignor_counts",
                  "metadata_expired", "last_assignment_ms")
 
     def __init__(self, group_id):
@@ -120,7 +121,13 @@ class ConsumerGroup:
         self.static_members = {}     # instance id -> member id
         self.target = {}             # member id -> {topic id: frozenset}
         self.partition_epochs = {}   # topic id -> {partition: epoch of the member holding it}
-        self.subscribed_names = {}   # topic name -> number of members subscribing to it
+        # Kafka counts members per subscribed name (ModernGroup.subscribedTopicNames).  kwire counts members per
+        # distinct subscription (the set of names) instead, and keeps the union of those sets: a member joining a
+        # group of N members subscribed to K topics then costs a set lookup, not K count updates.  The sets are
+        # shared between the members that have the same one.
+        self.subscriptions = {}      # frozenset of names -> number of members subscribed to exactly that set
+        self._subscription_keys = {}  # the same frozensets, each mapped to itself (to share one copy)
+        self.subscribed_names = frozenset()  # every name some member subscribes to
         self.subscription_metadata = {}  # subscribed topic name that exists -> (topic id, partition count)
         self.assignor_counts = {}    # server assignor name -> number of members naming it
         # ModernGroup.hasMetadataExpired: the first heartbeat after creation (or after set_topics touched a
@@ -150,17 +157,44 @@ class ConsumerGroup:
 
     # -- members in and out -----------------------------------------------------------------------------
 
+    def interned(self, names):
+        """The group's own copy of a subscription set equal to ``names``, if a member has one."""
+        return self._subscription_keys.get(names, names)
+
+    def names_only_in(self, names):
+        """The names of ``names`` that no *other* subscription set holds (what one member's leaving or change
+        of subscription removes from the group's subscribed names, if it is the only one with that set)."""
+        if self.subscriptions.get(names, 0) > 1:
+            return frozenset()
+        others = frozenset().union(*(k for k in self.subscriptions if k != names))
+        return names - others
+
     def update_subscription(self, member, names):
-        """Replace ``member``'s subscribed names, keeping the per-name counts; True if they changed."""
+        """Replace ``member``'s subscribed names, keeping the counts; True if they changed."""
         old = member.subscribed_topic_names
         if names == old:
             return False
-        counts = self.subscribed_names
-        for name in old - names:
-            _count(counts, name, -1)
-        for name in names - old:
-            _count(counts, name, 1)
+        subscriptions = self.subscriptions
+        keys_changed = False
+        if old:
+            n = subscriptions[old] - 1
+            if n:
+                subscriptions[old] = n
+            else:
+                del subscriptions[old]
+                del self._subscription_keys[old]
+                keys_changed = True
+        if names:
+            n = subscriptions.get(names, 0)
+            if n:
+                names = self._subscription_keys[names]
+            else:
+                self._subscription_keys[names] = names
+                keys_changed = True
+            subscriptions[names] = n + 1
         member.subscribed_topic_names = names
+        if keys_changed:
+            self.subscribed_names = frozenset().union(*subscriptions)
         return True
 
     def update_assignor(self, member, name):
@@ -189,8 +223,7 @@ class ConsumerGroup:
         self.target.pop(member_id, None)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
             del self.static_members[member.instance_id]
-        for name in member.subscribed_topic_names:
-            _count(self.subscribed_names, name, -1)
+        self.update_subscription(member, frozenset())
         if member.server_assignor is not None:
             _count(self.assignor_counts, member.server_assignor, -1)
         return member
