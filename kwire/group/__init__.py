@@ -44,6 +44,7 @@ from kwire.group._consumer_coordinator import (
     TargetAssignmentComputed,
     TargetAssignmentFailed,
 )
+from kwire.group._consumer_member import ConsumerMembershipState, ConsumerProtocolMember, CoordinatorLost
 from kwire.group._errors import ERROR_NAMES, GroupMemberFatalError, GroupProtocolError
 
 __all__ = [
@@ -54,4 +55,5 @@ __all__ = [
     "PartitionsAssigned", "PartitionsLost", "PartitionsRevoked", "Send", "MemberDriver",
     "ConsumerMemberState", "ConsumerGroupState", "GroupInvariantError", "ConsumerGroupConfig",
     "ConsumerGroupCoordinator", "GroupEmptied", "MemberFenced", "TargetAssignmentComputed", "TargetAssignmentFailed",
+    "ConsumerMembershipState", "ConsumerProtocolMember", "CoordinatorLost",
 ]

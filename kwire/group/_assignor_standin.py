@@ -4,7 +4,8 @@ The server-side assignors (Kafka's ``UniformAssignor`` and ``RangeAssignor``) li
 Until they are in the tree, the consumer-group coordinator falls back to this module so that its state
 machine can run and be tested: it gives a *valid* assignment (every subscribed partition to exactly one
 subscriber), *sticky* (a member keeps what its previous target gave it, up to its quota) and *balanced*
-(homogeneous subscriptions: counts differ by at most one).  It is not Kafka's algorithm and makes no claim
+(homogeneous subscriptions: counts differ by at most one; otherwise nobody keeps more than its
+share of a topic, and free partitions go to the least-loaded subscriber).  It is not Kafka's algorithm and makes no claim
 to match Kafka's output; the coordinator reports which one it used (``ConsumerGroupCoordinator.assignor_source``).
 
 Same call shape as the real one: ``assign_server(name, members={id: ServerMember}, topics={id: TopicMetadata})
@@ -104,6 +105,12 @@ def _homogeneous(members, topic_ids, topics, result):
 
 def _heterogeneous(members, subscriptions, topics, result):
     taken = {t: bytearray(m.partitions) for t, m in topics.items()}
+    subscribers = {t: 0 for t in topics}
+    for ids in subscriptions.values():
+        for t in ids:
+            subscribers[t] += 1
+    # A member keeps at most its fair share of each topic, so a newcomer gets some of every topic it wants.
+    quota = {t: -(-topics[t].partitions // n) for t, n in subscribers.items() if n}
     counts = {}
     for member_id, spec in members.items():
         own = result[member_id]
@@ -112,7 +119,7 @@ def _heterogeneous(members, subscriptions, topics, result):
             flags = taken.get(topic_id)
             if flags is None or topic_id not in subscriptions[member_id]:
                 continue
-            for p in partitions:
+            for p in partitions[:quota[topic_id]]:
                 if 0 <= p < len(flags) and not flags[p]:
                     flags[p] = 1
                     own.setdefault(topic_id, []).append(p)
