@@ -395,9 +395,7 @@ class ConsumerProtocolMember:
         self._next_send = now + self.heartbeat_interval_ms
         if self.state is S.ACKNOWLEDGING:
             # onHeartbeatRequestGenerated: the ack is on its way.
-            target = self._target or frozenset()
-            names = self._topic_names
-            waiting = frozenset(tp for tp in target if tp[0] in names) != self.assignment
+            waiting = (self._target or frozenset()) != self.assignment   # e.g. topic ids without names yet
             self._to(S.RECONCILING if waiting else S.STABLE)
         return Send(self._tokens, request, HEARTBEAT_VERSION, True)
 
