@@ -117,6 +117,11 @@ class _Refused(Exception):
         self.message = message
 
 
+def _unknown_member(member_id, group):
+    """``ConsumerGroup.getOrMaybeCreateMember``'s refusal."""
+    return _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
+
+
 def _blank(value):
     return value is not None and not value.strip()
 
@@ -394,8 +399,7 @@ class ConsumerGroupCoordinator:
             member = members.get(member_id)
             if member is None:
                 if epoch != 0:
-                    raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
-                                   f"Member {member_id} is not a member of group {group.group_id}.")
+                    raise _unknown_member(member_id, group)
                 member = ConsumerGroupMember(member_id)
             self._check_epoch(member, epoch, req.topic_partitions)
             return member, None
@@ -411,14 +415,19 @@ class ConsumerGroupCoordinator:
                                f"because the instance id is owned by {holder.member_id} member.")
             # GroupMetadataManager.replaceMember: the new id takes the old member's place, assignment and all.
             return holder.copy_as(member_id), holder
+        self._check_static_holder(holder, member_id, instance_id)
+        self._check_epoch(holder, epoch, req.topic_partitions)
+        return holder, None
+
+    @staticmethod
+    def _check_static_holder(holder, member_id, instance_id):
+        """``throwIfStaticMemberIsUnknown`` then ``throwIfInstanceIdIsFenced``."""
         if holder is None:
             raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         if holder.member_id != member_id:
             raise _Refused(ErrorCode.FENCED_INSTANCE_ID,
                            f"Static member {member_id} with instance id {instance_id} was fenced by member "
                            f"{holder.member_id}.")
-        self._check_epoch(holder, epoch, req.topic_partitions)
-        return holder, None
 
     @staticmethod
     def _check_epoch(member, epoch, owned_partitions):
@@ -663,17 +672,11 @@ class ConsumerGroupCoordinator:
         if instance_id is None:
             member = group.members.get(member_id)
             if member is None:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID,
-                               f"Member {member_id} is not a member of group {group.group_id}.")
+                raise _unknown_member(member_id, group)
         else:
             holder_id = group.static_members.get(instance_id)
             member = group.members.get(holder_id) if holder_id is not None else None
-            if member is None:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-            if member.member_id != member_id:
-                raise _Refused(ErrorCode.FENCED_INSTANCE_ID,
-                               f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                               f"{member.member_id}.")
+            self._check_static_holder(member, member_id, instance_id)
             if epoch == STATIC_LEAVE_EPOCH:
                 # consumerGroupStaticMemberGroupLeave: epoch -2, nothing pending; the assignment stays held and
                 # no timer changes, so the session timer decides whether it comes back in time.
@@ -701,12 +704,7 @@ class ConsumerGroupCoordinator:
     # -- timers -----------------------------------------------------------------------------------------------
 
     def _fire_due(self, now):
-        timers = self._timers
-        while True:
-            due = timers.pop_due(now)
-            if due is None:
-                return
-            (kind, group_id, member_id), payload = due
+        for (kind, group_id, member_id), payload in self._timers.fire_due(now):
             group = self._groups.get(group_id)
             if group is None:
                 continue
