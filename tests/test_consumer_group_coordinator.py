@@ -451,3 +451,24 @@ def test_config_takes_class_names_and_lowered_bounds():
         "group.consumer.min.heartbeat.interval.ms": 100, "group.consumer.heartbeat.interval.ms": 500})
     assert (c.config.assignors, c.config.session_timeout_ms, c.config.heartbeat_interval_ms) == \
         (("range", "uniform"), 6000, 500)
+
+
+def test_group_ids_shared_with_classic_groups():
+    # GroupMetadataManager.getOrMaybeCreateConsumerGroup: an empty classic group gives its id to a consumer-protocol
+    # join; a classic group otherwise answers GROUP_ID_NOT_FOUND.
+    classic = {"empty": True, "busy": False}
+    removed = []
+    c = ConsumerGroupCoordinator(NOW0, topics={"foo": (FOO, 4)}, classic_group_lookup=classic.get,
+                                 classic_group_remove=removed.append)
+    r = c.heartbeat(ConsumerGroupHeartbeatRequest(group_id="busy", member_id="A", member_epoch=1), 0, 0)
+    assert (r.error_code, r.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group busy is not a consumer group.")
+    r = c.heartbeat(ConsumerGroupHeartbeatRequest(group_id="busy", member_id="A", member_epoch=-1), 0, 0)
+    assert r.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    r = c.heartbeat(ConsumerGroupHeartbeatRequest(group_id="busy", member_id="A", member_epoch=0,
+                                                  rebalance_timeout_ms=1, subscribed_topic_names=["foo"],
+                                                  topic_partitions=[]), 0, 0)
+    assert r.error_code == ErrorCode.GROUP_ID_NOT_FOUND and "with members" in r.error_message
+    r = c.heartbeat(ConsumerGroupHeartbeatRequest(group_id="empty", member_id="A", member_epoch=0,
+                                                  rebalance_timeout_ms=1, subscribed_topic_names=["foo"],
+                                                  topic_partitions=[]), 0, 0)
+    assert (r.error_code, r.member_epoch, removed, c.has_group("empty")) == (0, 1, ["empty"], True)

@@ -159,8 +159,15 @@ class ConsumerGroupCoordinator:
     """Consumer-protocol groups on the caller's clock.  ``config`` takes Kafka's broker keys
     (:class:`ConsumerGroupConfig`); ``topics`` is ``{name: (topic_id, partitions)}``."""
 
-    def __init__(self, config=None, *, topics=None, member_id_factory=None):
+    def __init__(self, config=None, *, topics=None, member_id_factory=None, classic_group_lookup=None,
+                 classic_group_remove=None):
+        """``classic_group_lookup(group_id)`` tells about a classic group of that id kept elsewhere (the classic
+        ``GroupCoordinator``): None if there is none, True if it is empty, False if it has members.
+        ``classic_group_remove(group_id)`` deletes an empty one when a consumer group takes its id
+        (``GroupMetadataManager.getOrMaybeCreateConsumerGroup``).  Without them group ids are not shared."""
         self.config = ConsumerGroupConfig(config)
+        self._classic_lookup = classic_group_lookup
+        self._classic_remove = classic_group_remove
         self._groups = {}
         self._topics = {}
         self._timers = Timers()
@@ -362,7 +369,9 @@ class ConsumerGroupCoordinator:
         group_id = req.group_id
         group = self._groups.get(group_id)
         created = group is None
+        replaces_classic = False
         if created:
+            replaces_classic = self._check_no_classic_group(group_id, epoch == 0)
             if epoch != 0:
                 raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             group = ConsumerGroup(group_id)
@@ -386,8 +395,26 @@ class ConsumerGroupCoordinator:
             self._timers.schedule((_SESSION, group_id, member_id), now + config.session_timeout_ms)
             return _Response(member_id=member_id, member_epoch=member.member_epoch,
                              heartbeat_interval_ms=config.heartbeat_interval_ms)
-        return self._update(group, created, member, member_id, replaced, is_new, epoch, req, now, client_id,
-                            client_host)
+        response = self._update(group, created, member, member_id, replaced, is_new, epoch, req, now, client_id,
+                                client_host)
+        if replaces_classic:
+            self._classic_remove(group_id)
+        return response
+
+    def _check_no_classic_group(self, group_id, create):
+        """``getOrMaybeCreateConsumerGroup`` for an id a classic group holds: a consumer-protocol join takes the
+        id of an empty classic group (True: remove it once the join succeeds); anything else is refused.
+        Converting a non-empty classic group (Kafka's online upgrade) is not done here yet."""
+        classic = self._classic_lookup(group_id) if self._classic_lookup is not None else None
+        if classic is None:
+            return False
+        if not create:
+            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if not classic:
+            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+                           f"Cannot upgrade classic group {group_id} to a consumer group: kwire does not convert a "
+                           f"classic group with members.")
+        return self._classic_remove is not None
 
     def _find_member(self, group, member_id, epoch, req):
         """The member lookup, dynamic (``getOrMaybeSubscribeDynamicConsumerGroupMember``) or static
@@ -666,6 +693,7 @@ class ConsumerGroupCoordinator:
     def _leave(self, req, epoch):
         group = self._groups.get(req.group_id)
         if group is None:
+            self._check_no_classic_group(req.group_id, False)
             raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
         member_id = req.member_id
         instance_id = req.instance_id
