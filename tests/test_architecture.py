@@ -622,8 +622,8 @@ def test_the_twin_switch_is_an_import(tmp_path):
 
 # f. A stand-in is reached from one place only, so removing it when the real thing lands is a one-line change.
 STAND_INS = {
-    "kwire.group._assignor_standin": ("kwire.group._consumer_coordinator",
-                                      "the consumer coordinator's fallback while kwire.assignors.assign_server is "
+    "kwire.group._assignor_standin": ("kwire.group._consumer_target",
+                                      "the target computation's fallback while kwire.assignors.assign_server is "
                                       "missing"),
 }
 
@@ -653,7 +653,7 @@ def test_a_second_user_of_a_stand_in_is_found(tmp_path):
         "kwire/__init__.py": "",
         "kwire/group/__init__.py": "",
         "kwire/group/_assignor_standin.py": "def assign_server(): pass\n",
-        "kwire/group/_consumer_coordinator.py": "from ._assignor_standin import assign_server\n",
+        "kwire/group/_consumer_target.py": "from ._assignor_standin import assign_server\n",
         "kwire/group/_other.py": "from ._assignor_standin import assign_server\n",
     }.items():
         path = tmp_path / rel

@@ -353,7 +353,7 @@ def test_the_majority_assignor_is_used_at_the_next_bump():
 
 
 def test_an_assignor_failure_is_unknown_server_error_and_stores_nothing(monkeypatch):
-    import kwire.group._consumer_coordinator as module
+    import kwire.group._consumer_target as module
 
     def refuse(name, members, topics):
         raise AssignmentError("no")

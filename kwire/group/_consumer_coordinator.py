@@ -49,23 +49,12 @@ from kwire.errors import AssignmentError, UnsupportedVersionError
 
 from ._consumer_config import ConsumerGroupConfig
 from ._consumer_views import GROUP_TYPE, described_group, listed_group, offset_commit_error, offset_fetch_error
-from ._consumer_group import (
-    LEAVE_EPOCH,
-    STATIC_LEAVE_EPOCH,
-    ConsumerGroup,
-    ConsumerGroupMember,
-    preferred_assignor,
-)
+from ._consumer_group import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerGroupMember
 from ._errors import GroupProtocolError
 from ._reconcile import FENCED_UNKNOWN_STATE, ConsumerMemberState, owned_map, reconcile
 from ._timers import Timers
 
-try:
-    from kwire.assignors import ServerMember, TopicMetadata, assign_server
-    ASSIGNOR_SOURCE = "kwire.assignors"
-except ImportError:  # the server assignors are not in this tree yet: the labelled stand-in
-    from ._assignor_standin import ServerMember, TopicMetadata, assign_server
-    ASSIGNOR_SOURCE = "stand-in (kwire.group._assignor_standin)"
+from ._consumer_target import ASSIGNOR_SOURCE, MemberChange, compute_target, prospective_metadata
 
 __all__ = ["ConsumerGroupCoordinator", "MemberFenced", "GroupEmptied", "TargetAssignmentComputed",
            "TargetAssignmentFailed", "ASSIGNOR_SOURCE"]
@@ -484,7 +473,7 @@ class ConsumerGroupCoordinator:
         group_epoch = group.group_epoch
         metadata = None
         if subscription_changed or group.metadata_expired:
-            metadata = self._prospective_metadata(group, old_names, new_names)
+            metadata = prospective_metadata(group, self._topics, old_names, new_names)
             if metadata != group.subscription_metadata:
                 subscription_changed = True
             if subscription_changed:
@@ -496,9 +485,11 @@ class ConsumerGroupCoordinator:
         new_target = None
         holder_target = group.target.get(replaced.member_id) if replaced is not None else None
         if group_epoch > target_epoch and self._assignment_due(group, now):
+            instance_id = req.instance_id if req.instance_id is not None else member.instance_id
+            rack = req.rack_id if req.rack_id is not None else member.rack_id
             new_target = self._compute_target(
                 group, group_epoch, metadata if metadata is not None else group.subscription_metadata,
-                member_id, new_names, new_assignor, req, replaced, holder_target)
+                MemberChange(member_id, new_names, new_assignor, instance_id, rack, replaced, holder_target))
             target_epoch = group_epoch
             member_target = new_target.get(member_id, {})
         elif replaced is not None:
@@ -591,29 +582,6 @@ class ConsumerGroupCoordinator:
         else:
             self._timers.cancel(key)
 
-    def _prospective_metadata(self, group, old_names, new_names):
-        """``ModernGroup.computeSubscriptionMetadata`` with one member's subscription replaced: the
-        subscription metadata of the names some member will subscribe to.  Computed from what changes (names
-        nobody subscribed to before; names only this member subscribed to) unless the metadata expired."""
-        topics = self._topics
-        union = group.subscribed_names
-        added = new_names - union
-        removed = (group.names_only_in(old_names) - new_names) if old_names and old_names != new_names else ()
-        if group.metadata_expired:
-            base = {n: topics[n] for n in union if n in topics}
-        else:
-            base = group.subscription_metadata
-            if not removed and not any(n in topics for n in added):
-                return base
-            base = dict(base)
-        for name in removed:
-            base.pop(name, None)
-        for name in added:
-            meta = topics.get(name)
-            if meta is not None:
-                base[name] = meta
-        return base
-
     # -- the target assignment (GroupMetadataManager.updateTargetAssignment, TargetAssignmentBuilder.build) --
 
     def _assignment_due(self, group, now):
@@ -625,60 +593,14 @@ class ConsumerGroupCoordinator:
         if not self._timers.scheduled(key):
             self._timers.schedule(key, group.last_assignment_ms + self.config.assignment_interval_ms)
 
-    def _compute_target(self, group, epoch, metadata, member_id=None, names=None, assignor=None, req=None,
-                        replaced=None, holder_target=None):
-        """Every member's spec (the updated member's pending changes included, a replaced static member's
-        entry under its new id), the assignor the members prefer, and the assignor's answer as frozensets."""
-        ids = {name: tid for name, (tid, _n) in metadata.items()}
-        resolved = {}   # subscription set -> (topic ids, unresolved names): once per distinct set
-        specs = {}
-        for mid, m in group.members.items():
-            if replaced is not None and mid == replaced.member_id:
-                continue
-            subscribed = names if mid == member_id else m.subscribed_topic_names
-            specs[mid] = self._spec(m.instance_id, m.rack_id, subscribed, group.target.get(mid), ids, resolved)
-        if member_id is not None and member_id not in specs:
-            instance_id = req.instance_id if req is not None and req.instance_id is not None else (
-                replaced.instance_id if replaced is not None else None)
-            rack = req.rack_id if req is not None and req.rack_id is not None else (
-                replaced.rack_id if replaced is not None else None)
-            specs[member_id] = self._spec(instance_id, rack, names, holder_target, ids, resolved)
-        counts = dict(group.assignor_counts)
-        if member_id is not None:
-            old = group.members.get(member_id)
-            old_name = old.server_assignor if old is not None else (
-                replaced.server_assignor if replaced is not None else None)
-            if old_name is not None and old_name != assignor:
-                counts[old_name] = counts.get(old_name, 0) - 1
-                if counts[old_name] <= 0:
-                    del counts[old_name]
-            if assignor is not None and assignor != old_name:
-                counts[assignor] = counts.get(assignor, 0) + 1
-        name = preferred_assignor(counts, self.config.assignors[0])
-        topics = {tid: TopicMetadata(name=n, partitions=count, partition_racks=None)
-                  for n, (tid, count) in metadata.items()}
+    def _compute_target(self, group, epoch, metadata, change=None):
         try:
-            result = assign_server(name, members=specs, topics=topics)
+            target, name = compute_target(group, metadata, self.config.assignors[0], change)
         except AssignmentError as error:
             self._events.append(TargetAssignmentFailed(group.group_id, epoch, str(error)))
             raise _Refused(ErrorCode.UNKNOWN_SERVER_ERROR) from None
         self._last_assignor = name
-        target = {}
-        for mid in specs:
-            got = result.get(mid) or {}
-            target[mid] = {tid: frozenset(ps) for tid, ps in got.items() if len(ps)}
         return target
-
-    @staticmethod
-    def _spec(instance_id, rack, names, current_target, ids, resolved):
-        known = resolved.get(names)
-        if known is None:
-            known = resolved[names] = (tuple(sorted(ids[n] for n in names if n in ids)),
-                                       tuple(sorted(n for n in names if n not in ids)))
-        subscribed, unresolved = known
-        assignment = {tid: sorted(ps) for tid, ps in current_target.items()} if current_target else {}
-        return ServerMember(subscribed_topic_ids=subscribed, assignment=assignment, instance_id=instance_id,
-                            rack=rack, unresolved_topic_names=unresolved)
 
     def _install_target(self, group, epoch, target, now):
         group.target = target
