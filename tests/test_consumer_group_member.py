@@ -189,3 +189,27 @@ def test_unknown_tokens_and_impossible_transitions_are_refused():
         m.receive(99, ok(1), 0)
     with pytest.raises(GroupProtocolError, match="no transition from JOINING to ACKNOWLEDGING"):
         m._to(S.ACKNOWLEDGING)
+
+
+def test_a_heartbeat_in_flight_when_leaving_is_dropped():
+    m = member()
+    joined(m)
+    (hb,) = sends(m.poll(3000))
+    (leave,) = sends(m.leave(3001))
+    assert m.receive(hb.token, ok(1, [0]), 3002) == [] and m.state is S.UNSUBSCRIBED
+
+
+def test_a_failed_request_backs_off_exponentially_and_resends_in_full():
+    # AbstractHeartbeatRequestManager.onFailure: retry.backoff.ms doubling up to retry.backoff.max.ms.
+    m = member(retry_backoff_ms=100, retry_backoff_max_ms=300)
+    joined(m)
+    waits = []
+    now = 3000
+    for _ in range(3):
+        (hb,) = sends(m.poll(now))
+        m.request_failed(hb.token, now)
+        waits.append(m.next_deadline() - now)
+        now = m.next_deadline()
+    assert waits == [100, 200, 300]
+    (hb,) = sends(m.poll(now))
+    assert hb.request.subscribed_topic_names == ["foo"] and hb.request.rebalance_timeout_ms == 300_000

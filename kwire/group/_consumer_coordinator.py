@@ -516,7 +516,7 @@ class ConsumerGroupCoordinator:
         old_assigned = (replaced.assigned if replaced is not None else member.assigned)
         if replaced is not None:
             group.remove_member(replaced.member_id)
-            # The replacement takes over the old id's subscription and assignor counts (copied fields).
+            # The copy enters uncounted; the update_* calls below count its subscription and assignor again.
             member.subscribed_topic_names = frozenset()
             member.server_assignor = None
             if holder_target is not None:
@@ -525,9 +525,6 @@ class ConsumerGroupCoordinator:
             if req.instance_id is not None:
                 member.instance_id = req.instance_id
             group.add_member(member)
-            if replaced is not None:
-                group.update_subscription(member, replaced.subscribed_topic_names)
-                group.update_assignor(member, replaced.server_assignor)
         elif req.instance_id is not None and member.instance_id != req.instance_id:
             member.instance_id = req.instance_id
             group.static_members[req.instance_id] = member_id

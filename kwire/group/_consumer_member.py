@@ -404,6 +404,9 @@ class ConsumerProtocolMember:
                                                 member_epoch=self._pending_leave_epoch, instance_id=self.instance_id)
         self._tokens += 1
         self._leave_tokens.add(self._tokens)
+        if self._in_flight is not None:
+            # A heartbeat still in flight is answered into a member that has left: read and dropped.
+            self._leave_tokens.add(self._in_flight)
         self._in_flight = None
         return Send(self._tokens, request, HEARTBEAT_VERSION, True)
 
