@@ -472,3 +472,17 @@ def test_group_ids_shared_with_classic_groups():
                                                   rebalance_timeout_ms=1, subscribed_topic_names=["foo"],
                                                   topic_partitions=[]), 0, 0)
     assert (r.error_code, r.member_epoch, removed, c.has_group("empty")) == (0, 1, ["empty"], True)
+
+
+def test_every_answer_encodes_at_every_version():
+    # What a server sends must survive kwire's codec: heartbeats at v0 and v1, ConsumerGroupDescribe at v0.
+    from kwire.codec import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
+
+    c = coordinator()
+    answers = [join(c, "A"), join(c, "B", instance_id="i-b"), hb(c, "A", 1), hb(c, "A", 9),
+               hb(c, "B", -2, instance_id="i-b"), hb(c, " ", 1)]
+    for answer in answers:
+        for version in (0, 1):
+            assert ConsumerGroupHeartbeatResponse.decode(answer.encode(version), version) == answer
+    described = c.describe(ConsumerGroupDescribeRequest(group_ids=["g", "", "x"]), 0)
+    assert ConsumerGroupDescribeResponse.decode(described.encode(0), 0) == described
