@@ -13,6 +13,7 @@ Guarantees checked (``check``):
 from kwire.group import (
     ConsumerGroupCoordinator,
     ConsumerProtocolMember,
+    MemberFailed,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
@@ -66,7 +67,9 @@ class ConsumerLoop:
             member.set_topic_names(names)
         return self.coordinator.set_topics({n: (self.ids[n], p) for n, p in topics.items()})
 
-    def handle(self, name, outputs):
+    def handle(self, name, outputs, lose=False):
+        """Deliver ``outputs`` of client ``name``: requests are answered at once (with ``lose``, the first answer
+        is processed by the coordinator but lost on its way back, and the client sees a failed request)."""
         member = self.members[name]
         queue = list(outputs)
         while queue:
@@ -74,9 +77,16 @@ class ConsumerLoop:
             if isinstance(out, Send):
                 response = self.coordinator.heartbeat(out.request, out.version, self.now, client_id=name)
                 self.check()
-                queue.extend(member.receive(out.token, response, self.now))
+                if lose and out.request.member_epoch >= 0:
+                    lose = False
+                    queue.extend(member.request_failed(out.token, self.now))
+                else:
+                    queue.extend(member.receive(out.token, response, self.now))
                 continue
             self.events.append((name, out))
+            if isinstance(out, MemberFailed):
+                # The application gives up on a fatal error (an instance id still in use, ...): the client is gone.
+                self.members.pop(name, None)
             if isinstance(out, PartitionsAssigned):
                 for tp in out.partitions:
                     other = self.held.setdefault(tp, name)

@@ -80,19 +80,22 @@ def test_a_subscription_change_moves_partitions_between_members():
     loop.run(lambda: loop.stable() and covered(loop, topics))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(["join", "leave", "crash", "subscribe", "wait"]),
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["join", "leave", "crash", "subscribe", "lose", "wait"]),
                           st.integers(0, 5), st.sampled_from([("a",), ("b",), ("a", "b")])),
                 min_size=1, max_size=14),
        st.sampled_from([0, 300]))
 def test_random_joins_leaves_crashes_and_subscription_changes_keep_the_guarantees(ops, interval):
+    """Clients c0, c2, c4 are static (a leave is temporary, -2, and a later join is a restart with a new member
+    id); "lose" drops the answer to the client's next heartbeat after the coordinator processed it."""
     topics = {"a": 5, "b": 3}
     loop = ConsumerLoop(topics, {**FAST, "group.consumer.assignment.interval.ms": interval})
     for op, who, subscription in ops:
         name = f"c{who}"
         present = name in loop.members
+        static = {"instance_id": f"i-{who}"} if who % 2 == 0 else {}
         if op == "join" and not present:
-            loop.add(name, list(subscription))
+            loop.add(name, list(subscription), **static)
         elif op == "leave" and present:
             loop.handle(name, loop.members[name].leave(loop.now))
             del loop.members[name]
@@ -100,6 +103,9 @@ def test_random_joins_leaves_crashes_and_subscription_changes_keep_the_guarantee
             loop.crash(name)
         elif op == "subscribe" and present:
             loop.members[name].subscribe(list(subscription))
+        elif op == "lose" and present:
+            loop.now += 1000
+            loop.handle(name, loop.members[name].poll(loop.now), lose=True)
         for _ in range(3):
             loop.step(150)   # every step checks both guarantees after every response
     # With the churn over, everyone alive converges (crashed members expire with their session).
