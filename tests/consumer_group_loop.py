@@ -120,6 +120,15 @@ class ConsumerLoop:
             return False
         return all(m.state.value == "STABLE" and m.assignment == self.target_of(m) for m in self.members.values())
 
+    def settled(self):
+        """Stable, and the coordinator knows exactly the clients alive with the subscriptions they have now."""
+        if not self.stable():
+            return False
+        members = self.group().members
+        return (members.keys() == {m.member_id for m in self.members.values()}
+                and all(members[m.member_id].subscribed_topic_names == frozenset(m.subscription)
+                        for m in self.members.values()))
+
     def target_of(self, member):
         group = self.group()
         target = group.target_of(member.member_id)

@@ -35,7 +35,7 @@ def test_a_member_that_leaves_hands_its_partitions_over():
     loop.run(loop.stable)
     loop.handle("c0", loop.members["c0"].leave(loop.now))
     del loop.members["c0"]
-    loop.run(lambda: loop.stable() and covered(loop, topics))
+    loop.run(lambda: loop.settled() and covered(loop, topics))
     assert sorted(len(m.assignment) for m in loop.members.values()) == [3, 3]
 
 
@@ -48,7 +48,7 @@ def test_a_crashed_member_is_dropped_after_the_session_timeout():
     crashed_id = loop.members["c1"].member_id
     loop.crash("c1")
     start = loop.now
-    loop.run(lambda: loop.stable() and covered(loop, topics))
+    loop.run(lambda: loop.settled() and covered(loop, topics))
     assert crashed_id not in loop.group().members and loop.now - start >= 2500
 
 
@@ -77,10 +77,10 @@ def test_a_subscription_change_moves_partitions_between_members():
     loop.add("c1", ["a"])
     loop.run(loop.stable)
     loop.members["c1"].subscribe(["a", "b"])
-    loop.run(lambda: loop.stable() and covered(loop, topics))
+    loop.run(lambda: loop.settled() and covered(loop, topics))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(["join", "leave", "crash", "subscribe", "lose", "wait"]),
                           st.integers(0, 5), st.sampled_from([("a",), ("b",), ("a", "b")])),
                 min_size=1, max_size=14),
@@ -110,8 +110,7 @@ def test_random_joins_leaves_crashes_and_subscription_changes_keep_the_guarantee
             loop.step(150)   # every step checks both guarantees after every response
     # With the churn over, everyone alive converges (crashed members expire with their session).
     if loop.members:
-        loop.run(lambda: loop.stable() and loop.group().members.keys() == {m.member_id for m in loop.members.values()},
-                 max_ms=60_000)
+        loop.run(loop.settled, max_ms=60_000)
         wanted = {t for m in loop.members.values() for t in m.subscription}
         assert covered(loop, {t: n for t, n in topics.items() if t in wanted})
     fenced = [e for e in loop.coordinator.tick(loop.now) if isinstance(e, MemberFenced)]
