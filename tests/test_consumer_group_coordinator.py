@@ -486,3 +486,18 @@ def test_every_answer_encodes_at_every_version():
             assert ConsumerGroupHeartbeatResponse.decode(answer.encode(version), version) == answer
     described = c.describe(ConsumerGroupDescribeRequest(group_ids=["g", "", "x"]), 0)
     assert ConsumerGroupDescribeResponse.decode(described.encode(0), 0) == described
+
+
+def test_answer_dispatches_the_two_apis():
+    from kwire.codec import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse, HeartbeatRequest
+    from kwire.group import GroupProtocolError
+
+    c = coordinator()
+    req = ConsumerGroupHeartbeatRequest(group_id="g", member_id="A", member_epoch=0, rebalance_timeout_ms=1,
+                                        subscribed_topic_names=["foo"], topic_partitions=[])
+    assert c.handles(req) and type(c.answer(req, 0, 0)) is ConsumerGroupHeartbeatResponse
+    d = ConsumerGroupDescribeRequest(group_ids=["g"])
+    assert c.handles(d) and type(c.answer(d, 0, 0)) is ConsumerGroupDescribeResponse
+    assert not c.handles(HeartbeatRequest())
+    with pytest.raises(GroupProtocolError):
+        c.answer(HeartbeatRequest(), 4, 0)

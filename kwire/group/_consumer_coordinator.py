@@ -184,6 +184,17 @@ class ConsumerGroupCoordinator:
         except _Refused as refused:
             return _Response(error_code=refused.code, error_message=refused.message)
 
+    def answer(self, request, version, now, client_id="", client_host="/127.0.0.1"):
+        """The response to a ConsumerGroupHeartbeat (68) or ConsumerGroupDescribe (69) request: what a server's
+        dispatch calls for those two api keys (``handles`` says whether a request is one of them)."""
+        if type(request) is ConsumerGroupDescribeRequest:
+            return self.describe(request, version, now)
+        return self.heartbeat(request, version, now, client_id, client_host)
+
+    @staticmethod
+    def handles(request):
+        return type(request) is ConsumerGroupHeartbeatRequest or type(request) is ConsumerGroupDescribeRequest
+
     def tick(self, now):
         """Fire every timer due at ``now``; return the events since the last call (members fenced, groups
         emptied, targets computed)."""
