@@ -216,7 +216,7 @@ class ConsumerProtocolMember:
             self._reconcile(out)
         if self.state in _SILENT or not self._coordinator_known:
             if self.state is S.LEAVING:   # onHeartbeatRequestSkipped: the leave is dropped
-                self._finish_leave()
+                self._finish_leave(out)
             return out
         if self.state is S.LEAVING:
             out.append(self._send_leave())
@@ -410,18 +410,14 @@ class ConsumerProtocolMember:
         self._in_flight = None
         return Send(self._tokens, request, HEARTBEAT_VERSION, True)
 
-    def _finish_leave(self, out=None):
+    def _finish_leave(self, out):
         self.member_epoch = self._pending_leave_epoch
         self._pending_leave_epoch = None
         self._sent = None
         if self._stale_after_leave:
-            # transitionToStale: the partitions are lost after the leave went out.
+            # transitionToStale: the partitions are lost after the leave went out (or was dropped).
             self._stale_after_leave = False
-            if out is not None:
-                self._drop_all(out, lost=True)
-            else:
-                self.assignment = frozenset()
-                self._target = None
+            self._drop_all(out, lost=True)
             self._to(S.STALE)
         else:
             self._to(S.UNSUBSCRIBED)
