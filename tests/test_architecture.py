@@ -679,3 +679,46 @@ def test_the_twin_switch_is_an_import(tmp_path):
     })
     assert edges(mods)["kwire.a._arrays"] == {"kwire._impl": 1, "kwire.a._k_c": 5, "kwire.a._k_py": 5}
     assert import_cycles(mods) == [["kwire.a._arrays", "kwire.a._k_py"]]
+
+
+# f. A stand-in is reached from one place only, so removing it when the real thing lands is a one-line change.
+STAND_INS = {
+    "kwire.group._assignor_standin": ("kwire.group._consumer_target",
+                                      "the target computation's fallback while kwire.assignors.assign_server is "
+                                      "missing"),
+}
+
+
+def stand_in_violations(modules):
+    """``(importer, line, stand-in)`` for each import of a stand-in module from anywhere but its one user."""
+    out = []
+    for mod in modules.values():
+        for line, target, names, level in mod.imports:
+            for dest, _name in resolve(modules, mod, target, names, level):
+                allowed = STAND_INS.get(dest)
+                if allowed is not None and mod.name != allowed[0]:
+                    out.append((mod.name, line, dest))
+    return sorted(set(out))
+
+
+def test_stand_ins_have_one_user(tree):
+    rows = stand_in_violations(tree)
+    assert not rows, "stand-in modules imported beyond their one user:\n" + _report(rows)
+    for name, (user, _why) in STAND_INS.items():
+        if name in tree:
+            assert user in tree, f"{name} is a stand-in for {user}, which is gone"
+
+
+def test_a_second_user_of_a_stand_in_is_found(tmp_path):
+    for rel, text in {
+        "kwire/__init__.py": "",
+        "kwire/group/__init__.py": "",
+        "kwire/group/_assignor_standin.py": "def assign_server(): pass\n",
+        "kwire/group/_consumer_target.py": "from ._assignor_standin import assign_server\n",
+        "kwire/group/_other.py": "from ._assignor_standin import assign_server\n",
+    }.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    rows = stand_in_violations(load_tree(tmp_path))
+    assert [r[0] for r in rows] == ["kwire.group._other"]

@@ -39,6 +39,17 @@ from kwire.group._member import (
     Send,
 )
 from kwire.group._driver import MemberDriver
+from kwire.group._reconcile import ConsumerMemberState
+from kwire.group._consumer_group import ConsumerGroupState, GroupInvariantError
+from kwire.group._consumer_config import ConsumerGroupConfig
+from kwire.group._consumer_coordinator import (
+    ConsumerGroupCoordinator,
+    GroupEmptied,
+    MemberFenced,
+    TargetAssignmentComputed,
+    TargetAssignmentFailed,
+)
+from kwire.group._consumer_member import ConsumerMembershipState, ConsumerProtocolMember, CoordinatorLost
 from kwire.group._errors import ERROR_NAMES, GroupMemberFatalError, GroupProtocolError
 
 __all__ = [
@@ -48,4 +59,7 @@ __all__ = [
     "Reply", "RequestContext", "errors",
     "COOPERATIVE", "DEFAULT_VERSIONS", "EAGER", "ConsumerMember", "CoordinatorFound", "GroupJoined", "MemberFailed",
     "PartitionsAssigned", "PartitionsLost", "PartitionsRevoked", "Send", "MemberDriver",
+    "ConsumerMemberState", "ConsumerGroupState", "GroupInvariantError", "ConsumerGroupConfig",
+    "ConsumerGroupCoordinator", "GroupEmptied", "MemberFenced", "TargetAssignmentComputed", "TargetAssignmentFailed",
+    "ConsumerMembershipState", "ConsumerProtocolMember", "CoordinatorLost",
 ]

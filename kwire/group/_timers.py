@@ -90,3 +90,12 @@ class Timers:
         key = top[2]
         del self._deadline[key], self._entry[key]
         return key, self._payload.pop(key)
+
+    def fire_due(self, now):
+        """Every timer due at ``now`` as ``(key, payload)``, earliest first; each is looked up only after the
+        previous one was handled, so what firing it schedules or cancels is seen."""
+        while True:
+            due = self.pop_due(now)
+            if due is None:
+                return
+            yield due
