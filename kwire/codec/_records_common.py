@@ -403,3 +403,22 @@ def as_headers(header_class, headers):
     if not headers:
         return ()
     return tuple(h if type(h) is header_class else header_class(*h) for h in headers)
+
+
+def offset_delta(offset, base_offset, index):
+    """The offset delta record ``index`` is written with; EncodeError when it does not fit an int32."""
+    from kwire.errors import EncodeError
+
+    delta = wrap64(offset - base_offset)
+    if not INT32[0] <= delta <= INT32[1]:
+        raise EncodeError(f"offset {offset} is {delta} from the batch's base offset {base_offset}: "
+                          "an offset delta is an int32", path=["records", index, "offset"])
+    return delta
+
+
+def rebuild(cls, state):
+    """Unpickle a Header, Record or RecordBatch of either twin: the ``__reduce__`` of each names this function."""
+    obj = cls.__new__(cls)
+    for name, value in state.items():
+        setattr(obj, name, value)
+    return obj

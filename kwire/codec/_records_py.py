@@ -45,14 +45,17 @@ from kwire.codec._records_common import (
     compress,
     decompress,
     make_info,
+    offset_delta,
+    rebuild,
     unknown_codec,
     unsupported_magic,
 )
+from kwire.codec._codec_common import refuse_deletion
 from kwire.errors import ArgumentTypeError, ArgumentValueError, CorruptRecordError, RecordCrcError
 
 __all__ = [
     "BatchInfo", "BatchList", "DEFAULT_MAX_DECOMPRESSED_SIZE", "Header", "Record", "RecordBatch", "crc32c",
-    "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
+    "crc32c_backend", "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
 ]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte batch header, in wire order
@@ -93,9 +96,16 @@ except ImportError:  # pragma: no cover - depends on the environment
 def crc32c(data, crc=0):
     """CRC-32C of ``data`` (bytes-like), continuing from ``crc``: the checksum of a record batch."""
     data = _view(data)
+    if not isinstance(crc, int) or not 0 <= crc <= 0xFFFFFFFF:
+        raise ArgumentValueError(f"crc must be an int in [0, 2**32), not {crc!r}")
     if _crc32c_fast is not None:
         return _crc32c_fast(data, crc)
     return _crc32c_table(data, crc)
+
+
+def crc32c_backend():
+    """How :func:`crc32c` computes: "crc32c package" (its C code, hardware where the CPU has it) or "table"."""
+    return "table" if _crc32c_fast is None else "crc32c package"
 
 
 # --- Byte helpers ------------------------------------------------------------------------------------------------
@@ -170,7 +180,7 @@ def _read_record(r, base_offset, base_timestamp, build):
     attributes = r.buf[body] - 256 if r.buf[body] > 127 else r.buf[body]
     r.pos += 1
     ts_delta = r.varint(limit, 10, 64)
-    offset_delta = r.varint(limit, 5, 32)
+    delta = r.varint(limit, 5, 32)
     key = r.blob(limit, "key")
     value = r.blob(limit, "value")
     hstart = r.pos
@@ -194,7 +204,7 @@ def _read_record(r, base_offset, base_timestamp, build):
         raise r.fail(f"record length {size} disagrees with its fields ({r.pos - body} bytes)", start)
     if not build:
         return None
-    return Record(key, value, tuple(headers), offset=wrap64(base_offset + offset_delta),
+    return Record(key, value, tuple(headers), offset=wrap64(base_offset + delta),
                   timestamp=wrap64(base_timestamp + ts_delta), attributes=attributes)
 
 
@@ -371,14 +381,10 @@ class _Fields:
         return fields_repr(self, self._fields)
 
     def __reduce__(self):
-        return (_rebuild, (type(self), {f: getattr(self, f) for f in self._fields}))
+        return (rebuild, (type(self), {f: getattr(self, f) for f in self._fields}))
 
-
-def _rebuild(cls, state):
-    obj = cls.__new__(cls)
-    for name, value in state.items():
-        setattr(obj, name, value)
-    return obj
+    def __delattr__(self, name):
+        refuse_deletion(self, name)
 
 
 class Header(_Fields):
@@ -462,7 +468,7 @@ class RecordBatch(_Fields):
         base_offset, base_ts = self.base_offset, self.base_timestamp
         plain = bytearray()
         for j, rec in enumerate(self.records):
-            _encode_record(check_record(rec, ("records", j)), base_offset, base_ts, plain)
+            _encode_record(check_record(rec, ("records", j)), j, base_offset, base_ts, plain)
         codec = self.attributes & COMPRESSION_MASK
         payload = compress(codec, bytes(plain)) if codec else plain
         attributes = self.attributes - 0x10000 if self.attributes > 0x7FFF else self.attributes
@@ -483,14 +489,12 @@ def _varint_bytes(value, out):
     out.append(v)
 
 
-def _encode_record(fields, base_offset, base_timestamp, out):
+def _encode_record(fields, index, base_offset, base_timestamp, out):
     offset, timestamp, key, value, headers, attributes = fields
     body = bytearray()
     body.append(attributes & 0xFF)
     _varint_bytes(wrap64(timestamp - base_timestamp), body)
-    delta = wrap64(offset - base_offset)
-    check_int("offset - base_offset", delta, -(1 << 31), (1 << 31) - 1)
-    _varint_bytes(delta, body)
+    _varint_bytes(offset_delta(offset, base_offset, index), body)
     for blob in (key, value):
         if blob is None:
             body.append(1)  # zigzag(-1)
