@@ -75,6 +75,7 @@ def make_info(position, size, fields):
     """A :data:`BatchInfo` from the 13 header fields, in wire order."""
     (base_offset, _length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
      producer_id, producer_epoch, base_sequence, count) = fields
+    attributes &= 0xFFFF  # an int16 on the wire, a bit set to its readers
     return BatchInfo(position, size, base_offset, epoch, magic, crc, attributes, attributes & COMPRESSION_MASK,
                      bool(attributes & TRANSACTIONAL_FLAG), bool(attributes & CONTROL_FLAG),
                      (attributes & TIMESTAMP_TYPE_MASK) >> 3, last_delta, base_ts, max_ts, producer_id,
@@ -378,7 +379,7 @@ def batch_defaults(records, base_offset, compression, timestamp_type, is_transac
             raise ArgumentValueError("base_timestamp and delete_horizon_ms are the same field: give one")
         base_timestamp = delete_horizon_ms
     if last_offset_delta is None:
-        last_offset_delta = records[-1].offset - base_offset if records else 0
+        last_offset_delta = wrap64(records[-1].offset - base_offset) if records else 0
     if base_timestamp is None:
         base_timestamp = records[0].timestamp if records else -1
     if max_timestamp is None:
