@@ -30,6 +30,8 @@ include "_records_wire.pxi"
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
 
 cdef extern from "_crc32c.h":
     uint32_t kw_crc32c(uint32_t crc, const unsigned char* p, size_t n) nogil

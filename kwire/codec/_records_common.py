@@ -13,7 +13,14 @@ attributes name a codec.
 
 from collections import namedtuple
 
-from kwire.errors import CorruptRecordError, DecompressionLimitError, UnsupportedRecordFormatError
+from kwire.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    CorruptRecordError,
+    DecompressionLimitError,
+    EncodeError,
+    UnsupportedRecordFormatError,
+)
 
 # DefaultRecordBatch's layout: base offset (8), batch length (4), partition leader epoch (4), magic (1), CRC (4),
 # attributes (2), last offset delta (4), base timestamp (8), max timestamp (8), producer id (8), producer epoch (2),
@@ -95,8 +102,6 @@ def unknown_codec(codec, offset):
 
 
 def check_limit(limit):
-    from kwire.errors import ArgumentTypeError, ArgumentValueError
-
     if not isinstance(limit, int) or isinstance(limit, bool):
         raise ArgumentTypeError(f"max_decompressed_size must be an int, not {type(limit).__name__}")
     if limit < 0:
@@ -284,8 +289,6 @@ def wrap64(v):
 
 
 def check_int(name, value, lo, hi, error=None):
-    from kwire.errors import ArgumentTypeError, EncodeError
-
     if not isinstance(value, int) or isinstance(value, bool):
         if error is None:
             raise EncodeError(f"{name} must be an int, not {type(value).__name__}", path=[name])
@@ -298,8 +301,6 @@ def check_int(name, value, lo, hi, error=None):
 
 
 def _blob(name, value, path):
-    from kwire.errors import EncodeError
-
     if value is None or isinstance(value, bytes):
         return value
     if isinstance(value, (bytearray, memoryview)):
@@ -309,8 +310,6 @@ def _blob(name, value, path):
 
 def header_pairs(headers, path=()):
     """(key as UTF-8 bytes, value bytes or None) of each header: the form both encoders write."""
-    from kwire.errors import EncodeError
-
     out = []
     for i, h in enumerate(headers):
         try:
@@ -326,8 +325,6 @@ def header_pairs(headers, path=()):
 
 def check_record(rec, path):
     """The fields of ``rec`` as the encoders write them: (offset, timestamp, key, value, header pairs, attributes)."""
-    from kwire.errors import EncodeError
-
     try:
         check_int("offset", rec.offset, *INT64)
         check_int("timestamp", rec.timestamp, *INT64)
@@ -340,8 +337,6 @@ def check_record(rec, path):
 
 def check_batch(batch):
     """Raises EncodeError unless every header field of ``batch`` fits its wire type."""
-    from kwire.errors import EncodeError
-
     for name, (lo, hi) in _BATCH_RANGES:
         check_int(name, getattr(batch, name), lo, hi)
     if batch.magic != MAGIC:
@@ -353,8 +348,6 @@ def check_batch(batch):
 
 
 def compression_id(compression):
-    from kwire.errors import ArgumentValueError
-
     if isinstance(compression, str) and compression in COMPRESSION_NAMES:
         return COMPRESSION_NAMES.index(compression)
     if isinstance(compression, int) and not isinstance(compression, bool) and 0 <= compression <= ZSTD:
@@ -367,8 +360,6 @@ def batch_defaults(records, base_offset, compression, timestamp_type, is_transac
     """(records list, attributes, last_offset_delta, base_timestamp, max_timestamp) for a new RecordBatch, as
     Java's MemoryRecordsBuilder fills them: the base timestamp is the first record's (or the delete horizon), the
     max timestamp the largest, the last offset delta the last record's offset from the base."""
-    from kwire.errors import ArgumentValueError
-
     records = list(records)
     if attributes is None:
         attributes = (compression_id(compression) | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
@@ -408,8 +399,6 @@ def as_headers(header_class, headers):
 
 def offset_delta(offset, base_offset, index):
     """The offset delta record ``index`` is written with; EncodeError when it does not fit an int32."""
-    from kwire.errors import EncodeError
-
     delta = wrap64(offset - base_offset)
     if not INT32[0] <= delta <= INT32[1]:
         raise EncodeError(f"offset {offset} is {delta} from the batch's base offset {base_offset}: "

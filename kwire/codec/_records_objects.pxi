@@ -1,5 +1,10 @@
 # The compiled twin's Header, Record and RecordBatch, and the encoder (included by _records_c.pyx).
 
+# Header and Record stay out of the cycle collector (no_gc): a decode makes one of each per record and header,
+# and tracking them made the collector's passes most of a 10,000-record decode.  They hold bytes, str, ints and
+# tuples of Headers; only a caller storing a container that refers back to the record could build a cycle, which
+# would then be kept rather than collected.
+@cython.no_gc
 @cython.freelist(256)
 cdef class Header:
     """A record header: ``key`` (str) and ``value`` (bytes or None).  Unpacks as ``key, value = header``."""
@@ -57,6 +62,7 @@ cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t lim
     return out
 
 
+@cython.no_gc
 @cython.freelist(256)
 cdef class Record:
     """One record: its absolute ``offset`` and ``timestamp`` (the batch's base plus the record's deltas, wrapping
@@ -79,7 +85,8 @@ cdef class Record:
         self.timestamp_o = timestamp
         self.key_o = key
         self.value_o = value
-        self.headers_o = as_headers(Header, headers)
+        # as_headers, in C: this runs once per record a producer builds.
+        self.headers_o = tuple([h if type(h) is Header else Header(*h) for h in headers]) if headers else ()
         self.attributes = attributes
         self.have = HAVE_ALL
         self.buf_owner = None
@@ -347,12 +354,14 @@ cdef int _encode_record(_Out* o, object obj, Py_ssize_t index, int64_t base_offs
     cdef Record rec
     cdef int64_t offset, ts
     cdef int attributes
-    cdef Py_ssize_t size, kpos, klen, vpos, vlen, hpos
+    cdef Py_ssize_t size, klen = 0, hpos
     cdef int32_t hcount = 0, i, n = 0
     cdef const unsigned char* p = NULL
+    cdef const char* kp
     cdef int have
+    cdef bint p_plain = type(obj) is Record and _plain(<Record>obj)
     key = value = headers = None
-    if type(obj) is Record and _plain(<Record>obj):
+    if p_plain:
         rec = <Record>obj
         p = rec.buf
         offset = rec.offset_o if rec.have & HAVE_OFFSET else rec.offset_c
@@ -373,8 +382,11 @@ cdef int _encode_record(_Out* o, object obj, Py_ssize_t index, int64_t base_offs
     if have & HAVE_HEADERS:
         size += varint_size(len(headers))
         for h in headers:
-            k, v = ((<Header>h).key, (<Header>h).value) if type(h) is Header else h
-            size += _blob_size(_utf8(k) if type(k) is str else k) + _blob_size(v)
+            if p_plain:  # Header objects whose str keys _plain has checked: their UTF-8 is cached in the str
+                PyUnicode_AsUTF8AndSize((<Header>h).key, &klen)
+                size += varint_size(klen) + klen + _blob_size((<Header>h).value)
+            else:  # check_record's (bytes, bytes or None) pairs
+                size += _blob_size(h[0]) + _blob_size(h[1])
     else:
         hpos = rec.hdr_pos
         rd_varint(p, &hpos, rec.hdr_end, &hcount)
@@ -404,9 +416,15 @@ cdef int _encode_record(_Out* o, object obj, Py_ssize_t index, int64_t base_offs
     if have & HAVE_HEADERS:
         o.n += wr_varint(o.p + o.n, len(headers))
         for h in headers:
-            k, v = ((<Header>h).key, (<Header>h).value) if type(h) is Header else h
-            _put_blob(o, _utf8(k) if type(k) is str else k)
-            _put_blob(o, v)
+            if p_plain:
+                kp = PyUnicode_AsUTF8AndSize((<Header>h).key, &klen)
+                o.n += wr_varint(o.p + o.n, klen)
+                memcpy(o.p + o.n, kp, klen)
+                o.n += klen
+                _put_blob(o, (<Header>h).value)
+            else:
+                _put_blob(o, h[0])
+                _put_blob(o, h[1])
     else:
         hpos = rec.hdr_pos
         rd_varint(p, &hpos, rec.hdr_end, &hcount)
@@ -422,17 +440,32 @@ cdef int _encode_record(_Out* o, object obj, Py_ssize_t index, int64_t base_offs
     return 0
 
 
-cdef inline bytes _utf8(str s):
-    return s.encode("utf-8", "surrogateescape")
+cdef inline bint _fits64(object v):
+    cdef int overflow = 0
+    if type(v) is not int:
+        return False
+    PyLong_AsLongLongAndOverflow(v, &overflow)
+    return overflow == 0
+
+
+cdef bint _utf8_ok(object key):
+    """Whether ``key`` is a str that UTF-8 encodes strictly (a lone surrogate needs surrogateescape: slow path)."""
+    cdef Py_ssize_t n
+    if type(key) is not str:
+        return False
+    try:
+        PyUnicode_AsUTF8AndSize(key, &n)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 cdef bint _plain(Record rec):
     """Whether every field ``rec`` holds as an object has the type the fast path writes without a check."""
     cdef int have = rec.have
-    if have & HAVE_OFFSET and not (type(rec.offset_o) is int and -(1 << 63) <= rec.offset_o < (1 << 63)):
+    if have & HAVE_OFFSET and not _fits64(rec.offset_o):
         return False
-    if have & HAVE_TIMESTAMP and not (type(rec.timestamp_o) is int and
-                                      -(1 << 63) <= rec.timestamp_o < (1 << 63)):
+    if have & HAVE_TIMESTAMP and not _fits64(rec.timestamp_o):
         return False
     if not (type(rec.attributes) is int and -128 <= rec.attributes <= 127):
         return False
@@ -444,7 +477,7 @@ cdef bint _plain(Record rec):
         if type(rec.headers_o) is not tuple:
             return False
         for h in rec.headers_o:
-            if type(h) is not Header or type((<Header>h).key) is not str or not _is_blob((<Header>h).value):
+            if type(h) is not Header or not _utf8_ok((<Header>h).key) or not _is_blob((<Header>h).value):
                 return False
     return True
 
