@@ -23,8 +23,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.long cimport PyLong_FromLongLong
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from libc.string cimport memcpy
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+from libc.string cimport memcmp, memcpy
 
 include "_records_wire.pxi"
 
@@ -245,6 +245,7 @@ cdef object _walk_records(object owner, const unsigned char* b, Py_ssize_t pos, 
     cdef int32_t j
     cdef Record rec
     cdef list out = [] if build else None
+    cdef tuple keys = None
     for j in range(count):
         if pos >= end:
             raise _fail(f"record count {count} but only {j} records are present", pos, where)
@@ -262,6 +263,9 @@ cdef object _walk_records(object owner, const unsigned char* b, Py_ssize_t pos, 
             rec.key_pos, rec.key_len = r.key_pos, r.key_len
             rec.value_pos, rec.value_len = r.value_pos, r.value_len
             rec.hdr_pos, rec.hdr_end, rec.hdr_count = r.hdr_pos, r.hdr_end, r.hdr_count
+            if keys is None and r.hdr_count:
+                keys = _batch_keys(b, r.hdr_pos, r.hdr_end, r.hdr_count)
+            rec.keys = keys
             out.append(rec)
     if pos != end:
         raise _fail(f"bytes after the {count} records the batch declares", pos, where)

@@ -38,10 +38,17 @@ cdef class Header:
         refuse_deletion(self, name)
 
 
-cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count):
-    """The headers of a record the walk has already checked: a tuple of Header."""
+cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, tuple keys):
+    """The headers of a record the walk has already checked: a tuple of Header.
+
+    ``keys`` holds the header keys of the batch's first record that has headers, as str: a producer usually
+    sends the same keys in the same order on every record, so the i-th key is first compared with the i-th of
+    those, and the str is shared when the bytes are the same (str is immutable)."""
     cdef int32_t i, n = 0
+    cdef Py_ssize_t klen = 0
+    cdef const char* kp
     cdef Header h
+    cdef object key
     if count == 0:
         return ()
     out = PyTuple_New(count)
@@ -49,7 +56,13 @@ cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t lim
     for i in range(count):
         rd_varint(b, &pos, limit, &n)
         h = Header.__new__(Header)
-        h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+        key = None
+        if keys is not None and i < PyTuple_GET_SIZE(keys):
+            key = <object>PyTuple_GET_ITEM(keys, i)
+            kp = PyUnicode_AsUTF8AndSize(key, &klen)  # ASCII keys: the str's own bytes, nothing made
+            if klen != n or memcmp(kp, b + pos, n) != 0:
+                key = None
+        h.key = key if key is not None else PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n < 0:
@@ -60,6 +73,26 @@ cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t lim
         Py_INCREF(h)
         PyTuple_SET_ITEM(out, i, h)
     return out
+
+
+cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count):
+    """The keys of one record's headers (checked by the walk), as str: the batch's guess at its header keys."""
+    cdef int32_t i, n = 0
+    cdef list out = []
+    rd_varint(b, &pos, limit, &n)
+    for i in range(min(count, 16)):
+        rd_varint(b, &pos, limit, &n)
+        key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+        try:
+            PyUnicode_AsUTF8AndSize(key, NULL)  # a key with a lone surrogate has no UTF-8: not shared
+        except UnicodeEncodeError:
+            break
+        out.append(key)
+        pos += n
+        rd_varint(b, &pos, limit, &n)
+        if n > 0:
+            pos += n
+    return tuple(out)
 
 
 @cython.no_gc
@@ -77,6 +110,7 @@ cdef class Record:
     cdef Py_ssize_t key_pos, key_len, value_pos, value_len, hdr_pos, hdr_end
     cdef int32_t hdr_count
     cdef int have
+    cdef tuple keys  # the batch's header keys, shared (see _read_headers)
     cdef object offset_o, timestamp_o, key_o, value_o, headers_o
     cdef public object attributes
 
@@ -96,62 +130,75 @@ cdef class Record:
         if self.have & (HAVE_KEY | HAVE_VALUE | HAVE_HEADERS) == HAVE_KEY | HAVE_VALUE | HAVE_HEADERS:
             self.buf_owner = None
             self.buf = NULL
+            self.keys = None
 
+    # A first read creates and stores the field's object: under a critical section, so that two threads of a
+    # free-threaded interpreter reading one record at once cannot both replace it (no cost with the GIL).
     @property
     def offset(self):
-        return self.offset_o if self.have & HAVE_OFFSET else PyLong_FromLongLong(self.offset_c)
+        with cython.critical_section(self):
+            return self.offset_o if self.have & HAVE_OFFSET else PyLong_FromLongLong(self.offset_c)
 
     @offset.setter
     def offset(self, value):
-        self.offset_o = value
-        self.have |= HAVE_OFFSET
+        with cython.critical_section(self):
+            self.offset_o = value
+            self.have |= HAVE_OFFSET
 
     @property
     def timestamp(self):
-        return self.timestamp_o if self.have & HAVE_TIMESTAMP else PyLong_FromLongLong(self.timestamp_c)
+        with cython.critical_section(self):
+            return self.timestamp_o if self.have & HAVE_TIMESTAMP else PyLong_FromLongLong(self.timestamp_c)
 
     @timestamp.setter
     def timestamp(self, value):
-        self.timestamp_o = value
-        self.have |= HAVE_TIMESTAMP
+        with cython.critical_section(self):
+            self.timestamp_o = value
+            self.have |= HAVE_TIMESTAMP
 
     @property
     def key(self):
-        if not self.have & HAVE_KEY:
-            self.key_o = None if self.key_len < 0 else PyBytes_FromStringAndSize(
-                <const char*>self.buf + self.key_pos, self.key_len)
-            self.got(HAVE_KEY)
-        return self.key_o
+        with cython.critical_section(self):
+            if not self.have & HAVE_KEY:
+                self.key_o = None if self.key_len < 0 else PyBytes_FromStringAndSize(
+                    <const char*>self.buf + self.key_pos, self.key_len)
+                self.got(HAVE_KEY)
+            return self.key_o
 
     @key.setter
     def key(self, value):
-        self.key_o = value
-        self.got(HAVE_KEY)
+        with cython.critical_section(self):
+            self.key_o = value
+            self.got(HAVE_KEY)
 
     @property
     def value(self):
-        if not self.have & HAVE_VALUE:
-            self.value_o = None if self.value_len < 0 else PyBytes_FromStringAndSize(
-                <const char*>self.buf + self.value_pos, self.value_len)
-            self.got(HAVE_VALUE)
-        return self.value_o
+        with cython.critical_section(self):
+            if not self.have & HAVE_VALUE:
+                self.value_o = None if self.value_len < 0 else PyBytes_FromStringAndSize(
+                    <const char*>self.buf + self.value_pos, self.value_len)
+                self.got(HAVE_VALUE)
+            return self.value_o
 
     @value.setter
     def value(self, value):
-        self.value_o = value
-        self.got(HAVE_VALUE)
+        with cython.critical_section(self):
+            self.value_o = value
+            self.got(HAVE_VALUE)
 
     @property
     def headers(self):
-        if not self.have & HAVE_HEADERS:
-            self.headers_o = _read_headers(self.buf, self.hdr_pos, self.hdr_end, self.hdr_count)
-            self.got(HAVE_HEADERS)
-        return self.headers_o
+        with cython.critical_section(self):
+            if not self.have & HAVE_HEADERS:
+                self.headers_o = _read_headers(self.buf, self.hdr_pos, self.hdr_end, self.hdr_count, self.keys)
+                self.got(HAVE_HEADERS)
+            return self.headers_o
 
     @headers.setter
     def headers(self, value):
-        self.headers_o = value
-        self.got(HAVE_HEADERS)
+        with cython.critical_section(self):
+            self.headers_o = value
+            self.got(HAVE_HEADERS)
 
     def __eq__(self, other):
         return fields_eq(self, other, RECORD_FIELDS)
