@@ -23,6 +23,10 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.long cimport PyLong_FromLongLong
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport Py_INCREF
+from libc.stdint cimport SIZE_MAX
+
+cdef extern from *:
+    Py_ssize_t PY_SSIZE_T_MAX
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.string cimport memcmp, memcpy
 
@@ -56,7 +60,6 @@ from kwire.codec._records_common import (
     decompress,
     fields_eq,
     fields_repr,
-    make_info,
     offset_delta,
     rebuild,
     unknown_codec,
@@ -358,15 +361,33 @@ cdef object _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _H
     return _walk_records(plain, plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, build)
 
 
-cdef object _head_fields(_Head* h):
-    return (h.base_offset, h.length, h.epoch, h.magic, h.crc, h.attributes, h.last_delta, h.base_ts, h.max_ts,
-            h.producer_id, h.producer_epoch, h.base_sequence, h.count)
+cdef object _info(Py_ssize_t pos, _Head* h):
+    # make_info's BatchInfo, built without the namedtuple's Python __new__ (a third of a one-batch read).
+    cdef uint16_t attributes = <uint16_t>h.attributes
+    return tuple.__new__(BatchInfo, (
+        pos, LOG_OVERHEAD + h.length, h.base_offset, h.epoch, h.magic, h.crc, attributes,
+        attributes & COMPRESSION_MASK, (attributes & TRANSACTIONAL_FLAG) != 0, (attributes & CONTROL_FLAG) != 0,
+        (attributes & TIMESTAMP_TYPE_MASK) >> 3, h.last_delta, h.base_ts, h.max_ts, h.producer_id,
+        h.producer_epoch, h.base_sequence, h.count))
 
 
-cdef _check_flags(check_crc, allow_partial_tail):
-    for name, value in (("check_crc", check_crc), ("allow_partial_tail", allow_partial_tail)):
-        if not isinstance(value, bool):
-            raise ArgumentTypeError(f"{name} must be a bool, not {type(value).__name__}")
+cdef Py_ssize_t _arguments(check_crc, allow_partial_tail, limit) except -1:
+    """The checks of the keyword arguments, done in C when they are plain; the limit."""
+    if type(check_crc) is not bool or type(allow_partial_tail) is not bool:
+        for name, value in (("check_crc", check_crc), ("allow_partial_tail", allow_partial_tail)):
+            if not isinstance(value, bool):
+                raise ArgumentTypeError(f"{name} must be a bool, not {type(value).__name__}")
+    if type(limit) is int and 0 <= limit <= PY_SSIZE_T_MAX:
+        return limit
+    return min(check_limit(limit), PY_SSIZE_T_MAX)
+
+
+cdef object _batch_list():
+    # BatchList's __init__ is Python; a decode of one small batch should not pay for it.
+    cdef object out = BatchList.__new__(BatchList)
+    out.end = 0
+    out.partial_tail = 0
+    return out
 
 
 def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_records=False,
@@ -377,10 +398,9 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     cdef _View v = _View(data)
     cdef _Head h
     cdef Py_ssize_t pos = 0, index = 0
-    _check_flags(check_crc, allow_partial_tail)
-    cdef Py_ssize_t limit = check_limit(max_decompressed_size)
+    cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     cdef bint walk = check_records
-    out = BatchList()
+    out = _batch_list()
     while pos < v.n:
         try:
             if not _header(v.p, pos, v.n, check_crc, allow_partial_tail, &h):
@@ -390,7 +410,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
                 _records_of(None, v.p, pos, &h, limit, False)
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
-        out.append(make_info(pos, LOG_OVERHEAD + h.length, _head_fields(&h)))
+        out.append(_info(pos, &h))
         pos += LOG_OVERHEAD + h.length
         index += 1
     out.end = pos
@@ -408,15 +428,14 @@ def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
     cdef const unsigned char* p
     cdef RecordBatch batch
     cdef _View copy
-    _check_flags(check_crc, allow_partial_tail)
-    cdef Py_ssize_t limit = check_limit(max_decompressed_size)
+    cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     if type(data) is not bytes:
         copy = _View(data)
         data = PyBytes_FromStringAndSize(<const char*>copy.p, copy.n)
         copy = None
     p = <const unsigned char*>PyBytes_AS_STRING(data)
     n = PyBytes_GET_SIZE(data)
-    out = BatchList()
+    out = _batch_list()
     while pos < n:
         try:
             if not _header(p, pos, n, check_crc, allow_partial_tail, &h):
