@@ -219,3 +219,28 @@ def test_bad_arguments_are_typed():
             R.read_batch_infos(GOOD, max_decompressed_size=1.5)
         with pytest.raises(CorruptRecordError):
             R.RecordBatch.decode(GOOD + GOOD)
+
+
+def _peak(fn):
+    fn()  # once before measuring: first-call caches are not the decode's
+    tracemalloc.start()
+    try:
+        out = fn()
+        return tracemalloc.get_traced_memory()[1], out
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_decode_builds_no_more_per_byte_than_json_loads():
+    # The smallest records the wire allows (7 bytes: no key, value or header) are the worst shape: one Record each.
+    import json
+
+    doc = ("[" + ",".join(["{}"] * 20000) + "]").encode()
+    json_ratio = _peak(lambda: json.loads(doc))[0] / len(doc)
+    for R in RECORDS:
+        data = R.RecordBatch([R.Record(None, None, offset=i % 2) for i in range(20000)],
+                             last_offset_delta=0).encode()
+        peak, out = _peak(lambda: R.decode_record_batches(data))
+        assert len(out[0].records) == 20000
+        assert peak / len(data) <= json_ratio, (R.__name__, peak / len(data), json_ratio)
+        assert _peak(lambda: R.read_batch_infos(data, check_records=True))[0] < 64 * 1024

@@ -263,9 +263,9 @@ cdef object _walk_records(object owner, const unsigned char* b, Py_ssize_t pos, 
             rec.offset_c = <int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>r.offset_delta)
             rec.timestamp_c = <int64_t>(<uint64_t>base_timestamp + <uint64_t>r.ts_delta)
             rec.attributes = r.attributes
-            rec.key_pos, rec.key_len = r.key_pos, r.key_len
-            rec.value_pos, rec.value_len = r.value_pos, r.value_len
-            rec.hdr_pos, rec.hdr_end, rec.hdr_count = r.hdr_pos, r.hdr_end, r.hdr_count
+            rec.key_pos, rec.key_len = r.key_pos, <int32_t>r.key_len
+            rec.value_pos, rec.value_len = r.value_pos, <int32_t>r.value_len
+            rec.hdr_pos, rec.hdr_count = r.hdr_pos, r.hdr_count
             if keys is None and r.hdr_count:
                 keys = _batch_keys(b, r.hdr_pos, r.hdr_end, r.hdr_count)
             rec.keys = keys

@@ -107,8 +107,8 @@ cdef class Record:
     cdef object buf_owner  # the bytes the positions below point into (None once every field has its object)
     cdef const unsigned char* buf
     cdef int64_t offset_c, timestamp_c
-    cdef Py_ssize_t key_pos, key_len, value_pos, value_len, hdr_pos, hdr_end
-    cdef int32_t hdr_count
+    cdef Py_ssize_t key_pos, value_pos, hdr_pos  # the end of the headers is not kept: the walk checked them
+    cdef int32_t key_len, value_len, hdr_count
     cdef int have
     cdef tuple keys  # the batch's header keys, shared (see _read_headers)
     cdef object offset_o, timestamp_o, key_o, value_o, headers_o
@@ -190,7 +190,7 @@ cdef class Record:
     def headers(self):
         with cython.critical_section(self):
             if not self.have & HAVE_HEADERS:
-                self.headers_o = _read_headers(self.buf, self.hdr_pos, self.hdr_end, self.hdr_count, self.keys)
+                self.headers_o = _read_headers(self.buf, self.hdr_pos, PY_SSIZE_T_MAX, self.hdr_count, self.keys)
                 self.got(HAVE_HEADERS)
             return self.headers_o
 
@@ -436,13 +436,13 @@ cdef int _encode_record(_Out* o, object obj, Py_ssize_t index, int64_t base_offs
                 size += _blob_size(h[0]) + _blob_size(h[1])
     else:
         hpos = rec.hdr_pos
-        rd_varint(p, &hpos, rec.hdr_end, &hcount)
+        rd_varint(p, &hpos, PY_SSIZE_T_MAX, &hcount)
         size += varint_size(hcount)
         for i in range(hcount):
-            rd_varint(p, &hpos, rec.hdr_end, &n)
+            rd_varint(p, &hpos, PY_SSIZE_T_MAX, &n)
             size += _raw_size(n)
             hpos += n
-            rd_varint(p, &hpos, rec.hdr_end, &n)
+            rd_varint(p, &hpos, PY_SSIZE_T_MAX, &n)
             size += _raw_size(n)
             if n > 0:
                 hpos += n
@@ -474,13 +474,13 @@ cdef int _encode_record(_Out* o, object obj, Py_ssize_t index, int64_t base_offs
                 _put_blob(o, h[1])
     else:
         hpos = rec.hdr_pos
-        rd_varint(p, &hpos, rec.hdr_end, &hcount)
+        rd_varint(p, &hpos, PY_SSIZE_T_MAX, &hcount)
         o.n += wr_varint(o.p + o.n, hcount)
         for i in range(hcount):
-            rd_varint(p, &hpos, rec.hdr_end, &n)
+            rd_varint(p, &hpos, PY_SSIZE_T_MAX, &n)
             _put_raw(o, p, hpos, n)
             hpos += n
-            rd_varint(p, &hpos, rec.hdr_end, &n)
+            rd_varint(p, &hpos, PY_SSIZE_T_MAX, &n)
             _put_raw(o, p, hpos, n)
             if n > 0:
                 hpos += n
