@@ -41,24 +41,13 @@ LIMIT = 1 << 16
 TARGETS = ("infos", "infos-records", "decode", "decode-partial", "decode-fixed-crc")
 
 
-def _table():
-    out = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        out.append(c)
-    return out
-
-
-_TABLE = _table()
-
-
 def crc32c(data):
-    """The oracle's own CRC-32C, independent of both twins."""
+    """The oracle's own CRC-32C, bit by bit: independent of both twins (and of their tables)."""
     crc = 0xFFFFFFFF
     for b in data:
-        crc = _TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
     return crc ^ 0xFFFFFFFF
 
 

@@ -80,6 +80,43 @@ static uint32_t kw_crc32c_x8n(size_t n) {
 #define KW_CRC32C_LANE 4096 /* bytes per lane: long enough that two joins per 12 KiB cost nothing */
 static uint32_t kw_crc32c_shift_lane = 0, kw_crc32c_shift_2lanes = 0;
 
+/* The body of a hardware path: ``STEP8(crc, byte)`` and ``STEP64(crc, uint64)`` are its instructions, on a
+ * uint64_t register.  Bytes up to 8-byte alignment, then three lanes side by side while 3 lanes remain, then
+ * 8 bytes at a time, then the tail. */
+#define KW_CRC32C_BODY(STEP8, STEP64)                                                                       \
+    uint64_t c0 = crc;                                                                                      \
+    while (n && ((uintptr_t)p & 7)) {                                                                       \
+        c0 = STEP8(c0, *p++);                                                                               \
+        n--;                                                                                                \
+    }                                                                                                       \
+    while (n >= 3 * KW_CRC32C_LANE) {                                                                       \
+        uint64_t c1 = 0, c2 = 0;                                                                            \
+        const unsigned char *end = p + KW_CRC32C_LANE;                                                      \
+        do {                                                                                                \
+            uint64_t v0, v1, v2;                                                                            \
+            memcpy(&v0, p, 8);                                                                              \
+            memcpy(&v1, p + KW_CRC32C_LANE, 8);                                                             \
+            memcpy(&v2, p + 2 * KW_CRC32C_LANE, 8);                                                         \
+            c0 = STEP64(c0, v0);                                                                            \
+            c1 = STEP64(c1, v1);                                                                            \
+            c2 = STEP64(c2, v2);                                                                            \
+            p += 8;                                                                                         \
+        } while (p < end);                                                                                  \
+        c0 = kw_crc32c_multmodp(kw_crc32c_shift_2lanes, (uint32_t)c0) ^                                     \
+             kw_crc32c_multmodp(kw_crc32c_shift_lane, (uint32_t)c1) ^ (uint32_t)c2;                         \
+        p += 2 * KW_CRC32C_LANE;                                                                            \
+        n -= 3 * KW_CRC32C_LANE;                                                                            \
+    }                                                                                                       \
+    while (n >= 8) {                                                                                        \
+        uint64_t v;                                                                                         \
+        memcpy(&v, p, 8);                                                                                   \
+        c0 = STEP64(c0, v);                                                                                 \
+        p += 8;                                                                                             \
+        n -= 8;                                                                                             \
+    }                                                                                                       \
+    while (n--) c0 = STEP8(c0, *p++);                                                                       \
+    return (uint32_t)c0;
+
 /* --- x86_64: SSE4.2 ------------------------------------------------------------------------------------ */
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
@@ -103,39 +140,10 @@ static int kw_cpu_has_sse42(void) {
 }
 #endif
 
+#define KW_X86_STEP8(c, b) _mm_crc32_u8((uint32_t)(c), (b))
+#define KW_X86_STEP64(c, v) _mm_crc32_u64((c), (v))
 KW_TARGET_SSE42 static uint32_t kw_crc32c_x86(uint32_t crc, const unsigned char *p, size_t n) {
-    uint64_t c0 = crc;
-    while (n && ((uintptr_t)p & 7)) {
-        c0 = _mm_crc32_u8((uint32_t)c0, *p++);
-        n--;
-    }
-    while (n >= 3 * KW_CRC32C_LANE) {
-        uint64_t c1 = 0, c2 = 0;
-        const unsigned char *end = p + KW_CRC32C_LANE;
-        do {
-            uint64_t v0, v1, v2;
-            memcpy(&v0, p, 8);
-            memcpy(&v1, p + KW_CRC32C_LANE, 8);
-            memcpy(&v2, p + 2 * KW_CRC32C_LANE, 8);
-            c0 = _mm_crc32_u64(c0, v0);
-            c1 = _mm_crc32_u64(c1, v1);
-            c2 = _mm_crc32_u64(c2, v2);
-            p += 8;
-        } while (p < end);
-        c0 = kw_crc32c_multmodp(kw_crc32c_shift_2lanes, (uint32_t)c0) ^
-             kw_crc32c_multmodp(kw_crc32c_shift_lane, (uint32_t)c1) ^ (uint32_t)c2;
-        p += 2 * KW_CRC32C_LANE;
-        n -= 3 * KW_CRC32C_LANE;
-    }
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        c0 = _mm_crc32_u64(c0, v);
-        p += 8;
-        n -= 8;
-    }
-    while (n--) c0 = _mm_crc32_u8((uint32_t)c0, *p++);
-    return (uint32_t)c0;
+    KW_CRC32C_BODY(KW_X86_STEP8, KW_X86_STEP64)
 }
 #endif
 
@@ -165,37 +173,10 @@ static inline uint32_t kw_crc32cb(uint32_t crc, uint32_t v) {
     return crc;
 }
 
+#define KW_ARM_STEP8(c, b) kw_crc32cb((uint32_t)(c), (b))
+#define KW_ARM_STEP64(c, v) kw_crc32cx((uint32_t)(c), (v))
 static uint32_t kw_crc32c_arm(uint32_t crc, const unsigned char *p, size_t n) {
-    while (n && ((uintptr_t)p & 7)) {
-        crc = kw_crc32cb(crc, *p++);
-        n--;
-    }
-    while (n >= 3 * KW_CRC32C_LANE) {
-        uint32_t c1 = 0, c2 = 0;
-        const unsigned char *end = p + KW_CRC32C_LANE;
-        do {
-            uint64_t v0, v1, v2;
-            memcpy(&v0, p, 8);
-            memcpy(&v1, p + KW_CRC32C_LANE, 8);
-            memcpy(&v2, p + 2 * KW_CRC32C_LANE, 8);
-            crc = kw_crc32cx(crc, v0);
-            c1 = kw_crc32cx(c1, v1);
-            c2 = kw_crc32cx(c2, v2);
-            p += 8;
-        } while (p < end);
-        crc = kw_crc32c_multmodp(kw_crc32c_shift_2lanes, crc) ^ kw_crc32c_multmodp(kw_crc32c_shift_lane, c1) ^ c2;
-        p += 2 * KW_CRC32C_LANE;
-        n -= 3 * KW_CRC32C_LANE;
-    }
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        crc = kw_crc32cx(crc, v);
-        p += 8;
-        n -= 8;
-    }
-    while (n--) crc = kw_crc32cb(crc, *p++);
-    return crc;
+    KW_CRC32C_BODY(KW_ARM_STEP8, KW_ARM_STEP64)
 }
 #endif
 

@@ -281,10 +281,27 @@ def _records_of(buf, pos, fields, limit, build):
     return _read_records(r, fields[12], fields[0], fields[7], build)
 
 
-def _check_flags(check_crc, allow_partial_tail):
+def _read_batches(data, check_crc, allow_partial_tail, limit, each):
+    """``each(buf, pos, fields)`` of every batch in ``data``, as a BatchList; errors get the batch's index."""
+    buf = _view(data)
     for name, value in (("check_crc", check_crc), ("allow_partial_tail", allow_partial_tail)):
         if not isinstance(value, bool):
             raise ArgumentTypeError(f"{name} must be a bool, not {type(value).__name__}")
+    check_limit(limit)
+    out = BatchList()
+    pos, end = 0, len(buf)
+    while pos < end:
+        try:
+            fields = _header(buf, pos, end, check_crc, allow_partial_tail)
+            if fields is None:
+                out.partial_tail = end - pos
+                break
+            out.append(each(buf, pos, fields))
+        except CorruptRecordError as exc:
+            raise exc.prepend_path(len(out)) from None
+        pos += LOG_OVERHEAD + fields[1]
+    out.end = pos
+    return out
 
 
 def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_records=False,
@@ -292,53 +309,19 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     """The header of every batch in ``data`` (0 or more concatenated batches), as a :class:`BatchList` of
     :data:`BatchInfo`, without a Python object per record.  ``check_records`` also walks each batch's records
     (decompressing them, up to ``max_decompressed_size`` bytes) and checks them and their count."""
-    buf = _view(data)
-    _check_flags(check_crc, allow_partial_tail)
-    check_limit(max_decompressed_size)
-    out = BatchList()
-    pos, end = 0, len(buf)
-    index = 0
-    while pos < end:
-        try:
-            fields = _header(buf, pos, end, check_crc, allow_partial_tail)
-            if fields is None:
-                out.partial_tail = end - pos
-                break
-            if check_records:
-                _records_of(buf, pos, fields, max_decompressed_size, False)
-        except CorruptRecordError as exc:
-            raise exc.prepend_path(index) from None
-        size = LOG_OVERHEAD + fields[1]
-        out.append(make_info(pos, size, fields))
-        pos += size
-        index += 1
-    out.end = pos
-    return out
+    def info(buf, pos, fields):
+        if check_records:
+            _records_of(buf, pos, fields, max_decompressed_size, False)
+        return make_info(pos, LOG_OVERHEAD + fields[1], fields)
+    return _read_batches(data, check_crc, allow_partial_tail, max_decompressed_size, info)
 
 
 def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
                           max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
     """Every batch in ``data`` decoded to a :class:`RecordBatch`, as a :class:`BatchList`."""
-    buf = _view(data)
-    _check_flags(check_crc, allow_partial_tail)
-    check_limit(max_decompressed_size)
-    out = BatchList()
-    pos, end = 0, len(buf)
-    index = 0
-    while pos < end:
-        try:
-            fields = _header(buf, pos, end, check_crc, allow_partial_tail)
-            if fields is None:
-                out.partial_tail = end - pos
-                break
-            records = _records_of(buf, pos, fields, max_decompressed_size, True)
-        except CorruptRecordError as exc:
-            raise exc.prepend_path(index) from None
-        out.append(_batch_from_wire(fields, records))
-        pos += LOG_OVERHEAD + fields[1]
-        index += 1
-    out.end = pos
-    return out
+    def batch(buf, pos, fields):
+        return _batch_from_wire(fields, _records_of(buf, pos, fields, max_decompressed_size, True))
+    return _read_batches(data, check_crc, allow_partial_tail, max_decompressed_size, batch)
 
 
 def set_base_offset(buf, position, base_offset):
