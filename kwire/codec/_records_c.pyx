@@ -28,6 +28,7 @@ from libc.stdint cimport SIZE_MAX
 cdef extern from *:
     Py_ssize_t PY_SSIZE_T_MAX
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+from libc.limits cimport LLONG_MAX, LLONG_MIN
 from libc.string cimport memcmp, memcpy
 
 include "_records_wire.pxi"
@@ -64,6 +65,7 @@ from kwire.codec._records_common import (
     rebuild,
     unknown_codec,
     unsupported_magic,
+    wrap64,
 )
 from kwire.codec._codec_common import refuse_deletion
 from kwire.errors import ArgumentTypeError, ArgumentValueError, CorruptRecordError, EncodeError, RecordCrcError

@@ -233,10 +233,23 @@ cdef class RecordBatch:
                  is_transactional=False, is_control=False, delete_horizon_ms=None, attributes=None,
                  last_offset_delta=None, base_timestamp=None, max_timestamp=None, producer_id=-1, producer_epoch=-1,
                  base_sequence=-1, magic=MAGIC, crc=0):
-        (self.records, self.attributes, self.last_offset_delta, self.base_timestamp,
-         self.max_timestamp) = batch_defaults(records, base_offset, compression, timestamp_type, is_transactional,
-                                              is_control, delete_horizon_ms, attributes, last_offset_delta,
-                                              base_timestamp, max_timestamp)
+        cdef Py_ssize_t n
+        if (type(records) is list and attributes is None and type(compression) is int and 0 <= compression <= 4
+                and not timestamp_type and not is_transactional and not is_control and delete_horizon_ms is None
+                and last_offset_delta is None and base_timestamp is None and max_timestamp is None
+                and type(base_offset) is int):
+            # What a producer builds: batch_defaults' answer without its Python-level work.
+            self.records = list(<list>records)
+            self.attributes = compression
+            n = len(<list>records)
+            self.last_offset_delta = wrap64(self.records[n - 1].offset - base_offset) if n else 0
+            self.base_timestamp = self.records[0].timestamp if n else -1
+            self.max_timestamp = max([r.timestamp for r in self.records]) if n else -1
+        else:
+            (self.records, self.attributes, self.last_offset_delta, self.base_timestamp,
+             self.max_timestamp) = batch_defaults(records, base_offset, compression, timestamp_type,
+                                                  is_transactional, is_control, delete_horizon_ms, attributes,
+                                                  last_offset_delta, base_timestamp, max_timestamp)
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
         self.magic = magic
@@ -297,7 +310,8 @@ cdef class RecordBatch:
 
     def encode(self):
         """The batch's bytes, with its length and CRC-32C written (``self.crc`` is not read)."""
-        check_batch(self)
+        if not _batch_plain(self):
+            check_batch(self)  # raises the EncodeError both twins give
         cdef int64_t base_offset = self.base_offset, base_ts = self.base_timestamp
         cdef int codec = self.attributes & COMPRESSION_MASK
         cdef _Out out
@@ -505,6 +519,28 @@ cdef bint _utf8_ok(object key):
     except UnicodeEncodeError:
         return False
     return True
+
+
+cdef inline bint _in(object v, long long lo, long long hi):
+    cdef int overflow = 0
+    cdef long long x
+    if type(v) is not int:
+        return False
+    x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    return overflow == 0 and lo <= x <= hi
+
+
+cdef bint _batch_plain(RecordBatch b):
+    """Whether check_batch would pass ``b``, decided in C for the usual case (any doubt: check_batch decides)."""
+    return (_in(b.base_offset, LLONG_MIN, LLONG_MAX)
+            and _in(b.partition_leader_epoch, -2147483648, 2147483647)
+            and _in(b.attributes, 0, 0xFFFF) and (<long long>b.attributes & COMPRESSION_MASK) <= 4
+            and _in(b.last_offset_delta, -2147483648, 2147483647)
+            and _in(b.base_timestamp, LLONG_MIN, LLONG_MAX)
+            and _in(b.max_timestamp, LLONG_MIN, LLONG_MAX)
+            and _in(b.producer_id, LLONG_MIN, LLONG_MAX)
+            and _in(b.producer_epoch, -32768, 32767) and _in(b.base_sequence, -2147483648, 2147483647)
+            and _in(b.magic, MAGIC, MAGIC) and (type(b.records) is list or type(b.records) is tuple))
 
 
 cdef bint _plain(Record rec):
