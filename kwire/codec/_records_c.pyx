@@ -37,6 +37,7 @@ cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
+    void PyObject_GC_UnTrack(object)
 
 cdef extern from "_crc32c.h":
     uint32_t kw_crc32c(uint32_t crc, const unsigned char* p, size_t n) nogil

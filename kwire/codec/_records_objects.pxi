@@ -72,6 +72,9 @@ cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t lim
             pos += n
         Py_INCREF(h)
         PyTuple_SET_ITEM(out, i, h)
+    # Headers are outside the cycle collector, so a tuple of them can hold no cycle: untracked now rather than
+    # at the collector's next pass (what CPython does for such tuples anyway).
+    PyObject_GC_UnTrack(out)
     return out
 
 

@@ -15,22 +15,22 @@ import struct
 
 from kwire.codec._records_common import (
     ATTRIBUTES_OFFSET,
+    BATCH_FIELDS,
     COMPRESSION_MASK,
     CONTROL_FLAG,
     COUNT_OFFSET,
     CRC_OFFSET,
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     DELETE_HORIZON_FLAG,
+    HEADER_FIELDS,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
     MAGIC_OFFSET,
     MIN_RECORD_SIZE,
+    RECORD_FIELDS,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG,
-    BATCH_FIELDS,
-    HEADER_FIELDS,
-    RECORD_FIELDS,
     BatchInfo,
     BatchList,
     as_headers,
@@ -39,16 +39,16 @@ from kwire.codec._records_common import (
     check_int,
     check_limit,
     check_record,
-    fields_eq,
-    fields_repr,
-    wrap64,
     compress,
     decompress,
+    fields_eq,
+    fields_repr,
     make_info,
     offset_delta,
     rebuild,
     unknown_codec,
     unsupported_magic,
+    wrap64,
 )
 from kwire.codec._codec_common import refuse_deletion
 from kwire.errors import ArgumentTypeError, ArgumentValueError, CorruptRecordError, RecordCrcError
@@ -64,7 +64,7 @@ _INT64 = struct.Struct(">q")
 
 # --- CRC-32C (Castagnoli) ------------------------------------------------------------------------------------------
 # The crc32c package (hardware CRC32C in C) when it is installed: the same function, so using it changes speed only,
-# and tests/test_records_crc.py checks both against the published vectors.  Otherwise a table, byte by byte.
+# and tests/test_records.py checks both against the published vectors.  Otherwise a table, byte by byte.
 
 def _table():
     table = []
