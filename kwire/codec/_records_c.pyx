@@ -113,8 +113,8 @@ cdef class _View:
     def __cinit__(self, obj, int flags=PyBUF_SIMPLE):
         try:
             PyObject_GetBuffer(obj, &self.buf, flags)
-        except TypeError:
-            raise ArgumentTypeError(f"records must be bytes-like, not {type(obj).__name__}") from None
+        except (TypeError, BufferError):  # not bytes-like, or not one contiguous run of bytes
+            raise ArgumentTypeError(f"records must be contiguous bytes-like, not {type(obj).__name__}") from None
         self.held = True
         self.p = <const unsigned char*>self.buf.buf
         self.n = self.buf.len
