@@ -1,0 +1,173 @@
+"""The member level of the server-side assignors: :func:`assign_server`.
+
+A coordinator passes its members (in the order it added them) with their
+subscribed topic ids, their current target assignment and, for range, their
+instance ids; and the topic metadata by topic id.  Topic ids are 16 bytes as
+the codec gives them, ``uuid.UUID`` or Kafka's base64 text; the result uses the
+metadata's keys.  Members that subscribe alike should share one subscription
+list object: the columns then hold it once (``_server.ServerGroupArrays``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Hashable, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from kwire.errors import ArgumentTypeError, ArgumentValueError
+
+from ._server import assign_server_arrays, _kernels
+from ._server_common import ServerGroupArrays, topic_id_bytes
+
+
+@dataclass
+class TopicMetadata:
+    """A topic as the coordinator's metadata image describes it."""
+
+    name: str
+    partitions: int
+    #: per partition, the racks of its replicas (read by no assignor at Kafka's commit 1eb7644349cb)
+    partition_racks: Optional[Sequence[Sequence[str]]] = None
+
+
+@dataclass
+class ServerMember:
+    """A member as a server-side assignor sees it."""
+
+    #: the topic ids the member subscribes to that the metadata resolves, in its Set's order
+    subscribed_topic_ids: Sequence[Hashable] = ()
+    #: the member's current target assignment: topic id -> partitions, in record order
+    assignment: Mapping[Hashable, Sequence[int]] = field(default_factory=dict)
+    instance_id: Optional[str] = None
+    rack: Optional[str] = None
+    #: subscribed names the metadata cannot resolve (they count when Kafka decides homogeneity)
+    unresolved_topic_names: Sequence[str] = ()
+
+
+class _Topics:
+    """Topic ids of every form mapped to one index; unknown ids get an index
+    with partition count -1, as ``SubscribedTopicDescriber.numPartitions`` answers."""
+
+    def __init__(self, topics: Mapping[Hashable, TopicMetadata]):
+        self.keys: List[Any] = list(topics)
+        self.index: Dict[Any, int] = {}
+        self.raw: List[bytes] = []
+        by_raw: Dict[bytes, int] = {}
+        counts = []
+        names = []
+        for i, (key, meta) in enumerate(topics.items()):
+            raw = topic_id_bytes(key)
+            if raw in by_raw:
+                raise ArgumentValueError(f"topic id {key!r} is in the metadata twice")
+            by_raw[raw] = i
+            self.index[key] = i
+            self.raw.append(raw)
+            n = meta.partitions
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+                raise ArgumentTypeError(f"the partition count of topic {key!r} is an int, not {type(n).__name__}")
+            if n < 0 or n > 2 ** 31 - 1:
+                raise ArgumentValueError(f"topic {key!r} has an impossible partition count {n}")
+            counts.append(int(n))
+            names.append(meta.name)
+        self.by_raw = by_raw
+        self.counts = counts
+        self.names = names
+
+    def __call__(self, key) -> int:
+        i = self.index.get(key)
+        if i is None:
+            raw = topic_id_bytes(key)
+            i = self.by_raw.get(raw)
+            if i is None:
+                i = len(self.raw)
+                self.raw.append(raw)
+                self.keys.append(key)
+                self.counts.append(-1)
+                # an unknown id has no name: it stands for itself in the homogeneity test
+                self.names.append(("unknown", raw))
+                self.by_raw[raw] = i
+            self.index[key] = i
+        return i
+
+
+def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, TopicMetadata]):
+    """The columns of a group given member by member, and the topic index (for
+    the result's keys)."""
+    tx = _Topics(topics)
+    member_ids = list(members)
+    rows: Dict[tuple, int] = {}
+    member_sub = np.empty(len(member_ids), dtype=np.int32)
+    sub_lists = []
+    unresolved = []
+    instance_ids = []
+    racks = []
+    cur_topics: List[int] = []
+    cur_counts: List[int] = []
+    cur_flat: List[int] = []
+    cur_entries = np.zeros(len(member_ids) + 1, dtype=np.int64)
+    for m, mid in enumerate(member_ids):
+        if not isinstance(mid, str):
+            raise ArgumentTypeError(f"member ids are str, not {type(mid).__name__}")
+        member = members[mid]
+        if not isinstance(member, ServerMember):
+            raise ArgumentTypeError(f"member {mid!r} is a {type(member).__name__}, not a ServerMember")
+        subs, unres = member.subscribed_topic_ids, member.unresolved_topic_names
+        # one row per distinct subscription object: shared lists are read once
+        key = (id(subs), id(unres))
+        r = rows.get(key)
+        if r is None:
+            r = rows[key] = len(sub_lists)
+            sub_lists.append(subs)
+            unresolved.append(tuple(unres))
+        member_sub[m] = r
+        instance_ids.append(member.instance_id)
+        racks.append(member.rack)
+        for tid, parts in member.assignment.items():
+            cur_topics.append(tx(tid))
+            parts = list(parts)
+            cur_counts.append(len(parts))
+            cur_flat.extend(parts)
+        cur_entries[m + 1] = len(cur_topics)
+    sub_indptr = np.zeros(len(sub_lists) + 1, dtype=np.int64)
+    flat_subs: List[int] = []
+    for r, subs in enumerate(sub_lists):
+        row = [tx(t) for t in subs]
+        if len(set(row)) != len(row):
+            raise ArgumentValueError("a member subscribes to the same topic id twice")
+        flat_subs.extend(row)
+        sub_indptr[r + 1] = len(flat_subs)
+    for p in cur_flat:
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise ArgumentTypeError(f"a partition is an int, not {type(p).__name__}")
+    cur_part_indptr = np.zeros(len(cur_counts) + 1, dtype=np.int64)
+    np.cumsum(cur_counts, out=cur_part_indptr[1:])
+    parts = np.array(cur_flat, dtype=np.int64) if cur_flat else np.zeros(0, dtype=np.int64)
+    if len(parts) and (parts.min() < -(2 ** 31) or parts.max() > 2 ** 31 - 1):
+        raise ArgumentValueError("a current partition is outside Java's int range")
+    group = ServerGroupArrays(
+        member_ids=member_ids, member_sub=member_sub, sub_indptr=sub_indptr,
+        sub_topics=np.array(flat_subs, dtype=np.int32),
+        topic_ids=np.frombuffer(b"".join(tx.raw), dtype=np.uint8).reshape(-1, 16),
+        partitions=np.array(tx.counts, dtype=np.int32),
+        cur_indptr=cur_entries, cur_topics=np.array(cur_topics, dtype=np.int32),
+        cur_part_indptr=cur_part_indptr, cur_parts=parts.astype(np.int32),
+        instance_ids=instance_ids, racks=racks, topic_names=tx.names, sub_unresolved=unresolved,
+    )
+    return group, tx
+
+
+def assign_server(assignor: Optional[str], members: Mapping[str, ServerMember],
+                  topics: Mapping[Hashable, TopicMetadata], implementation: Optional[str] = None):
+    """A group's new target assignment with a server-side assignor (``uniform``,
+    ``range``, or any registered name; None for the default), exactly as
+    Kafka's group coordinator computes it.
+
+    Returns ``{member_id: {topic_id: [partitions ascending]}}`` in the members'
+    order, with topic ids as the metadata's keys.  Members Java leaves out are
+    left out, and empty lists Java keeps are kept.  Raises
+    :class:`kwire.AssignmentError` (with Java's message) where Kafka throws."""
+    group, tx = server_group(members, topics)
+    result = assign_server_arrays(assignor, group, implementation=implementation)
+    return _kernels(implementation).member_dicts(group.member_ids, tx.keys, result.present, result.indptr,
+                                                 result.topics, result.part_indptr, result.parts)
