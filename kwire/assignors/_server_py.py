@@ -45,6 +45,10 @@ def _build(m_count, present, pairs_m, pairs_t, pairs_p, empty_m, empty_t):
     order = np.lexsort((pp, ~real, tt, mm))
     mm, tt, pp, real = mm[order], tt[order], pp[order], real[order]
     if len(mm):
+        # a partition given twice to one member (overlapping input) is in its Java set once
+        again = np.zeros(len(mm), dtype=bool)
+        again[1:] = (mm[1:] == mm[:-1]) & (tt[1:] == tt[:-1]) & (pp[1:] == pp[:-1]) & (real[1:] == real[:-1])
+        mm, tt, pp, real = mm[~again], tt[~again], pp[~again], real[~again]
         new_entry = np.ones(len(mm), dtype=bool)
         new_entry[1:] = (mm[1:] != mm[:-1]) | (tt[1:] != tt[:-1])
         # an empty marker is dropped where its entry also holds partitions
