@@ -32,6 +32,7 @@ from ._server_common import (
 
 DEF TREEIFY_LEN = 9
 cdef int64_t INT_OFFSET = 2147483648   # partitions are stored offset into [0, 2**32)
+cdef int64_t LOW32 = 4294967295
 
 
 cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
@@ -184,7 +185,7 @@ cdef tuple _assemble(Py_ssize_t m_count, const int32_t[::1] pm, const int64_t[::
                 e += 1
                 part_indptr[e] = part_indptr[e - 1]
             if k & 1:
-                parts[r] = <int32_t>(((k >> 1) & 0xFFFFFFFF) - INT_OFFSET)
+                parts[r] = <int32_t>(((k >> 1) & LOW32) - INT_OFFSET)
                 r += 1
                 part_indptr[e] += 1
             prev = k
@@ -256,7 +257,7 @@ cdef list _set_order(const int32_t[::1] cur_parts, int64_t a, int64_t b, int64_t
     for i in range(d):
         keys[i] = (<int64_t>(h[i] & mask) << 32) | i
     _sort_i64(&keys[0], len(distinct))
-    return [distinct[keys[i] & 0xFFFFFFFF] for i in range(len(distinct))]
+    return [distinct[keys[i] & LOW32] for i in range(len(distinct))]
 
 
 cdef list _entry_order(object topic_ids, const uint32_t[::1] topic_spread, const int32_t[::1] cur_topics,
@@ -275,7 +276,7 @@ cdef list _entry_order(object topic_ids, const uint32_t[::1] topic_spread, const
     for i in range(k):
         keys[i] = (<int64_t>(h[i] & <uint32_t>(cap - 1)) << 32) | i
     _sort_i64(&keys[0], k)
-    return [a + (keys[i] & 0xFFFFFFFF) for i in range(k)]
+    return [a + (keys[i] & LOW32) for i in range(k)]
 
 
 def _topic_spreads(topic_ids):

@@ -9,7 +9,8 @@ cdef class _Het:
     overlapping input needs (members holding a partition beside its owner,
     topics kept with no partition)."""
 
-    cdef int32_t[::1] owner, size, sorted_, tp_members, partitions, start, end
+    cdef int32_t[::1] owner, size, sorted_, tp_members, partitions, start, end, counts
+    cdef int32_t lo
     cdef int64_t[::1] base, tp_indptr, keys
     cdef Py_ssize_t n
     cdef Py_ssize_t least_end, next_least_i, most_start, most_end, next_most_i
@@ -20,14 +21,44 @@ cdef class _Het:
 
     # -- MemberAssignmentBalancer ----------------------------------------------
 
+    cdef int64_t imbalance(self, int32_t t) noexcept:
+        """What ``init`` returns, without sorting: the spread of the subscribers' loads."""
+        cdef int64_t a = self.tp_indptr[t], b = self.tp_indptr[t + 1], j
+        cdef int32_t lo = self.size[self.tp_members[a]], hi = lo, x
+        for j in range(a + 1, b):
+            x = self.size[self.tp_members[j]]
+            if x < lo:
+                lo = x
+            elif x > hi:
+                hi = x
+        self.lo = lo
+        return hi - lo
+
     cdef int64_t init(self, int32_t t):
-        cdef int64_t a = self.tp_indptr[t], b = self.tp_indptr[t + 1]
+        # sortedMembers: the subscribers by (load, index).  They are listed by
+        # index already, so a stable counting sort by load gives that order
+        # when loads span a narrow range (they do once anything is balanced).
+        cdef int64_t a = self.tp_indptr[t], b = self.tp_indptr[t + 1], span = self.imbalance(t), c
         cdef Py_ssize_t i, n = b - a
-        for i in range(n):
-            self.keys[i] = (<int64_t>self.size[self.tp_members[a + i]] << 32) + self.tp_members[a + i]
-        _sort_i64(&self.keys[0], n)
-        for i in range(n):
-            self.sorted_[i] = <int32_t>(self.keys[i] - ((self.keys[i] >> 32) << 32))
+        cdef int32_t x
+        if span <= 4 * n + 64 and span < self.counts.shape[0] - 1:
+            for i in range(span + 2):
+                self.counts[i] = 0
+            for i in range(n):
+                self.counts[self.size[self.tp_members[a + i]] - self.lo + 1] += 1
+            for i in range(span + 1):
+                self.counts[i + 1] += self.counts[i]
+            for i in range(n):
+                x = self.tp_members[a + i]
+                c = self.size[x] - self.lo
+                self.sorted_[self.counts[c]] = x
+                self.counts[c] += 1
+        else:
+            for i in range(n):
+                self.keys[i] = (<int64_t>self.size[self.tp_members[a + i]] << 32) + self.tp_members[a + i]
+            _sort_i64(&self.keys[0], n)
+            for i in range(n):
+                self.sorted_[i] = <int32_t>(self.keys[i] - ((self.keys[i] >> 32) << 32))
         self.n = n
         self.least_end = 0
         self.least_level = self.size[self.sorted_[0]] - 1
@@ -88,7 +119,7 @@ cdef class _Het:
         self.size[i] += 1
 
     cdef int64_t balance_topic(self, int32_t t):
-        if self.init(t) <= 1:
+        if self.imbalance(t) <= 1 or self.init(t) <= 1:
             return 0
         cdef int32_t n = self.partitions[t], p, most, least
         cdef int64_t b = self.base[t], moved = 0
@@ -97,7 +128,7 @@ cdef class _Het:
             self.keys[p] = (<int64_t>self.owner[b + p] << 32) | p
         _sort_i64(&self.keys[0], n)
         for k in range(n):
-            most = self.owner[b + (self.keys[k] & 0xFFFFFFFF)]
+            most = self.owner[b + (self.keys[k] & LOW32)]
             if self.start[most] < 0:
                 self.start[most] = <int32_t>k
             self.end[most] = <int32_t>(k + 1)
@@ -113,7 +144,7 @@ cdef class _Het:
             if most == -1:
                 break
             self.end[most] -= 1
-            p = <int32_t>(self.keys[self.end[most]] & 0xFFFFFFFF)
+            p = <int32_t>(self.keys[self.end[most]] & LOW32)
             least = self.next_least()
             if self.balanced():
                 break
@@ -182,6 +213,7 @@ def uniform_heterogeneous(const int32_t[::1] order, const int32_t[::1] member_su
     h.keys = np.empty(max(m_count, widest), dtype=np.int64)
     h.start = np.full(m_count, -1, dtype=np.int32)
     h.end = np.full(m_count, -1, dtype=np.int32)
+    h.counts = np.zeros(4 * m_count + 72, dtype=np.int32)
     h.tp_members = tp_members
     h.tp_indptr = tp_indptr
     h.partitions = partitions.copy()
