@@ -83,12 +83,12 @@ def hashset_topic_order(topic_ids: np.ndarray, topics: np.ndarray) -> np.ndarray
 
 def uniform_arrays(group: ServerGroupArrays, implementation: Optional[str] = None) -> ServerAssignment:
     """Kafka's ``UniformAssignor.assign`` on a group in columns."""
+    k = _kernels(implementation)
     member_sub, sub_indptr, sub_topics, partitions, cur_indptr, cur_topics, cur_part_indptr, cur_parts = (
-        check_columns(group))
+        check_columns(group, k.first_repeat))
     m_count = len(group.member_ids)
     if not m_count:
         return _empty(0)
-    k = _kernels(implementation)
     order = k.member_map_order(group.member_ids)
     topic_ids = group.topic_ids
     if is_homogeneous(group, member_sub, sub_indptr, sub_topics):
@@ -107,11 +107,11 @@ def uniform_arrays(group: ServerGroupArrays, implementation: Optional[str] = Non
 
 def range_arrays(group: ServerGroupArrays, implementation: Optional[str] = None) -> ServerAssignment:
     """Kafka's server-side ``RangeAssignor.assign`` on a group in columns."""
-    member_sub, sub_indptr, sub_topics, partitions = check_columns(group)[:4]
+    k = _kernels(implementation)
+    member_sub, sub_indptr, sub_topics, partitions = check_columns(group, k.first_repeat)[:4]
     m_count = len(group.member_ids)
     if not m_count:
         return _empty(0)
-    k = _kernels(implementation)
     member_ids = list(group.member_ids)
     instance_ids = [None] * m_count if group.instance_ids is None else list(group.instance_ids)
     if len(instance_ids) != m_count:

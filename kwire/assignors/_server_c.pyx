@@ -21,7 +21,10 @@ from libc.stdlib cimport qsort
 
 from ._javaorder import hashset_capacity_from, string_hashmap_iteration, uuid_hashes
 from ._rangerr_c import string_hashes
+from kwire.errors import ArgumentTypeError, ArgumentValueError
+
 from ._server_common import (
+    content_row as _content_row,
     entry_map_order,
     index_error,
     left_unassigned_error,
@@ -502,3 +505,100 @@ def member_dicts(list member_ids, list topic_keys, present_a, const int64_t[::1]
             entry[topic_keys[topics[e]]] = lst
         out[member_ids[m]] = entry
     return out
+
+
+def first_repeat(const int64_t[::1] indptr, const int32_t[::1] values, Py_ssize_t domain):
+    """See the twin: one pass, a stamp per value."""
+    cdef Py_ssize_t r
+    cdef int64_t j
+    stamp_a = np.full(max(domain, 1), -1, dtype=np.int64)
+    cdef int64_t[::1] stamp = stamp_a
+    for r in range(indptr.shape[0] - 1):
+        for j in range(indptr[r], indptr[r + 1]):
+            if stamp[values[j]] == r:
+                return r
+            stamp[values[j]] = r
+    return -1
+
+
+cdef class _IntBuf:
+    """A growable int32 column."""
+    cdef object arr
+    cdef int32_t[::1] v
+    cdef Py_ssize_t n
+
+    def __cinit__(self, Py_ssize_t capacity):
+        self.arr = np.empty(max(capacity, 16), dtype=np.int32)
+        self.v = self.arr
+        self.n = 0
+
+    cdef inline void push(self, int32_t x):
+        if self.n == self.v.shape[0]:
+            self.arr = np.concatenate([self.arr, np.empty(self.n, dtype=np.int32)])
+            self.v = self.arr
+        self.v[self.n] = x
+        self.n += 1
+
+    cdef object done(self):
+        return self.arr[:self.n].copy()
+
+
+cdef int32_t _partition(object p) except? -1:
+    if type(p) is int:
+        if not -2147483648 <= p <= 2147483647:
+            raise ArgumentValueError(f"partition {p} is outside Java's int range")
+        return <int32_t>p
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+        raise ArgumentTypeError(f"a partition is an int, not {type(p).__name__}")
+    return _partition(int(p))
+
+
+def member_columns(list member_ids, list members, member_class, topic_index):
+    """See the twin: one C loop over the members, their assignment dicts and
+    partition lists; a subscription object is looked at once per distinct object."""
+    cdef Py_ssize_t m_count = len(members), m, j, n
+    member_sub_a = np.empty(m_count, dtype=np.int32)
+    cdef int32_t[::1] member_sub = member_sub_a
+    cur_indptr_a = np.zeros(m_count + 1, dtype=np.int64)
+    cdef int64_t[::1] cur_indptr = cur_indptr_a
+    cdef _IntBuf cur_topics = _IntBuf(m_count), cur_counts = _IntBuf(m_count), cur_parts = _IntBuf(8 * m_count)
+    cdef dict by_identity = {}, by_content = {}, index = topic_index.index, assignment
+    cdef list rows = [], unresolved = [], instance_ids = [], racks = [], seq
+    cdef object member, subs, unres, prev_subs = None, prev_unres = None, r, t, parts
+    cdef int32_t row = -1
+    for m in range(m_count):
+        member = members[m]
+        if type(member) is not member_class and not isinstance(member, member_class):
+            raise ArgumentTypeError(f"member {member_ids[m]!r} is a {type(member).__name__}, not a ServerMember")
+        subs = member.subscribed_topic_ids
+        unres = member.unresolved_topic_names
+        if subs is not prev_subs or unres is not prev_unres:
+            # members that subscribe alike mostly share one object: only a change of object costs a lookup
+            key = (id(subs), id(unres))
+            r = by_identity.get(key)
+            if r is None:
+                r = _content_row(subs, unres, rows, unresolved, by_content)
+                by_identity[key] = r
+            row = r
+            prev_subs = subs
+            prev_unres = unres
+        member_sub[m] = row
+        instance_ids.append(member.instance_id)
+        racks.append(member.rack)
+        assignment = member.assignment if type(member.assignment) is dict else dict(member.assignment)
+        for tid, parts in assignment.items():
+            t = index.get(tid)
+            cur_topics.push(topic_index(tid) if t is None else t)
+            if type(parts) is not list:
+                parts = list(parts)
+            seq = parts
+            n = len(seq)
+            cur_counts.push(<int32_t>n)
+            for j in range(n):
+                cur_parts.push(_partition(seq[j]))
+        cur_indptr[m + 1] = cur_topics.n
+    counts = cur_counts.done()
+    cur_part_indptr_a = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=cur_part_indptr_a[1:])
+    return (member_sub_a, rows, unresolved, instance_ids, racks, cur_indptr_a, cur_topics.done(), cur_part_indptr_a,
+            cur_parts.done())

@@ -10,7 +10,9 @@ kernels are ``_server_c.pyx`` and ``_server_py.py``.
 from __future__ import annotations
 
 import base64
+import gc
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -88,6 +90,21 @@ class ServerAssignment:
         for e in range(int(self.indptr[m]), int(self.indptr[m + 1])):
             out[int(self.topics[e])] = self.parts[self.part_indptr[e]:self.part_indptr[e + 1]].tolist()
         return out
+
+
+@contextmanager
+def no_gc():
+    """The cyclic collector paused while a result of many lists is built: the
+    lists hold ints only (no cycle to find), and in a process with millions of
+    live objects the collections their allocation triggers cost several times
+    the build itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # -- topic ids ---------------------------------------------------------------
@@ -173,11 +190,12 @@ def partition_set_order(parts) -> list:
     return [distinct[i] for i in order]
 
 
-def check_columns(g: ServerGroupArrays):
+def check_columns(g: ServerGroupArrays, first_repeat):
     """Validate a group's columns (typed errors, never a crash in a kernel) and
     return them as contiguous arrays of the kernels' dtypes:
     ``(member_sub, sub_indptr, sub_topics, partitions, cur_indptr, cur_topics,
-    cur_part_indptr, cur_parts)``."""
+    cur_part_indptr, cur_parts)``.  ``first_repeat`` is the kernels' check for a
+    CSR row holding a value twice."""
     m = len(g.member_ids)
     if len(set(g.member_ids)) != m:
         seen = set()
@@ -205,10 +223,9 @@ def check_columns(g: ServerGroupArrays):
         raise ArgumentValueError("a member's subscription index is out of range")
     if len(sub_topics) and (sub_topics.min() < 0 or sub_topics.max() >= t):
         raise ArgumentValueError("a subscribed topic index is out of range")
-    for r in range(s):
-        row = sub_topics[sub_indptr[r]:sub_indptr[r + 1]]
-        if len(np.unique(row)) != len(row):
-            raise ArgumentValueError(f"subscription row {r} lists a topic twice")
+    r = first_repeat(sub_indptr, sub_topics, t)
+    if r >= 0:
+        raise ArgumentValueError(f"subscription row {r} lists a topic twice")
     if g.cur_indptr is None:
         cur_indptr = np.zeros(m + 1, dtype=np.int64)
         cur_topics = np.zeros(0, dtype=np.int32)
@@ -227,11 +244,9 @@ def check_columns(g: ServerGroupArrays):
             raise ArgumentValueError("cur_part_indptr is not a CSR index over cur_parts, one row per entry")
         if e and (cur_topics.min() < 0 or cur_topics.max() >= t):
             raise ArgumentValueError("a current assignment's topic index is out of range")
-        if e:
-            owner = np.repeat(np.arange(m, dtype=np.int64), np.diff(cur_indptr))
-            pairs = owner * t + cur_topics
-            if len(np.unique(pairs)) != e:
-                raise ArgumentValueError("a member's current assignment lists a topic twice")
+        r = first_repeat(cur_indptr, cur_topics, t)
+        if r >= 0:
+            raise ArgumentValueError(f"the current assignment of member {g.member_ids[r]!r} lists a topic twice")
     return member_sub, sub_indptr, sub_topics, partitions, cur_indptr, cur_topics, cur_part_indptr, cur_parts
 
 
@@ -244,3 +259,19 @@ def _int_column(values, name, dtype):
     if arr.size and (int(arr.min()) < INT32_MIN or int(arr.max()) > (INT32_MAX if dtype == np.int32 else 2 ** 62)):
         raise ArgumentValueError(f"{name} holds a value outside Java's int range")
     return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def content_row(subs, unres, rows, unresolved, by_content):
+    """The row of a subscription object not seen before: an equal one's
+    (equal topic ids and unresolved names), or a new one appended to ``rows``
+    and ``unresolved``; ``by_content`` finds the candidates."""
+    unres = tuple(unres)
+    seq = list(subs)
+    ck = (len(seq), seq[0] if seq else None, seq[-1] if seq else None, unres)
+    for r in by_content.get(ck, ()):
+        if rows[r] == seq:
+            return r
+    rows.append(seq)
+    unresolved.append(unres)
+    by_content.setdefault(ck, []).append(len(rows) - 1)
+    return len(rows) - 1

@@ -18,7 +18,7 @@ import numpy as np
 from kwire.errors import ArgumentTypeError, ArgumentValueError
 
 from ._server import assign_server_arrays, _kernels
-from ._server_common import ServerGroupArrays, topic_id_bytes
+from ._server_common import ServerGroupArrays, no_gc, topic_id_bytes
 
 
 @dataclass
@@ -91,67 +91,30 @@ class _Topics:
         return i
 
 
-def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, TopicMetadata]):
+def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, TopicMetadata],
+                 implementation: Optional[str] = None):
     """The columns of a group given member by member, and the topic index (for
     the result's keys)."""
     tx = _Topics(topics)
     member_ids = list(members)
-    rows: Dict[tuple, int] = {}
-    member_sub = np.empty(len(member_ids), dtype=np.int32)
-    sub_lists = []
-    unresolved = []
-    instance_ids = []
-    racks = []
-    cur_topics: List[int] = []
-    cur_counts: List[int] = []
-    cur_flat: List[int] = []
-    cur_entries = np.zeros(len(member_ids) + 1, dtype=np.int64)
-    for m, mid in enumerate(member_ids):
-        if not isinstance(mid, str):
+    for mid in member_ids:
+        if type(mid) is not str:
             raise ArgumentTypeError(f"member ids are str, not {type(mid).__name__}")
-        member = members[mid]
-        if not isinstance(member, ServerMember):
-            raise ArgumentTypeError(f"member {mid!r} is a {type(member).__name__}, not a ServerMember")
-        subs, unres = member.subscribed_topic_ids, member.unresolved_topic_names
-        # one row per distinct subscription object: shared lists are read once
-        key = (id(subs), id(unres))
-        r = rows.get(key)
-        if r is None:
-            r = rows[key] = len(sub_lists)
-            sub_lists.append(subs)
-            unresolved.append(tuple(unres))
-        member_sub[m] = r
-        instance_ids.append(member.instance_id)
-        racks.append(member.rack)
-        for tid, parts in member.assignment.items():
-            cur_topics.append(tx(tid))
-            parts = list(parts)
-            cur_counts.append(len(parts))
-            cur_flat.extend(parts)
-        cur_entries[m + 1] = len(cur_topics)
-    sub_indptr = np.zeros(len(sub_lists) + 1, dtype=np.int64)
+    k = _kernels(implementation)
+    with no_gc():
+        (member_sub, rows, unresolved, instance_ids, racks, cur_indptr, cur_topics, cur_part_indptr,
+         cur_parts) = k.member_columns(member_ids, list(members.values()), ServerMember, tx)
+    sub_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     flat_subs: List[int] = []
-    for r, subs in enumerate(sub_lists):
-        row = [tx(t) for t in subs]
-        if len(set(row)) != len(row):
-            raise ArgumentValueError("a member subscribes to the same topic id twice")
-        flat_subs.extend(row)
+    for r, subs in enumerate(rows):
+        flat_subs.extend(map(tx, subs))
         sub_indptr[r + 1] = len(flat_subs)
-    for p in cur_flat:
-        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
-            raise ArgumentTypeError(f"a partition is an int, not {type(p).__name__}")
-    cur_part_indptr = np.zeros(len(cur_counts) + 1, dtype=np.int64)
-    np.cumsum(cur_counts, out=cur_part_indptr[1:])
-    parts = np.array(cur_flat, dtype=np.int64) if cur_flat else np.zeros(0, dtype=np.int64)
-    if len(parts) and (parts.min() < -(2 ** 31) or parts.max() > 2 ** 31 - 1):
-        raise ArgumentValueError("a current partition is outside Java's int range")
     group = ServerGroupArrays(
         member_ids=member_ids, member_sub=member_sub, sub_indptr=sub_indptr,
         sub_topics=np.array(flat_subs, dtype=np.int32),
         topic_ids=np.frombuffer(b"".join(tx.raw), dtype=np.uint8).reshape(-1, 16),
         partitions=np.array(tx.counts, dtype=np.int32),
-        cur_indptr=cur_entries, cur_topics=np.array(cur_topics, dtype=np.int32),
-        cur_part_indptr=cur_part_indptr, cur_parts=parts.astype(np.int32),
+        cur_indptr=cur_indptr, cur_topics=cur_topics, cur_part_indptr=cur_part_indptr, cur_parts=cur_parts,
         instance_ids=instance_ids, racks=racks, topic_names=tx.names, sub_unresolved=unresolved,
     )
     return group, tx
@@ -167,7 +130,8 @@ def assign_server(assignor: Optional[str], members: Mapping[str, ServerMember],
     order, with topic ids as the metadata's keys.  Members Java leaves out are
     left out, and empty lists Java keeps are kept.  Raises
     :class:`kwire.AssignmentError` (with Java's message) where Kafka throws."""
-    group, tx = server_group(members, topics)
+    group, tx = server_group(members, topics, implementation)
     result = assign_server_arrays(assignor, group, implementation=implementation)
-    return _kernels(implementation).member_dicts(group.member_ids, tx.keys, result.present, result.indptr,
-                                                 result.topics, result.part_indptr, result.parts)
+    with no_gc():
+        return _kernels(implementation).member_dicts(group.member_ids, tx.keys, result.present, result.indptr,
+                                                     result.topics, result.part_indptr, result.parts)

@@ -14,8 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from kwire.errors import ArgumentTypeError, ArgumentValueError
+
 from ._javaorder import string_hashmap_iteration
 from ._server_common import (
+    INT32_MAX,
+    INT32_MIN,
+    content_row,
     entry_map_order,
     index_error,
     left_unassigned_error,
@@ -393,3 +398,57 @@ def member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, p
         for e in range(int(indptr[m]), int(indptr[m + 1])):
             entry[topic_keys[topics[e]]] = parts[part_indptr[e]:part_indptr[e + 1]].tolist()
     return out
+
+
+def first_repeat(indptr, values, domain):
+    """The first row of a CSR (``indptr`` over ``values``, each in
+    ``range(domain)``) that holds a value twice, or -1."""
+    for r in range(len(indptr) - 1):
+        row = values[indptr[r]:indptr[r + 1]]
+        if len(np.unique(row)) != len(row):
+            return r
+    return -1
+
+
+def member_columns(member_ids, members, member_class, topic_index):
+    """The per-member columns of a group given member by member (see
+    ``_server_members.server_group``): ``(member_sub, rows, unresolved,
+    instance_ids, racks, cur_indptr, cur_topics, cur_part_indptr, cur_parts)``.
+
+    ``rows`` are the distinct subscription sequences (a list object shared by
+    members is read once; equal lists are merged too) and ``unresolved`` their
+    unresolved names; ``topic_index(key)`` numbers a topic id of any form."""
+    m_count = len(member_ids)
+    member_sub = np.empty(m_count, dtype=np.int32)
+    by_identity, by_content = {}, {}
+    rows, unresolved, instance_ids, racks = [], [], [], []
+    cur_topics, cur_counts, cur_flat = [], [], []
+    cur_indptr = np.zeros(m_count + 1, dtype=np.int64)
+    for m in range(m_count):
+        member = members[m]
+        if not isinstance(member, member_class):
+            raise ArgumentTypeError(f"member {member_ids[m]!r} is a {type(member).__name__}, not a ServerMember")
+        subs, unres = member.subscribed_topic_ids, member.unresolved_topic_names
+        key = (id(subs), id(unres))
+        r = by_identity.get(key)
+        if r is None:
+            r = content_row(subs, unres, rows, unresolved, by_content)
+            by_identity[key] = r
+        member_sub[m] = r
+        instance_ids.append(member.instance_id)
+        racks.append(member.rack)
+        for tid, parts in member.assignment.items():
+            cur_topics.append(topic_index(tid))
+            parts = list(parts)
+            for p in parts:
+                if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+                    raise ArgumentTypeError(f"a partition is an int, not {type(p).__name__}")
+                if not INT32_MIN <= p <= INT32_MAX:
+                    raise ArgumentValueError(f"partition {p} is outside Java's int range")
+            cur_counts.append(len(parts))
+            cur_flat.extend(parts)
+        cur_indptr[m + 1] = len(cur_topics)
+    cur_part_indptr = np.zeros(len(cur_counts) + 1, dtype=np.int64)
+    np.cumsum(cur_counts, out=cur_part_indptr[1:])
+    return (member_sub, rows, unresolved, instance_ids, racks, cur_indptr, np.array(cur_topics, dtype=np.int32),
+            cur_part_indptr, np.array(cur_flat, dtype=np.int64).astype(np.int32))
