@@ -49,7 +49,7 @@ def is_homogeneous(group: ServerGroupArrays, member_sub: np.ndarray, sub_indptr,
         if kind not in ("homogeneous", "heterogeneous"):
             raise ArgumentValueError(f"subscription_type is 'homogeneous' or 'heterogeneous', not {kind!r}")
         return kind == "homogeneous"
-    rows = np.unique(member_sub)
+    rows = np.flatnonzero(np.bincount(member_sub, minlength=len(sub_indptr) - 1))
     if len(rows) <= 1:
         return True
     names = group.topic_names

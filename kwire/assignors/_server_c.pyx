@@ -12,10 +12,16 @@ bins crowd (Java's tree bins), call the Python rules in ``_javaorder`` and
 ``_server_common``.
 """
 
+import gc
+
 import numpy as np
 
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void* op)
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
 
@@ -47,7 +53,12 @@ cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
 cdef inline void _sort_i64(int64_t* keys, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i, j
     cdef int64_t v
-    if n < 24:
+    for i in range(1, n):
+        if keys[i - 1] > keys[i]:
+            break
+    else:
+        return                      # already in order: the usual member's pairs
+    if n < 64:
         for i in range(1, n):
             v = keys[i]
             j = i - 1
@@ -305,9 +316,10 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
         t = subscribed[k]
         base[t] = total
         total += partitions[t]
-    assigned_a = np.zeros(total, dtype=np.uint8)
-    cdef uint8_t[::1] assigned = assigned_a
     cdef Py_ssize_t n_entries = cur_topics.shape[0]
+    # the current partitions of subscribed topics (none in a group's first assignment)
+    assigned_a = np.zeros(total if n_entries else 1, dtype=np.uint8)
+    cdef uint8_t[::1] assigned = assigned_a
     for e in range(n_entries):
         t = cur_topics[e]
         if base[t] < 0:
@@ -324,13 +336,13 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
     for k in range(k_count):
         t = subscribed[k]
         for p in range(partitions[t]):
-            if not assigned[base[t] + p]:
+            if n_entries == 0 or not assigned[base[t] + p]:
                 ua_t[nua] = t
                 ua_p[nua] = p
                 nua += 1
     min_quota = total // m_count
     extra = total % m_count
-    stamp_a = np.full(total, -1, dtype=np.int64)
+    stamp_a = np.full(total if n_entries else 1, -1, dtype=np.int64)
     cdef int64_t[::1] stamp = stamp_a
     cdef _Pairs pairs = _Pairs(cur_parts.shape[0] + n_entries + total)
     unfilled_m_a = np.empty(m_count, dtype=np.int32)
@@ -484,12 +496,36 @@ cdef inline void _place(int32_t[::1] tp_members, int64_t[::1] cursor, int32_t t,
 
 def member_dicts(list member_ids, list topic_keys, present_a, const int64_t[::1] indptr,
                  const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts):
-    """See the twin: the dicts and lists are made here, one C loop, no NumPy slice per entry."""
+    """See the twin: the dicts and lists are made here, one C loop, no NumPy
+    slice per entry.  Each list holds ints only and each member's dict such
+    lists under topic keys, so neither can be part of a reference cycle: both
+    are left out of the cyclic collector (as CPython does by itself for tuples
+    and dicts of atomic values; a dict given a container later is tracked
+    again by CPython).  In a process with millions of live objects, the
+    collections that many new containers trigger cost several times the build
+    itself (CPython counts allocations, tracked or not, towards a full
+    collection), so the collector is also paused while they are made."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _member_dicts(member_ids, topic_keys, present_a, indptr, topics, part_indptr, parts)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+cdef dict _member_dicts(list member_ids, list topic_keys, present_a, const int64_t[::1] indptr,
+                       const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts):
     cdef const uint8_t[::1] present = np.ascontiguousarray(present_a).view(np.uint8)
     cdef Py_ssize_t m, e, j, a, b
     cdef dict out = {}, entry
     cdef list lst
     cdef object value
+    # one int object per partition number, shared by every list (Python
+    # caches only -5..256): no allocation per partition
+    cdef int32_t p, top = max(np.asarray(parts).max(initial=0), 0)
+    cdef list ints = list(range(min(top, 1 << 22) + 1))
+    cdef Py_ssize_t n_ints = len(ints)
     for m in range(len(member_ids)):
         if not present[m]:
             continue
@@ -499,10 +535,13 @@ def member_dicts(list member_ids, list topic_keys, present_a, const int64_t[::1]
             b = part_indptr[e + 1]
             lst = PyList_New(b - a)
             for j in range(a, b):
-                value = parts[j]
+                p = parts[j]
+                value = ints[p] if 0 <= p < n_ints else p
                 Py_INCREF(value)
                 PyList_SET_ITEM(lst, j - a, value)
+            PyObject_GC_UnTrack(<void*>lst)
             entry[topic_keys[topics[e]]] = lst
+        PyObject_GC_UnTrack(<void*>entry)
         out[member_ids[m]] = entry
     return out
 

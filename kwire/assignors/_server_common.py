@@ -10,9 +10,7 @@ kernels are ``_server_c.pyx`` and ``_server_py.py``.
 from __future__ import annotations
 
 import base64
-import gc
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -90,21 +88,6 @@ class ServerAssignment:
         for e in range(int(self.indptr[m]), int(self.indptr[m + 1])):
             out[int(self.topics[e])] = self.parts[self.part_indptr[e]:self.part_indptr[e + 1]].tolist()
         return out
-
-
-@contextmanager
-def no_gc():
-    """The cyclic collector paused while a result of many lists is built: the
-    lists hold ints only (no cycle to find), and in a process with millions of
-    live objects the collections their allocation triggers cost several times
-    the build itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # -- topic ids ---------------------------------------------------------------
