@@ -16,7 +16,7 @@ import pytest
 
 from kwire import AssignmentError
 from kwire.assignors import assign_server
-from kwire.assignors._server import _kernels, hashset_topic_order, is_homogeneous
+from kwire.assignors._server import hashset_topic_order, is_homogeneous, server_kernels as _kernels
 from kwire.assignors._server_common import check_columns
 from kwire.assignors._server_members import server_group
 from tests._server_golden import as_expected, case_input, golden848_cases, raw_id

@@ -31,7 +31,8 @@ from ._javaorder import hashset_capacity_from, java_hash_iteration, member_info_
 from ._server_common import ServerAssignment, ServerGroupArrays, check_columns, unknown_topic_error
 
 
-def _kernels(implementation):
+def server_kernels(implementation):
+    """The kernels of the server assignors, per the one switch (or ``implementation``)."""
     return _impl.load("server", implementation, "kwire.assignors")
 
 
@@ -83,14 +84,13 @@ def hashset_topic_order(topic_ids: np.ndarray, topics: np.ndarray) -> np.ndarray
 
 def uniform_arrays(group: ServerGroupArrays, implementation: Optional[str] = None) -> ServerAssignment:
     """Kafka's ``UniformAssignor.assign`` on a group in columns."""
-    k = _kernels(implementation)
-    member_sub, sub_indptr, sub_topics, partitions, cur_indptr, cur_topics, cur_part_indptr, cur_parts = (
-        check_columns(group, k.first_repeat))
+    k = server_kernels(implementation)
+    (member_sub, sub_indptr, sub_topics, partitions, cur_indptr, cur_topics, cur_part_indptr, cur_parts,
+     topic_ids) = check_columns(group, k.first_repeat)
     m_count = len(group.member_ids)
     if not m_count:
         return _empty(0)
     order = k.member_map_order(group.member_ids)
-    topic_ids = group.topic_ids
     if is_homogeneous(group, member_sub, sub_indptr, sub_topics):
         r = int(member_sub[order[0]])
         subscribed = hashset_topic_order(topic_ids, sub_topics[sub_indptr[r]:sub_indptr[r + 1]])
@@ -107,7 +107,7 @@ def uniform_arrays(group: ServerGroupArrays, implementation: Optional[str] = Non
 
 def range_arrays(group: ServerGroupArrays, implementation: Optional[str] = None) -> ServerAssignment:
     """Kafka's server-side ``RangeAssignor.assign`` on a group in columns."""
-    k = _kernels(implementation)
+    k = server_kernels(implementation)
     member_sub, sub_indptr, sub_topics, partitions = check_columns(group, k.first_repeat)[:4]
     m_count = len(group.member_ids)
     if not m_count:

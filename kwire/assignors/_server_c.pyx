@@ -494,7 +494,7 @@ cdef inline void _place(int32_t[::1] tp_members, int64_t[::1] cursor, int32_t t,
     cursor[t] += 1
 
 
-def member_dicts(list member_ids, list topic_keys, present_a, const int64_t[::1] indptr,
+def member_dicts(list member_ids, list topic_keys, present, const int64_t[::1] indptr,
                  const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts):
     """See the twin: the dicts and lists are made here, one C loop, no NumPy
     slice per entry.  Each list holds ints only and each member's dict such
@@ -508,7 +508,7 @@ def member_dicts(list member_ids, list topic_keys, present_a, const int64_t[::1]
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _member_dicts(member_ids, topic_keys, present_a, indptr, topics, part_indptr, parts)
+        return _member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts)
     finally:
         if enabled:
             gc.enable()

@@ -177,7 +177,7 @@ def check_columns(g: ServerGroupArrays, first_repeat):
     """Validate a group's columns (typed errors, never a crash in a kernel) and
     return them as contiguous arrays of the kernels' dtypes:
     ``(member_sub, sub_indptr, sub_topics, partitions, cur_indptr, cur_topics,
-    cur_part_indptr, cur_parts)``.  ``first_repeat`` is the kernels' check for a
+    cur_part_indptr, cur_parts, topic_ids)`` (the ids as a ``(T, 16)`` uint8 array).  ``first_repeat`` is the kernels' check for a
     CSR row holding a value twice."""
     m = len(g.member_ids)
     if len(set(g.member_ids)) != m:
@@ -187,7 +187,7 @@ def check_columns(g: ServerGroupArrays, first_repeat):
     for mid in g.member_ids:
         if not isinstance(mid, str):
             raise ArgumentTypeError(f"member ids are str, not {type(mid).__name__}")
-    topic_ids = g.topic_ids
+    topic_ids = topic_id_matrix(g.topic_ids)
     t = topic_ids.shape[0]
     partitions = _int_column(g.partitions, "partitions", np.int32)
     if len(partitions) != t:
@@ -230,7 +230,8 @@ def check_columns(g: ServerGroupArrays, first_repeat):
         r = first_repeat(cur_indptr, cur_topics, t)
         if r >= 0:
             raise ArgumentValueError(f"the current assignment of member {g.member_ids[r]!r} lists a topic twice")
-    return member_sub, sub_indptr, sub_topics, partitions, cur_indptr, cur_topics, cur_part_indptr, cur_parts
+    return (member_sub, sub_indptr, sub_topics, partitions, cur_indptr, cur_topics, cur_part_indptr, cur_parts,
+            topic_ids)
 
 
 def _int_column(values, name, dtype):

@@ -17,7 +17,7 @@ import numpy as np
 
 from kwire.errors import ArgumentTypeError, ArgumentValueError
 
-from ._server import assign_server_arrays, _kernels
+from ._server import assign_server_arrays, server_kernels
 from ._server_common import ServerGroupArrays, topic_id_bytes
 
 
@@ -100,7 +100,7 @@ def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, 
     for mid in member_ids:
         if type(mid) is not str:
             raise ArgumentTypeError(f"member ids are str, not {type(mid).__name__}")
-    k = _kernels(implementation)
+    k = server_kernels(implementation)
     (member_sub, rows, unresolved, instance_ids, racks, cur_indptr, cur_topics, cur_part_indptr,
      cur_parts) = k.member_columns(member_ids, list(members.values()), ServerMember, tx)
     sub_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
@@ -131,5 +131,5 @@ def assign_server(assignor: Optional[str], members: Mapping[str, ServerMember],
     :class:`kwire.AssignmentError` (with Java's message) where Kafka throws."""
     group, tx = server_group(members, topics, implementation)
     result = assign_server_arrays(assignor, group, implementation=implementation)
-    return _kernels(implementation).member_dicts(group.member_ids, tx.keys, result.present, result.indptr,
+    return server_kernels(implementation).member_dicts(group.member_ids, tx.keys, result.present, result.indptr,
                                                  result.topics, result.part_indptr, result.parts)
