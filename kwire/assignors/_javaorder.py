@@ -398,44 +398,32 @@ class _TreeNode:
         self.red = False
 
 
-def _rotate_left(root, p):
-    r = p.right
-    p.right = rl = r.left
-    if rl is not None:
-        rl.parent = p
+def _rotate(root, p, left):
+    """``TreeNode.rotateLeft`` (``left``) or ``rotateRight``: p's child on the
+    other side takes p's place, and p becomes that child's ``left``-side child."""
+    near, far = ("left", "right") if left else ("right", "left")
+    r = getattr(p, far)
+    inner = getattr(r, near)
+    setattr(p, far, inner)
+    if inner is not None:
+        inner.parent = p
     r.parent = pp = p.parent
     if pp is None:
         root = r
         r.red = False
-    elif pp.left is p:
-        pp.left = r
+    elif getattr(pp, near) is p:
+        setattr(pp, near, r)
     else:
-        pp.right = r
-    r.left = p
+        setattr(pp, far, r)
+    setattr(r, near, p)
     p.parent = r
     return root
 
 
-def _rotate_right(root, p):
-    lft = p.left
-    p.left = lr = lft.right
-    if lr is not None:
-        lr.parent = p
-    lft.parent = pp = p.parent
-    if pp is None:
-        root = lft
-        lft.red = False
-    elif pp.right is p:
-        pp.right = lft
-    else:
-        pp.left = lft
-    lft.right = p
-    p.parent = lft
-    return root
-
-
 def _balance_insertion(root, x):
-    """``HashMap.TreeNode.balanceInsertion``: the red-black fix-up after an insert."""
+    """``HashMap.TreeNode.balanceInsertion``: the red-black fix-up after an
+    insert.  Java writes the two mirror cases out; here ``near``/``far`` name
+    the sides for whichever side of its grandparent x's parent hangs on."""
     x.red = True
     while True:
         xp = x.parent
@@ -445,40 +433,24 @@ def _balance_insertion(root, x):
         xpp = xp.parent
         if not xp.red or xpp is None:
             return root
-        xppl = xpp.left
-        if xp is xppl:
-            xppr = xpp.right
-            if xppr is not None and xppr.red:
-                xppr.red = xp.red = False
+        on_left = xp is xpp.left
+        near, far = ("left", "right") if on_left else ("right", "left")
+        uncle = getattr(xpp, far)
+        if uncle is not None and uncle.red:
+            uncle.red = xp.red = False
+            xpp.red = True
+            x = xpp
+            continue
+        if x is getattr(xp, far):
+            x = xp
+            root = _rotate(root, x, on_left)
+            xp = x.parent
+            xpp = None if xp is None else xp.parent
+        if xp is not None:
+            xp.red = False
+            if xpp is not None:
                 xpp.red = True
-                x = xpp
-            else:
-                if x is xp.right:
-                    x = xp
-                    root = _rotate_left(root, x)
-                    xp = x.parent
-                    xpp = None if xp is None else xp.parent
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_right(root, xpp)
-        else:
-            if xppl is not None and xppl.red:
-                xppl.red = xp.red = False
-                xpp.red = True
-                x = xpp
-            else:
-                if x is xp.left:
-                    x = xp
-                    root = _rotate_right(root, x)
-                    xp = x.parent
-                    xpp = None if xp is None else xp.parent
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_left(root, xpp)
+                root = _rotate(root, xpp, not on_left)
 
 
 def _signed32(h: int) -> int:

@@ -29,15 +29,7 @@ from ._javaorder import hashset_capacity_from, string_hashmap_iteration, uuid_ha
 from ._rangerr_c import string_hashes
 from kwire.errors import ArgumentTypeError, ArgumentValueError
 
-from ._server_common import (
-    content_row as _content_row,
-    entry_map_order,
-    index_error,
-    left_unassigned_error,
-    partition_set_order,
-    range_unknown_topic_error,
-    unknown_topic_error,
-)
+from . import _server_common as common
 
 DEF TREEIFY_LEN = 9
 cdef int64_t INT_OFFSET = 2147483648   # partitions are stored offset into [0, 2**32)
@@ -254,7 +246,7 @@ cdef list _set_order(const int32_t[::1] cur_parts, int64_t a, int64_t b, int64_t
     for j in range(a, b):
         p = cur_parts[j]
         if p < 0 or p >= n:
-            return partition_set_order(np.asarray(cur_parts[a:b]))
+            return common.partition_set_order(np.asarray(cur_parts[a:b]))
         if p not in seen:
             seen.add(p)
             distinct.append(p)
@@ -267,7 +259,7 @@ cdef list _set_order(const int32_t[::1] cur_parts, int64_t a, int64_t b, int64_t
     for i in range(d):
         h[i] = _spread(<uint32_t>(<int32_t>distinct[i]))
     if d >= TREEIFY_LEN and _crowds(&h[0], d, cap, np.zeros(_grown(d, cap) * 2, dtype=np.int32)):
-        return partition_set_order(np.asarray(cur_parts[a:b]))
+        return common.partition_set_order(np.asarray(cur_parts[a:b]))
     for i in range(d):
         keys[i] = (<int64_t>(h[i] & mask) << 32) | i
     _sort_i64(&keys[0], len(distinct))
@@ -285,7 +277,7 @@ cdef list _entry_order(object topic_ids, const uint32_t[::1] topic_spread, const
     for i in range(k):
         h[i] = topic_spread[cur_topics[a + i]]
     if k >= TREEIFY_LEN and _crowds(&h[0], k, 16, np.zeros(_grown(k, 16) * 2, dtype=np.int32)):
-        return [a + i for i in entry_map_order(topic_ids, [cur_topics[e] for e in range(a, b)])]
+        return [a + i for i in common.entry_map_order(topic_ids, [cur_topics[e] for e in range(a, b)])]
     cap = _grown(k, 16)
     for i in range(k):
         keys[i] = (<int64_t>(h[i] & <uint32_t>(cap - 1)) << 32) | i
@@ -420,7 +412,7 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
             start += 1
             j += 1
     if start < nua:
-        raise left_unassigned_error()
+        raise common.left_unassigned_error()
     return pairs.assemble(m_count)
 
 
@@ -448,7 +440,7 @@ def range_assign(const int32_t[::1] order, bint homogeneous, const int32_t[::1] 
         r = member_sub[order[0]]
         for j in range(sub_indptr[r], sub_indptr[r + 1]):
             if partitions[sub_topics[j]] == -1:
-                raise range_unknown_topic_error()
+                raise common.range_unknown_topic_error()
         topics_of = np.asarray(sub_topics[sub_indptr[r]:sub_indptr[r + 1]])
     else:
         for i in range(m_count):
@@ -456,7 +448,7 @@ def range_assign(const int32_t[::1] order, bint homogeneous, const int32_t[::1] 
             for j in range(sub_indptr[r], sub_indptr[r + 1]):
                 t = sub_topics[j]
                 if partitions[t] == -1:
-                    raise range_unknown_topic_error()
+                    raise common.range_unknown_topic_error()
                 tp_indptr[t + 1] += 1
         for k in range(t_count):
             tp_indptr[k + 1] += tp_indptr[k]
@@ -616,7 +608,7 @@ def member_columns(list member_ids, list members, member_class, topic_index):
             key = (id(subs), id(unres))
             r = by_identity.get(key)
             if r is None:
-                r = _content_row(subs, unres, rows, unresolved, by_content)
+                r = common.content_row(subs, unres, rows, unresolved, by_content)
                 by_identity[key] = r
             row = r
             prev_subs = subs

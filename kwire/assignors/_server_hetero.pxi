@@ -183,7 +183,7 @@ def uniform_heterogeneous(const int32_t[::1] order, const int32_t[::1] member_su
         for j in range(sub_indptr[r], sub_indptr[r + 1]):
             t = sub_topics[j]
             if partitions[t] == -1:
-                raise unknown_topic_error(bytes(topic_ids[t]))
+                raise common.unknown_topic_error(bytes(topic_ids[t]))
             tp_indptr[t + 1] += 1
     for k in range(t_count):
         tp_indptr[k + 1] += tp_indptr[k]
@@ -257,7 +257,7 @@ def uniform_heterogeneous(const int32_t[::1] order, const int32_t[::1] member_su
                 if mark[t] == r:
                     for p in _set_order(cur_parts, cur_part_indptr[e], cur_part_indptr[e + 1], partitions[t]):
                         if p < 0 or p >= partitions[t]:
-                            raise index_error(p, partitions[t])
+                            raise common.index_error(p, partitions[t])
         for e in range(cur_indptr[m], cur_indptr[m + 1]):
             t = cur_topics[e]
             if mark[t] != r:
