@@ -140,6 +140,9 @@ class ServerAssignor:
     name: str
     arrays: ServerArrayFn
     aliases: tuple = ()
+    #: False for an assignor that never reads the current assignment (Kafka's server
+    #: RangeAssignor at this commit): the member level then does not convert it.
+    reads_assignment: bool = True
 
 
 _LOCK = threading.Lock()
@@ -153,13 +156,14 @@ SERVER_ASSIGNORS: Mapping[str, ServerAssignor] = types.MappingProxyType(_REGISTR
 DEFAULT_SERVER_ASSIGNOR = "uniform"
 
 
-def register_server_assignor(name: str, fn: ServerArrayFn, *, aliases=()) -> ServerAssignor:
+def register_server_assignor(name: str, fn: ServerArrayFn, *, aliases=(), reads_assignment: bool = True
+                             ) -> ServerAssignor:
     """Register (or replace) a server-side assignor under ``name`` (and ``aliases``)."""
     if not isinstance(name, str) or not name:
         raise ArgumentValueError("a server assignor needs a non-empty name")
     if not callable(fn):
         raise ArgumentValueError(f"the server assignor {name!r} needs a callable array form")
-    entry = ServerAssignor(name, fn, tuple(aliases))
+    entry = ServerAssignor(name, fn, tuple(aliases), bool(reads_assignment))
     with _LOCK:
         _REGISTRY[name] = entry
         for alias in entry.aliases:
@@ -228,4 +232,4 @@ def compute_preferred_server_assignor(counts: Mapping[str, int], old: Optional[s
 register_server_assignor("uniform", uniform_arrays,
                          aliases=("org.apache.kafka.coordinator.group.assignor.UniformAssignor",))
 register_server_assignor("range", range_arrays,
-                         aliases=("org.apache.kafka.coordinator.group.assignor.RangeAssignor",))
+                         aliases=("org.apache.kafka.coordinator.group.assignor.RangeAssignor",), reads_assignment=False)

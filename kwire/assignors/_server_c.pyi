@@ -31,5 +31,5 @@ def member_dicts(member_ids: list[str], topic_keys: list[Any], present: npt.NDAr
                  topics: _I32, part_indptr: _I64, parts: _I32) -> dict[str, dict[Any, list[int]]]: ...
 def first_repeat(indptr: _I64, values: _I32, domain: int) -> int: ...
 def member_columns(member_ids: list[str], members: list[Any], member_class: type,
-                   topic_index: Callable[[Any], int]) -> tuple[Any, ...]:
+                   topic_index: Callable[[Any], int], read_assignment: bool = True) -> tuple[Any, ...]:
     """(member_sub, rows, unresolved, instance_ids, racks, cur_indptr, cur_topics, cur_part_indptr, cur_parts)."""

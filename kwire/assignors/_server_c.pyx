@@ -575,16 +575,21 @@ cdef class _IntBuf:
 
 
 cdef int32_t _partition(object p) except? -1:
+    cdef long long v
     if type(p) is int:
-        if not -2147483648 <= p <= 2147483647:
+        try:
+            v = p
+        except OverflowError:
+            v = 1LL << 40
+        if v < -2147483648LL or v > 2147483647LL:
             raise ArgumentValueError(f"partition {p} is outside Java's int range")
-        return <int32_t>p
+        return <int32_t>v
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
         raise ArgumentTypeError(f"a partition is an int, not {type(p).__name__}")
     return _partition(int(p))
 
 
-def member_columns(list member_ids, list members, member_class, topic_index):
+def member_columns(list member_ids, list members, member_class, topic_index, bint read_assignment=True):
     """See the twin: one C loop over the members, their assignment dicts and
     partition lists; a subscription object is looked at once per distinct object."""
     cdef Py_ssize_t m_count = len(members), m, j, n
@@ -616,6 +621,8 @@ def member_columns(list member_ids, list members, member_class, topic_index):
         member_sub[m] = row
         instance_ids.append(member.instance_id)
         racks.append(member.rack)
+        if not read_assignment:
+            continue
         assignment = member.assignment if type(member.assignment) is dict else dict(member.assignment)
         for tid, parts in assignment.items():
             t = index.get(tid)

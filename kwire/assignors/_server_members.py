@@ -17,7 +17,7 @@ import numpy as np
 
 from kwire.errors import ArgumentTypeError, ArgumentValueError
 
-from ._server import assign_server_arrays, server_kernels
+from ._server import get_server_assignor, server_kernels
 from ._server_common import ServerGroupArrays, topic_id_bytes
 
 
@@ -92,9 +92,9 @@ class _Topics:
 
 
 def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, TopicMetadata],
-                 implementation: Optional[str] = None):
+                 implementation: Optional[str] = None, read_assignment: bool = True):
     """The columns of a group given member by member, and the topic index (for
-    the result's keys)."""
+    the result's keys); without the current assignments when ``read_assignment`` is False."""
     tx = _Topics(topics)
     member_ids = list(members)
     for mid in member_ids:
@@ -102,7 +102,7 @@ def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, 
             raise ArgumentTypeError(f"member ids are str, not {type(mid).__name__}")
     k = server_kernels(implementation)
     (member_sub, rows, unresolved, instance_ids, racks, cur_indptr, cur_topics, cur_part_indptr,
-     cur_parts) = k.member_columns(member_ids, list(members.values()), ServerMember, tx)
+     cur_parts) = k.member_columns(member_ids, list(members.values()), ServerMember, tx, read_assignment)
     sub_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     flat_subs: List[int] = []
     for r, subs in enumerate(rows):
@@ -129,7 +129,8 @@ def assign_server(assignor: Optional[str], members: Mapping[str, ServerMember],
     order, with topic ids as the metadata's keys.  Members Java leaves out are
     left out, and empty lists Java keeps are kept.  Raises
     :class:`kwire.AssignmentError` (with Java's message) where Kafka throws."""
-    group, tx = server_group(members, topics, implementation)
-    result = assign_server_arrays(assignor, group, implementation=implementation)
+    entry = get_server_assignor(assignor)
+    group, tx = server_group(members, topics, implementation, entry.reads_assignment)
+    result = entry.arrays(group, implementation=implementation)
     return server_kernels(implementation).member_dicts(group.member_ids, tx.keys, result.present, result.indptr,
                                                  result.topics, result.part_indptr, result.parts)

@@ -410,14 +410,16 @@ def first_repeat(indptr, values, domain):
     return -1
 
 
-def member_columns(member_ids, members, member_class, topic_index):
+def member_columns(member_ids, members, member_class, topic_index, read_assignment=True):
     """The per-member columns of a group given member by member (see
     ``_server_members.server_group``): ``(member_sub, rows, unresolved,
     instance_ids, racks, cur_indptr, cur_topics, cur_part_indptr, cur_parts)``.
 
     ``rows`` are the distinct subscription sequences (a list object shared by
     members is read once; equal lists are merged too) and ``unresolved`` their
-    unresolved names; ``topic_index(key)`` numbers a topic id of any form."""
+    unresolved names; ``topic_index(key)`` numbers a topic id of any form.
+    ``read_assignment`` False leaves the current assignments out (for an
+    assignor that never reads them)."""
     m_count = len(member_ids)
     member_sub = np.empty(m_count, dtype=np.int32)
     by_identity, by_content = {}, {}
@@ -437,7 +439,7 @@ def member_columns(member_ids, members, member_class, topic_index):
         member_sub[m] = r
         instance_ids.append(member.instance_id)
         racks.append(member.rack)
-        for tid, parts in member.assignment.items():
+        for tid, parts in (member.assignment.items() if read_assignment else ()):
             cur_topics.append(topic_index(tid))
             parts = list(parts)
             for p in parts:
