@@ -137,7 +137,7 @@ cdef tuple _assemble(Py_ssize_t m_count, const int32_t[::1] pm, const int64_t[::
     """CSR per member (topics ascending, partitions ascending) from n (member,
     key) pairs in any order; a pair seen twice counts once, and an empty-entry
     marker only makes an entry where the topic has no partition."""
-    cdef Py_ssize_t i, m, a, b, j, entries = 0, reals = 0
+    cdef Py_ssize_t i, m
     indptr_a = np.zeros(m_count + 1, dtype=np.int64)
     cdef int64_t[::1] indptr = indptr_a
     for i in range(n):
@@ -151,8 +151,16 @@ cdef tuple _assemble(Py_ssize_t m_count, const int32_t[::1] pm, const int64_t[::
     for i in range(n):
         grouped[cursor[pm[i]]] = pkey[i]
         cursor[pm[i]] += 1
+    return _emit(m_count, grouped, indptr)
+
+
+cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] indptr):
+    """The CSR result from keys already grouped by member (``indptr``): each
+    member's keys sorted, repeats dropped, entries made."""
+    cdef Py_ssize_t m, a, b, j, entries = 0, reals = 0
     cdef int64_t k, prev
-    cdef int64_t[::1] ecount = cursor   # reused: entries per member
+    ecount_a = np.empty(m_count, dtype=np.int64)
+    cdef int64_t[::1] ecount = ecount_a
     for m in range(m_count):
         a = indptr[m]
         b = indptr[m + 1]
@@ -222,9 +230,9 @@ cdef class _Pairs:
         self.pm = self.pm_a
         self.key = self.key_a
 
-    cdef inline void push(self, int32_t m, int64_t key):
+    cdef inline void push(self, int32_t m, int64_t key) noexcept:
         if self.n == self.pm.shape[0]:
-            self.grow(self.n + 1)
+            self.grow(self.n + 1)   # allocates: only hostile input outgrows the first capacity
         self.pm[self.n] = m
         self.key[self.n] = key
         self.n += 1
@@ -336,7 +344,11 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
     extra = total % m_count
     stamp_a = np.full(total if n_entries else 1, -1, dtype=np.int64)
     cdef int64_t[::1] stamp = stamp_a
-    cdef _Pairs pairs = _Pairs(cur_parts.shape[0] + n_entries + total)
+    # kept keys, contiguous per member (kept_at[m], kept_len[m]); a member's
+    # fill is a slice of the unassigned list (fill_at[m], fill_len[m])
+    cdef _Pairs pairs = _Pairs(cur_parts.shape[0] + n_entries)
+    seg_a = np.zeros((4, m_count), dtype=np.int64)
+    cdef int64_t[:, ::1] seg = seg_a
     unfilled_m_a = np.empty(m_count, dtype=np.int32)
     unfilled_q_a = np.empty(m_count, dtype=np.int64)
     cdef int32_t[::1] unfilled_m = unfilled_m_a
@@ -399,6 +411,8 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
                         ua_t[nua] = t
                         ua_p[nua] = p
                         nua += 1
+        seg[0, m] = mark
+        seg[1, m] = pairs.n - mark
         if quota > 0:
             unfilled_m[n_unfilled] = m
             unfilled_q[n_unfilled] = quota
@@ -406,14 +420,27 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
     start = 0
     for i in range(n_unfilled):
         m = unfilled_m[i]
-        j = 0
-        while j < unfilled_q[i] and start < nua:
-            pairs.push(m, _key(ua_t[start], ua_p[start], 1))
-            start += 1
-            j += 1
+        seg[2, m] = start
+        seg[3, m] = min(unfilled_q[i], nua - start)
+        start += seg[3, m]
     if start < nua:
         raise common.left_unassigned_error()
-    return pairs.assemble(m_count)
+    indptr_a = np.zeros(m_count + 1, dtype=np.int64)
+    cdef int64_t[::1] indptr = indptr_a
+    for m in range(m_count):
+        indptr[m + 1] = indptr[m] + seg[1, m] + seg[3, m]
+    grouped_a = np.empty(indptr[m_count], dtype=np.int64)
+    cdef int64_t[::1] grouped = grouped_a
+    cdef int64_t w
+    for m in range(m_count):
+        w = indptr[m]
+        for j in range(seg[0, m], seg[0, m] + seg[1, m]):
+            grouped[w] = pairs.key[j]
+            w += 1
+        for j in range(seg[2, m], seg[2, m] + seg[3, m]):
+            grouped[w] = _key(ua_t[j], ua_p[j], 1)
+            w += 1
+    return _emit(m_count, grouped, indptr)
 
 
 # -- UniformHeterogeneousAssignmentBuilder -------------------------------------
