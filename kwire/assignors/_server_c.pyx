@@ -17,6 +17,9 @@ import gc
 import numpy as np
 
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
+from cpython.list cimport PyList_GET_ITEM
+from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 
 
@@ -601,7 +604,7 @@ cdef class _IntBuf:
         return self.arr[:self.n].copy()
 
 
-cdef int32_t _partition(object p) except? -1:
+cdef inline int32_t _partition(object p) except? -1:
     cdef long long v
     if type(p) is int:
         try:
@@ -629,6 +632,10 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
     cdef list rows = [], unresolved = [], instance_ids = [], racks = [], seq
     cdef object member, subs, unres, prev_subs = None, prev_unres = None, r, t, parts
     cdef int32_t row = -1
+    cdef Py_ssize_t pos
+    cdef PyObject* key_p
+    cdef PyObject* value_p
+    cdef PyObject* found
     for m in range(m_count):
         member = members[m]
         if type(member) is not member_class and not isinstance(member, member_class):
@@ -651,16 +658,19 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
         if not read_assignment:
             continue
         assignment = member.assignment if type(member.assignment) is dict else dict(member.assignment)
-        for tid, parts in assignment.items():
-            t = index.get(tid)
-            cur_topics.push(topic_index(tid) if t is None else t)
+        pos = 0
+        # PyDict_Next and borrowed lookups: no tuple per entry, no new reference per topic
+        while PyDict_Next(assignment, &pos, &key_p, &value_p):
+            found = PyDict_GetItem(index, <object>key_p)
+            cur_topics.push(topic_index(<object>key_p) if found is NULL else <int32_t>(<object>found))
+            parts = <object>value_p
             if type(parts) is not list:
                 parts = list(parts)
             seq = parts
             n = len(seq)
             cur_counts.push(<int32_t>n)
             for j in range(n):
-                cur_parts.push(_partition(seq[j]))
+                cur_parts.push(_partition(<object>PyList_GET_ITEM(seq, j)))
         cur_indptr[m + 1] = cur_topics.n
     counts = cur_counts.done()
     cur_part_indptr_a = np.zeros(len(counts) + 1, dtype=np.int64)
