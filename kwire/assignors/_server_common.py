@@ -240,6 +240,8 @@ def _int_column(values, name, dtype):
         raise ArgumentValueError(f"{name} must be one-dimensional")
     if arr.size and arr.dtype.kind not in "iu":
         raise ArgumentTypeError(f"{name} must hold integers, not {arr.dtype}")
+    if arr.dtype == np.int32:
+        return np.ascontiguousarray(arr, dtype=dtype)       # in range by its type
     if arr.size and (int(arr.min()) < INT32_MIN or int(arr.max()) > (INT32_MAX if dtype == np.int32 else 2 ** 62)):
         raise ArgumentValueError(f"{name} holds a value outside Java's int range")
     return np.ascontiguousarray(arr, dtype=dtype)

@@ -51,28 +51,30 @@ class _Topics:
 
     def __init__(self, topics: Mapping[Hashable, TopicMetadata]):
         self.keys: List[Any] = list(topics)
-        self.index: Dict[Any, int] = {}
-        self.raw: List[bytes] = []
-        by_raw: Dict[bytes, int] = {}
-        counts = []
-        names = []
-        for i, (key, meta) in enumerate(topics.items()):
-            raw = topic_id_bytes(key)
-            if raw in by_raw:
-                raise ArgumentValueError(f"topic id {key!r} is in the metadata twice")
-            by_raw[raw] = i
-            self.index[key] = i
-            self.raw.append(raw)
-            n = meta.partitions
-            if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-                raise ArgumentTypeError(f"the partition count of topic {key!r} is an int, not {type(n).__name__}")
-            if n < 0 or n > 2 ** 31 - 1:
-                raise ArgumentValueError(f"topic {key!r} has an impossible partition count {n}")
-            counts.append(int(n))
-            names.append(meta.name)
+        self.index: Dict[Any, int] = {key: i for i, key in enumerate(self.keys)}
+        metas = list(topics.values())
+        if all(type(k) is bytes and len(k) == 16 for k in self.keys):
+            self.raw: List[bytes] = list(self.keys)      # the codec's form: nothing to convert
+            by_raw = dict(self.index)
+        else:
+            self.raw = [topic_id_bytes(k) for k in self.keys]
+            by_raw = {raw: i for i, raw in enumerate(self.raw)}
+        if len(by_raw) != len(self.keys):
+            seen = set()
+            dup = next(k for k, raw in zip(self.keys, self.raw) if raw in seen or seen.add(raw))
+            raise ArgumentValueError(f"topic id {dup!r} is in the metadata twice")
+        counts = [meta.partitions for meta in metas]
+        if not all(type(n) is int for n in counts):
+            for key, n in zip(self.keys, counts):
+                if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+                    raise ArgumentTypeError(f"the partition count of topic {key!r} is an int, not {type(n).__name__}")
+            counts = [int(n) for n in counts]
+        if counts and (min(counts) < 0 or max(counts) > 2 ** 31 - 1):
+            key, n = next((k, n) for k, n in zip(self.keys, counts) if n < 0 or n > 2 ** 31 - 1)
+            raise ArgumentValueError(f"topic {key!r} has an impossible partition count {n}")
         self.by_raw = by_raw
         self.counts = counts
-        self.names = names
+        self.names = [meta.name for meta in metas]
 
     def __call__(self, key) -> int:
         i = self.index.get(key)
@@ -105,8 +107,13 @@ def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, 
      cur_parts) = k.member_columns(member_ids, list(members.values()), ServerMember, tx, read_assignment)
     sub_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     flat_subs: List[int] = []
+    index = tx.index
     for r, subs in enumerate(rows):
-        flat_subs.extend(map(tx, subs))
+        try:
+            flat_subs.extend(map(index.__getitem__, subs))
+        except (KeyError, TypeError):
+            del flat_subs[sub_indptr[r]:]
+            flat_subs.extend(map(tx, subs))          # other id forms, or ids the metadata lacks
         sub_indptr[r + 1] = len(flat_subs)
     group = ServerGroupArrays(
         member_ids=member_ids, member_sub=member_sub, sub_indptr=sub_indptr,
