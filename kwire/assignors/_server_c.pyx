@@ -13,6 +13,7 @@ bins crowd (Java's tree bins), call the Python rules in ``_javaorder`` and
 """
 
 import gc
+import threading
 
 import numpy as np
 
@@ -131,6 +132,24 @@ def member_map_order(member_ids):
     return out_a
 
 
+_POOL = threading.local()
+
+
+cdef object _scratch(int slot, Py_ssize_t n, object dtype):
+    """A work array of ``n`` items that the next call in this thread reuses.
+
+    Fresh arrays of a few MB per call cost page faults, which are kernel work
+    that slows down badly on a busy machine; reusing work arrays leaves only the
+    returned arrays fresh.  A thread keeps its largest group's work arrays."""
+    pool = getattr(_POOL, "arrays", None)
+    if pool is None:
+        pool = _POOL.arrays = {}
+    arr = pool.get(slot)
+    if arr is None or arr.shape[0] < n:
+        arr = pool[slot] = np.empty(max(n, 16) + (n >> 3), dtype=dtype)
+    return arr[:n]
+
+
 cdef tuple _nobody(Py_ssize_t m_count):
     return (np.zeros(m_count, dtype=bool), np.zeros(m_count + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
             np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
@@ -162,8 +181,7 @@ cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] in
     member's keys sorted, repeats dropped, entries made."""
     cdef Py_ssize_t m, a, b, j, entries = 0, reals = 0
     cdef int64_t k, prev
-    ecount_a = np.empty(m_count, dtype=np.int64)
-    cdef int64_t[::1] ecount = ecount_a
+    cdef int64_t[::1] ecount = _scratch(10, m_count, np.int64)
     for m in range(m_count):
         a = indptr[m]
         b = indptr[m + 1]
@@ -313,16 +331,16 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
     cdef Py_ssize_t i, k, idx
     cdef int64_t e, j, g, total = 0, n, nua = 0, held, quota, min_quota, extra, start
     cdef int32_t t, p, m
-    base_a = np.full(t_count, -1, dtype=np.int64)
-    cdef int64_t[::1] base = base_a
+    cdef int64_t[::1] base = _scratch(1, t_count, np.int64)
+    base[:] = -1
     for k in range(k_count):
         t = subscribed[k]
         base[t] = total
         total += partitions[t]
     cdef Py_ssize_t n_entries = cur_topics.shape[0]
     # the current partitions of subscribed topics (none in a group's first assignment)
-    assigned_a = np.zeros(total if n_entries else 1, dtype=np.uint8)
-    cdef uint8_t[::1] assigned = assigned_a
+    cdef uint8_t[::1] assigned = _scratch(2, total if n_entries else 1, np.uint8)
+    assigned[:] = 0
     for e in range(n_entries):
         t = cur_topics[e]
         if base[t] < 0:
@@ -332,10 +350,8 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
             p = cur_parts[j]
             if 0 <= p < n:
                 assigned[base[t] + p] = 1
-    ua_t_a = np.empty(total + cur_parts.shape[0], dtype=np.int32)
-    ua_p_a = np.empty(total + cur_parts.shape[0], dtype=np.int32)
-    cdef int32_t[::1] ua_t = ua_t_a
-    cdef int32_t[::1] ua_p = ua_p_a
+    cdef int32_t[::1] ua_t = _scratch(3, total + cur_parts.shape[0], np.int32)
+    cdef int32_t[::1] ua_p = _scratch(4, total + cur_parts.shape[0], np.int32)
     for k in range(k_count):
         t = subscribed[k]
         for p in range(partitions[t]):
@@ -345,17 +361,15 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
                 nua += 1
     min_quota = total // m_count
     extra = total % m_count
-    stamp_a = np.full(total if n_entries else 1, -1, dtype=np.int64)
-    cdef int64_t[::1] stamp = stamp_a
-    # kept keys, contiguous per member (kept_at[m], kept_len[m]); a member's
-    # fill is a slice of the unassigned list (fill_at[m], fill_len[m])
+    cdef int64_t[::1] stamp = _scratch(5, total if n_entries else 1, np.int64)
+    stamp[:] = -1
+    # a member's kept keys are contiguous in ``pairs`` (seg[0, m], seg[1, m]: start,
+    # length), and its fill is a slice of the unassigned list (seg[2, m], seg[3, m])
     cdef _Pairs pairs = _Pairs(cur_parts.shape[0] + n_entries)
-    seg_a = np.zeros((4, m_count), dtype=np.int64)
-    cdef int64_t[:, ::1] seg = seg_a
-    unfilled_m_a = np.empty(m_count, dtype=np.int32)
-    unfilled_q_a = np.empty(m_count, dtype=np.int64)
-    cdef int32_t[::1] unfilled_m = unfilled_m_a
-    cdef int64_t[::1] unfilled_q = unfilled_q_a
+    cdef int64_t[:, ::1] seg = _scratch(6, 4 * m_count, np.int64).reshape(4, m_count)
+    seg[:, :] = 0
+    cdef int32_t[::1] unfilled_m = _scratch(7, m_count, np.int32)
+    cdef int64_t[::1] unfilled_q = _scratch(8, m_count, np.int64)
     cdef Py_ssize_t n_unfilled = 0, mark
     cdef bint fast
     topic_spread_a = None
@@ -432,8 +446,7 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
     cdef int64_t[::1] indptr = indptr_a
     for m in range(m_count):
         indptr[m + 1] = indptr[m] + seg[1, m] + seg[3, m]
-    grouped_a = np.empty(indptr[m_count], dtype=np.int64)
-    cdef int64_t[::1] grouped = grouped_a
+    cdef int64_t[::1] grouped = _scratch(9, indptr[m_count], np.int64)
     cdef int64_t w
     for m in range(m_count):
         w = indptr[m]
