@@ -66,6 +66,13 @@ class ServerGroupArrays:
     subscription_type: Optional[str] = None
 
 
+class MemberLevelColumns(ServerGroupArrays):
+    """Columns kwire's member level built itself (``_server_members.server_group``):
+    member ids unique strs (a dict's keys), every index in range, every CSR
+    well formed by construction, so :func:`check_columns` checks only what
+    the caller's data decides (a topic listed twice)."""
+
+
 @dataclass
 class ServerAssignment:
     """A server assignor's target, CSR over members like the input.
@@ -180,6 +187,15 @@ def check_columns(g: ServerGroupArrays, first_repeat):
     cur_part_indptr, cur_parts, topic_ids)`` (the ids as a ``(T, 16)`` uint8 array).  ``first_repeat`` is the kernels' check for a
     CSR row holding a value twice."""
     m = len(g.member_ids)
+    if type(g) is MemberLevelColumns:
+        r = first_repeat(g.sub_indptr, g.sub_topics, len(g.partitions))
+        if r >= 0:
+            raise ArgumentValueError(f"subscription row {r} lists a topic twice")
+        r = first_repeat(g.cur_indptr, g.cur_topics, len(g.partitions))
+        if r >= 0:
+            raise ArgumentValueError(f"the current assignment of member {g.member_ids[r]!r} lists a topic twice")
+        return (g.member_sub, g.sub_indptr, g.sub_topics, g.partitions, g.cur_indptr, g.cur_topics,
+                g.cur_part_indptr, g.cur_parts, g.topic_ids)
     if len(set(g.member_ids)) != m:
         seen = set()
         dup = next(x for x in g.member_ids if x in seen or seen.add(x))

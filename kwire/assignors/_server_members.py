@@ -18,7 +18,7 @@ import numpy as np
 from kwire.errors import ArgumentTypeError, ArgumentValueError
 
 from ._server import get_server_assignor, server_kernels
-from ._server_common import ServerGroupArrays, topic_id_bytes
+from ._server_common import MemberLevelColumns, topic_id_bytes
 
 
 @dataclass
@@ -115,7 +115,7 @@ def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, 
             del flat_subs[sub_indptr[r]:]
             flat_subs.extend(map(tx, subs))          # other id forms, or ids the metadata lacks
         sub_indptr[r + 1] = len(flat_subs)
-    group = ServerGroupArrays(
+    group = MemberLevelColumns(
         member_ids=member_ids, member_sub=member_sub, sub_indptr=sub_indptr,
         sub_topics=np.array(flat_subs, dtype=np.int32),
         topic_ids=np.frombuffer(b"".join(tx.raw), dtype=np.uint8).reshape(-1, 16),
