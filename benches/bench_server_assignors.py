@@ -145,7 +145,7 @@ def cold_ms(name: str) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def measure(name: str, runs: int) -> dict:
+def measure(name: str, runs: int, cold: bool = True) -> dict:
     shape = Shape(name)
     shared = shape.members(shape.shared_subs)
     fresh = shape.members(shape.fresh_subs)
@@ -157,7 +157,7 @@ def measure(name: str, runs: int) -> dict:
         "array_ms": median_ms(lambda: assign_server_arrays(shape.assignor, shape.arrays), runs),
         "member_shared_ms": median_ms(lambda: assign_server(shape.assignor, shared, shape.topics), runs),
         "member_fresh_ms": median_ms(lambda: assign_server(shape.assignor, fresh, shape.topics), runs),
-        "cold_ms": cold_ms(name),
+        "cold_ms": cold_ms(name) if cold else float("nan"),
         "output_sha256": output_sha256(result)[:16],
     }
     return row
