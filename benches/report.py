@@ -9,8 +9,9 @@ between two medians of this run; the only figures not measured here are Java's, 
 
 The cases are the other benchmark files' own: the codec cases and library adapters of ``bench_codec.py``
 (timed by ``codec_ratios.measure``), the shapes and kafka-python inputs of ``bench_assignors.py``, the
-sticky groups of ``bench_sticky.py``, and the leader's whole path of ``bench_leader.py`` (JoinGroupResponse
-frame to SyncGroupRequest frame, beside the array core on the same group).  Run it on a quiet machine: the full run times 1M-partition groups and
+sticky groups of ``bench_sticky.py``, the leader's whole path of ``bench_leader.py`` (JoinGroupResponse
+frame to SyncGroupRequest frame, beside the array core on the same group), and the coordinator's KIP-848
+assignors of ``bench_server_assignors.py``.  Run it on a quiet machine: the full run times 1M-partition groups and
 kafka-python's pure-Python assignors, and both cores' load shows up in the numbers (the load average before
 and after is printed in the report).
 
@@ -37,6 +38,7 @@ if REPO not in sys.path:
 
 from benches import bench_assignors as BA  # noqa: E402
 from benches import bench_leader as BL  # noqa: E402
+from benches import bench_server_assignors as BSA  # noqa: E402
 from benches import bench_sticky as BS  # noqa: E402
 from benches import codec_ratios  # noqa: E402
 from benches.bench_codec import LIBRARIES, available  # noqa: E402
@@ -308,6 +310,26 @@ def run_leader(quick, log):
 # Rendering
 # --------------------------------------------------------------------------------------------------------
 
+def run_server(quick, log):
+    """The coordinator's KIP-848 assignors at the shapes of Kafka's timing harness (``bench_server_assignors``)."""
+    names = ["uniform-homo-full", "range-homo-full"] if quick else list(BSA.SCENARIOS)
+    rows = []
+    for name in names:
+        log(f"server assignors: {name}")
+        rows.append(BSA.measure(name, 3 if quick else 20, cold=not quick))
+    return rows
+
+
+def render_server(rows):
+    out = ["| case | members | partitions | array level | member level, shared lists | member level, fresh lists "
+           "| cold first call |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cold = "—" if r["cold_ms"] != r["cold_ms"] else f"{r['cold_ms']:.1f} ms"
+        out.append(f"| {r['scenario']} | {r['members']:,} | {r['partitions']:,} | {r['array_ms']:.2f} ms | "
+                   f"{r['member_shared_ms']:.2f} ms | {r['member_fresh_ms']:.2f} ms | {cold} |")
+    return "\n".join(out)
+
+
 def _fmt_s(seconds):
     if seconds < 1e-3:
         return f"{seconds * 1e6:.3g} µs"
@@ -524,6 +546,7 @@ def main(argv=None):
     run_assignors(cases, args.quick, log)
     log("leader path")
     leader_rows = run_leader(args.quick, log)
+    server_rows = run_server(args.quick, log)
     load_after = os.getloadavg()
 
     v = _versions()
@@ -548,6 +571,9 @@ def main(argv=None):
            "`benches/bench_sticky.py`).", "", render_assignors(cases, anchors), ""]
     md += ["## The leader's whole path", "", "Bytes to bytes, as a group leader calls it (cases: "
            "`benches/bench_leader.py`).", "", render_leader(leader_rows), ""]
+    md += ["## The coordinator's assignors (KIP-848)", "", "`uniform` and `range` as Kafka's group coordinator "
+           "runs them, on the groups of Kafka's own timing harness (cases: `benches/bench_server_assignors.py`; "
+           "Java's figures from the same sitting are in docs/ASSIGNORS.md).", "", render_server(server_rows), ""]
     md += ["## Java's figures (reference, not measured in this run)", ""]
     if anchor_lines:
         md += [f"Quoted from `{os.path.relpath(args.anchors, REPO)}`, section D: single-shot wall times of the "

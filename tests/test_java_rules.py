@@ -9,6 +9,8 @@ bucket layout); the last three are reached through ``_sticky_c.hash_set_trace``.
 
 import random
 
+import numpy as np
+
 import pytest
 
 from kwire.assignors._arrays import load_kernels
@@ -96,3 +98,62 @@ def test_hashmap_capacity_is_the_table_model():
             table.add(i, spread(h))
         assert hashmap_capacity(hashes) == table.capacity
         assert hashmap_capacity(hashes) >= capacity_after(len(hashes))
+
+
+# -- the rules the server-side (KIP-848) assignors add ---------------------------------------------------------
+
+def test_uuid_hash_rule_and_column_agree():
+    from kwire.assignors._javaorder import uuid_hash, uuid_hashes
+
+    rng = random.Random(848)
+    ids = [rng.getrandbits(128).to_bytes(16, "big") for _ in range(300)]
+    ids += [bytes(16), (1).to_bytes(16, "big"), b"\xff" * 16, (1 << 64).to_bytes(16, "big")]
+    assert uuid_hashes(np.frombuffer(b"".join(ids), dtype=np.uint8).reshape(-1, 16)).tolist() == [
+        uuid_hash(t) for t in ids]
+    assert uuid_hash((1).to_bytes(16, "big")) == 1                 # msb 0, lsb 1: x = 1
+    assert uuid_hash((1 << 64).to_bytes(16, "big")) == 1           # msb 1, lsb 0
+    assert uuid_hash((1 << 95).to_bytes(16, "big")) == -(2 ** 31)  # the high half of msb lands in the sign
+
+
+def test_hashset_capacity_from_a_collection():
+    from kwire.assignors._javaorder import hashset_capacity_from, table_size_for
+
+    # tableSizeFor(max((int) (n / .75f) + 1, 16))
+    assert [hashset_capacity_from(n) for n in (0, 1, 11, 12, 24, 25, 48, 49, 96, 97)] == [
+        16, 16, 16, 32, 64, 64, 128, 128, 256, 256]
+    assert [table_size_for(n) for n in (0, 1, 2, 3, 17, 64)] == [1, 1, 2, 4, 32, 64]
+
+
+def test_the_plain_order_holds_until_a_bin_crowds():
+    from kwire.assignors._javaorder import java_hash_iteration, may_crowd
+
+    rng = random.Random(7)
+    hashes = [rng.getrandbits(32) for _ in range(500)]
+    spread_hashes = np.array([spread(h) for h in hashes], dtype=np.int64)
+    assert not may_crowd(spread_hashes, 16)
+    cap = capacity_after(500)
+    assert java_hash_iteration(list(range(500)), spread_hashes, 16) == sorted(
+        range(500), key=lambda i: (spread_hashes[i] & (cap - 1), i))
+    # twelve keys of one hash: a tree bin once the table has 64 slots, whose root iterates first
+    same = np.full(12, 5, dtype=np.int64)
+    assert may_crowd(same, 16)
+    order = java_hash_iteration(list(range(12)), same, 16)
+    assert sorted(order) == list(range(12)) and order != list(range(12))
+
+
+@needs_compiled
+def test_member_map_order_twins_agree_on_colliding_ids():
+    import itertools
+
+    from kwire.assignors._server import server_kernels
+
+    # "Aa" and "BB" share String.hashCode, so do all their concatenations: tree bins in big tables
+    colliding = ["".join(p) for p in itertools.product(["Aa", "BB"], repeat=7)]
+    rng = random.Random(11)
+    for n_colliding, n_other in ((9, 60), (12, 200), (40, 10), (128, 3000), (0, 5000)):
+        ids = rng.sample(colliding, n_colliding) + _names(rng, n_other)
+        ids = list(dict.fromkeys(ids))
+        rng.shuffle(ids)
+        orders = [server_kernels(impl).member_map_order(ids).tolist() for impl in ("python", "cython")]
+        assert orders[0] == orders[1]
+        assert sorted(orders[0]) == list(range(len(ids)))

@@ -35,10 +35,35 @@ from ._api import (
 # register when their module is imported, here, so STRATEGIES is complete.
 from . import _sticky  # noqa: F401,E402
 from ._sticky import assign_sticky_pair, assign_sticky_pair_many  # noqa: E402
+from ._server import (  # noqa: E402
+    DEFAULT_SERVER_ASSIGNOR,
+    SERVER_ASSIGNORS,
+    ServerAssignor,
+    assign_server_arrays,
+    compute_preferred_server_assignor,
+    get_server_assignor,
+    register_server_assignor,
+    unregister_server_assignor,
+)
+from ._server_common import ServerAssignment, ServerGroupArrays  # noqa: E402
+from ._server_members import ServerMember, TopicMetadata, assign_server  # noqa: E402
 from ._userdata import encode_cooperative_userdata as cooperative_user_data, sticky_user_data  # noqa: E402
 
 __all__ = [
     "ArrayAssignment",
+    "DEFAULT_SERVER_ASSIGNOR",
+    "SERVER_ASSIGNORS",
+    "ServerAssignment",
+    "ServerAssignor",
+    "ServerGroupArrays",
+    "ServerMember",
+    "TopicMetadata",
+    "assign_server",
+    "assign_server_arrays",
+    "compute_preferred_server_assignor",
+    "get_server_assignor",
+    "register_server_assignor",
+    "unregister_server_assignor",
     "ArrayGroup",
     "MemberAssignments",
     "GroupInput",

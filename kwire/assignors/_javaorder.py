@@ -314,3 +314,306 @@ def hashmap_capacity(hashes: Sequence[int], initial_capacity: int = 16) -> int:
     for i, h in enumerate(first.tolist() if isinstance(first, np.ndarray) else first):
         table.add(i, spread(h))
     return _grown(len(hashes), table.capacity)
+
+
+# ---------------------------------------------------------------------------
+# The rules the server-side (KIP-848) assignors add: Uuid keys, HashSet sizing
+# from a collection, and tree bins.
+
+
+def _signed64(x: int) -> int:
+    x &= 0xFFFFFFFFFFFFFFFF
+    return x - (1 << 64) if x >> 63 else x
+
+
+def uuid_halves(topic_id: bytes) -> Tuple[int, int]:
+    """The signed ``(mostSignificantBits, leastSignificantBits)`` of a 16-byte Uuid."""
+    return (int.from_bytes(topic_id[:8], "big", signed=True), int.from_bytes(topic_id[8:16], "big", signed=True))
+
+
+def uuid_hash(topic_id: bytes) -> int:
+    """Kafka ``Uuid.hashCode``: ``x = msb ^ lsb``, then ``(int)(x >> 32) ^ (int)x``, as a signed int32."""
+    msb, lsb = uuid_halves(topic_id)
+    x = _signed64(msb ^ lsb)
+    return _to_int32((x >> 32) ^ x)
+
+
+def uuid_hashes(topic_ids: np.ndarray) -> np.ndarray:
+    """:func:`uuid_hash` of every row of a ``(T, 16)`` uint8 array, as int32."""
+    ids = np.ascontiguousarray(topic_ids, dtype=np.uint8).reshape(-1, 16)
+    halves = ids.view(">u8").astype(np.uint64)
+    x = halves[:, 0] ^ halves[:, 1]
+    return ((x >> np.uint64(32)) ^ (x & np.uint64(_MASK32))).astype(np.uint32).view(np.int32)
+
+
+def uuid_order_key(topic_id: bytes) -> Tuple[int, int]:
+    """Sort key of ``Uuid.compareTo``: signed msb, then signed lsb."""
+    return uuid_halves(topic_id)
+
+
+def table_size_for(n: int) -> int:
+    """``HashMap.tableSizeFor``: the smallest power of two >= n (1 for n <= 1)."""
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def hashset_capacity_from(size: int) -> int:
+    """The table of ``new HashSet<>(collection)`` of ``size`` elements:
+    ``tableSizeFor(max((int) (size / .75f) + 1, 16))``, in float32 as Java computes it."""
+    return table_size_for(max(int(np.float32(size) / np.float32(0.75)) + 1, 16))
+
+
+def hashmap_capacity_from(n: int) -> int:
+    """The table of ``new HashMap<>(n)`` once its first key is put: ``tableSizeFor(n)``."""
+    return table_size_for(n)
+
+
+def may_crowd(spread_hashes: np.ndarray, initial_capacity: int) -> bool:
+    """Whether some bin of a HashMap filled with these keys (spread hashes, in
+    insertion order, all distinct keys) could ever hold 9 entries, the point
+    where Java either doubles a small table or turns the bin into a tree.
+
+    When it cannot, the iteration order is plain: buckets of the final table
+    ascending, insertion order inside each.  The check walks the capacities
+    the table passes through and looks at the keys it held at each."""
+    n = len(spread_hashes)
+    if n < _TREEIFY_LEN:
+        return False
+    h = np.asarray(spread_hashes).astype(np.int64) & _MASK32
+    cap = initial_capacity
+    while True:
+        held = min(n, cap * _LOAD_NUMERATOR // _LOAD_DENOMINATOR + 1)
+        if held >= _TREEIFY_LEN and np.bincount(h[:held] & (cap - 1)).max() >= _TREEIFY_LEN:
+            return True
+        if held >= n:
+            return False
+        cap *= 2
+
+
+class _TreeNode:
+    __slots__ = ("key", "hash", "left", "right", "parent", "red")
+
+    def __init__(self, key, h):
+        self.key, self.hash = key, h
+        self.left = self.right = self.parent = None
+        self.red = False
+
+
+def _rotate(root, p, left):
+    """``TreeNode.rotateLeft`` (``left``) or ``rotateRight``: p's child on the
+    other side takes p's place, and p becomes that child's ``left``-side child."""
+    near, far = ("left", "right") if left else ("right", "left")
+    r = getattr(p, far)
+    inner = getattr(r, near)
+    setattr(p, far, inner)
+    if inner is not None:
+        inner.parent = p
+    r.parent = pp = p.parent
+    if pp is None:
+        root = r
+        r.red = False
+    elif getattr(pp, near) is p:
+        setattr(pp, near, r)
+    else:
+        setattr(pp, far, r)
+    setattr(r, near, p)
+    p.parent = r
+    return root
+
+
+def _balance_insertion(root, x):
+    """``HashMap.TreeNode.balanceInsertion``: the red-black fix-up after an
+    insert.  Java writes the two mirror cases out; here ``near``/``far`` name
+    the sides for whichever side of its grandparent x's parent hangs on."""
+    x.red = True
+    while True:
+        xp = x.parent
+        if xp is None:
+            x.red = False
+            return x
+        xpp = xp.parent
+        if not xp.red or xpp is None:
+            return root
+        on_left = xp is xpp.left
+        near, far = ("left", "right") if on_left else ("right", "left")
+        uncle = getattr(xpp, far)
+        if uncle is not None and uncle.red:
+            uncle.red = xp.red = False
+            xpp.red = True
+            x = xpp
+            continue
+        if x is getattr(xp, far):
+            x = xp
+            root = _rotate(root, x, on_left)
+            xp = x.parent
+            xpp = None if xp is None else xp.parent
+        if xp is not None:
+            xp.red = False
+            if xpp is not None:
+                xpp.red = True
+                root = _rotate(root, xpp, not on_left)
+
+
+def _signed32(h: int) -> int:
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+class _TreeBin:
+    """A treeified bin: its red-black tree (placement by spread hash as a
+    signed int, then the keys' ``compareTo``) and its ``next`` list, which is
+    what iteration follows (``moveRootToFront`` puts the root first; a new
+    node goes right after its tree parent)."""
+
+    __slots__ = ("root", "order", "less")
+
+    def __init__(self, keys_hashes, less):
+        self.less = less
+        self.root = None
+        self.order = []
+        for key, h in keys_hashes:
+            self._insert(key, h, after_parent=False)
+        self._root_to_front()
+
+    def _insert(self, key, h, after_parent):
+        x = _TreeNode(key, h)
+        if self.root is None:
+            self.root = x
+            self.order.append(x)
+            return
+        hs = _signed32(h)
+        p = self.root
+        while True:
+            ph = _signed32(p.hash)
+            if ph > hs:
+                left = True
+            elif ph < hs:
+                left = False
+            else:
+                # equal hashes: compareTo (keys are never equal here; Java's
+                # tieBreakOrder would only be reached by keys comparing equal)
+                left = self.less(key, p.key)
+            nxt = p.left if left else p.right
+            if nxt is None:
+                x.parent = p
+                if left:
+                    p.left = x
+                else:
+                    p.right = x
+                if after_parent:
+                    self.order.insert(self.order.index(p) + 1, x)
+                else:
+                    self.order.append(x)
+                self.root = _balance_insertion(self.root, x)
+                return
+            p = nxt
+
+    def _root_to_front(self):
+        if self.order[0] is not self.root:
+            self.order.remove(self.root)
+            self.order.insert(0, self.root)
+
+    def put(self, key, h):
+        self._insert(key, h, after_parent=True)
+        self._root_to_front()
+
+    def keys(self):
+        return [(n.key, n.hash) for n in self.order]
+
+
+_UNTREEIFY_LEN = 6
+
+
+def java_hash_iteration(keys: Sequence, spread_hashes: Sequence[int], initial_capacity: int = 16,
+                        less=None) -> List[int]:
+    """The positions of ``keys`` (distinct, put in index order into a Java
+    HashMap of ``initial_capacity`` slots) in the map's iteration order.
+
+    The plain rule (bucket, then insertion) holds unless a bin ever reaches 9
+    keys (:func:`may_crowd`); then this simulates JDK 17's table exactly:
+    ``treeifyBin`` doubling tables under 64 slots, tree bins above (red-black
+    placement by hash then ``less``, the keys' ``compareTo``), and resizes that
+    split tree bins, untreeifying halves of 6 or fewer and re-treeifying the
+    rest when both halves are non-empty (``TreeNode.split``)."""
+    hashes = np.asarray(spread_hashes, dtype=np.int64) & _MASK32
+    n = len(keys)
+    if not may_crowd(hashes, initial_capacity):
+        cap = _grown(n, initial_capacity) if n else initial_capacity
+        return np.argsort(hashes & (cap - 1), kind="stable").tolist()
+    if less is None:
+        def less(a, b):
+            return a < b
+    cap = initial_capacity
+    table: List = [None] * cap   # None, a list of (index, hash), or a _TreeBin
+    size = 0
+
+    def resize(table, cap):
+        new_cap = cap * 2
+        new = [None] * new_cap
+        for b, binv in enumerate(table):
+            if binv is None:
+                continue
+            entries = binv.keys() if isinstance(binv, _TreeBin) else binv
+            lo = [e for e in entries if not e[1] & cap]
+            hi = [e for e in entries if e[1] & cap]
+            if isinstance(binv, _TreeBin):
+                for half, other, slot in ((lo, hi, b), (hi, lo, b + cap)):
+                    if not half:
+                        continue
+                    if len(half) <= _UNTREEIFY_LEN:
+                        new[slot] = half
+                    elif other:
+                        new[slot] = _TreeBin(half, binv.less)
+                    else:
+                        new[slot] = binv
+            else:
+                if lo:
+                    new[b] = lo
+                if hi:
+                    new[b + cap] = hi
+        return new, new_cap
+
+    wrapped_less = (lambda a, b: less(keys[a], keys[b]))
+    for i in range(n):
+        h = int(hashes[i])
+        b = h & (cap - 1)
+        binv = table[b]
+        if binv is None:
+            table[b] = [(i, h)]
+        elif isinstance(binv, _TreeBin):
+            binv.put(i, h)
+        else:
+            binv.append((i, h))
+            if len(binv) >= _TREEIFY_LEN:
+                if cap < _MIN_TREE_TABLE:
+                    table, cap = resize(table, cap)
+                else:
+                    table[b] = _TreeBin(binv, wrapped_less)
+        size += 1
+        if size > cap * _LOAD_NUMERATOR // _LOAD_DENOMINATOR:
+            table, cap = resize(table, cap)
+    out: List[int] = []
+    for binv in table:
+        if binv is not None:
+            out.extend(e[0] for e in (binv.keys() if isinstance(binv, _TreeBin) else binv))
+    return out
+
+
+def string_hashmap_iteration(names: Sequence[str]) -> List[int]:
+    """Positions of ``names`` in the order of a ``new HashMap<String, ?>()``
+    they were put into in index order (tree bins order keys by ``String.compareTo``)."""
+    hashes = string_hashes(list(names)).view(np.uint32).astype(np.int64)
+    return java_hash_iteration(names, hashes ^ (hashes >> 16), 16, lambda a, b: utf16_key(a) < utf16_key(b))
+
+
+def uuid_hash_iteration(topic_ids: Sequence[bytes], initial_capacity: int) -> List[int]:
+    """Positions of 16-byte Uuids put in index order into a Java hash table of
+    ``initial_capacity`` slots, in its iteration order (tree bins by ``Uuid.compareTo``)."""
+    h = np.array([uuid_hash(t) for t in topic_ids], dtype=np.int64) & _MASK32
+    return java_hash_iteration(topic_ids, h ^ (h >> 16), initial_capacity,
+                               lambda a, b: uuid_halves(a) < uuid_halves(b))
+
+
+def integer_hash_iteration(values: Sequence[int], initial_capacity: int) -> List[int]:
+    """Positions of distinct ints put in index order into a ``HashSet<Integer>``
+    of ``initial_capacity`` slots, in its iteration order (``Integer.hashCode`` is the value)."""
+    h = np.asarray(values, dtype=np.int64) & _MASK32
+    return java_hash_iteration(values, h ^ (h >> 16), initial_capacity, lambda a, b: a < b)
