@@ -11,7 +11,7 @@ from kwire.errors import DecodeError, EncodeError, KwireError
 from kwire.codec import _schema
 
 from tests._filled import filled
-from tests.conftest import IMPLEMENTATIONS, codec_module
+from tests._twins import IMPLS, codec_module
 
 
 def _samples(k):
@@ -285,7 +285,7 @@ def test_all_errors_share_one_tree():
     assert issubclass(kwire.FrameTooLargeError, kwire.DecodeError)
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_random_garbage_never_escapes_the_error_tree(impl):
     import random
 
