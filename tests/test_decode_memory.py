@@ -1,4 +1,4 @@
-"""Memory a decode builds, against the size of its input, with default arguments (issue 15).
+"""Memory a decode builds, against the size of its input, with default arguments.
 
 The adversarial input for each message at its newest version is its arrays full of minimal elements (2000 of
 of them; 10 in each nested array) whose integers fall outside CPython's cache of small ints, so that every

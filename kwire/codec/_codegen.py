@@ -5,6 +5,11 @@ function per struct, with the version checks spelled out as C comparisons,
 so the compiled code does no table look-ups at run time.  The byte-level
 primitives live in the hand-written ``kwire/codec/_wire.pxi``.
 
+This module drives the emitters: one ``_StructGen`` per struct, made of the
+reader (``_codegen_read.py``), the writer (``_codegen_write.py``) and the class
+(``_codegen_classes.py``) emitters over what ``_codegen_fields.py`` knows of the
+struct, then the framing tables of every api message.
+
 ``setup.py`` runs this before cythonizing; the output is not committed.
 Run it by hand with ``python kwire/codec/_codegen.py [OUT.pyx]``.
 
