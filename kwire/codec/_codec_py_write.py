@@ -58,6 +58,27 @@ def _flat(v):
         raise EncodeError(f"expected a bytes-like object, got {type(v).__name__}") from None
 
 
+def length_of(v):
+    """``len(v)`` of an array field's value, an EncodeError where its ``__len__`` gives no count (negative,
+    past the largest index, not an int), as the compiled twin's ``length_of``."""
+    try:
+        return len(v)
+    except (ValueError, OverflowError, TypeError) as e:
+        raise EncodeError(f"the length of a {type(v).__name__} is not a count: {e}") from None
+
+
+def snapshot(v):
+    """The elements of an array field's value, collected by iterating: ``list(v)`` sizes its first allocation
+    by ``__len__``, which a subclass may make say 2**62.  A count that disagrees with the elements is refused."""
+    if type(v) is list:
+        return list(v)  # an exact list's length is its own
+    n = length_of(v)
+    items = [item for item in v]
+    if len(items) != n:
+        raise EncodeError(f"a {type(v).__name__} says it has {n} elements but holds {len(items)}")
+    return items
+
+
 def _w_null(out, plan, wide):
     if not plan.nullable:
         raise EncodeError("null in a non-nullable field")
@@ -108,7 +129,7 @@ def _write_value(out, v, plan):
             raise EncodeError(f"expected a list, got {type(v).__name__}")
         # A snapshot: an element's own code may change the list while it is
         # written, and the count written first must stay true (as compiled).
-        items = list(v)
+        items = snapshot(v)
         _w_length(out, len(items), plan.compact, True)
         for i, item in enumerate(items):
             try:
@@ -133,7 +154,7 @@ def _write_value(out, v, plan):
 def is_default(field, v):
     d = field.default
     if isinstance(d, list):
-        return v is not None and not isinstance(v, (str, bytes)) and hasattr(v, "__len__") and len(v) == 0
+        return v is not None and not isinstance(v, (str, bytes)) and hasattr(v, "__len__") and length_of(v) == 0
     if d is None:
         return v is None
     return v is not None and v == d

@@ -66,6 +66,15 @@ cdef bint held_is(dict overflow, str name, object default) except -1:
 cdef list _NO_ITEMS = []
 
 
+cdef Py_ssize_t length_of(object v) except -1:
+    """``len(v)`` of an array field's value, an EncodeError where its ``__len__`` gives no count (negative,
+    past Py_ssize_t, not an int).  The pure twin's ``length_of`` says the same."""
+    try:
+        return len(v)
+    except (ValueError, OverflowError, TypeError) as e:
+        raise EncodeError(f"the length of a {type(v).__name__} is not a count: {e}") from None
+
+
 cdef list as_list(object v):
     """A snapshot of the elements of an array field (None is handled by the caller).
 
@@ -78,15 +87,21 @@ cdef list as_list(object v):
         return _NO_ITEMS  # only read: the writers take its length and elements
     if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__"):
         raise EncodeError(f"expected a list, got {type(v).__name__}")
-    return list(v)
+    cdef Py_ssize_t n = length_of(v)
+    # Collected by iterating, not by list(v): list() sizes its first allocation by __len__, and a subclass's
+    # __len__ may say 2**62.  A count that disagrees with the elements is refused, not written.
+    cdef list items = [item for item in v]
+    if len(items) != n:
+        raise EncodeError(f"a {type(v).__name__} says it has {n} elements but holds {len(items)}")
+    return items
 
 
-cdef bint is_empty_list(object v):
+cdef bint is_empty_list(object v) except -1:
     if v is EMPTY_ARRAY:
         return True
     if v is None or isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
         return False
-    return len(v) == 0
+    return length_of(v) == 0
 
 
 cdef int w_tags(Writer* w, object unknown, dict known) except -1:
