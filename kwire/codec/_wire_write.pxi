@@ -113,6 +113,11 @@ cdef inline int w_be64(Writer* w, uint64_t v) except -1:
 
 cdef inline int w_uvarint(Writer* w, uint32_t v) except -1:
     w_reserve(w, 5)
+    if v < 0x80:
+        # Nearly every length and count is below 128: one byte, no loop.
+        w.buf[w.len] = <uint8_t>v
+        w.len += 1
+        return 0
     w.len += put_uvarint(w.buf + w.len, v)
     return 0
 
