@@ -16,8 +16,9 @@ of kwire's one switch between twins, ``_impl.load("name", ..., package=...)``
 imports ``package._name_c`` or ``package._name_py`` at run time, so it is an
 edge to both.
 
-Python files are read with :mod:`ast`.  Cython files (``.pyx`` and the
-``.pxi`` files they ``include``) are not Python, but they tokenize as Python:
+Python files are read with :mod:`ast`.  Cython files (``.pyx``, the
+``.pxi`` files they ``include`` and the ``.pxd`` files they ``cimport``) are
+not Python, but they tokenize as Python:
 their ``import``/``from``/``cimport`` lines and their ``a._b`` accesses are
 read from the token stream, strings and comments excluded.
 

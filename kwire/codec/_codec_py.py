@@ -20,6 +20,8 @@ from kwire.codec._codec_py_plans import FIXED as _FIXED
 from kwire.codec._codec_py_read import Reader as _Reader
 from kwire.codec._codec_py_write import decodes_to_default  # noqa: F401  (public: fuzz/differential.py)
 from kwire.errors import ArgumentTypeError, DecodeError, EncodeError, UnsupportedVersionError
+# The compiled twin's module holds the same error names (tests compare the two modules' names).
+from kwire.errors import ArgumentValueError  # noqa: F401
 
 globals().update(_ALL)
 __all__ = sorted(_ALL)  # the framing functions join them at the end of the module
