@@ -108,7 +108,10 @@ _GCC_CODEC_ARGS = ["--param", "inline-unit-growth=100"]
 
 def _is_gcc(compiler):
     """Whether ``compiler`` (a distutils compiler object) runs GCC, whose inliner takes that --param."""
-    command = getattr(compiler, "compiler_so", None)
+    command = list(getattr(compiler, "compiler_so", None) or [])
+    # A compiler cache in front (CC="ccache gcc") runs the compiler named after it: ask that one.
+    while command and os.path.basename(command[0]) in ("ccache", "sccache"):
+        command = command[1:]
     if not command:
         return False  # MSVC
     try:
