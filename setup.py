@@ -30,8 +30,15 @@ def _load_by_path(name, relpath):
 
 def generate_sources():
     schema = _load_by_path("_kwire_build_schema", os.path.join("kwire", "codec", "_schema.py"))
-    codegen = _load_by_path("_kwire_build_codegen", os.path.join("kwire", "codec", "_codegen.py"))
-    codegen.write_cython(schema, os.path.join(HERE, "kwire", "codec", "_codec_c.pyx"))
+    # The generator's parts (_codegen_read.py, _codegen_write.py, ...) import each other as plain modules when
+    # there is no kwire package to import them from: their folder goes on the path while it runs.
+    codec_dir = os.path.join(HERE, "kwire", "codec")
+    sys.path.insert(0, codec_dir)
+    try:
+        codegen = _load_by_path("_kwire_build_codegen", os.path.join("kwire", "codec", "_codegen.py"))
+        codegen.write_cython(schema, os.path.join(codec_dir, "_codec_c.pyx"))
+    finally:
+        sys.path.remove(codec_dir)
 
 
 def write_build_config(with_extensions):
@@ -101,7 +108,10 @@ _GCC_CODEC_ARGS = ["--param", "inline-unit-growth=100"]
 
 def _is_gcc(compiler):
     """Whether ``compiler`` (a distutils compiler object) runs GCC, whose inliner takes that --param."""
-    command = getattr(compiler, "compiler_so", None)
+    command = list(getattr(compiler, "compiler_so", None) or [])
+    # A compiler cache in front (CC="ccache gcc") runs the compiler named after it: ask that one.
+    while command and os.path.basename(command[0]) in ("ccache", "sccache"):
+        command = command[1:]
     if not command:
         return False  # MSVC
     try:

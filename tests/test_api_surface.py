@@ -10,15 +10,16 @@ import pytest
 import kwire
 import kwire.errors
 from kwire import _impl
-from kwire.codec import _schema
+from kwire.codec import ApiKey, _schema
 from kwire.codec._framing import FrameSplitter, Framing, split_frames
+from tests._twins import IMPLS
 
-IMPLS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
 
 # The top level has the group-coordination apis a client or coordinator speaks (FindCoordinator, JoinGroup,
 # Heartbeat, LeaveGroup, SyncGroup, ApiVersions), the headers and the consumer protocol; the other apis the mock
 # cluster answers (Metadata, offsets, Fetch, ...) are reached as kwire.codec.X.
-TOP_LEVEL_APIS = {10, 11, 12, 13, 14, 18}
+TOP_LEVEL_APIS = {ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
+                  ApiKey.API_VERSIONS}
 TOP_MESSAGES = [m for m in _schema.ALL_MESSAGES if getattr(m, "api_key", None) in TOP_LEVEL_APIS | {None}]
 MESSAGE_NAMES = {m.class_name for m in TOP_MESSAGES} | {
     cname for m in TOP_MESSAGES for cname, _k, _f, _r in m.structs()}
@@ -29,11 +30,6 @@ TOP_LEVEL = MESSAGE_NAMES | {
     "UnsupportedVersionError",
     "IMPLEMENTATION",
 }
-
-
-@pytest.fixture(params=IMPLS)
-def codec(request):
-    return _impl.load("codec", request.param, package="kwire.codec")
 
 
 def test_the_top_level_holds_messages_framing_assign_and_errors_only():

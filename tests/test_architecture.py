@@ -18,8 +18,9 @@ of kwire's one switch between twins, ``_impl.load("name", ..., package=...)``
 imports ``package._name_c`` or ``package._name_py`` at run time, so it is an
 edge to both.
 
-Python files are read with :mod:`ast`.  Cython files (``.pyx`` and the
-``.pxi`` files they ``include``) are not Python, but they tokenize as Python:
+Python files are read with :mod:`ast`.  Cython files (``.pyx``, the
+``.pxi`` files they ``include`` and the ``.pxd`` files they ``cimport``) are
+not Python, but they tokenize as Python:
 their ``import``/``from``/``cimport`` lines and their ``a._b`` accesses are
 read from the token stream, strings and comments excluded.
 
@@ -62,6 +63,11 @@ PUBLIC_MODULES_WITH_CODE = {
 REEXPORT_FUNCTIONS = {
     ("kwire", "__getattr__"): "lazy re-export of the assignors (NumPy loads on first use, not with the codec)",
     ("kwire", "__dir__"): "lists the lazily re-exported names with the others",
+}
+# c. Private modules that other packages may cimport, and why.
+SHARED_CIMPORTS = {
+    "kwire.codec._bytes": "the byte primitives and the growable buffer every compiled part shares; a .pxd of inline "
+                          "functions and a struct, cimported at compile time, with no module behind it at run time",
 }
 # d. Private-looking names that are public API of the object they are read from.
 PUBLIC_UNDERSCORE_NAMES = {
@@ -122,7 +128,7 @@ def load_tree(root=ROOT):
         for path in sorted(base.rglob("*")):
             if "__pycache__" in path.parts or "build" in path.relative_to(root).parts:
                 continue
-            if path.suffix not in (".py", ".pyx"):
+            if path.suffix not in (".py", ".pyx", ".pxd"):
                 continue
             name = _module_name(root, path)
             modules[name] = Module(name, path, path.name == "__init__.py")
@@ -407,6 +413,8 @@ def private_import_violations(modules):
             continue  # tests, fuzz and benches may reach inside
         for line, target, names, level in mod.imports:
             for dest, _name in resolve(modules, mod, target, names, level):
+                if dest in SHARED_CIMPORTS and mod.path.suffix == ".pyx":
+                    continue
                 parts = dest.split(".")
                 for k, part in enumerate(parts):
                     owner = ".".join(parts[:k])

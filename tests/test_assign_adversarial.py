@@ -20,7 +20,7 @@ from kwire.assignors._sticky_rules import JavaAssignorFailure
 from kwire.assignors._userdata import encode_cooperative_userdata, encode_sticky_userdata
 from kwire.errors import KwireError
 
-from tests.conftest import IMPLEMENTATIONS
+from tests._twins import IMPLS
 
 STRATEGY_NAMES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 INT32 = (-2**31, 2**31 - 1)
@@ -29,7 +29,7 @@ LONG_ID = "m" * 70_000 + "\u00e9"  # longer than a Kafka string can carry on the
 TOPIC_NAMES = ["a", "b", "t\u00e9", "\U0001f600", "", "zz"]
 UNKNOWN_TOPICS = ["nope", "ghost"]
 
-needs_both = pytest.mark.skipif(len(IMPLEMENTATIONS) < 2, reason="needs the compiled kernels")
+needs_both = pytest.mark.skipif(len(IMPLS) < 2, reason="needs the compiled kernels")
 
 
 @st.composite
@@ -169,7 +169,7 @@ def test_partition_claimed_by_everyone_at_the_int32_generation_limits(strategy):
 def test_duplicate_member_ids_are_a_typed_error(strategy):
     sub = kwire.Subscription(topics=["a"])
     members = [kwire.GroupMember("m", None, sub), kwire.GroupMember("m", None, sub)]
-    for impl in IMPLEMENTATIONS:
+    for impl in IMPLS:
         with pytest.raises(kwire.KwireError):
             kwire.assign(strategy, members, {"a": 3}, implementation=impl)
 
@@ -189,7 +189,7 @@ def test_long_ids_empty_subscriptions_and_empty_topics(strategy):
 
 
 @needs_both
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("strategy", ["sticky", "cooperative-sticky"])
 @pytest.mark.parametrize("lonely", [True, False])
 def test_owned_partition_beyond_the_partition_count_constrained(strategy, impl, lonely):
@@ -208,7 +208,7 @@ def test_owned_partition_beyond_the_partition_count_constrained(strategy, impl, 
 
 
 @needs_both
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("strategy", ["sticky", "cooperative-sticky"])
 def test_owned_partition_beyond_the_partition_count_general(strategy, impl):
     """Same in the general path, where Java hands the member t-0 twice and the missing b-1."""
@@ -222,7 +222,7 @@ def test_owned_partition_beyond_the_partition_count_general(strategy, impl):
 
 
 @needs_both
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
 def test_topic_listed_twice_is_kept_once(strategy, impl):
     """Found by the adversarial search: with ['a', 'a'] Java's sticky path gave m2

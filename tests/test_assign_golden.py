@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests._data import GOLDEN_PATH, golden_cases
-from tests.conftest import assignor_implementations
+from tests._twins import assignor_implementations
 from kwire.assignors import STRATEGIES, ArrayGroup, GroupMember, assign, assign_arrays
 from kwire.assignors._model import GroupInput, MemberInput
 from kwire.assignors._api import get_strategy, group_input, reference_assign

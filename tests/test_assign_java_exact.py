@@ -15,7 +15,7 @@ from kwire.assignors import assign_arrays
 from kwire.assignors._arrays import ArrayGroup
 from kwire.errors import AssignmentError
 from tests._data import DATA
-from tests.conftest import assignor_implementations
+from tests._twins import assignor_implementations
 
 # Cases a member-level caller can send as they are: no owned claims (those go through the
 # strategies' userData rules and are covered at array level by tests/test_assign_sticky.py), and no topic

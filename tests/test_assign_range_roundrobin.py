@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import kwire
 from kwire import Subscription
-from tests.conftest import assignor_implementations
+from tests._twins import assignor_implementations
 from kwire.assignors import (
     STRATEGIES,
     ArrayAssignment,

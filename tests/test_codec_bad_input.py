@@ -11,7 +11,7 @@ from kwire.errors import DecodeError, EncodeError, KwireError
 from kwire.codec import _schema
 
 from tests._filled import filled
-from tests.conftest import IMPLEMENTATIONS, codec_module
+from tests._twins import IMPLS, codec_module, same_in_both
 
 
 def _samples(k):
@@ -285,7 +285,7 @@ def test_all_errors_share_one_tree():
     assert issubclass(kwire.FrameTooLargeError, kwire.DecodeError)
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_random_garbage_never_escapes_the_error_tree(impl):
     import random
 
@@ -308,3 +308,77 @@ def test_random_garbage_never_escapes_the_error_tree(impl):
                 cls.decode(data)
             except DecodeError:
                 pass
+
+
+# -- array values whose __len__ lies ---------------------------------------------------------------------------
+
+class _LyingList(list):
+    """A list whose ``__len__`` says ``claimed`` whatever it holds."""
+
+    def __init__(self, items, claimed):
+        super().__init__(items)
+        self.claimed = claimed
+
+    def __len__(self):
+        return self.claimed
+
+
+def _newest_version(msg, path):
+    """The newest version of ``msg`` that has every field of ``path`` (None: none has)."""
+    return max((v for v in range(msg.valid.lo, msg.valid.hi + 1) if all(v in f.versions for f in path)), default=None)
+
+
+def _array_kinds():
+    """The first array field of each kind in the schema (element type, tagged or not), as ``(message, path)``:
+    the path of attribute names from the message down to the array."""
+    kinds = {}
+
+    def walk(msg, fields, path):
+        for f in fields:
+            if f.is_array and _newest_version(msg, path + [f]) is not None:
+                kinds.setdefault(("struct" if f.is_struct else f.element_type, f.tag is not None), (msg, path + [f]))
+            if f.is_struct:
+                walk(msg, f.fields, path + [f])
+
+    for msg in _schema.API_MESSAGES + _schema.DATA_MESSAGES:
+        walk(msg, msg.fields, [])
+    return kinds
+
+
+ARRAY_KINDS = _array_kinds()
+_ELEMENT = {"int32": 1, "int64": 1, "int16": 1, "string": "a", "bytes": b"a", "uuid": bytes(16)}
+
+
+def _with_lying_array(codec, msg, path, claimed):
+    """``msg`` at its newest version, the array at ``path`` a _LyingList of one element claiming ``claimed``,
+    each array above it holding one default element."""
+    def element_of(field):
+        if field.is_struct:
+            return getattr(codec, msg.struct_class_names.get(field.struct_name, field.struct_name))()
+        return _ELEMENT[field.element_type]
+
+    top = getattr(codec, msg.class_name)()
+    holder = top
+    for field in path[:-1]:
+        child = element_of(field)
+        setattr(holder, field.attr, [child] if field.is_array else child)
+        holder = child
+    last = path[-1]
+    setattr(holder, last.attr, _LyingList([element_of(last)], claimed))
+    return top
+
+
+@pytest.mark.parametrize("claimed", [2 ** 62, -1, 2 ** 63, 5], ids=["2^62", "-1", "2^63", "5"])
+@pytest.mark.parametrize("kind", sorted(ARRAY_KINDS), ids=lambda k: f"{k[0]}{'-tagged' if k[1] else ''}")
+def test_an_array_whose_len_lies_is_an_encode_error_in_both_twins(kind, claimed):
+    # list() sizes its first allocation by __len__: a snapshot taken that way raised a bare MemoryError
+    # (2^62), ValueError (-1) or OverflowError (2^63) instead of the codec's error.
+    msg, path = ARRAY_KINDS[kind]
+    version = _newest_version(msg, path)
+    result = same_in_both(lambda codec: lambda: _with_lying_array(codec, msg, path, claimed).encode(version))
+    assert result[:2] == ("err", "EncodeError"), result
+
+
+def test_every_array_element_kind_of_the_schema_is_covered():
+    # Struct arrays with and without tags, and the scalar element types the tables use today.
+    assert {("struct", False), ("struct", True), ("int32", False), ("string", False)} <= set(ARRAY_KINDS)

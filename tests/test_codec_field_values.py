@@ -1,7 +1,7 @@
-"""What a field gives back is what was put in it, in both twins (issue 15's memory item).
+"""What a field gives back is what was put in it, in both twins (the memory a field keeps).
 
 The compiled classes keep an integer field as a C value and an empty decoded array as a shared marker (see
-``class_def`` in kwire/codec/_codegen.py); the pure twin keeps every value as given.  Whatever a user assigns
+``class_def`` in kwire/codec/_codegen_classes.py); the pure twin keeps every value as given.  Whatever a user assigns
 must read back, compare, print, pickle and encode (or fail to) exactly as in the pure twin."""
 
 import copy

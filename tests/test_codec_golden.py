@@ -14,7 +14,7 @@ import pytest
 import kwire
 from kwire.codec import _schema
 
-from tests.conftest import IMPLEMENTATIONS, codec_module
+from tests._twins import IMPLS, codec_module
 
 
 def h(*parts):
@@ -124,7 +124,7 @@ FIND_COORDINATOR_V6_RESPONSE_FRAME = h(
 )
 
 
-@pytest.fixture(params=IMPLEMENTATIONS)
+@pytest.fixture(params=IMPLS)
 def k(request):
     """One implementation's classes, with the framing functions bound to them."""
     from kwire.codec import Framing

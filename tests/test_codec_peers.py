@@ -24,7 +24,6 @@ import datetime
 import functools
 import importlib
 import io
-import os
 import random
 import re
 import zlib
@@ -32,6 +31,7 @@ import zlib
 import pytest
 
 from tests._data import kafka_spec
+from tests._twins import IMPLS, codec_module
 
 pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -43,19 +43,11 @@ pytestmark = pytest.mark.interop
 # kwire implementations
 # --------------------------------------------------------------------------
 
-_NO_EXT = os.environ.get("KWIRE_NO_EXTENSIONS", "") not in ("", "0")
-_IMPL_PARAMS = [
-    pytest.param("kwire.codec._codec_c", id="cython",
-                 marks=pytest.mark.skipif(_NO_EXT, reason="KWIRE_NO_EXTENSIONS=1: compiled codec not built")),
-    pytest.param("kwire.codec._codec_py", id="python"),
-]
-
-
-@pytest.fixture(params=_IMPL_PARAMS)
+@pytest.fixture(params=IMPLS)
 def kw(request):
     # No importorskip for the compiled module: when extensions are expected,
     # a missing build must fail here rather than pass with only one codec.
-    return importlib.import_module(request.param)
+    return codec_module(request.param)
 
 
 # --------------------------------------------------------------------------

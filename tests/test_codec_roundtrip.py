@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import strategies as S
-from tests.conftest import IMPLEMENTATIONS, codec_module
+from tests._twins import IMPLS, codec_module
 
 CASES = S.all_message_versions()
 
@@ -36,7 +36,7 @@ def test_round_trip_and_implementations_agree(msg, version, examples):
     def round_trip(data):
         tree = data.draw(S.message_tree(msg, version))
         encoded, reprs = [], []
-        for impl in IMPLEMENTATIONS:
+        for impl in IMPLS:
             codec = codec_module(impl)
             obj = S.build(codec, msg, tree)
             raw = _encode(obj, msg, version)
@@ -48,7 +48,7 @@ def test_round_trip_and_implementations_agree(msg, version, examples):
         assert all(raw == encoded[0] for raw in encoded), "implementations wrote different bytes"
         assert all(r == reprs[0] for r in reprs), "implementations print the same message differently"
         # Each implementation reads the other's bytes to the same message.
-        for impl in IMPLEMENTATIONS:
+        for impl in IMPLS:
             codec = codec_module(impl)
             cls = getattr(codec, msg.class_name)
             assert _decode(cls, msg, encoded[0], version) == S.build(codec, msg, tree)

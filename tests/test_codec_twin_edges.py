@@ -1,4 +1,4 @@
-"""Inputs on which the twins once disagreed, and the 2^31 bytes limit (issue 15's correctness debts).
+"""Inputs on which the twins once disagreed, and the 2^31 bytes limit (correctness debts found by checks beyond the tests).
 
 Each case must give identical bytes or the identical typed error in both codecs."""
 

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 import kwire
 from tests import strategies as S
-from tests._twins import CODECS, IMPLS
-from tests.conftest import IMPLEMENTATIONS, codec_module
+from tests._twins import CODECS, IMPLS, codec_module
 
 
 def _has_bytes(fields):
@@ -52,7 +51,7 @@ def test_every_message_with_a_bytes_field_is_covered():
 @given(data=st.data())
 def test_views_hold_what_copies_hold(msg, version, data):
     tree = data.draw(S.message_tree(msg, version))
-    for impl in IMPLEMENTATIONS:
+    for impl in IMPLS:
         codec = codec_module(impl)
         cls = getattr(codec, msg.class_name)
         raw = S.build(codec, msg, tree).encode(version)

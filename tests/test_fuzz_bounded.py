@@ -20,7 +20,8 @@ import kwire
 from kwire.errors import DecodeError, FrameTooLargeError, LimitExceededError
 from kwire.codec import FrameSplitter, split_frames
 
-from tests.conftest import IMPLEMENTATIONS, REPO, codec_module
+from tests._twins import IMPLS, codec_module
+from tests.conftest import REPO
 
 FUZZ = os.path.join(REPO, "fuzz")
 sys.path.insert(0, FUZZ)
@@ -40,7 +41,7 @@ PER_INPUT_SECONDS = 1.0
 MEMORY_BASE = 256 * 1024
 MEMORY_PER_BYTE = 1024
 
-needs_both = pytest.mark.skipif(len(IMPLEMENTATIONS) < 2, reason="differential tests need the compiled codec")
+needs_both = pytest.mark.skipif(len(IMPLS) < 2, reason="differential tests need the compiled codec")
 
 
 @needs_both
@@ -122,7 +123,7 @@ def _join_group_response(k, members, tags=None):
         unknown_tagged_fields=tags)
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_max_elements_counts_every_array_element_and_tagged_field(impl):
     k = codec_module(impl)
     body = _join_group_response(k, 10, {7: b"", 9: b"ab"}).encode(9)
@@ -142,7 +143,7 @@ def test_max_elements_counts_every_array_element_and_tagged_field(impl):
     assert info.value.path == "owned_partitions[0].partitions"
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_max_elements_is_validated(impl):
     k = codec_module(impl)
     body = k.HeartbeatRequest(group_id="g").encode(0)
@@ -153,7 +154,7 @@ def test_max_elements_is_validated(impl):
             k.HeartbeatRequest.decode(body, 0, max_elements=bad)
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_hostile_counts_fail_fast_without_allocating(impl):
     k = codec_module(impl)
     # JoinGroupResponse v9 with a compact member count of 2^32 - 1 and of 2^31 - 1 (varint),
@@ -215,7 +216,7 @@ def test_frame_splitter_never_reserves_a_declared_size():
 # Regressions found by the fuzzers (docs/RELIABILITY.md lists them)
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_unknown_tag_above_int32_survives_reencoding(impl):
     """Found by fuzzing: tags >= 2^31 decoded but were refused on encoding (as int32)."""
     k = codec_module(impl)
@@ -227,7 +228,7 @@ def test_unknown_tag_above_int32_survives_reencoding(impl):
     assert msg.encode(4) == body
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_heartbeat_response_to_a_request_of_negative_version(impl):
     """Found by fuzzing the batch decoder: the compiled twin's Heartbeat fast
     path read a response to a request that claimed version -253 as a v1-v3

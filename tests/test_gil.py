@@ -22,9 +22,9 @@ import pytest
 from kwire.assignors import ArrayGroup, assign_arrays
 from kwire.assignors._arrays import load_kernels
 
-from tests.conftest import IMPLEMENTATIONS
+from tests._twins import IMPLS
 
-pytestmark = pytest.mark.skipif(len(IMPLEMENTATIONS) < 2, reason="needs the compiled kernels")
+pytestmark = pytest.mark.skipif(len(IMPLS) < 2, reason="needs the compiled kernels")
 
 TOPICS, PARTITIONS, MEMBERS = 100, 10_000, 1000  # 1M partitions
 

@@ -23,7 +23,7 @@ from kwire.assignors._javaorder import (
     string_hashes,
     topic_partition_hash,
 )
-from tests.conftest import assignor_implementations
+from tests._twins import assignor_implementations
 
 needs_compiled = pytest.mark.skipif("cython" not in assignor_implementations(),
                                     reason="KWIRE_NO_EXTENSIONS=1: the compiled kernels are not built")

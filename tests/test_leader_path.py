@@ -20,7 +20,7 @@ from kwire.assignors._userdata import decode_sticky_userdata
 from kwire.codec._schema import CONSUMER_PROTOCOL_ASSIGNMENT
 from kwire.errors import AssignmentError, KwireError
 from tests._data import golden_cases
-from tests.conftest import assignor_implementations
+from tests._twins import assignor_implementations
 
 IMPLEMENTATIONS = assignor_implementations()
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")

@@ -16,7 +16,7 @@ from kwire import codec
 from kwire.assignors._arrays import load_kernels
 from kwire.codec._schema import CONSUMER_PROTOCOL_SUBSCRIPTION
 from kwire.errors import DecodeError, KwireError
-from tests.conftest import assignor_implementations
+from tests._twins import assignor_implementations
 
 IMPLEMENTATIONS = assignor_implementations()
 NAMES = ["a", "orders", "t" * 40, "\u00e9t\u00e9", "\U0001f600", "\uffee", "", "x" * 300, "b", "c.d_e-f"]

@@ -16,7 +16,7 @@ import pytest
 import kwire
 from kwire.errors import DecodeError, LimitExceededError
 
-from tests.conftest import IMPLEMENTATIONS, codec_module
+from tests._twins import IMPLS, codec_module
 
 
 def _rss():
@@ -56,7 +56,7 @@ def _big_join_group_response(k, n=1000):
                                member_id="member-1", members=members, unknown_tagged_fields={9: b"x"})
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_encode_decode_of_large_messages_is_flat(impl):
     k = codec_module(impl)
     msg = _big_join_group_response(k)
@@ -76,7 +76,7 @@ def test_encode_decode_of_large_messages_is_flat(impl):
     assert _rss() - rss0 < 16 * 2**20
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_failing_decodes_release_what_they_built(impl):
     k = codec_module(impl)
     body = _big_join_group_response(k, 300).encode(9)
@@ -103,7 +103,7 @@ def test_failing_decodes_release_what_they_built(impl):
     assert _growth(once, rounds) < 16 * 1024
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_decoding_releases_the_callers_buffer(impl):
     # A held buffer export would make the bytearray unresizable ("BufferError:
     # Existing exports of data") -- on success and on every error path.
@@ -131,7 +131,7 @@ def test_decoding_releases_the_callers_buffer(impl):
         mv.release()
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_decoded_objects_are_freed_with_their_last_reference(impl):
     # Instances keep their class alive: a leaked instance per round would show
     # as refcount growth on the classes, and as live objects of the type.
@@ -155,7 +155,7 @@ def test_decoded_objects_are_freed_with_their_last_reference(impl):
     assert not [o for o in gc.get_objects() if type(o) in classes]
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky", "cooperative-sticky"])
 def test_repeated_assignments_are_flat(impl, strategy):
     topics = [f"topic-{t}" for t in range(20)]

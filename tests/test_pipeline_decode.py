@@ -15,10 +15,9 @@ from kwire.codec import batch_decoder  # noqa: E402
 from kwire.pipeline import _decode as decode_module  # noqa: E402
 from kwire.pipeline._decode import binary_views, decode_capture, decode_table  # noqa: E402
 from kwire.pipeline._synth import synth  # noqa: E402
+from tests._twins import IMPLS  # noqa: E402
 
 from tests.pipeline_captures import metadata_request, metadata_response  # noqa: E402
-
-IMPLS = ["python"] if _impl.NO_EXTENSIONS else ["cython", "python"]
 
 
 def _write(path, rows):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kwire import _impl
 from kwire.errors import ArgumentTypeError, ArgumentValueError, EncodeError, FieldDeletionError
 
-from tests.conftest import IMPLEMENTATIONS
+from tests._twins import IMPLS as IMPLEMENTATIONS
 
 RECORDS = {impl: _impl.load("records", impl, package="kwire.codec") for impl in IMPLEMENTATIONS}
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")

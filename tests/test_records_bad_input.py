@@ -17,7 +17,7 @@ from kwire.errors import (
     UnsupportedRecordFormatError,
 )
 
-from tests.conftest import IMPLEMENTATIONS
+from tests._twins import IMPLS as IMPLEMENTATIONS
 
 RECORDS = [_impl.load("records", impl, package="kwire.codec") for impl in IMPLEMENTATIONS]
 P = _impl.load("records", "python", package="kwire.codec")

@@ -24,7 +24,7 @@ from kwire.assignors import (
 )
 from kwire.assignors._javaorder import string_hashmap_order
 from kwire.errors import ArgumentTypeError, ArgumentValueError, AssignmentError
-from tests.conftest import assignor_implementations
+from tests._twins import assignor_implementations
 
 IMPLEMENTATIONS = assignor_implementations()
 TID = bytes(range(16))

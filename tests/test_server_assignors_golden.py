@@ -20,7 +20,7 @@ from kwire.assignors._server import hashset_topic_order, is_homogeneous, server_
 from kwire.assignors._server_common import check_columns
 from kwire.assignors._server_members import server_group
 from tests._server_golden import as_expected, case_input, golden848_cases, raw_id
-from tests.conftest import assignor_implementations
+from tests._twins import assignor_implementations
 
 IMPLEMENTATIONS = assignor_implementations()
 CASES = golden848_cases()

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kwire import AssignmentError
 from kwire.assignors import ServerMember, TopicMetadata, assign_server
-from tests.conftest import assignor_implementations
+from tests._twins import assignor_implementations
 
 IMPLEMENTATIONS = assignor_implementations()
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,6 +18,7 @@ import pytest
 import kwire
 from kwire import _impl
 from kwire.codec import _schema, _stubgen
+from tests._twins import IMPLS, codec_module
 
 PKG = os.path.dirname(os.path.abspath(kwire.__file__))
 
@@ -187,11 +188,9 @@ def _codec_classes():
     return [n for n in _stub_tree("kwire.codec._codec_c").body if isinstance(n, ast.ClassDef)]
 
 
-@pytest.mark.parametrize("impl", ["cython", "python"])
+@pytest.mark.parametrize("impl", IMPLS)
 def test_codec_stub_fields_are_the_runtime_fields(impl):
-    if impl == "cython" and _impl.NO_EXTENSIONS:
-        pytest.skip("KWIRE_NO_EXTENSIONS=1")
-    mod = importlib.import_module("kwire.codec._codec_c" if impl == "cython" else "kwire.codec._codec_py")
+    mod = codec_module(impl)
     for node in _codec_classes():
         cls = getattr(mod, node.name)
         if impl == "python":

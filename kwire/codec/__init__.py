@@ -4,8 +4,14 @@ The flow inside this package:
 
 - ``_schema.py`` holds every message as data (fields, types, versions, tags);
 - ``_codegen.py`` turns those tables into the compiled codec at build time
-  (``_codec_c.pyx``, gitignored) over the hand-written runtime in
-  ``_wire.pxi``; ``_codec_py.py`` interprets the same tables in pure Python;
+  (``_codec_c.pyx``, gitignored; its reader, writer and class emitters are
+  ``_codegen_read.py``, ``_codegen_write.py`` and ``_codegen_classes.py``) over
+  the hand-written runtime in ``_wire.pxi`` (``_wire_read.pxi``,
+  ``_wire_write.pxi``, ``_wire_stored.pxi``); ``_codec_py.py`` interprets the
+  same tables in pure Python (``_codec_py_read.py``, ``_codec_py_write.py``,
+  ``_codec_py_classes.py``, ``_codec_py_plans.py``);
+- ``_bytes.pxd`` holds the byte primitives and the growable buffer that every
+  compiled module of kwire cimports;
 - each codec frames its own messages (size prefix, header, body: ``_framing_c.pxi``
   inside the compiled codec, the "Framing" section of ``_codec_py.py``);
   ``_framing.py`` picks those of the selected codec and holds the stream

@@ -27,12 +27,16 @@ cimport numpy as cnp
 import pyarrow as pa
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.mem cimport PyMem_Calloc, PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from cpython.mem cimport PyMem_Calloc, PyMem_Malloc, PyMem_Free
 from libc.string cimport memcpy
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
 
-from kwire.codec._batch_common import (Assignment, Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, RequestHeader,
-                                       Subscription, error_text, extract_request, extract_response, partition_count)
+from kwire.codec._bytes cimport (Growable, get_be16, get_be32, grow_extend, grow_free, grow_init, grow_push_i32, grow_push_i64,
+                               grow_push_u8, grow_resize, grow_take, is_ascii)
+
+from kwire.codec import _batch_common
+from kwire.codec._batch_common import (Assignment, Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, PendingRequest,
+                                       RequestHeader, Subscription, error_text, extract_request, extract_response, partition_count)
 from kwire.codec._batch_common import STRING_COLUMNS as _STRING_COLUMNS
 from kwire.codec._framing import DEFAULT as _FRAMING, decode_response, message_class, split_request
 from kwire.codec import _schema
@@ -44,13 +48,13 @@ cdef extern from "Python.h":
 
 cnp.import_array()
 
-cdef enum:
-    METADATA = 3
-    FIND_COORDINATOR = 10
-    JOIN_GROUP = 11
-    HEARTBEAT = 12
-    LEAVE_GROUP = 13
-    SYNC_GROUP = 14
+# The schema's api keys (kwire.codec.ApiKey, through _batch_common), as C ints for the comparisons per frame.
+cdef int METADATA = _batch_common.METADATA
+cdef int FIND_COORDINATOR = _batch_common.FIND_COORDINATOR
+cdef int JOIN_GROUP = _batch_common.JOIN_GROUP
+cdef int HEARTBEAT = _batch_common.HEARTBEAT
+cdef int LEAVE_GROUP = _batch_common.LEAVE_GROUP
+cdef int SYNC_GROUP = _batch_common.SYNC_GROUP
 
 ResponseHeader = _FRAMING.codec.ResponseHeader
 
@@ -86,8 +90,8 @@ cdef class _StrColumn:
     end).  That is all the decoder's loop needs, and it lets a response copy
     its request's value from an earlier row with one ``memcpy``."""
 
-    cdef char* data
-    cdef Py_ssize_t size, cap, rows, n
+    cdef Growable text  # the UTF-8 bytes of the rows so far
+    cdef Py_ssize_t rows, n
     cdef cnp.ndarray offsets_arr, valid_arr
     cdef int32_t* offsets
     cdef cnp.npy_bool* valid
@@ -98,35 +102,28 @@ cdef class _StrColumn:
         self.valid_arr = np.zeros(n, np.bool_)
         self.offsets = <int32_t*>cnp.PyArray_DATA(self.offsets_arr)
         self.valid = <cnp.npy_bool*>cnp.PyArray_DATA(self.valid_arr)
+        grow_init(&self.text, 1)
 
     def __dealloc__(self):
-        PyMem_Free(self.data)
+        grow_free(&self.text)
 
     cdef inline void pad(self, Py_ssize_t row) noexcept:
         cdef Py_ssize_t r
         for r in range(self.rows, row):
-            self.offsets[r + 1] = <int32_t>self.size
+            self.offsets[r + 1] = <int32_t>self.text.n
         if row > self.rows:
             self.rows = row
 
     cdef int reserve(self, Py_ssize_t length) except -1:
         """Room for ``length`` more bytes."""
-        cdef Py_ssize_t want = self.size + length
-        cdef Py_ssize_t cap
-        cdef char* grown
-        if want <= self.cap:
+        cdef Py_ssize_t want = self.text.n + length
+        if want <= self.text.cap and self.text.data != NULL:
             return 0
         if want > INT32_MAX:
             # Arrow's string offsets are int32; a batch of captured frames is far smaller in practice.
             raise OverflowError(f"more than 2 GiB of strings in one batch of {self.n} frames: "
                                 "decode the capture in smaller batches")
-        cap = max(want, 2 * self.cap, 4096)
-        grown = <char*>PyMem_Realloc(self.data, cap)
-        if grown is NULL:
-            raise MemoryError()
-        self.data = grown
-        self.cap = cap
-        return 0
+        return grow_resize(&self.text, max(want, 2 * self.text.cap, 4096))
 
     cdef int put(self, Py_ssize_t row, const char* p, Py_ssize_t length) except -1:
         """Row ``row`` holds the ``length`` bytes at ``p`` (valid UTF-8),
@@ -134,10 +131,9 @@ cdef class _StrColumn:
         reserved first (growing moves them)."""
         self.reserve(length)
         self.pad(row)
-        memcpy(self.data + self.size, p, length)
-        self.size += length
+        memcpy(grow_extend(&self.text, length), p, length)
         self.valid[row] = 1
-        self.offsets[row + 1] = <int32_t>self.size
+        self.offsets[row + 1] = <int32_t>self.text.n
         self.rows = row + 1
         return 0
 
@@ -158,13 +154,13 @@ cdef class _StrColumn:
         start = self.offsets[source]
         length = self.offsets[source + 1] - start
         self.reserve(length)
-        return self.put(row, self.data + start, length)
+        return self.put(row, self.text.data + start, length)
 
     cdef object get(self, Py_ssize_t row):
         """Row ``row``'s value as a str (None when null)."""
         if row >= self.rows or not self.valid[row]:
             return None
-        return PyUnicode_DecodeUTF8(self.data + self.offsets[row],
+        return PyUnicode_DecodeUTF8(self.text.data + self.offsets[row],
                                     self.offsets[row + 1] - self.offsets[row], NULL)
 
     def finish(self):
@@ -175,15 +171,15 @@ cdef class _StrColumn:
             return pa.nulls(self.n, pa.string())
         bitmap = None if valid == self.n else pa.py_buffer(np.packbits(self.valid_arr, bitorder="little"))
         return pa.StringArray.from_buffers(self.n, pa.py_buffer(self.offsets_arr),
-                                           pa.py_buffer(PyBytes_FromStringAndSize(self.data, self.size)),
+                                           pa.py_buffer(grow_take(&self.text)),
                                            bitmap, self.n - valid)
 
 
 class Pairing:
     """Requests waiting for their response, by ``(conn, correlation_id)``.
 
-    Between batches each entry is the tuple the pure twin keeps (see
-    ``kwire.codec._batch_py.Pairing``).  While a batch is decoded they live
+    Between batches each entry is the :class:`PendingRequest` the pure twin
+    keeps (see ``kwire.codec._batch_py.Pairing``).  While a batch is decoded they live
     in a :class:`_PairTable` instead, where a request of that batch is
     entered by its row."""
 
@@ -274,15 +270,6 @@ cdef class _PairTable:
         return 1
 
 
-cdef inline int read_i32(const unsigned char[:] b, Py_ssize_t p) noexcept nogil:
-    return <int>((<unsigned int>b[p] << 24) | (<unsigned int>b[p + 1] << 16) |
-                 (<unsigned int>b[p + 2] << 8) | <unsigned int>b[p + 3])
-
-
-cdef inline short read_i16(const unsigned char[:] b, Py_ssize_t p) noexcept nogil:
-    return <short>((<unsigned int>b[p] << 8) | <unsigned int>b[p + 1])
-
-
 cdef struct Span:
     Py_ssize_t start   # -1 for null
     Py_ssize_t length
@@ -291,14 +278,6 @@ cdef struct Span:
 cdef struct HeartbeatFields:
     Span client_id, group_id, member_id, group_instance_id
     int generation_id
-
-
-cdef inline bint all_ascii(const unsigned char* p, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t k
-    for k in range(n):
-        if p[k] & 0x80:
-            return False
-    return True
 
 
 cdef inline Py_ssize_t ascii_span(const unsigned char* b, Py_ssize_t p, Py_ssize_t length, Py_ssize_t end,
@@ -312,7 +291,7 @@ cdef inline Py_ssize_t ascii_span(const unsigned char* b, Py_ssize_t p, Py_ssize
             out.length = 0
             return p
         return -1
-    if p + length > end or not all_ascii(b + p, length):
+    if p + length > end or not is_ascii(b + p, length):
         return -1
     out.start = p
     out.length = length
@@ -590,15 +569,6 @@ cdef int response_row(int key, msg, _Row r, _Nested nested, Py_ssize_t i) except
     return 0
 
 
-cdef tuple waiting_request(Py_ssize_t j, const short[:] api_key_v, const short[:] api_version_v,
-                            const long long[:] seq_v, const long long[:] ts_v, const int[:] gen_v,
-                            const cnp.npy_bool[:] gen_ok, _StrColumn group_col, _StrColumn member_col,
-                            _StrColumn instance_col):
-    """The Pairing entry by value of the request in row ``j``."""
-    return (api_key_v[j], api_version_v[j], seq_v[j], ts_v[j], group_col.get(j), member_col.get(j),
-            gen_v[j] if gen_ok[j] else None, instance_col.get(j))
-
-
 cdef int heartbeat_response_error(const unsigned char[:] b, Py_ssize_t start, Py_ssize_t end,
                                   int version, short* error) noexcept nogil:
     """1 and the error code when the frame is a minimal, well-formed
@@ -617,16 +587,16 @@ cdef int heartbeat_response_error(const unsigned char[:] b, Py_ssize_t start, Py
         want = 4 + 4 + 1 + 4 + 2 + 1
     else:
         return 0
-    if n != want or read_i32(b, start) != n - 4:
+    if n != want or <int32_t>get_be32(&b[start]) != n - 4:
         return 0
     if version == 0:
-        error[0] = read_i16(b, start + 8)
+        error[0] = <int16_t>get_be16(&b[start + 8])
     elif version <= 3:
-        error[0] = read_i16(b, start + 12)
+        error[0] = <int16_t>get_be16(&b[start + 12])
     else:
         if b[start + 8] != 0 or b[start + 15] != 0:
             return 0
-        error[0] = read_i16(b, start + 13)
+        error[0] = <int16_t>get_be16(&b[start + 13])
     return 1
 
 
@@ -638,7 +608,7 @@ cdef bint response_fast_path(int key, int version, Py_ssize_t j, object req, con
     (nothing written) where the frame is not well formed or a field is bad,
     for the codec's path to give its row and error."""
     cdef int header_version = RESPONSE_HEADER_VERSION[key * 16 + version] if 0 <= key < 32 and 0 <= version < 16 else -1
-    if header_version < 0 or read_i32(buf, start) != end - start - 4:
+    if header_version < 0 or <int32_t>get_be32(&buf[start]) != end - start - 4:
         return 0
     payload = mv[start + 4:end]
     try:
@@ -648,7 +618,7 @@ cdef bint response_fast_path(int key, int version, Py_ssize_t j, object req, con
         return 0
     r.clear()
     if j < 0:
-        r.group_id, r.member_id, r.group_instance_id = req[4], req[5], req[7]
+        r.group_id, r.member_id, r.group_instance_id = req.group_id, req.member_id, req.group_instance_id
     elif key == SYNC_GROUP:
         # Its Assignment is the requester's: the request's member id names it.
         r.member_id = fields.member_id.get(j)
@@ -662,205 +632,21 @@ cdef bint response_fast_path(int key, int version, Py_ssize_t j, object req, con
     return 1
 
 
+include "_batch_rows.pxi"
+
+
 def decode_batch(seq, ts, conn, direction, truncated, offsets, values, pairing):
     """See ``kwire.codec._batch_py.decode_batch``."""
-    cdef Py_ssize_t n = len(seq)
-    cdef Py_ssize_t i
-    cdef const long long[:] seq_v = np.ascontiguousarray(seq, dtype=np.int64)
-    cdef const long long[:] ts_v = np.ascontiguousarray(ts, dtype=np.int64)
-    cdef const long long[:] conn_v = np.ascontiguousarray(conn, dtype=np.int64)
-    cdef const signed char[:] dir_v = np.ascontiguousarray(direction, dtype=np.int8)
-    cdef const unsigned char[:] trunc_v = np.ascontiguousarray(truncated, dtype=np.uint8)
-    cdef const long long[:] off_v = np.ascontiguousarray(offsets, dtype=np.int64)
-    cdef const unsigned char[:] buf = values
-    cdef const unsigned char* base = &buf[0] if buf.shape[0] else NULL
-    cols = Columns(n, ())
-    cdef int[:] frame_len = np.zeros(n, np.int32)
-    ints = cols.ints
-    cdef short[:] api_key_v = ints["api_key"]
-    cdef short[:] api_version_v = ints["api_version"]
-    cdef int[:] corr_v = ints["correlation_id"]
-    cdef short[:] error_v = ints["error_code"]
-    cdef int[:] gen_v = ints["generation_id"]
-    cdef long long[:] rseq_v = ints["request_seq"]
-    cdef long long[:] rts_v = ints["request_ts"]
-    valid = cols.valid
-    cdef cnp.npy_bool[:] api_key_ok = valid["api_key"].view(np.uint8)
-    cdef cnp.npy_bool[:] api_version_ok = valid["api_version"].view(np.uint8)
-    cdef cnp.npy_bool[:] corr_ok = valid["correlation_id"].view(np.uint8)
-    cdef cnp.npy_bool[:] error_ok = valid["error_code"].view(np.uint8)
-    cdef cnp.npy_bool[:] gen_ok = valid["generation_id"].view(np.uint8)
-    cdef cnp.npy_bool[:] rseq_ok = valid["request_seq"].view(np.uint8)
-    cdef cnp.npy_bool[:] rts_ok = valid["request_ts"].view(np.uint8)
-    cdef dict strings = {name: _StrColumn(n) for name in _STRING_COLUMNS}
-    cdef _StrColumn client_col = strings["client_id"]
-    cdef _StrColumn group_col = strings["group_id"]
-    cdef _StrColumn member_col = strings["member_id"]
-    cdef _StrColumn instance_col = strings["group_instance_id"]
-    cdef _StrColumn error_col = strings["decode_error"]
-    cdef _Nested nested = _Nested()
-    cdef _Fields fields = _Fields(strings, cols)
-    cdef _Row r = _Row()
-    cdef Py_ssize_t requests = 0
-    for i in range(n):
-        requests += dir_v[i] == 0
-    cdef _PairTable table = _PairTable(requests + len(pairing.pending))
-    cdef int64_t waiting
-    for k, (pair, req) in enumerate(pairing.pending.items()):
-        table.put(pair[0], pair[1], -1 - k)
-        table.carried.append(req)
-    cdef Py_ssize_t j, start, end
-    cdef int key, version, corr, header_version
-    cdef short err
-    cdef dict row
-    cdef HeartbeatFields hb
-    mv = memoryview(values).cast("B")
-    req = None
+    cdef _Batch batch = _Batch(seq, ts, conn, direction, truncated, offsets, values, pairing)
+    cdef Py_ssize_t i, start, end
     try:
-        for i in range(n):
-            start = off_v[i]
-            end = off_v[i + 1]
-            frame_len[i] = <int>(end - start)
-            if dir_v[i] == 0:
-                if end - start < 12:
-                    error_col.put_obj(i, f"DecodeError: request frame of {end - start} bytes is shorter than a header")
-                    continue
-                key = read_i16(buf, start + 4)
-                version = read_i16(buf, start + 6)
-                corr = read_i32(buf, start + 8)
-                api_key_v[i] = key; api_key_ok[i] = 1
-                api_version_v[i] = version; api_version_ok[i] = 1
-                corr_v[i] = corr; corr_ok[i] = 1
-                # Every request is entered by its row: the columns of that row
-                # hold what its response inherits, whatever path wrote them.
-                table.put(conn_v[i], corr, i)
-                header_version = HEADER_VERSION[key * 16 + version] if 0 <= key < 32 and 0 <= version < 16 else -1
-                if header_version >= 0 and read_i32(buf, start) == end - start - 4:
-                    if key == HEARTBEAT and heartbeat_request(base, start, end, version, header_version, &hb):
-                        put_span(client_col, i, base, hb.client_id)
-                        put_span(group_col, i, base, hb.group_id)
-                        put_span(member_col, i, base, hb.member_id)
-                        put_span(instance_col, i, base, hb.group_instance_id)
-                        gen_v[i] = hb.generation_id; gen_ok[i] = 1
-                        if trunc_v[i]:
-                            error_col.put_obj(i, "truncated frame")
-                        continue
-                    # A well-formed group request: decoded here without the
-                    # generic framing helpers (same decoders, same errors).
-                    payload = mv[start + 4:end]
-                    try:
-                        header, hend = RequestHeader.decode_prefix(payload, header_version)
-                    except (KwireError, ValueError) as exc:
-                        error_col.put_obj(i, error_text(exc))
-                        continue
-                    client_col.put_obj(i, header.client_id)
-                    try:
-                        msg = REQUEST_CLASS[key].decode(payload[hend:], version)
-                    except (KwireError, ValueError) as exc:
-                        error_col.put_obj(i, error_text(exc))
-                        continue
-                    r.clear()
-                    nested.mark()
-                    try:
-                        request_row(key, msg, r, nested, i)
-                    except (KwireError, ValueError):
-                        # Declined (bad Subscription or Assignment bytes): the
-                        # codec's path gives the partial row and its error.
-                        nested.undo(i)
-                        row = {}
-                        try:
-                            extract_request(key, msg, row)
-                        except (KwireError, ValueError) as exc:
-                            row["decode_error"] = error_text(exc)
-                        put_row(i, row, trunc_v[i], strings, nested, cols)
-                        continue
-                    fields.put(r, i, -1, trunc_v[i])
-                    continue
-                row = {}
-                try:
-                    header, body = split_request(mv[start:end])
-                    row["client_id"] = header.client_id
-                except (KwireError, ValueError) as exc:
-                    row["decode_error"] = error_text(exc)
-                    put_row(i, row, trunc_v[i], strings, nested, cols)
-                    continue
-                if key in GROUP_APIS:
-                    try:
-                        msg = message_class(key, "request").decode(body, version)
-                        extract_request(key, msg, row)
-                    except (KwireError, ValueError) as exc:
-                        row["decode_error"] = error_text(exc)
+        for i in range(batch.n):
+            start, end = batch.off_v[i], batch.off_v[i + 1]
+            batch.frame_len[i] = <int>(end - start)
+            if batch.dir_v[i] == 0:
+                batch.request(i, start, end)
             else:
-                if end - start < 8:
-                    error_col.put_obj(i, f"DecodeError: response frame of {end - start} bytes is shorter than a header")
-                    continue
-                corr = read_i32(buf, start + 4)
-                corr_v[i] = corr; corr_ok[i] = 1
-                if not table.pop(conn_v[i], corr, &waiting):
-                    error_col.put_obj(i, "unpaired response: no request with this correlation id on the connection")
-                    continue
-                if waiting >= 0:
-                    # Asked within this batch: the request's row has it all.
-                    j = waiting
-                    key = api_key_v[j]
-                    version = api_version_v[j]
-                    rseq_v[i] = seq_v[j]
-                    rts_v[i] = ts_v[j]
-                    if gen_ok[j]:
-                        gen_v[i] = gen_v[j]; gen_ok[i] = 1
-                else:
-                    j = -1
-                    req = table.carried[-1 - waiting]
-                    key = req[0]
-                    version = req[1]
-                    rseq_v[i] = req[2]
-                    rts_v[i] = req[3]
-                    if req[6] is not None:
-                        gen_v[i] = req[6]; gen_ok[i] = 1
-                api_key_v[i] = key; api_key_ok[i] = 1
-                api_version_v[i] = version; api_version_ok[i] = 1
-                rseq_ok[i] = 1
-                rts_ok[i] = 1
-                if key == HEARTBEAT and heartbeat_response_error(buf, start, end, version, &err):
-                    error_v[i] = err; error_ok[i] = 1
-                elif key in RESPONSE_APIS:
-                    if response_fast_path(key, version, j, req, buf, mv, start, end, trunc_v[i], i, r, nested, fields):
-                        continue
-                    # The codec's path, with the request's context as values.
-                    if j >= 0:
-                        req = waiting_request(j, api_key_v, api_version_v, seq_v, ts_v, gen_v, gen_ok,
-                                              group_col, member_col, instance_col)
-                    row = {"group_id": req[4], "member_id": req[5], "group_instance_id": req[7]}
-                    try:
-                        header, msg = decode_response(mv[start:end], key, version)
-                        extract_response(key, msg, row)
-                    except (KwireError, ValueError) as exc:
-                        row["decode_error"] = error_text(exc)
-                    put_row(i, row, trunc_v[i], strings, nested, cols)
-                    continue
-                if j >= 0:
-                    group_col.copy_row(i, j)
-                    member_col.copy_row(i, j)
-                    instance_col.copy_row(i, j)
-                else:
-                    group_col.put_obj(i, req[4])
-                    member_col.put_obj(i, req[5])
-                    instance_col.put_obj(i, req[7])
-                if trunc_v[i]:
-                    error_col.put_obj(i, "truncated frame")
-                continue
-            put_row(i, row, trunc_v[i], strings, nested, cols)
+                batch.response(i, start, end)
     finally:
-        # Requests still waiting are kept by value: the next batch has other rows.
-        pending = {}
-        for i in range(table.mask + 1):
-            if table.used[i]:
-                waiting = table.values[i]
-                pending[(table.conns[i], table.corrs[i])] = (
-                    table.carried[-1 - waiting] if waiting < 0 else
-                    waiting_request(waiting, api_key_v, api_version_v, seq_v, ts_v, gen_v, gen_ok,
-                                    group_col, member_col, instance_col))
-        pairing.pending = pending
-    ready = {name: (<_StrColumn>column).finish() for name, column in strings.items()}
-    ready.update(nested.finish(n))
-    return cols.to_batch(seq, ts, conn, direction, np.asarray(frame_len), truncated, ready)
+        pairing.pending = batch.still_waiting()
+    return batch.finish(seq, ts, conn, direction, truncated)

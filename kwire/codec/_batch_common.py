@@ -12,9 +12,12 @@ column (``tests/test_pipeline_decode.py``).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pyarrow as pa
 
+from kwire.codec._api_keys import ApiKey
 from kwire.codec._framing import DEFAULT
 
 # The message classes of the codec the switch selected.
@@ -22,11 +25,27 @@ RequestHeader = DEFAULT.codec.RequestHeader
 Subscription = DEFAULT.codec.Subscription
 Assignment = DEFAULT.codec.Assignment
 
-METADATA, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 3, 10, 11, 12, 13, 14
+# Plain ints (the schema's api keys), as the rows and the compiled twin's C comparisons hold them.
+METADATA, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (
+    int(k) for k in (ApiKey.METADATA, ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+                     ApiKey.SYNC_GROUP))
 GROUP_APIS = (FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP)
 # Metadata responses are decoded for the topic sizes they carry (Metadata
 # requests are not: the response alone names each topic and its partitions).
 RESPONSE_APIS = GROUP_APIS + (METADATA,)
+
+
+class PendingRequest(NamedTuple):
+    """A request waiting for its response between batches (``Pairing.pending``'s values): what the response's
+    row inherits from it.  A tuple, so both twins' pairings hold equal values."""
+    api_key: int
+    api_version: int
+    seq: int
+    ts: int
+    group_id: str | None
+    member_id: str | None
+    generation_id: int | None
+    group_instance_id: str | None
 
 _TS = pa.timestamp("us", tz="UTC")
 MEMBER_TYPE = pa.struct([("member_id", pa.string()), ("group_instance_id", pa.string()),

@@ -9,50 +9,12 @@
 # again by the codec's path, which gives the pure twin's partial row and error.
 
 
-@cython.final
-cdef class _Vec:
-    """A growable array of items of ``itemsize`` bytes."""
-    cdef char* data
-    cdef Py_ssize_t n, cap, itemsize
-
-    def __cinit__(self, Py_ssize_t itemsize):
-        self.itemsize = itemsize
-
-    def __dealloc__(self):
-        PyMem_Free(self.data)
-
-    cdef char* extend(self, Py_ssize_t items) except NULL:
-        """Room for ``items`` more items, counted as used; the caller fills them."""
-        cdef Py_ssize_t want = (self.n + items) * self.itemsize
-        cdef Py_ssize_t cap
-        cdef char* grown
-        if want > self.cap or self.data == NULL:
-            cap = max(want, 2 * self.cap, 64)
-            grown = <char*>PyMem_Realloc(self.data, cap)
-            if grown == NULL:
-                raise MemoryError()
-            self.data, self.cap = grown, cap
-        cdef char* at = self.data + self.n * self.itemsize
-        self.n += items
-        return at
-
-    cdef inline int push_u8(self, uint8_t value) except -1:
-        (<uint8_t*>self.extend(1))[0] = value
-        return 0
-
-    cdef inline int push_i32(self, int32_t value) except -1:
-        (<int32_t*>self.extend(1))[0] = value
-        return 0
-
-    cdef inline int push_i64(self, int64_t value) except -1:
-        (<int64_t*>self.extend(1))[0] = value
-        return 0
-
-    cdef object buffer(self):
-        return pa.py_buffer(PyBytes_FromStringAndSize(self.data, self.n * self.itemsize))
+cdef object _buffer(Growable* values):
+    """The values as a pyarrow buffer over their own storage, uncopied (the builder is done with them)."""
+    return pa.py_buffer(grow_take(values))
 
 
-cdef object _validity(_Vec valid, Py_ssize_t nulls):
+cdef object _validity(Growable* valid, Py_ssize_t nulls):
     """Arrow's validity bitmap of one flag byte per value; None when all are valid."""
     if nulls == 0:
         return None
@@ -60,7 +22,7 @@ cdef object _validity(_Vec valid, Py_ssize_t nulls):
     return pa.py_buffer(np.packbits(flags, bitorder="little"))
 
 
-cdef Py_ssize_t _nulls_from(_Vec valid, Py_ssize_t start) noexcept:
+cdef Py_ssize_t _nulls_from(Growable* valid, Py_ssize_t start) noexcept:
     cdef Py_ssize_t k, nulls = 0
     for k in range(start, valid.n):
         nulls += valid.data[k] == 0
@@ -87,11 +49,18 @@ cdef class _Values:
 @cython.final
 cdef class _Strs(_Values):
     """String values (str or None)."""
-    cdef _Vec offsets, data, valid
+    cdef Growable offsets, data, valid
 
     def __cinit__(self):
-        self.offsets, self.data, self.valid = _Vec(4), _Vec(1), _Vec(1)
-        self.offsets.push_i32(0)
+        grow_init(&self.offsets, 4)
+        grow_init(&self.data, 1)
+        grow_init(&self.valid, 1)
+        grow_push_i32(&self.offsets, 0)
+
+    def __dealloc__(self):
+        grow_free(&self.offsets)
+        grow_free(&self.data)
+        grow_free(&self.valid)
 
     cdef Py_ssize_t count(self) noexcept:
         return self.valid.n
@@ -100,20 +69,20 @@ cdef class _Strs(_Values):
         cdef Py_ssize_t length
         cdef const char* p
         if value is None:
-            self.valid.push_u8(0)
+            grow_push_u8(&self.valid, 0)
             self.nulls += 1
         else:
             p = PyUnicode_AsUTF8AndSize(value, &length)
             if self.data.n + length > INT32_MAX:
                 raise OverflowError("more than 2 GiB of nested strings in one batch: "
                                     "decode the capture in smaller batches")
-            memcpy(self.data.extend(length), p, length)
-            self.valid.push_u8(1)
-        self.offsets.push_i32(<int32_t>self.data.n)
+            memcpy(grow_extend(&self.data, length), p, length)
+            grow_push_u8(&self.valid, 1)
+        grow_push_i32(&self.offsets, <int32_t>self.data.n)
         return 0
 
     cdef int truncate(self, Py_ssize_t count) except -1:
-        self.nulls -= _nulls_from(self.valid, count)
+        self.nulls -= _nulls_from(&self.valid, count)
         self.valid.n = count
         self.offsets.n = count + 1
         self.data.n = (<int32_t*>self.offsets.data)[count]
@@ -121,38 +90,43 @@ cdef class _Strs(_Values):
 
     cdef object array(self):
         return pa.Array.from_buffers(pa.string(), self.valid.n,
-                                     [_validity(self.valid, self.nulls), self.offsets.buffer(), self.data.buffer()],
+                                     [_validity(&self.valid, self.nulls), _buffer(&self.offsets), _buffer(&self.data)],
                                      self.nulls)
 
 
 @cython.final
 cdef class _I32s(_Values):
     """int32 values (int or None)."""
-    cdef _Vec data, valid
+    cdef Growable data, valid
 
     def __cinit__(self):
-        self.data, self.valid = _Vec(4), _Vec(1)
+        grow_init(&self.data, 4)
+        grow_init(&self.valid, 1)
+
+    def __dealloc__(self):
+        grow_free(&self.data)
+        grow_free(&self.valid)
 
     cdef Py_ssize_t count(self) noexcept:
         return self.valid.n
 
     cdef int push(self, object value) except -1:
         if value is None:
-            self.data.push_i32(0)
-            self.valid.push_u8(0)
+            grow_push_i32(&self.data, 0)
+            grow_push_u8(&self.valid, 0)
             self.nulls += 1
         else:
-            self.data.push_i32(value)
-            self.valid.push_u8(1)
+            grow_push_i32(&self.data, value)
+            grow_push_u8(&self.valid, 1)
         return 0
 
     cdef int truncate(self, Py_ssize_t count) except -1:
-        self.nulls -= _nulls_from(self.valid, count)
+        self.nulls -= _nulls_from(&self.valid, count)
         self.data.n = self.valid.n = count
         return 0
 
     cdef object array(self):
-        return pa.Array.from_buffers(pa.int32(), self.valid.n, [_validity(self.valid, self.nulls), self.data.buffer()],
+        return pa.Array.from_buffers(pa.int32(), self.valid.n, [_validity(&self.valid, self.nulls), _buffer(&self.data)],
                                      self.nulls)
 
 
@@ -160,16 +134,21 @@ cdef class _I32s(_Values):
 cdef class _Lists:
     """The lists of a list child of a struct: each list's end among the
     values, and whether it is null."""
-    cdef _Vec ends, valid
+    cdef Growable ends, valid
     cdef Py_ssize_t nulls
 
     def __cinit__(self):
-        self.ends, self.valid = _Vec(4), _Vec(1)
-        self.ends.push_i32(0)
+        grow_init(&self.ends, 4)
+        grow_init(&self.valid, 1)
+        grow_push_i32(&self.ends, 0)
+
+    def __dealloc__(self):
+        grow_free(&self.ends)
+        grow_free(&self.valid)
 
     cdef int close(self, Py_ssize_t values_end, bint present) except -1:
-        self.ends.push_i32(<int32_t>values_end)
-        self.valid.push_u8(present)
+        grow_push_i32(&self.ends, <int32_t>values_end)
+        grow_push_u8(&self.valid, present)
         self.nulls += not present
         return 0
 
@@ -177,14 +156,14 @@ cdef class _Lists:
         return (<int32_t*>self.ends.data)[count]
 
     cdef int truncate(self, Py_ssize_t count) except -1:
-        self.nulls -= _nulls_from(self.valid, count)
+        self.nulls -= _nulls_from(&self.valid, count)
         self.valid.n = count
         self.ends.n = count + 1
         return 0
 
     cdef object array(self, values, value_type):
         return pa.Array.from_buffers(pa.list_(value_type), self.valid.n,
-                                     [_validity(self.valid, self.nulls), self.ends.buffer()], self.nulls,
+                                     [_validity(&self.valid, self.nulls), _buffer(&self.ends)], self.nulls,
                                      children=[values])
 
 
@@ -193,11 +172,16 @@ cdef class _NestedColumn:
     order, each a list of elements that a subclass keeps; the other rows are
     null.  A row's list is opened by :meth:`mark`, filled by the subclass and
     closed by :meth:`close` (or undone by :meth:`undo`)."""
-    cdef _Vec rows, ends
+    cdef Growable rows, ends
     cdef object arrow_type
 
     def __cinit__(self):
-        self.rows, self.ends = _Vec(8), _Vec(4)
+        grow_init(&self.rows, 8)
+        grow_init(&self.ends, 4)
+
+    def __dealloc__(self):
+        grow_free(&self.rows)
+        grow_free(&self.ends)
 
     cdef Py_ssize_t elements(self) noexcept:
         return 0
@@ -216,8 +200,8 @@ cdef class _NestedColumn:
         return self.elements()
 
     cdef inline int close(self, Py_ssize_t row) except -1:
-        self.rows.push_i64(row)
-        self.ends.push_i32(<int32_t>self.elements())
+        grow_push_i64(&self.rows, row)
+        grow_push_i32(&self.ends, <int32_t>self.elements())
         return 0
 
     cdef int undo(self, Py_ssize_t row, Py_ssize_t mark) except -1:
@@ -238,8 +222,8 @@ cdef class _NestedColumn:
         cdef Py_ssize_t k = self.rows.n
         if k == 0:
             return pa.nulls(n, self.arrow_type)
-        rows = np.frombuffer(PyBytes_FromStringAndSize(self.rows.data, k * 8), np.int64)
-        ends = np.frombuffer(PyBytes_FromStringAndSize(self.ends.data, k * 4), np.int32)
+        rows = np.frombuffer(grow_take(&self.rows), np.int64)
+        ends = np.frombuffer(grow_take(&self.ends), np.int32)
         lengths = np.zeros(n, np.int32)
         lengths[rows] = np.diff(ends, prepend=np.int32(0))
         offsets = np.zeros(n + 1, np.int32)

@@ -22,6 +22,7 @@ from kwire.codec._batch_common import (  # FRAMES_SCHEMA: each twin offers it (k
     GROUP_APIS,
     RESPONSE_APIS,
     Columns,
+    PendingRequest,
     error_text,
     extract_request,
     extract_response,
@@ -36,9 +37,8 @@ _HDR = struct.Struct(">ihhi")  # size, api key, api version, correlation id
 class Pairing:
     """Requests waiting for their response, by ``(conn, correlation_id)``.
 
-    Each entry is ``(api_key, api_version, seq, ts, group_id, member_id,
-    generation_id, group_instance_id)``: what a response needs to be decoded
-    and what it inherits to be useful on its own."""
+    Each entry is a :class:`PendingRequest`: what a response needs to be
+    decoded and what it inherits to be useful on its own."""
 
     def __init__(self):
         self.pending = {}
@@ -86,7 +86,7 @@ def _decode_request(frame, conn, seq, ts, pending, row):
         row["client_id"] = header.client_id
     except (KwireError, ValueError) as exc:
         row["decode_error"] = error_text(exc)
-        pending[(conn, corr)] = (api_key, version, seq, ts, None, None, None, None)
+        pending[(conn, corr)] = PendingRequest(api_key, version, seq, ts, None, None, None, None)
         return
     if api_key in GROUP_APIS:
         try:
@@ -95,8 +95,8 @@ def _decode_request(frame, conn, seq, ts, pending, row):
             extract_request(api_key, msg, row)
         except (KwireError, ValueError) as exc:
             row["decode_error"] = error_text(exc)
-    pending[(conn, corr)] = (api_key, version, seq, ts, row.get("group_id"), row.get("member_id"),
-                             row.get("generation_id"), row.get("group_instance_id"))
+    pending[(conn, corr)] = PendingRequest(api_key, version, seq, ts, row.get("group_id"), row.get("member_id"),
+                                           row.get("generation_id"), row.get("group_instance_id"))
 
 
 def _decode_response(frame, conn, pending, row):
@@ -109,19 +109,18 @@ def _decode_response(frame, conn, pending, row):
     if req is None:
         row["decode_error"] = "unpaired response: no request with this correlation id on the connection"
         return
-    api_key, version, rseq, rts, group_id, member_id, generation_id, instance_id = req
-    row["api_key"] = api_key
-    row["api_version"] = version
-    row["request_seq"] = rseq
-    row["request_ts"] = rts
-    row["group_id"] = group_id
-    row["member_id"] = member_id
-    row["generation_id"] = generation_id
-    row["group_instance_id"] = instance_id
-    if api_key not in RESPONSE_APIS:
+    row["api_key"] = req.api_key
+    row["api_version"] = req.api_version
+    row["request_seq"] = req.seq
+    row["request_ts"] = req.ts
+    row["group_id"] = req.group_id
+    row["member_id"] = req.member_id
+    row["generation_id"] = req.generation_id
+    row["group_instance_id"] = req.group_instance_id
+    if req.api_key not in RESPONSE_APIS:
         return
     try:
-        header, msg = decode_response(frame, api_key, version)
-        extract_response(api_key, msg, row)
+        header, msg = decode_response(frame, req.api_key, req.api_version)
+        extract_response(req.api_key, msg, row)
     except (KwireError, ValueError) as exc:
         row["decode_error"] = error_text(exc)

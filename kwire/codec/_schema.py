@@ -431,28 +431,6 @@ def sub_min_size(field, version, flexible):
     return element_min_size(field, version, flexible)
 
 
-HEADERS = [REQUEST_HEADER, RESPONSE_HEADER]
-
-API_MESSAGES = [
-    FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE,
-    JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE,
-    HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE,
-    LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE,
-    SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE,
-    API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE,
-]
-
-DATA_MESSAGES = [
-    CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT,
-    STICKY_ASSIGNOR_USER_DATA, COOPERATIVE_STICKY_USER_DATA,
-]
-
-ALL_MESSAGES = HEADERS + API_MESSAGES + DATA_MESSAGES
-
-#: Messages whose tables mirror a JSON spec file of the same Kafka name.
-SPEC_CHECKED = HEADERS + API_MESSAGES + [CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT]
-
-
 def api_message(api_key, kind):
     """The table of the ``kind`` ("request" or "response") message of ``api_key``;
     KeyError when kwire has none."""
@@ -470,13 +448,10 @@ def response_header_version(api_key, api_version):
 
     ApiVersionsResponse always uses header v0: a client that does not yet
     know the broker's versions must still be able to read it."""
-    if api_key == 18:
+    if api_key == API_VERSIONS_RESPONSE.api_key:
         return 0
     msg = api_message(api_key, "response")
     return 1 if api_version in msg.flexible else 0
-
-
-_BY_KEY = {(m.api_key, m.kind): m for m in API_MESSAGES}
 
 
 # ==========================================================================
@@ -852,7 +827,21 @@ CONSUMER_GROUP_DESCRIBE_RESPONSE = Message("ConsumerGroupDescribeResponse", "res
     ]),
 ])
 
-_CLUSTER_MESSAGES = [
+
+# ==========================================================================
+# Every message, listed once (the order is the generated module's)
+# ==========================================================================
+
+HEADERS = [REQUEST_HEADER, RESPONSE_HEADER]
+
+API_MESSAGES = [
+    FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE,
+    JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE,
+    HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE,
+    LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE,
+    SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE,
+    API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE,
+    # The apis a mock cluster answers beyond the group's own.
     METADATA_REQUEST, METADATA_RESPONSE,
     OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE,
     OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE,
@@ -863,7 +852,15 @@ _CLUSTER_MESSAGES = [
     CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_HEARTBEAT_RESPONSE,
     CONSUMER_GROUP_DESCRIBE_REQUEST, CONSUMER_GROUP_DESCRIBE_RESPONSE,
 ]
-API_MESSAGES += _CLUSTER_MESSAGES
+
+DATA_MESSAGES = [
+    CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT,
+    STICKY_ASSIGNOR_USER_DATA, COOPERATIVE_STICKY_USER_DATA,
+]
+
 ALL_MESSAGES = HEADERS + API_MESSAGES + DATA_MESSAGES
+
+#: Messages whose tables mirror a JSON spec file of the same Kafka name.
 SPEC_CHECKED = HEADERS + API_MESSAGES + [CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT]
-_BY_KEY.update({(m.api_key, m.kind): m for m in _CLUSTER_MESSAGES})
+
+_BY_KEY = {(m.api_key, m.kind): m for m in API_MESSAGES}
