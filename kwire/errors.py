@@ -90,6 +90,28 @@ class LimitExceededError(DecodeError):
     build that much from one input."""
 
 
+class CorruptRecordError(DecodeError):
+    """A record batch (the records of Produce and Fetch) that is not valid:
+    truncated, a length beyond its batch or record, an over-long varint, a
+    record count that disagrees with the records present.  The base class of
+    every error the record codec raises on bytes."""
+
+
+class RecordCrcError(CorruptRecordError):
+    """A record batch whose CRC-32C is not the checksum of its bytes."""
+
+
+class UnsupportedRecordFormatError(CorruptRecordError):
+    """A record batch kwire does not read: the legacy message formats (magic 0
+    and 1), an unknown magic, or an unknown compression codec."""
+
+
+class DecompressionLimitError(CorruptRecordError, LimitExceededError):
+    """A compressed record batch that inflates beyond the caller's
+    ``max_decompressed_size``: a decompression bomb, or a batch larger than
+    the caller agreed to hold.  Checked while decompressing."""
+
+
 class ArgumentTypeError(KwireError, TypeError):
     """An argument of the wrong type: not bytes-like where bytes are expected,
     a ``max_elements`` or ``max_frame_size`` that is not an int, an Arrow

@@ -15,7 +15,10 @@ The flow inside this package:
   :func:`batch_decoder` in ``_batch.py``); what the two share (output schema,
   column buffers, field extraction) is ``_batch_common.py``;
 - what the two codec twins share, neither importing the other, is
-  ``_codec_common.py``.
+  ``_codec_common.py``;
+- ``_records_c.pyx`` / ``_records_py.py`` read and write record batches (the
+  payload of Produce and Fetch), sharing ``_records_common.py`` (constants,
+  compression, the objects' plain parts); ``_records.py`` picks the twin.
 
 This module only re-exports: the message classes of the codec the switch
 selected (``kwire.IMPLEMENTATION``) and the framing functions over it.
@@ -25,6 +28,20 @@ from kwire._impl import IMPLEMENTATION
 from kwire.codec._api_keys import API_VERSIONS_RANGE, ApiKey
 from kwire.codec._error_codes import ErrorCode, error_name
 from kwire.codec._batch import batch_decoder
+from kwire.codec._records import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    BatchInfo,
+    BatchList,
+    Header,
+    Record,
+    RecordBatch,
+    crc32c,
+    decode_record_batches,
+    encode_record_batches,
+    read_batch_infos,
+    records_module,
+    set_base_offset,
+)
 from kwire.codec._framing import (
     DEFAULT,
     DEFAULT_MAX_FRAME_SIZE,
@@ -220,4 +237,7 @@ __all__ = [
     "DEFAULT", "DEFAULT_MAX_FRAME_SIZE", "FrameSplitter", "Framing", "decode_request", "decode_request_header",
     "decode_response", "encode_request", "encode_response", "message_class", "split_frames",
     "split_request", "batch_decoder", "API_VERSIONS_RANGE", "ApiKey", "ErrorCode", "error_name",
+    # Record batches, the payload of Produce and Fetch.
+    "RecordBatch", "Record", "Header", "BatchInfo", "BatchList", "read_batch_infos", "set_base_offset",
+    "decode_record_batches", "encode_record_batches", "crc32c", "records_module", "DEFAULT_MAX_DECOMPRESSED_SIZE",
 ]
