@@ -64,7 +64,7 @@ def messages(msg, version):
 def seeds():
     """(family, name, bytes) of every seed."""
     out = []
-    for family in ("api", "headers"):
+    for family in ("api", "headers", "cluster"):
         for i, (msg, version) in enumerate(D.TARGETS[family]):
             for variant, m in messages(msg, version):
                 out.append((family, f"{D.target_name(family, i)}-{variant}", bytes([i]) + m.encode(version)))
