@@ -96,16 +96,18 @@ class Connection:
     def _drain_backlog(self):
         """Handle the frames waiting while the connection is under its bounds; pause reading at a bound."""
         backlog = self.backlog
-        # Answers ready while this batch is handled go out in one write, not one system call each.
-        self.batching = True
-        try:
-            while backlog and not self.closed:
-                if self._at_bound():
-                    break
-                self.server.request(self, backlog.popleft())
-        finally:
-            self.batching = False
-        self.flush()
+        while True:
+            # Answers ready while this batch is handled go out in one write, not one system call each.
+            self.batching = True
+            try:
+                while backlog and not self.closed and not self._at_bound():
+                    self.server.request(self, backlog.popleft())
+            finally:
+                self.batching = False
+            self.flush()
+            # Answered requests leave the in-flight count once written: go on while that made room.
+            if not backlog or self.closed or self._at_bound():
+                break
         if self.closed or self.transport is None:
             return
         at_bound = bool(backlog) or self._at_bound()
