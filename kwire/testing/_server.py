@@ -287,14 +287,17 @@ class ClusterServer(TopicApis, RecordApis):
         except KwireError as e:
             conn.close(f"malformed api key {key} v{version} request: {e}", graceful=True)
             return
-        fault = self.faults.take(key)
-        if fault.drop:
-            conn.close(f"dropped by fault injection at api key {key}")
-            return
-        fill = self._answer(conn, key, version, header.correlation_id, fault.latency_ms)
-        if fault.error is not None:
-            fill(error_response(req, key, version, fault.error))
-            return
+        if self.faults.armed:
+            fault = self.faults.take(key)
+            if fault.drop:
+                conn.close(f"dropped by fault injection at api key {key}")
+                return
+            fill = self._answer(conn, key, version, header.correlation_id, fault.latency_ms)
+            if fault.error is not None:
+                fill(error_response(req, key, version, fault.error))
+                return
+        else:
+            fill = self._answer(conn, key, version, header.correlation_id, 0)
         handler = self.handlers.get(key)
         if handler is not None:
             handler(req, version, fill, conn)
@@ -351,14 +354,15 @@ class ClusterServer(TopicApis, RecordApis):
 
     def _arm_timer(self):
         deadline = self.coordinator.next_deadline()
-        if deadline == self._timer_at:
+        if deadline is None or (self._timer is not None and self._timer_at <= deadline):
+            # A timer armed earlier than the next deadline stays: firing early, tick() has nothing to do and
+            # the timer is armed again.  Each heartbeat pushes its session deadline later, so this spares the
+            # loop a cancel and a new timer per request.
             return
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
         self._timer_at = deadline
-        if deadline is not None:
-            self._timer = self._loop.call_at(deadline / 1000, self._tick)
+        self._timer = self._loop.call_at(deadline / 1000, self._tick)
 
     def _tick(self):
         self._timer = None
