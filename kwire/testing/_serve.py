@@ -16,6 +16,7 @@ lines on standard input with ``--control stdin``::
     broker-down BROKER        take a broker down (its partitions and the coordinator move)
     broker-up BROKER          bring it back on its old port
     clear                     disarm every fault
+    stats                     print what the cluster holds: ``ok: stats stored=B connections=N buffered=B``
 
 Configuration: ``--config KEY=VALUE`` (repeatable) with Kafka's broker config names (docs/MOCK_CLUSTER.md lists
 them); the older flags (``--max-frame-size`` and the others) are aliases of config keys.  ``--brokers N`` runs N
@@ -111,6 +112,9 @@ def control(server, line):
         elif cmd in ("broker-down", "broker-up") and len(rest) == 1:
             act = server.broker_down if cmd == "broker-down" else server.broker_up
             asyncio.ensure_future(act(int(rest[0])))
+        elif cmd == "stats" and not rest:
+            return (f"ok: stats stored={server.store.held} connections={len(server.connections)} "
+                    f"buffered={server.buffered()}")
         elif cmd == "clear" and not rest:
             faults.clear()
         else:
