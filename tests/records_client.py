@@ -1,6 +1,6 @@
 """One real producer or consumer as a process, for tests/test_records_clients.py.
 
-    python tests/records_client.py produce LIB BOOTSTRAP TOPIC COUNT COMPRESSION SEED
+    python tests/records_client.py produce LIB BOOTSTRAP TOPIC COUNT COMPRESSION SEED [PACE_S]
     python tests/records_client.py consume LIB BOOTSTRAP TOPIC COUNT GROUP
 
 LIB is confluent-kafka, kafka-python or aiokafka.  ``produce`` sends :func:`records` (COUNT of them, from SEED)
@@ -52,15 +52,17 @@ def line(p, o, k, v, h, t):
                        "t": t})
 
 
-def produce(lib, bootstrap, topic, count, compression, seed):
+def produce(lib, bootstrap, topic, count, compression, seed, pace_s=0.0):
     recs = records(count, seed, null_header_values(lib))
     if lib == "confluent-kafka":
         from confluent_kafka import Producer
         p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
                       "compression.type": compression})
-        for part, k, v, h, t in recs:
+        for i, (part, k, v, h, t) in enumerate(recs):
             p.produce(topic, value=v, key=k, partition=part, headers=h or None, timestamp=t)
             p.poll(0)
+            if pace_s and i % 100 == 99:
+                time.sleep(pace_s)  # spread the records over time, so faults land mid-stream
         left = p.flush(WAIT_S)
         if left:
             raise SystemExit(f"{left} records not delivered")
@@ -139,6 +141,7 @@ def consume(lib, bootstrap, topic, count, group):
 if __name__ == "__main__":
     role, lib, bootstrap, topic, count = sys.argv[1:6]
     if role == "produce":
-        produce(lib, bootstrap, topic, int(count), sys.argv[6], int(sys.argv[7]))
+        produce(lib, bootstrap, topic, int(count), sys.argv[6], int(sys.argv[7]),
+                float(sys.argv[8]) if len(sys.argv) > 8 else 0.0)
     else:
         consume(lib, bootstrap, topic, int(count), sys.argv[6])

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -76,6 +77,13 @@ def _round_trip(producer, compression, consumer, brokers=1, count=COUNT):
         assert cluster.committed("g") == {("rt", p): count // 4 for p in range(4)}
 
 
+def _wait_for(condition, what, timeout_s=30):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
+        time.sleep(0.005)
+
+
 def test_confluent_producer_to_confluent_consumer_through_three_brokers():
     _round_trip("confluent-kafka", "lz4", "confluent-kafka", brokers=3, count=200)
 
@@ -93,3 +101,45 @@ def test_every_producer_and_compression(producer, compression):
 @pytest.mark.parametrize("consumer", list(LIBS))
 def test_every_consumer_through_three_brokers(consumer):
     _round_trip("confluent-kafka", "zstd", consumer, brokers=3)
+
+
+@pytest.mark.slow
+def test_an_idempotent_producer_survives_lost_answers_leader_moves_and_a_broker_restart():
+    """Answers delayed then lost with their connections (the batches were stored): the producer retries and
+    the duplicates are acknowledged, not stored; leaders move and a broker restarts mid-stream."""
+    _need("confluent-kafka")
+    count = 4000
+    sent = records(count, 1, True)
+    with MockCluster(topics={"rt": 4}, brokers=3) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        store = cluster.server.store
+        appends = []
+        append = store.append
+        store.append = lambda *args: appends.append(args[:2]) or append(*args)  # counts the retried batches too
+        proc = subprocess.Popen([sys.executable, CLIENT, "produce", "confluent-kafka", bootstrap, "rt", str(count),
+                                 "none", "1", "0.05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+        try:
+            _wait_for(lambda: appends, "the producer's first batch")
+            cluster.add_latency(500, "Produce")
+            seen = len(appends)
+            _wait_for(lambda: len(appends) > seen, "a batch stored while its answer waits")
+            cluster.drop_connections()          # answers in flight are lost; the batches are stored
+            cluster.add_latency(0, "Produce")
+            time.sleep(0.2)
+            for p in range(4):
+                cluster.move_leader("rt", p)
+            time.sleep(0.2)
+            cluster.broker_down(1)
+            time.sleep(0.3)
+            cluster.broker_up(1)
+            out, err = proc.communicate(timeout=TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        assert proc.returncode == 0 and out.split() == ["SENT", str(count)], err[-3000:]
+        _check_stored(cluster, "rt", sent)
+        stored = sum(len(log.batches) for log in store.logs.values())
+        assert len(appends) > stored, "no batch was sent again: the lost answers did not happen"
+        _check_consumed(_run("consume", "confluent-kafka", cluster.bootstrap_servers, "rt", count, "g"), sent)
