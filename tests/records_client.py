@@ -2,11 +2,14 @@
 
     python tests/records_client.py produce LIB BOOTSTRAP TOPIC COUNT COMPRESSION SEED [PACE_S]
     python tests/records_client.py consume LIB BOOTSTRAP TOPIC COUNT GROUP
+    python tests/records_client.py member confluent-kafka BOOTSTRAP TOPIC IDLE_S GROUP PACE_S
 
 LIB is confluent-kafka, kafka-python or aiokafka.  ``produce`` sends :func:`records` (COUNT of them, from SEED)
 with the client's own producer (idempotent where the client supports it) and prints ``SENT n``.  ``consume``
 joins GROUP, reads from the earliest offset until it has COUNT records, commits, and prints each record as one
-JSON line (``{"p":, "o":, "k":, "v":, "h":, "t":}``, bytes in hex) and then ``DONE n``.  Every wait is bounded.
+JSON line (``{"p":, "o":, "k":, "v":, "h":, "t":}``, bytes in hex) and then ``DONE n``.  ``member`` is one member of a group that reads slowly (PACE_S per record), committing after each
+poll, printing each record as ``consume`` does, until nothing arrives for IDLE_S, or until its standard input
+says ``close``.  Every wait is bounded.
 """
 
 import asyncio
@@ -138,10 +141,41 @@ def consume(lib, bootstrap, topic, count, group):
     say(f"DONE {got}")
 
 
+def member(lib, bootstrap, topic, idle_s, group, pace_s):
+    import threading
+
+    from confluent_kafka import Consumer
+    closing = threading.Event()
+
+    def read():
+        for text in sys.stdin:  # the end of standard input (the test is collecting output) is not a close
+            if text.strip() == "close":
+                closing.set()
+    threading.Thread(target=read, daemon=True).start()
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 300})
+    c.subscribe([topic])
+    got, last = 0, time.monotonic()
+    deadline = last + WAIT_S
+    while not closing.is_set() and time.monotonic() - last < idle_s and time.monotonic() < deadline:
+        batch = [m for m in c.consume(50, 0.2) if not m.error()]
+        for m in batch:
+            say(line(m.partition(), m.offset(), m.key(), m.value(), m.headers(), m.timestamp()[1]))
+            time.sleep(pace_s)
+        if batch:
+            got += len(batch)
+            last = time.monotonic()
+            c.commit(asynchronous=False)
+    c.close()
+    say(f"DONE {got}")
+
+
 if __name__ == "__main__":
     role, lib, bootstrap, topic, count = sys.argv[1:6]
     if role == "produce":
         produce(lib, bootstrap, topic, int(count), sys.argv[6], int(sys.argv[7]),
                 float(sys.argv[8]) if len(sys.argv) > 8 else 0.0)
+    elif role == "member":
+        member(lib, bootstrap, topic, float(count), sys.argv[6], float(sys.argv[7]))
     else:
         consume(lib, bootstrap, topic, int(count), sys.argv[6])

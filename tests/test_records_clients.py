@@ -143,3 +143,51 @@ def test_an_idempotent_producer_survives_lost_answers_leader_moves_and_a_broker_
         stored = sum(len(log.batches) for log in store.logs.values())
         assert len(appends) > stored, "no batch was sent again: the lost answers did not happen"
         _check_consumed(_run("consume", "confluent-kafka", cluster.bootstrap_servers, "rt", count, "g"), sent)
+
+
+def _member(bootstrap, idle_s=10.0, pace_s=0.002):  # idle longer than a session (6 s)
+    return subprocess.Popen([sys.executable, CLIENT, "member", "confluent-kafka", bootstrap, "rt", str(idle_s), "g",
+                             str(pace_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+def _offsets_read(*outputs):
+    seen = {}
+    for out in outputs:
+        for text in out.splitlines():
+            if text.startswith("{"):
+                row = json.loads(text)
+                seen.setdefault(row["p"], set()).add(row["o"])
+    return seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["close", "SIGKILL"])
+def test_a_group_that_loses_and_gains_a_member_mid_stream_reads_every_record(how):
+    """Two slow members share four partitions; one leaves (closes, or is killed) mid-stream and a third joins:
+    every offset is read at least once, none is skipped, and the group commits the end of every partition."""
+    _need("confluent-kafka")
+    count = 3000
+    with MockCluster(topics={"rt": 4}, config={"group.initial.rebalance.delay.ms": 500}) as cluster:
+        for i in range(count):
+            cluster.produce("rt", b"v%d" % i, partition=i % 4)
+        first, second = _member(cluster.bootstrap_servers), _member(cluster.bootstrap_servers)
+        procs = [first, second]
+        try:
+            _wait_for(lambda: sum(cluster.committed("g").values()) > 200, "the group's first commits")
+            if how == "close":
+                first.stdin.write("close\n")
+                first.stdin.flush()
+            else:
+                first.kill()
+            third = _member(cluster.bootstrap_servers)
+            procs.append(third)
+            outputs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait(10)
+        seen = _offsets_read(*outputs)
+        assert {p: sorted(seen.get(p, ())) for p in range(4)} == {p: list(range(count // 4)) for p in range(4)}
+        assert cluster.committed("g") == {("rt", p): count // 4 for p in range(4)}

@@ -26,7 +26,7 @@ from kwire.codec import (
 from kwire.errors import ArgumentValueError, KwireError
 from kwire.group import GroupCoordinator
 
-from ._config import resolve
+from ._config import consumer_group_config, resolve
 from ._connection import Connection
 from ._faults import Faults, error_response
 from ._log import LogStore
@@ -115,6 +115,8 @@ class ClusterServer(TopicApis, RecordApis):
             max_session_timeout_ms=c["group.max.session.timeout.ms"], max_group_size=self.limits.max_members_per_group,
             partition_exists=self.topics.exists)
         self.coordinator_node = 0
+        # The KIP-848 keys, checked by resolve(), for the consumer-group coordinator to take as given.
+        self.consumer_group_config = consumer_group_config(c)
         self.round_robin = {}  # topic -> the last partition a keyless record of MockCluster.produce went to
         self.apis = {}
         for key in _SERVED:
