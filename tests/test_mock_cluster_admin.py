@@ -186,3 +186,33 @@ def test_a_client_that_never_reads_holds_a_bounded_number_of_server_bytes():
             writer.close()
             assert cluster.server.buffered() < bound
     asyncio.run(run())
+
+
+def test_kwire_serve_takes_config_keys_and_brokers(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import stop_process
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    bad = subprocess.run([sys.executable, "-m", "kwire", "serve", "--config", "no.such.key=1"], capture_output=True,
+                         text=True, timeout=60, cwd=root, env=env)
+    assert bad.returncode != 0 and "unknown config key 'no.such.key'" in bad.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", "--brokers", "2",
+                             "--config", "num.partitions=3", "--max-groups", "5", "--control", "stdin"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=root, env=env)
+    try:
+        first, second = proc.stdout.readline(), proc.stdout.readline()
+        port = int(first.split("listening on 127.0.0.1:")[1].split()[0])
+        assert "broker 1 listening on 127.0.0.1:" in second
+        client = Client(port=port)
+        assert [len(t.partitions) for t in metadata(client, ["auto"]).topics] == [3]
+        for line, answer in (("broker-down 9", "error: "), ("broker-down 1", "ok: "), ("stats", "ok: stats stored=0"),
+                             ("leader auto 0 0", "ok: leader auto 0 0 -> broker 0")):
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().startswith(answer), line
+        assert [b.node_id for b in metadata(client, None).brokers] == [0]
+    finally:
+        stop_process(proc)

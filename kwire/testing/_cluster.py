@@ -194,7 +194,7 @@ class MockCluster:
     def broker_down(self, broker):
         """Take a broker down: its listener and connections close, its partitions and the group coordinator
         move to live brokers."""
-        self._on_loop_async(self.server.broker_down, broker)
+        self._on_loop(self.server.broker_down, broker)
 
     def broker_up(self, broker):
         """Bring a broker back, on its old port."""

@@ -109,9 +109,11 @@ def control(server, line):
         elif cmd == "leader" and len(rest) in (2, 3):
             leader = server.move_leader(rest[0], int(rest[1]), int(rest[2]) if len(rest) == 3 else None)
             return f"ok: {line.strip()} -> broker {leader}"
-        elif cmd in ("broker-down", "broker-up") and len(rest) == 1:
-            act = server.broker_down if cmd == "broker-down" else server.broker_up
-            asyncio.ensure_future(act(int(rest[0])))
+        elif cmd == "broker-down" and len(rest) == 1:
+            server.broker_down(int(rest[0]))
+        elif cmd == "broker-up" and len(rest) == 1:
+            server.topics.broker_up(int(rest[0]))  # refuses an unknown broker here, before the listener starts
+            asyncio.ensure_future(server.broker_up(int(rest[0])))
         elif cmd == "stats" and not rest:
             return (f"ok: stats stored={server.store.held} connections={len(server.connections)} "
                     f"buffered={server.buffered()}")

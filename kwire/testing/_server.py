@@ -230,7 +230,7 @@ class ClusterServer(TopicApis, RecordApis):
         """Make ``broker`` (the next live one if None) the partition's leader; returns it."""
         return self.topics.move_leader(topic, int(partition), None if broker is None else int(broker))
 
-    async def broker_down(self, broker):
+    def broker_down(self, broker):
         """Take a broker down: its listener closes, its connections drop, its partitions get new leaders, and
         the group coordinator moves off it."""
         broker = int(broker)
@@ -242,8 +242,6 @@ class ClusterServer(TopicApis, RecordApis):
         if self.coordinator_node == broker:
             self.coordinator_node = self.topics.live()[0]
             self.move_coordinator()
-        if listener is not None:
-            await listener.wait_closed()
 
     async def broker_up(self, broker):
         """Bring a broker back on its old port."""
