@@ -44,7 +44,7 @@ except ImportError:  # a pure install: the oracle still checks the twin alone
 
 # "batch" (the capture batch decoder, fuzz/batch_oracle.py) joins these when
 # pyarrow is installed; see the end of this module.
-FAMILIES = ("api", "headers", "frames", "consumer", "cluster")
+FAMILIES = ("api", "headers", "frames", "consumer", "records", "cluster")
 
 
 # Open bugs the oracle recognises, each pinned by a strict-xfail regression
@@ -521,6 +521,8 @@ def check(family, data, stats=None):
         return check_frame(t[0], t[1], payload, stats)
     if family == "batch":
         return batch_oracle.check(payload, stats)
+    if family == "records":
+        return records_oracle.check(payload, stats, data[0])
     raise ValueError(f"unknown family {family!r}")
 
 
@@ -531,6 +533,10 @@ def selector(family, name):
             return i
     raise KeyError(name)
 
+
+import records_oracle  # noqa: E402  (the record-batch codec: see fuzz/records_oracle.py)
+
+TARGETS["records"] = [(name, None) for name in records_oracle.TARGETS]
 
 try:
     import batch_oracle  # noqa: E402

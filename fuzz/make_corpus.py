@@ -61,9 +61,55 @@ def messages(msg, version):
     return out
 
 
+def record_seeds():
+    """Seeds of the ``records`` family: record batches of every codec and flag, encoded by kwire's pure twin,
+    plus the shapes its encoder never writes (raw snappy as librdkafka writes it, a non-canonical varint)."""
+    import cramjam
+
+    from kwire.codec import _records_py as R
+
+    def recs(n):
+        return [R.Record(None if i == 1 else b"k%d" % i, None if i == 2 else b"v" * (i * 7),
+                         [("h", b"x"), ("n", None)] if i % 2 else (), offset=10 + i, timestamp=1000 + i)
+                for i in range(n)]
+
+    blobs = []
+    for codec in range(5):
+        blobs.append((f"codec{codec}", R.RecordBatch(recs(3), base_offset=10, compression=codec).encode()))
+    blobs += [
+        ("empty", R.RecordBatch([], base_offset=4).encode()),
+        ("flags", R.RecordBatch(recs(2), base_offset=10, timestamp_type=1, is_transactional=True, producer_id=7,
+                                producer_epoch=1, base_sequence=3, delete_horizon_ms=99).encode()),
+        ("control", R.RecordBatch([R.Record(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00", offset=5)],
+                                  base_offset=5, is_control=True, is_transactional=True).encode()),
+        ("two", R.RecordBatch(recs(2), base_offset=10).encode() + R.RecordBatch(recs(1), base_offset=12).encode()),
+    ]
+    plain = R.RecordBatch(recs(3), base_offset=10).encode()
+    raw = cramjam.snappy.compress_raw(plain[61:])
+    blobs.append(("snappy-raw", _rebatch(plain, bytes(raw), 2, R.crc32c)))
+    # A record whose length varint is 0x81 0x00-style (two bytes for a small value): Kafka's readers accept it.
+    one = R.RecordBatch([R.Record(b"k", b"v", offset=0)]).encode()
+    blobs.append(("long-varint", _rebatch(one, bytes([one[61] | 0x80, 0]) + one[62:], 0, R.crc32c)))
+    out = []
+    for name, blob in blobs:
+        for sel, target in enumerate(D.TARGETS["records"]):
+            out.append(("records", f"{target[0]}-{name}", bytes([sel]) + blob))
+    return out
+
+
+def _rebatch(batch, records, codec, crc32c):
+    """``batch`` (one encoded batch) with its records replaced by ``records`` and its codec by ``codec``."""
+    head = bytearray(batch[:61])
+    struct.pack_into(">i", head, 8, 49 + len(records))
+    struct.pack_into(">h", head, 21, (struct.unpack_from(">h", head, 21)[0] & ~7) | codec)
+    body = bytes(head[21:]) + records
+    struct.pack_into(">I", head, 17, crc32c(body))
+    return bytes(head) + records
+
+
 def seeds():
     """(family, name, bytes) of every seed."""
-    out = []
+    out = record_seeds()
     for family in ("api", "headers", "cluster"):
         for i, (msg, version) in enumerate(D.TARGETS[family]):
             for variant, m in messages(msg, version):

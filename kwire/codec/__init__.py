@@ -36,6 +36,7 @@ from kwire.codec._records import (
     Record,
     RecordBatch,
     crc32c,
+    crc32c_backend,
     decode_record_batches,
     encode_record_batches,
     read_batch_infos,
@@ -239,5 +240,5 @@ __all__ = [
     "split_request", "batch_decoder", "API_VERSIONS_RANGE", "ApiKey", "ErrorCode", "error_name",
     # Record batches, the payload of Produce and Fetch.
     "RecordBatch", "Record", "Header", "BatchInfo", "BatchList", "read_batch_infos", "set_base_offset",
-    "decode_record_batches", "encode_record_batches", "crc32c", "records_module", "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "decode_record_batches", "encode_record_batches", "crc32c", "crc32c_backend", "records_module", "DEFAULT_MAX_DECOMPRESSED_SIZE",
 ]

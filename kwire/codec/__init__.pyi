@@ -142,6 +142,22 @@ from kwire.codec._framing import (
     encode_response as encode_response,
     message_class as message_class,
 )
+# Record batches: typed by the compiled twin's stub; the pure twin has the same names.
+from kwire.codec._records_c import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE as DEFAULT_MAX_DECOMPRESSED_SIZE,
+    BatchInfo as BatchInfo,
+    BatchList as BatchList,
+    Header as Header,
+    Record as Record,
+    RecordBatch as RecordBatch,
+    crc32c as crc32c,
+    crc32c_backend as crc32c_backend,
+    decode_record_batches as decode_record_batches,
+    encode_record_batches as encode_record_batches,
+    read_batch_infos as read_batch_infos,
+    set_base_offset as set_base_offset,
+)
+from kwire.codec._records import records_module as records_module
 
 IMPLEMENTATION: Literal["cython", "python"]
 __all__: list[str]

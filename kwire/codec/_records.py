@@ -16,7 +16,7 @@ def records_module(implementation=None):
     return _impl.load("records", implementation, package="kwire.codec")
 
 
-_twin = records_module("python")
+_twin = records_module()
 
 Header = _twin.Header
 Record = _twin.Record
@@ -28,4 +28,5 @@ set_base_offset = _twin.set_base_offset
 decode_record_batches = _twin.decode_record_batches
 encode_record_batches = _twin.encode_record_batches
 crc32c = _twin.crc32c
+crc32c_backend = _twin.crc32c_backend
 DEFAULT_MAX_DECOMPRESSED_SIZE = _twin.DEFAULT_MAX_DECOMPRESSED_SIZE

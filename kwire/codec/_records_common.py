@@ -13,7 +13,14 @@ attributes name a codec.
 
 from collections import namedtuple
 
-from kwire.errors import CorruptRecordError, DecompressionLimitError, UnsupportedRecordFormatError
+from kwire.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    CorruptRecordError,
+    DecompressionLimitError,
+    EncodeError,
+    UnsupportedRecordFormatError,
+)
 
 # DefaultRecordBatch's layout: base offset (8), batch length (4), partition leader epoch (4), magic (1), CRC (4),
 # attributes (2), last offset delta (4), base timestamp (8), max timestamp (8), producer id (8), producer epoch (2),
@@ -75,6 +82,7 @@ def make_info(position, size, fields):
     """A :data:`BatchInfo` from the 13 header fields, in wire order."""
     (base_offset, _length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts,
      producer_id, producer_epoch, base_sequence, count) = fields
+    attributes &= 0xFFFF  # an int16 on the wire, a bit set to its readers
     return BatchInfo(position, size, base_offset, epoch, magic, crc, attributes, attributes & COMPRESSION_MASK,
                      bool(attributes & TRANSACTIONAL_FLAG), bool(attributes & CONTROL_FLAG),
                      (attributes & TIMESTAMP_TYPE_MASK) >> 3, last_delta, base_ts, max_ts, producer_id,
@@ -94,8 +102,6 @@ def unknown_codec(codec, offset):
 
 
 def check_limit(limit):
-    from kwire.errors import ArgumentTypeError, ArgumentValueError
-
     if not isinstance(limit, int) or isinstance(limit, bool):
         raise ArgumentTypeError(f"max_decompressed_size must be an int, not {type(limit).__name__}")
     if limit < 0:
@@ -283,8 +289,6 @@ def wrap64(v):
 
 
 def check_int(name, value, lo, hi, error=None):
-    from kwire.errors import ArgumentTypeError, EncodeError
-
     if not isinstance(value, int) or isinstance(value, bool):
         if error is None:
             raise EncodeError(f"{name} must be an int, not {type(value).__name__}", path=[name])
@@ -297,8 +301,6 @@ def check_int(name, value, lo, hi, error=None):
 
 
 def _blob(name, value, path):
-    from kwire.errors import EncodeError
-
     if value is None or isinstance(value, bytes):
         return value
     if isinstance(value, (bytearray, memoryview)):
@@ -308,8 +310,6 @@ def _blob(name, value, path):
 
 def header_pairs(headers, path=()):
     """(key as UTF-8 bytes, value bytes or None) of each header: the form both encoders write."""
-    from kwire.errors import EncodeError
-
     out = []
     for i, h in enumerate(headers):
         try:
@@ -325,8 +325,6 @@ def header_pairs(headers, path=()):
 
 def check_record(rec, path):
     """The fields of ``rec`` as the encoders write them: (offset, timestamp, key, value, header pairs, attributes)."""
-    from kwire.errors import EncodeError
-
     try:
         check_int("offset", rec.offset, *INT64)
         check_int("timestamp", rec.timestamp, *INT64)
@@ -339,8 +337,6 @@ def check_record(rec, path):
 
 def check_batch(batch):
     """Raises EncodeError unless every header field of ``batch`` fits its wire type."""
-    from kwire.errors import EncodeError
-
     for name, (lo, hi) in _BATCH_RANGES:
         check_int(name, getattr(batch, name), lo, hi)
     if batch.magic != MAGIC:
@@ -352,8 +348,6 @@ def check_batch(batch):
 
 
 def compression_id(compression):
-    from kwire.errors import ArgumentValueError
-
     if isinstance(compression, str) and compression in COMPRESSION_NAMES:
         return COMPRESSION_NAMES.index(compression)
     if isinstance(compression, int) and not isinstance(compression, bool) and 0 <= compression <= ZSTD:
@@ -366,8 +360,6 @@ def batch_defaults(records, base_offset, compression, timestamp_type, is_transac
     """(records list, attributes, last_offset_delta, base_timestamp, max_timestamp) for a new RecordBatch, as
     Java's MemoryRecordsBuilder fills them: the base timestamp is the first record's (or the delete horizon), the
     max timestamp the largest, the last offset delta the last record's offset from the base."""
-    from kwire.errors import ArgumentValueError
-
     records = list(records)
     if attributes is None:
         attributes = (compression_id(compression) | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
@@ -378,7 +370,7 @@ def batch_defaults(records, base_offset, compression, timestamp_type, is_transac
             raise ArgumentValueError("base_timestamp and delete_horizon_ms are the same field: give one")
         base_timestamp = delete_horizon_ms
     if last_offset_delta is None:
-        last_offset_delta = records[-1].offset - base_offset if records else 0
+        last_offset_delta = wrap64(records[-1].offset - base_offset) if records else 0
     if base_timestamp is None:
         base_timestamp = records[0].timestamp if records else -1
     if max_timestamp is None:
@@ -403,3 +395,20 @@ def as_headers(header_class, headers):
     if not headers:
         return ()
     return tuple(h if type(h) is header_class else header_class(*h) for h in headers)
+
+
+def offset_delta(offset, base_offset, index):
+    """The offset delta record ``index`` is written with; EncodeError when it does not fit an int32."""
+    delta = wrap64(offset - base_offset)
+    if not INT32[0] <= delta <= INT32[1]:
+        raise EncodeError(f"offset {offset} is {delta} from the batch's base offset {base_offset}: "
+                          "an offset delta is an int32", path=["records", index, "offset"])
+    return delta
+
+
+def rebuild(cls, state):
+    """Unpickle a Header, Record or RecordBatch of either twin: the ``__reduce__`` of each names this function."""
+    obj = cls.__new__(cls)
+    for name, value in state.items():
+        setattr(obj, name, value)
+    return obj

@@ -15,22 +15,22 @@ import struct
 
 from kwire.codec._records_common import (
     ATTRIBUTES_OFFSET,
+    BATCH_FIELDS,
     COMPRESSION_MASK,
     CONTROL_FLAG,
     COUNT_OFFSET,
     CRC_OFFSET,
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     DELETE_HORIZON_FLAG,
+    HEADER_FIELDS,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
     MAGIC_OFFSET,
     MIN_RECORD_SIZE,
+    RECORD_FIELDS,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG,
-    BATCH_FIELDS,
-    HEADER_FIELDS,
-    RECORD_FIELDS,
     BatchInfo,
     BatchList,
     as_headers,
@@ -39,20 +39,23 @@ from kwire.codec._records_common import (
     check_int,
     check_limit,
     check_record,
-    fields_eq,
-    fields_repr,
-    wrap64,
     compress,
     decompress,
+    fields_eq,
+    fields_repr,
     make_info,
+    offset_delta,
+    rebuild,
     unknown_codec,
     unsupported_magic,
+    wrap64,
 )
+from kwire.codec._codec_common import refuse_deletion
 from kwire.errors import ArgumentTypeError, ArgumentValueError, CorruptRecordError, RecordCrcError
 
 __all__ = [
     "BatchInfo", "BatchList", "DEFAULT_MAX_DECOMPRESSED_SIZE", "Header", "Record", "RecordBatch", "crc32c",
-    "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
+    "crc32c_backend", "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
 ]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte batch header, in wire order
@@ -61,7 +64,7 @@ _INT64 = struct.Struct(">q")
 
 # --- CRC-32C (Castagnoli) ------------------------------------------------------------------------------------------
 # The crc32c package (hardware CRC32C in C) when it is installed: the same function, so using it changes speed only,
-# and tests/test_records_crc.py checks both against the published vectors.  Otherwise a table, byte by byte.
+# and tests/test_records.py checks both against the published vectors.  Otherwise a table, byte by byte.
 
 def _table():
     table = []
@@ -93,9 +96,16 @@ except ImportError:  # pragma: no cover - depends on the environment
 def crc32c(data, crc=0):
     """CRC-32C of ``data`` (bytes-like), continuing from ``crc``: the checksum of a record batch."""
     data = _view(data)
+    if not isinstance(crc, int) or not 0 <= crc <= 0xFFFFFFFF:
+        raise ArgumentValueError(f"crc must be an int in [0, 2**32), not {crc!r}")
     if _crc32c_fast is not None:
         return _crc32c_fast(data, crc)
     return _crc32c_table(data, crc)
+
+
+def crc32c_backend():
+    """How :func:`crc32c` computes: "crc32c package" (its C code, hardware where the CPU has it) or "table"."""
+    return "table" if _crc32c_fast is None else "crc32c package"
 
 
 # --- Byte helpers ------------------------------------------------------------------------------------------------
@@ -170,7 +180,7 @@ def _read_record(r, base_offset, base_timestamp, build):
     attributes = r.buf[body] - 256 if r.buf[body] > 127 else r.buf[body]
     r.pos += 1
     ts_delta = r.varint(limit, 10, 64)
-    offset_delta = r.varint(limit, 5, 32)
+    delta = r.varint(limit, 5, 32)
     key = r.blob(limit, "key")
     value = r.blob(limit, "value")
     hstart = r.pos
@@ -194,7 +204,7 @@ def _read_record(r, base_offset, base_timestamp, build):
         raise r.fail(f"record length {size} disagrees with its fields ({r.pos - body} bytes)", start)
     if not build:
         return None
-    return Record(key, value, tuple(headers), offset=wrap64(base_offset + offset_delta),
+    return Record(key, value, tuple(headers), offset=wrap64(base_offset + delta),
                   timestamp=wrap64(base_timestamp + ts_delta), attributes=attributes)
 
 
@@ -271,10 +281,27 @@ def _records_of(buf, pos, fields, limit, build):
     return _read_records(r, fields[12], fields[0], fields[7], build)
 
 
-def _check_flags(check_crc, allow_partial_tail):
+def _read_batches(data, check_crc, allow_partial_tail, limit, each):
+    """``each(buf, pos, fields)`` of every batch in ``data``, as a BatchList; errors get the batch's index."""
+    buf = _view(data)
     for name, value in (("check_crc", check_crc), ("allow_partial_tail", allow_partial_tail)):
         if not isinstance(value, bool):
             raise ArgumentTypeError(f"{name} must be a bool, not {type(value).__name__}")
+    check_limit(limit)
+    out = BatchList()
+    pos, end = 0, len(buf)
+    while pos < end:
+        try:
+            fields = _header(buf, pos, end, check_crc, allow_partial_tail)
+            if fields is None:
+                out.partial_tail = end - pos
+                break
+            out.append(each(buf, pos, fields))
+        except CorruptRecordError as exc:
+            raise exc.prepend_path(len(out)) from None
+        pos += LOG_OVERHEAD + fields[1]
+    out.end = pos
+    return out
 
 
 def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_records=False,
@@ -282,53 +309,19 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     """The header of every batch in ``data`` (0 or more concatenated batches), as a :class:`BatchList` of
     :data:`BatchInfo`, without a Python object per record.  ``check_records`` also walks each batch's records
     (decompressing them, up to ``max_decompressed_size`` bytes) and checks them and their count."""
-    buf = _view(data)
-    _check_flags(check_crc, allow_partial_tail)
-    check_limit(max_decompressed_size)
-    out = BatchList()
-    pos, end = 0, len(buf)
-    index = 0
-    while pos < end:
-        try:
-            fields = _header(buf, pos, end, check_crc, allow_partial_tail)
-            if fields is None:
-                out.partial_tail = end - pos
-                break
-            if check_records:
-                _records_of(buf, pos, fields, max_decompressed_size, False)
-        except CorruptRecordError as exc:
-            raise exc.prepend_path(index) from None
-        size = LOG_OVERHEAD + fields[1]
-        out.append(make_info(pos, size, fields))
-        pos += size
-        index += 1
-    out.end = pos
-    return out
+    def info(buf, pos, fields):
+        if check_records:
+            _records_of(buf, pos, fields, max_decompressed_size, False)
+        return make_info(pos, LOG_OVERHEAD + fields[1], fields)
+    return _read_batches(data, check_crc, allow_partial_tail, max_decompressed_size, info)
 
 
 def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
                           max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
     """Every batch in ``data`` decoded to a :class:`RecordBatch`, as a :class:`BatchList`."""
-    buf = _view(data)
-    _check_flags(check_crc, allow_partial_tail)
-    check_limit(max_decompressed_size)
-    out = BatchList()
-    pos, end = 0, len(buf)
-    index = 0
-    while pos < end:
-        try:
-            fields = _header(buf, pos, end, check_crc, allow_partial_tail)
-            if fields is None:
-                out.partial_tail = end - pos
-                break
-            records = _records_of(buf, pos, fields, max_decompressed_size, True)
-        except CorruptRecordError as exc:
-            raise exc.prepend_path(index) from None
-        out.append(_batch_from_wire(fields, records))
-        pos += LOG_OVERHEAD + fields[1]
-        index += 1
-    out.end = pos
-    return out
+    def batch(buf, pos, fields):
+        return _batch_from_wire(fields, _records_of(buf, pos, fields, max_decompressed_size, True))
+    return _read_batches(data, check_crc, allow_partial_tail, max_decompressed_size, batch)
 
 
 def set_base_offset(buf, position, base_offset):
@@ -371,14 +364,10 @@ class _Fields:
         return fields_repr(self, self._fields)
 
     def __reduce__(self):
-        return (_rebuild, (type(self), {f: getattr(self, f) for f in self._fields}))
+        return (rebuild, (type(self), {f: getattr(self, f) for f in self._fields}))
 
-
-def _rebuild(cls, state):
-    obj = cls.__new__(cls)
-    for name, value in state.items():
-        setattr(obj, name, value)
-    return obj
+    def __delattr__(self, name):
+        refuse_deletion(self, name)
 
 
 class Header(_Fields):
@@ -462,7 +451,7 @@ class RecordBatch(_Fields):
         base_offset, base_ts = self.base_offset, self.base_timestamp
         plain = bytearray()
         for j, rec in enumerate(self.records):
-            _encode_record(check_record(rec, ("records", j)), base_offset, base_ts, plain)
+            _encode_record(check_record(rec, ("records", j)), j, base_offset, base_ts, plain)
         codec = self.attributes & COMPRESSION_MASK
         payload = compress(codec, bytes(plain)) if codec else plain
         attributes = self.attributes - 0x10000 if self.attributes > 0x7FFF else self.attributes
@@ -483,14 +472,12 @@ def _varint_bytes(value, out):
     out.append(v)
 
 
-def _encode_record(fields, base_offset, base_timestamp, out):
+def _encode_record(fields, index, base_offset, base_timestamp, out):
     offset, timestamp, key, value, headers, attributes = fields
     body = bytearray()
     body.append(attributes & 0xFF)
     _varint_bytes(wrap64(timestamp - base_timestamp), body)
-    delta = wrap64(offset - base_offset)
-    check_int("offset - base_offset", delta, -(1 << 31), (1 << 31) - 1)
-    _varint_bytes(delta, body)
+    _varint_bytes(offset_delta(offset, base_offset, index), body)
     for blob in (key, value):
         if blob is None:
             body.append(1)  # zigzag(-1)

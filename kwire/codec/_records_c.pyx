@@ -1,0 +1,490 @@
+# cython: language_level=3
+"""Record batches (magic 2), compiled: the twin of ``kwire.codec._records_py``.
+
+Same names, same results, same errors at the same offsets.  What is compiled:
+
+- the header reads and the CRC-32C (``_crc32c.h``: SSE4.2 or the ARMv8 CRC32
+  extension where the CPU has them, tables elsewhere);
+- the record walk, which checks every record of a batch without creating an
+  object (``read_batch_infos(check_records=True)`` is nothing else);
+- the objects: a decoded :class:`Record` holds its batch's bytes and the
+  positions of its key, value and headers, and creates each Python object the
+  first time it is read (then keeps it).  Decoding checks the whole record
+  first, so reading a field later cannot fail;
+- encoding, straight into one buffer.
+
+Compression is a library call in both twins (``_records_common.decompress``
+and ``compress``, over cramjam and zlib).
+"""
+
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_FromLongLong
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.ref cimport Py_INCREF
+from libc.stdint cimport SIZE_MAX
+
+cdef extern from *:
+    Py_ssize_t PY_SSIZE_T_MAX
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
+from libc.limits cimport LLONG_MAX, LLONG_MIN
+from libc.string cimport memcmp, memcpy
+
+include "_records_wire.pxi"
+
+cdef extern from "Python.h":
+    object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
+    void PyObject_GC_UnTrack(object)
+
+cdef extern from "_crc32c.h":
+    uint32_t kw_crc32c(uint32_t crc, const unsigned char* p, size_t n) nogil
+    void kw_crc32c_init()
+    void kw_crc32c_force_portable(int on)
+    int kw_crc32c_hw
+
+from kwire.codec._records_common import (
+    BATCH_FIELDS,
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    HEADER_FIELDS,
+    RECORD_FIELDS,
+    BatchInfo,
+    BatchList,
+    as_headers,
+    batch_defaults,
+    check_batch,
+    check_int,
+    check_limit,
+    check_record,
+    compress,
+    decompress,
+    fields_eq,
+    fields_repr,
+    offset_delta,
+    rebuild,
+    unknown_codec,
+    unsupported_magic,
+    wrap64,
+)
+from kwire.codec._codec_common import refuse_deletion
+from kwire.errors import ArgumentTypeError, ArgumentValueError, CorruptRecordError, EncodeError, RecordCrcError
+
+__all__ = [
+    "BatchInfo", "BatchList", "DEFAULT_MAX_DECOMPRESSED_SIZE", "Header", "Record", "RecordBatch", "crc32c",
+    "crc32c_backend", "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
+]
+
+kw_crc32c_init()
+
+cdef enum:
+    LOG_OVERHEAD = 12
+    HEADER_SIZE = 61
+    MAGIC_OFFSET = 16
+    CRC_OFFSET = 17
+    ATTRIBUTES_OFFSET = 21
+    COUNT_OFFSET = 57
+    MAGIC = 2
+    MIN_RECORD_SIZE = 7
+    COMPRESSION_MASK = 7
+    TIMESTAMP_TYPE_MASK = 0x08
+    TRANSACTIONAL_FLAG = 0x10
+    CONTROL_FLAG = 0x20
+    DELETE_HORIZON_FLAG = 0x40
+    # Which of a Record's fields hold their Python object (the others are read from the batch's bytes).
+    HAVE_OFFSET = 1
+    HAVE_TIMESTAMP = 2
+    HAVE_KEY = 4
+    HAVE_VALUE = 8
+    HAVE_HEADERS = 16
+    HAVE_ALL = 31
+
+
+# --- CRC-32C -------------------------------------------------------------------------------------------------------
+
+cdef class _View:
+    """A read-only byte view of any bytes-like object, released when dropped."""
+    cdef Py_buffer buf
+    cdef bint held
+    cdef const unsigned char* p
+    cdef Py_ssize_t n
+
+    def __cinit__(self, obj, int flags=PyBUF_SIMPLE):
+        try:
+            PyObject_GetBuffer(obj, &self.buf, flags)
+        except TypeError:
+            raise ArgumentTypeError(f"records must be bytes-like, not {type(obj).__name__}") from None
+        self.held = True
+        self.p = <const unsigned char*>self.buf.buf
+        self.n = self.buf.len
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.buf)
+
+
+cdef uint32_t _crc(const unsigned char* p, Py_ssize_t n, uint32_t crc=0):
+    if n >= 65536:  # long enough to be worth letting other threads run
+        with nogil:
+            crc = kw_crc32c(crc, p, n)
+        return crc
+    return kw_crc32c(crc, p, n)
+
+
+def crc32c(data, crc=0):
+    """CRC-32C of ``data`` (bytes-like), continuing from ``crc``: the checksum of a record batch."""
+    cdef _View v = _View(data)
+    if not isinstance(crc, int) or not 0 <= crc <= 0xFFFFFFFF:
+        raise ArgumentValueError(f"crc must be an int in [0, 2**32), not {crc!r}")
+    return _crc(v.p, v.n, <uint32_t>crc)
+
+
+def crc32c_backend():
+    """How :func:`crc32c` computes: "hardware" (SSE4.2 or the ARMv8 CRC32 extension) or "table"."""
+    return "hardware" if kw_crc32c_hw else "table"
+
+
+def _crc32c_use_tables(bint on):
+    """Tests only: force the portable tables (True), or restore the CPU's choice (False)."""
+    kw_crc32c_force_portable(on)
+
+
+# --- Errors --------------------------------------------------------------------------------------------------------
+
+cdef object _fail(str reason, Py_ssize_t pos, Py_ssize_t where):
+    # ``where`` < 0: positions are offsets in the caller's input; otherwise the records were decompressed and
+    # errors name the compressed payload's offset, ``where``, as the pure twin's _Reader.fail does.
+    if where < 0:
+        return CorruptRecordError(reason, pos)
+    return CorruptRecordError(f"{reason} (byte {pos} of the decompressed records)", where)
+
+
+cdef int _varint_fail(int rc, Py_ssize_t start, Py_ssize_t where, int max_bytes) except -1:
+    if rc == 1:
+        raise _fail("varint is cut short by the end of its record", start, where)
+    raise _fail(f"varint longer than {max_bytes} bytes", start, where)
+
+
+# --- The record walk -----------------------------------------------------------------------------------------------
+
+cdef struct _Rec:
+    int8_t attributes
+    int64_t ts_delta
+    int32_t offset_delta
+    Py_ssize_t key_pos, key_len, value_pos, value_len, hdr_pos, hdr_end
+    int32_t hdr_count
+
+
+cdef inline int _rd32(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit, int32_t* out,
+                      Py_ssize_t where) except -1:
+    cdef Py_ssize_t start = pos[0]
+    cdef int rc = rd_varint(b, pos, limit, out)
+    if rc:
+        _varint_fail(rc, start, where, 5)
+    return 0
+
+
+cdef inline int _blob(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit, Py_ssize_t* at, Py_ssize_t* n,
+                      str what, Py_ssize_t where) except -1:
+    cdef Py_ssize_t start = pos[0]
+    cdef int32_t v = 0
+    _rd32(b, pos, limit, &v, where)
+    if v < 0:
+        n[0] = -1
+        at[0] = pos[0]
+        return 0
+    if v > limit - pos[0]:
+        raise _fail(f"{what} length {v} is beyond its record", start, where)
+    at[0] = pos[0]
+    n[0] = v
+    pos[0] += v
+    return 0
+
+
+cdef int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t where,
+                      _Rec* r) except -1:
+    """One record (DefaultRecord.readFrom), checked whole; its fields' positions into ``r``."""
+    cdef Py_ssize_t start = pos[0], body, limit, kat, klen
+    cdef int32_t size = 0, count = 0, i, hklen = 0
+    cdef int rc
+    _rd32(b, pos, end, &size, where)
+    if size < 0 or size > end - pos[0]:
+        raise _fail(f"record length {size} is beyond its batch", start, where)
+    body = pos[0]
+    limit = body + size
+    if size < 1:
+        raise _fail("record attributes are cut short by the end of its record", body, where)
+    r.attributes = <int8_t>b[body]
+    pos[0] += 1
+    kat = pos[0]
+    rc = rd_varlong(b, pos, limit, &r.ts_delta)
+    if rc:
+        _varint_fail(rc, kat, where, 10)
+    _rd32(b, pos, limit, &r.offset_delta, where)
+    _blob(b, pos, limit, &r.key_pos, &r.key_len, "key", where)
+    _blob(b, pos, limit, &r.value_pos, &r.value_len, "value", where)
+    r.hdr_pos = pos[0]
+    _rd32(b, pos, limit, &count, where)
+    if count < 0:
+        raise _fail(f"negative header count {count}", r.hdr_pos, where)
+    r.hdr_count = count
+    for i in range(count):
+        kat = pos[0]
+        _rd32(b, pos, limit, &hklen, where)
+        if hklen < 0:
+            raise _fail(f"negative header key length {hklen}", kat, where)
+        if hklen > limit - pos[0]:
+            raise _fail(f"header key length {hklen} is beyond its record", kat, where)
+        pos[0] += hklen
+        _blob(b, pos, limit, &kat, &klen, "header value", where)
+    r.hdr_end = pos[0]
+    if pos[0] != limit:
+        raise _fail(f"record length {size} disagrees with its fields ({pos[0] - body} bytes)", start, where)
+    return 0
+
+
+cdef object _walk_records(object owner, const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
+                          int64_t base_offset, int64_t base_timestamp, Py_ssize_t where, bint build):
+    """Check (and with ``build``, decode) ``count`` records in ``b[pos:end]``; a list of Record or None."""
+    cdef _Rec r
+    cdef int32_t j
+    cdef Record rec
+    cdef list out = [] if build else None
+    cdef tuple keys = None
+    for j in range(count):
+        if pos >= end:
+            raise _fail(f"record count {count} but only {j} records are present", pos, where)
+        try:
+            _walk_record(b, &pos, end, where, &r)
+        except CorruptRecordError as exc:
+            raise exc.prepend_path(j).prepend_path("records") from None
+        if build:
+            rec = Record.__new__(Record)
+            rec.buf_owner = owner
+            rec.buf = b
+            rec.offset_c = <int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>r.offset_delta)
+            rec.timestamp_c = <int64_t>(<uint64_t>base_timestamp + <uint64_t>r.ts_delta)
+            rec.attributes = r.attributes
+            rec.key_pos, rec.key_len = r.key_pos, <int32_t>r.key_len
+            rec.value_pos, rec.value_len = r.value_pos, <int32_t>r.value_len
+            rec.hdr_pos, rec.hdr_count = r.hdr_pos, r.hdr_count
+            if keys is None and r.hdr_count:
+                keys = _batch_keys(b, r.hdr_pos, r.hdr_end, r.hdr_count)
+            rec.keys = keys
+            out.append(rec)
+    if pos != end:
+        raise _fail(f"bytes after the {count} records the batch declares", pos, where)
+    return out
+
+
+# --- Batches -------------------------------------------------------------------------------------------------------
+
+cdef struct _Head:
+    int64_t base_offset
+    int32_t length, epoch
+    int8_t magic
+    uint32_t crc
+    int16_t attributes
+    int32_t last_delta
+    int64_t base_ts, max_ts, producer_id
+    int16_t producer_epoch
+    int32_t base_sequence, count
+
+
+cdef int _header(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, bint check_crc, bint allow_partial_tail,
+                 _Head* h) except -1:
+    """The header of the batch at ``pos`` into ``h``: 1, or 0 for an incomplete last batch the caller skips."""
+    cdef Py_ssize_t left = end - pos
+    cdef int32_t length
+    cdef uint32_t computed
+    cdef int magic, codec
+    if left < LOG_OVERHEAD:
+        if allow_partial_tail:
+            return 0
+        raise CorruptRecordError(f"record batch is cut short: {left} bytes left, its prefix needs 12", pos)
+    length = <int32_t>rd_u32(b + pos + 8)
+    if length < 0:
+        raise CorruptRecordError(f"negative record batch length {length}", pos + 8)
+    if length > left - LOG_OVERHEAD:
+        if allow_partial_tail:
+            return 0
+        raise CorruptRecordError(
+            f"record batch is cut short: length {length}, {left - LOG_OVERHEAD} bytes present", pos + 8)
+    if length < MAGIC_OFFSET + 1 - LOG_OVERHEAD:
+        raise CorruptRecordError(f"record batch length {length} leaves no room for its magic", pos + 8)
+    magic = <int8_t>b[pos + MAGIC_OFFSET]
+    if magic != MAGIC:
+        raise unsupported_magic(magic, pos + MAGIC_OFFSET)
+    if length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptRecordError(
+            f"record batch length {length} is below the {HEADER_SIZE - LOG_OVERHEAD} bytes of its header", pos + 8)
+    h.base_offset = <int64_t>rd_u64(b + pos)
+    h.length = length
+    h.epoch = <int32_t>rd_u32(b + pos + 12)
+    h.magic = magic
+    h.crc = rd_u32(b + pos + CRC_OFFSET)
+    h.attributes = <int16_t>rd_u16(b + pos + ATTRIBUTES_OFFSET)
+    h.last_delta = <int32_t>rd_u32(b + pos + 23)
+    h.base_ts = <int64_t>rd_u64(b + pos + 27)
+    h.max_ts = <int64_t>rd_u64(b + pos + 35)
+    h.producer_id = <int64_t>rd_u64(b + pos + 43)
+    h.producer_epoch = <int16_t>rd_u16(b + pos + 51)
+    h.base_sequence = <int32_t>rd_u32(b + pos + 53)
+    h.count = <int32_t>rd_u32(b + pos + COUNT_OFFSET)
+    if check_crc:
+        computed = _crc(b + pos + ATTRIBUTES_OFFSET, LOG_OVERHEAD + length - ATTRIBUTES_OFFSET)
+        if computed != h.crc:
+            raise RecordCrcError(
+                f"record batch CRC-32C mismatch: stored {h.crc:#010x}, computed {computed:#010x}", pos + CRC_OFFSET)
+    codec = h.attributes & COMPRESSION_MASK
+    if codec > 4:
+        raise unknown_codec(codec, pos + ATTRIBUTES_OFFSET)
+    if h.count < 0:
+        raise CorruptRecordError(f"negative record count {h.count}", pos + COUNT_OFFSET)
+    if not codec and h.count > (length + LOG_OVERHEAD - HEADER_SIZE) // MIN_RECORD_SIZE:
+        raise CorruptRecordError(
+            f"record count {h.count} cannot fit in the batch's {length + LOG_OVERHEAD - HEADER_SIZE} bytes of records",
+            pos + COUNT_OFFSET)
+    return 1
+
+
+cdef object _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
+                        bint build):
+    cdef Py_ssize_t start = pos + HEADER_SIZE, batch_end = pos + LOG_OVERHEAD + h.length
+    cdef int codec = h.attributes & COMPRESSION_MASK
+    cdef _View plain_view
+    if not codec:
+        return _walk_records(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, build)
+    payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
+    plain = decompress(codec, payload, limit, start)
+    plain_view = _View(plain)
+    # The memoryview ``plain`` holds its bytearray's buffer for as long as a Record refers to it, so the pointer
+    # taken here stays valid after ``plain_view`` is released.
+    return _walk_records(plain, plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, build)
+
+
+cdef object _info(Py_ssize_t pos, _Head* h):
+    # make_info's BatchInfo, built without the namedtuple's Python __new__ (a third of a one-batch read).
+    cdef uint16_t attributes = <uint16_t>h.attributes
+    return tuple.__new__(BatchInfo, (
+        pos, LOG_OVERHEAD + h.length, h.base_offset, h.epoch, h.magic, h.crc, attributes,
+        attributes & COMPRESSION_MASK, (attributes & TRANSACTIONAL_FLAG) != 0, (attributes & CONTROL_FLAG) != 0,
+        (attributes & TIMESTAMP_TYPE_MASK) >> 3, h.last_delta, h.base_ts, h.max_ts, h.producer_id,
+        h.producer_epoch, h.base_sequence, h.count))
+
+
+cdef Py_ssize_t _arguments(check_crc, allow_partial_tail, limit) except -1:
+    """The checks of the keyword arguments, done in C when they are plain; the limit."""
+    if type(check_crc) is not bool or type(allow_partial_tail) is not bool:
+        for name, value in (("check_crc", check_crc), ("allow_partial_tail", allow_partial_tail)):
+            if not isinstance(value, bool):
+                raise ArgumentTypeError(f"{name} must be a bool, not {type(value).__name__}")
+    if type(limit) is int and 0 <= limit <= PY_SSIZE_T_MAX:
+        return limit
+    return min(check_limit(limit), PY_SSIZE_T_MAX)
+
+
+cdef object _batch_list():
+    # BatchList's __init__ is Python; a decode of one small batch should not pay for it.
+    cdef object out = BatchList.__new__(BatchList)
+    out.end = 0
+    out.partial_tail = 0
+    return out
+
+
+def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_records=False,
+                     max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
+    """The header of every batch in ``data`` (0 or more concatenated batches), as a :class:`BatchList` of
+    :data:`BatchInfo`, without a Python object per record.  ``check_records`` also walks each batch's records
+    (decompressing them, up to ``max_decompressed_size`` bytes) and checks them and their count."""
+    cdef _View v = _View(data)
+    cdef _Head h
+    cdef Py_ssize_t pos = 0, index = 0
+    cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
+    cdef bint walk = check_records
+    out = _batch_list()
+    while pos < v.n:
+        try:
+            if not _header(v.p, pos, v.n, check_crc, allow_partial_tail, &h):
+                out.partial_tail = v.n - pos
+                break
+            if walk:
+                _records_of(None, v.p, pos, &h, limit, False)
+        except CorruptRecordError as exc:
+            raise exc.prepend_path(index) from None
+        out.append(_info(pos, &h))
+        pos += LOG_OVERHEAD + h.length
+        index += 1
+    out.end = pos
+    return out
+
+
+def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
+                          max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
+    """Every batch in ``data`` decoded to a :class:`RecordBatch`, as a :class:`BatchList`.
+
+    The records refer to ``data`` for their keys, values and headers until those are read, so input that is not
+    ``bytes`` (and could change under them) is copied once first."""
+    cdef _Head h
+    cdef Py_ssize_t pos = 0, index = 0, n
+    cdef const unsigned char* p
+    cdef RecordBatch batch
+    cdef _View copy
+    cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
+    if type(data) is not bytes:
+        copy = _View(data)
+        data = PyBytes_FromStringAndSize(<const char*>copy.p, copy.n)
+        copy = None
+    p = <const unsigned char*>PyBytes_AS_STRING(data)
+    n = PyBytes_GET_SIZE(data)
+    out = _batch_list()
+    while pos < n:
+        try:
+            if not _header(p, pos, n, check_crc, allow_partial_tail, &h):
+                out.partial_tail = n - pos
+                break
+            records = _records_of(data, p, pos, &h, limit, True)
+        except CorruptRecordError as exc:
+            raise exc.prepend_path(index) from None
+        batch = RecordBatch.__new__(RecordBatch)
+        batch.base_offset, batch.partition_leader_epoch, batch.magic = h.base_offset, h.epoch, h.magic
+        batch.crc, batch.attributes, batch.last_offset_delta = h.crc, <uint16_t>h.attributes, h.last_delta
+        batch.base_timestamp, batch.max_timestamp = h.base_ts, h.max_ts
+        batch.producer_id, batch.producer_epoch, batch.base_sequence = h.producer_id, h.producer_epoch, h.base_sequence
+        batch.records = records
+        out.append(batch)
+        pos += LOG_OVERHEAD + h.length
+        index += 1
+    out.end = pos
+    return out
+
+
+def set_base_offset(buf, position, base_offset):
+    """Rewrite the base offset of the batch at ``position`` in the writable ``buf``, in place.
+
+    The CRC does not cover the base offset, so the batch stays valid: this is how a broker assigns offsets to a
+    batch it stores as received."""
+    cdef Py_buffer view
+    try:
+        PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE)
+    except (TypeError, BufferError):
+        try:
+            memoryview(buf)
+        except TypeError:
+            raise ArgumentTypeError(f"buf must be a writable bytes-like object, not {type(buf).__name__}") from None
+        raise ArgumentTypeError(f"buf must be writable ({type(buf).__name__} is read-only)") from None
+    try:
+        check_int("position", position, 0, view.len - 8 if view.len >= 8 else -1, ArgumentValueError)
+        check_int("base_offset", base_offset, -(1 << 63), (1 << 63) - 1, ArgumentValueError)
+        wr_u64(<unsigned char*>view.buf + <Py_ssize_t>position, <uint64_t><int64_t>base_offset)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def encode_record_batches(batches):
+    """Concatenated encodings of ``batches``: a records blob as Produce carries it."""
+    return b"".join([b.encode() for b in batches])
+
+
+include "_records_objects.pxi"

@@ -1,0 +1,246 @@
+"""Bad record batches: every case gets its typed error naming the offset, the same in both twins, and
+decompression is bounded while it runs."""
+
+import struct
+import tracemalloc
+import zlib
+
+import pytest
+
+from kwire import _impl
+from kwire.errors import (
+    CorruptRecordError,
+    DecodeError,
+    DecompressionLimitError,
+    LimitExceededError,
+    RecordCrcError,
+    UnsupportedRecordFormatError,
+)
+
+from tests.conftest import IMPLEMENTATIONS
+
+RECORDS = [_impl.load("records", impl, package="kwire.codec") for impl in IMPLEMENTATIONS]
+P = _impl.load("records", "python", package="kwire.codec")
+
+
+def _varint(v):
+    v = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _record(body):
+    return _varint(len(body)) + body
+
+
+def _plain_record(key=b"k", value=b"v"):
+    return _record(b"\x00" + _varint(0) + _varint(0) + _varint(len(key)) + key + _varint(len(value)) + value
+                   + _varint(0))
+
+
+def _batch(records, count, attributes=0, magic=2, crc=None, base_offset=0):
+    head = struct.pack(">qiibIhiqqqhii", base_offset, 49 + len(records), -1, magic, 0, attributes, count - 1,
+                       0, 0, -1, -1, -1, count)
+    body = head[21:] + records
+    return head[:17] + struct.pack(">I", P.crc32c(body) if crc is None else crc) + body
+
+
+def _same_error(data, expect_cls, offset, fn="decode", **kw):
+    """Decode ``data`` in every twin (and read its infos); the error, identical everywhere."""
+    seen = []
+    for R in RECORDS:
+        calls = [lambda: R.decode_record_batches(data, **kw)]
+        if fn == "decode":
+            calls.append(lambda: R.read_batch_infos(data, check_records=True, **kw))
+        for call in calls:
+            with pytest.raises(DecodeError) as info:
+                call()
+            e = info.value
+            seen.append((type(e), e.reason, e.offset, e.path))
+    assert all(s == seen[0] for s in seen), seen
+    assert seen[0][0] is expect_cls, seen[0]
+    assert seen[0][2] == offset, seen[0]
+    return seen[0]
+
+
+GOOD = _batch(_plain_record() + _plain_record(b"k2", b"v2"), 2)
+
+
+def test_good_batch_is_good():
+    for R in RECORDS:
+        assert len(R.decode_record_batches(GOOD)[0].records) == 2
+
+
+@pytest.mark.parametrize("cut", [1, 11, 12, 20, 60, len(GOOD) - 1])
+def test_truncated_batch(cut):
+    _, reason, _, _ = _same_error(GOOD[:cut], CorruptRecordError, 0 if cut < 12 else 8)
+    assert "cut short" in reason
+
+
+def test_crc_mismatch_names_the_crc_field():
+    bad = bytearray(GOOD)
+    bad[-2] ^= 1  # a byte of the last value
+    _, reason, offset, path = _same_error(bytes(bad), RecordCrcError, 17)
+    assert "CRC-32C mismatch" in reason and path == "[0]"
+    # The second batch: the offset is in the whole blob.
+    _same_error(GOOD + bytes(bad), RecordCrcError, len(GOOD) + 17)
+    for R in RECORDS:  # and the check can be turned off
+        assert len(R.decode_record_batches(bytes(bad), check_crc=False)[0].records) == 2
+
+
+def test_varint_over_five_and_ten_bytes():
+    # A record length of 6 bytes of varint.
+    bad = _batch(b"\x80\x80\x80\x80\x80\x01" + b"\x00" * 10, 1)
+    _, reason, offset, path = _same_error(bad, CorruptRecordError, 61)
+    assert reason == "varint longer than 5 bytes" and path == "[0].records[0]"
+    # A timestamp delta (varlong) of 11 bytes.
+    body = b"\x00" + b"\x80" * 10 + b"\x01" + b"\x00" * 5
+    bad = _batch(_record(body), 1)
+    _, reason, offset, _ = _same_error(bad, CorruptRecordError, 63)
+    assert reason == "varint longer than 10 bytes"
+
+
+def test_lengths_beyond_their_batch_or_record():
+    bad = _batch(_varint(100) + b"\x00" * 10, 1)
+    _, reason, _, _ = _same_error(bad, CorruptRecordError, 61)
+    assert "record length 100 is beyond its batch" in reason
+    body = b"\x00" + _varint(0) + _varint(0) + _varint(50) + b"kk"
+    _, reason, offset, _ = _same_error(_batch(_record(body) + b"\x00" * 5, 1), CorruptRecordError, 65)
+    assert "key length 50 is beyond its record" in reason
+    # A record whose fields end before its length does.
+    body = b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(-1) + _varint(0) + b"\x00\x00"
+    _, reason, _, _ = _same_error(_batch(_record(body), 1), CorruptRecordError, 61)
+    assert "disagrees with its fields" in reason
+    # A batch length below its own header.
+    bad = bytearray(GOOD)
+    struct.pack_into(">i", bad, 8, 30)
+    _same_error(bytes(bad[:42]), CorruptRecordError, 8)
+
+
+def test_record_count_that_disagrees_with_the_records():
+    rec = _plain_record(b"k", b"v" * 20)
+    _, reason, offset, path = _same_error(_batch(rec * 2, 3), CorruptRecordError, 61 + 2 * len(rec))
+    assert reason == "record count 3 but only 2 records are present" and path == "[0]"
+    _, reason, _, _ = _same_error(_batch(_plain_record() * 2, 1), CorruptRecordError, 61 + len(_plain_record()))
+    assert "bytes after the 1 records" in reason
+    _, reason, _, _ = _same_error(_batch(b"", 5), CorruptRecordError, 57)
+    assert "cannot fit" in reason
+    _same_error(_batch(b"", -1), CorruptRecordError, 57)
+
+
+@pytest.mark.parametrize("magic", [0, 1, 3, -1])
+def test_unknown_and_legacy_magic(magic):
+    _, reason, offset, _ = _same_error(_batch(_plain_record(), 1, magic=magic), UnsupportedRecordFormatError, 16)
+    assert ("legacy message format" in reason) == (magic in (0, 1))
+
+
+def test_unknown_codec():
+    for codec in (5, 6, 7):
+        _, reason, _, _ = _same_error(_batch(_plain_record(), 1, attributes=codec), UnsupportedRecordFormatError, 21)
+        assert f"unknown compression codec {codec}" in reason
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_garbage_compressed_records(codec):
+    _, reason, offset, _ = _same_error(_batch(b"\x00not compressed at all" * 3, 1, attributes=codec),
+                                       CorruptRecordError, 61)
+
+
+def test_errors_inside_compressed_records_name_the_payload():
+    body = b"\x00" + b"\x80" * 10 + b"\x01" + b"\x00" * 5
+    plain = _record(body)
+    bad = _batch(_gzip(plain), 1, attributes=1)
+    _, reason, offset, _ = _same_error(bad, CorruptRecordError, 61)
+    assert reason == "varint longer than 10 bytes (byte 2 of the decompressed records)"
+
+
+def _gzip(data):
+    c = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return c.compress(data) + c.flush()
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_decompression_bomb_is_stopped_while_decompressing(codec):
+    # 16 MiB of zeros in one value; a limit of 1 MiB must stop it without holding 16 MiB.
+    big = P.RecordBatch([P.Record(None, bytes(16 << 20))], compression=codec).encode()
+    assert len(big) < 1 << 20
+    for R in RECORDS:
+        tracemalloc.start()
+        try:
+            with pytest.raises(DecompressionLimitError) as info:
+                R.decode_record_batches(big, max_decompressed_size=1 << 20)
+            _cur, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert isinstance(info.value, LimitExceededError) and isinstance(info.value, CorruptRecordError)
+        assert info.value.offset == 61
+        assert peak < 4 << 20, peak  # the limit plus the input, not the 16 MiB
+        with pytest.raises(DecompressionLimitError):
+            R.read_batch_infos(big, check_records=True, max_decompressed_size=1 << 20)
+        # Headers alone never decompress; a limit that holds the records reads them.
+        assert R.read_batch_infos(big, max_decompressed_size=1)[0].record_count == 1
+        assert len(R.decode_record_batches(big, max_decompressed_size=17 << 20)[0].records[0].value) == 16 << 20
+
+
+def test_a_lying_frame_size_does_not_reserve_the_limit():
+    import cramjam
+
+    plain = P.RecordBatch([P.Record(b"k", b"v")]).encode()
+    frame = bytes(cramjam.zstd.compress(plain[61:]))
+    assert frame[4] == 0x20  # single segment, a 1-byte content size
+    # The same frame claiming 2^40 bytes of content (an 8-byte size), as a liar would write it.
+    liar = frame[:4] + b"\xe0" + (1 << 40).to_bytes(8, "little") + frame[6:]
+    for R in RECORDS:
+        tracemalloc.start()
+        try:
+            with pytest.raises(CorruptRecordError):
+                R.decode_record_batches(_batch(liar, 1, attributes=4))
+            _cur, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 1 << 20
+
+
+def test_bad_arguments_are_typed():
+    from kwire.errors import ArgumentTypeError, ArgumentValueError
+
+    for R in RECORDS:
+        with pytest.raises(ArgumentTypeError):
+            R.read_batch_infos("text")
+        with pytest.raises(ArgumentTypeError):
+            R.decode_record_batches(GOOD, check_crc=1)
+        with pytest.raises(ArgumentValueError):
+            R.read_batch_infos(GOOD, max_decompressed_size=-1)
+        with pytest.raises(ArgumentTypeError):
+            R.read_batch_infos(GOOD, max_decompressed_size=1.5)
+        with pytest.raises(CorruptRecordError):
+            R.RecordBatch.decode(GOOD + GOOD)
+
+
+def _peak(fn):
+    fn()  # once before measuring: first-call caches are not the decode's
+    tracemalloc.start()
+    try:
+        out = fn()
+        return tracemalloc.get_traced_memory()[1], out
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_decode_builds_no_more_per_byte_than_json_loads():
+    # The smallest records the wire allows (7 bytes: no key, value or header) are the worst shape: one Record each.
+    import json
+
+    doc = ("[" + ",".join(["{}"] * 20000) + "]").encode()
+    json_ratio = _peak(lambda: json.loads(doc))[0] / len(doc)
+    for R in RECORDS:
+        data = R.RecordBatch([R.Record(None, None, offset=i % 2) for i in range(20000)],
+                             last_offset_delta=0).encode()
+        peak, out = _peak(lambda: R.decode_record_batches(data))
+        assert len(out[0].records) == 20000
+        assert peak / len(data) <= json_ratio, (R.__name__, peak / len(data), json_ratio)
+        assert _peak(lambda: R.read_batch_infos(data, check_records=True))[0] < 64 * 1024
