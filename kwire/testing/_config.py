@@ -47,7 +47,7 @@ KEYS = {
     "socket.request.max.bytes": Key("int", 100 * MIB, 1, _INT32_MAX,
                                     doc="the largest request frame; a bigger one closes its connection"),
     "max.connections": Key("int", 1000, 1, _INT32_MAX, kafka_default=_INT32_MAX,
-                           doc="connections per listener; one more is closed when accepted"),
+                           doc="connections in all; one more is closed when accepted"),
     "kwire.max.groups": Key("int", 10_000, 1, _INT32_MAX,
                             doc="groups; a JoinGroup or OffsetCommit making one more is UNKNOWN_SERVER_ERROR"),
     "kwire.connection.max.buffered.bytes": Key(

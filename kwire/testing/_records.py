@@ -246,6 +246,10 @@ class RecordApis:
                 leader, epoch = self._leader_of(name, partition)
                 part.current_leader = LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
             return part
+        if not self.topics.exists(name, partition):
+            # Deleted while a long poll waited on it.
+            return PartitionData(partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 high_watermark=-1, last_stable_offset=-1, log_start_offset=-1, records=b"")
         log = store.log(name, partition)
         end, start = log.end, log.log_start
         code = ErrorCode.NONE if start <= offset <= end else ErrorCode.OFFSET_OUT_OF_RANGE
