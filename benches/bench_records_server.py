@@ -79,9 +79,9 @@ def run_clients(bootstrap, records, value_bytes):
     return produce_s, consume_s, partitions, got
 
 
-def kwire_serve(records, value_bytes, partitions):
+def kwire_serve(records, value_bytes, partitions, brokers):
     proc = subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", "--control",
-                             "stdin", "--config", f"num.partitions={partitions}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                             "stdin", "--config", f"num.partitions={partitions}", "--brokers", str(brokers)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
                             env=dict(os.environ, PYTHONPATH=ROOT))
     try:
         port = int(proc.stdout.readline().split("listening on 127.0.0.1:")[1].split()[0])
@@ -89,7 +89,10 @@ def kwire_serve(records, value_bytes, partitions):
         produce_s, consume_s, partitions, got = run_clients(f"127.0.0.1:{port}", records, value_bytes)
         proc.stdin.write("stats\n")
         proc.stdin.flush()
-        stats = dict(kv.split("=") for kv in proc.stdout.readline().split()[2:])
+        answer = proc.stdout.readline()
+        while not answer.startswith("ok: stats"):  # skip the other brokers' "listening" lines
+            answer = proc.stdout.readline()
+        stats = dict(kv.split("=") for kv in answer.split()[2:])
         return {"produce_s": produce_s, "consume_s": consume_s, "partitions": partitions, "got": got, "stored": int(stats["stored"]), "rss0": rss0,
                 "peak_rss": _proc_status(proc.pid, "VmHWM"), "cpu": _cpu_seconds(proc.pid) - cpu0}
     finally:
@@ -117,13 +120,14 @@ def main(argv=None):
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4, help="kwire's num.partitions (the mock's is 4)")
+    parser.add_argument("--brokers", type=int, default=3, help="kwire's brokers (the mock runs 3)")
     args = parser.parse_args(argv)
     import confluent_kafka
     n = args.records
-    print(f"{n:,} records of {args.value_bytes} bytes, {args.partitions} partitions, confluent-kafka "
+    print(f"{n:,} records of {args.value_bytes} bytes, {args.brokers} brokers, confluent-kafka "
           f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
           f"load average {os.getloadavg()[0]:.2f}")
-    kw = kwire_serve(n, args.value_bytes, args.partitions)
+    kw = kwire_serve(n, args.value_bytes, args.partitions, args.brokers)
     rd = librdkafka_mock(n, args.value_bytes, args.partitions)
     for name, r in (("kwire serve", kw), ("librdkafka mock", rd)):
         stalled = "" if r["got"] == n else f", STALLED after {r['got']:,} records"
