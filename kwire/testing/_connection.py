@@ -101,7 +101,11 @@ class Connection:
             self.batching = True
             try:
                 while backlog and not self.closed and not self._at_bound():
-                    self.server.request(self, backlog.popleft())
+                    try:
+                        self.server.request(self, backlog.popleft())
+                    except Exception:  # noqa: BLE001 - a server bug costs this connection, not the server
+                        log.exception("closing connection from %s: internal error", self.peer)
+                        self.close("internal error")
             finally:
                 self.batching = False
             self.flush()
