@@ -216,3 +216,33 @@ def test_kwire_serve_takes_config_keys_and_brokers(tmp_path):
         assert [b.node_id for b in metadata(client, None).brokers] == [0]
     finally:
         stop_process(proc)
+
+
+def test_a_consumer_that_never_reads_its_fetch_answers_holds_about_one_of_them():
+    """Megabyte Fetch answers pipelined and never read: the server holds about one answer beyond its bound."""
+    from tests.test_mock_records import fetch_request
+
+    bound = 64 << 10
+    answer = 1 << 20
+
+    async def run():
+        config = {"kwire.connection.max.buffered.bytes": bound}
+        async with MockCluster(topics={"t": 1}, config=config) as cluster:
+            for _ in range(24):
+                cluster.produce("t", b"x" * (answer // 2), partition=0)
+            reader, writer = await asyncio.open_connection(cluster.host, cluster.port)
+            frame = codec.encode_request(fetch_request(cluster, "t", [(0, 0, answer)], max_bytes=answer), 12,
+                                         correlation_id=1, client_id="t")
+            writer.write(frame * 200)
+            peak = 0
+            for _ in range(40):
+                await asyncio.sleep(0.01)
+                peak = max(peak, cluster.server.buffered())
+            # 200 answers of 1 MiB were asked for; what stays in the server is the bound and about one answer
+            # (the sockets' own buffers take a few more).
+            assert 0 < peak < bound + 2 * answer + (256 << 10)
+            for _ in range(200):
+                size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 10))[0]
+                await asyncio.wait_for(reader.readexactly(size), 10)
+            writer.close()
+    asyncio.run(run())

@@ -40,6 +40,7 @@ class Connection:
         # Answers owed, oldest first: [frame or None (not ready yet)].  Only the ready prefix is written.
         self.owed = deque()
         self.backlog = deque()     # frames split but not yet handled (the connection is at a bound)
+        self.ready_bytes = 0       # answer bytes filled in but not yet handed to the transport
         self.closed = False        # nothing more is read or handled
         self.closing = False       # close once every owed answer is written
         self.batching = False
@@ -91,7 +92,10 @@ class Connection:
     # -- handling ------------------------------------------------------------------------------------------
 
     def _at_bound(self):
-        return self.write_paused or len(self.owed) >= self.max_inflight
+        # Answers made while a read is handled count before they are written: a few megabyte Fetch answers
+        # reach the bound within one read.
+        return (self.write_paused or len(self.owed) >= self.max_inflight
+                or self.ready_bytes + self.transport.get_write_buffer_size() >= self.max_buffered)
 
     def _drain_backlog(self):
         """Handle the frames waiting while the connection is under its bounds; pause reading at a bound."""
@@ -149,6 +153,7 @@ class Connection:
 
         def fill(frame):
             cell[0] = frame
+            self.ready_bytes += len(frame)
             if not self.batching:
                 self.flush()
                 if self.backlog or self.paused:
@@ -166,6 +171,7 @@ class Connection:
         while owed and owed[0][0] is not None:
             frame = owed.popleft()[0]
             if frame:  # b"": answered without a frame (acks 0)
+                self.ready_bytes -= len(frame)
                 ready.append(frame)
         if ready:
             self.transport.write(b"".join(ready) if len(ready) > 1 else ready[0])
@@ -176,6 +182,6 @@ class Connection:
     def buffered(self):
         """Bytes this connection holds: unsent answers, answers not yet in order, split frames waiting."""
         held = self.transport.get_write_buffer_size() if self.transport is not None else 0
-        held += sum(len(c[0]) for c in self.owed if c[0])
+        held += self.ready_bytes
         held += sum(len(f) for f in self.backlog)
         return held + self.splitter.pending
