@@ -212,6 +212,9 @@ def test_bad_arguments_are_typed():
         with pytest.raises(ArgumentTypeError):
             R.read_batch_infos("text")
         with pytest.raises(ArgumentTypeError):
+            R.decode_record_batches(memoryview(GOOD * 2)[::2])  # not contiguous
+        assert len(R.read_batch_infos(memoryview(bytearray(GOOD)).cast("B", (1, len(GOOD))))) == 1
+        with pytest.raises(ArgumentTypeError):
             R.decode_record_batches(GOOD, check_crc=1)
         with pytest.raises(ArgumentValueError):
             R.read_batch_infos(GOOD, max_decompressed_size=-1)

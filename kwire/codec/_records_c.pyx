@@ -21,12 +21,8 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_FromLongLong
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.ref cimport Py_INCREF
-from libc.stdint cimport SIZE_MAX
-
-cdef extern from *:
-    Py_ssize_t PY_SSIZE_T_MAX
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.limits cimport LLONG_MAX, LLONG_MIN
 from libc.string cimport memcmp, memcpy
@@ -34,6 +30,7 @@ from libc.string cimport memcmp, memcpy
 include "_records_wire.pxi"
 
 cdef extern from "Python.h":
+    Py_ssize_t PY_SSIZE_T_MAX
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
@@ -113,8 +110,8 @@ cdef class _View:
     def __cinit__(self, obj, int flags=PyBUF_SIMPLE):
         try:
             PyObject_GetBuffer(obj, &self.buf, flags)
-        except TypeError:
-            raise ArgumentTypeError(f"records must be bytes-like, not {type(obj).__name__}") from None
+        except (TypeError, BufferError):  # not bytes-like, or not one contiguous run of bytes
+            raise ArgumentTypeError(f"records must be contiguous bytes-like, not {type(obj).__name__}") from None
         self.held = True
         self.p = <const unsigned char*>self.buf.buf
         self.n = self.buf.len

@@ -113,12 +113,11 @@ def crc32c_backend():
 def _view(data):
     if isinstance(data, (bytes, bytearray)):
         return memoryview(data)
-    if isinstance(data, memoryview):
-        return data.cast("B") if data.format != "B" or data.ndim != 1 else data
     try:
-        return memoryview(data).cast("B")
-    except TypeError:
-        raise ArgumentTypeError(f"records must be bytes-like, not {type(data).__name__}") from None
+        view = memoryview(data)
+        return view if view.format == "B" and view.ndim == 1 and view.contiguous else view.cast("B")
+    except (TypeError, ValueError, BufferError):  # not bytes-like, or not one contiguous run of bytes
+        raise ArgumentTypeError(f"records must be contiguous bytes-like, not {type(data).__name__}") from None
 
 
 class _Reader:

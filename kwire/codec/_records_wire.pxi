@@ -3,7 +3,7 @@
 # The readers take a bound, never read at or past it, and report failure to their caller (-1), which knows what
 # the bytes were and raises the error; they never raise themselves, so they stay inlinable and nogil.
 
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 
 
 cdef inline uint16_t rd_u16(const unsigned char* p) noexcept nogil:
