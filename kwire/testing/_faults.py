@@ -4,6 +4,7 @@ connections; and each api's answer carrying an error code where Kafka would put 
 from typing import NamedTuple, Optional
 
 from kwire.codec import (
+    ApiKey,
     ApiVersionsResponse,
     CreatableTopicResult,
     CreatePartitionsResponse,
@@ -47,7 +48,8 @@ API_KEYS = {
     "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10,
     "JoinGroup": 11, "Heartbeat": 12, "LeaveGroup": 13, "SyncGroup": 14, "DescribeGroups": 15,
     "ListGroups": 16, "ApiVersions": 18,
-    "Produce": 0, "CreateTopics": 19, "DeleteTopics": 20, "InitProducerId": 22, "CreatePartitions": 37,
+    "Produce": ApiKey.PRODUCE, "CreateTopics": ApiKey.CREATE_TOPICS, "DeleteTopics": ApiKey.DELETE_TOPICS,
+    "InitProducerId": ApiKey.INIT_PRODUCER_ID, "CreatePartitions": ApiKey.CREATE_PARTITIONS,
 }
 
 
@@ -111,7 +113,7 @@ class Faults:
         if count < 1:
             raise ArgumentValueError("count must be at least 1")
         key = api_key(api)
-        if key not in (0, 1, 2):
+        if key not in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS):
             raise ArgumentValueError("a partition fault is for Produce, Fetch or ListOffsets")
         self._partition_errors[(key, topic, int(partition))] = [int(error_code), count]
 
@@ -227,21 +229,21 @@ def error_response(req, key, version, code):
 
 def _record_api_error(req, key, version, code):
     """The error answers of the apis that carry records and make topics."""
-    if key == 0:
+    if key == ApiKey.PRODUCE:
         return ProduceResponse(responses=[
             TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
                 PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1) for p in t.partition_data])
             for t in req.topic_data])
-    if key == 22:
+    if key == ApiKey.INIT_PRODUCER_ID:
         return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
-    if key == 19:
+    if key == ApiKey.CREATE_TOPICS:
         return CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name, error_code=code) for t in req.topics])
-    if key == 20:
+    if key == ApiKey.DELETE_TOPICS:
         if version >= 6:
             return DeleteTopicsResponse(responses=[DeletableTopicResult(name=t.name, topic_id=t.topic_id,
                                                                         error_code=code) for t in req.topics])
         return DeleteTopicsResponse(responses=[DeletableTopicResult(name=n, error_code=code) for n in req.topic_names])
-    if key == 37:
+    if key == ApiKey.CREATE_PARTITIONS:
         return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(name=t.name, error_code=code)
                                                  for t in req.topics])
     raise ArgumentValueError(f"no error answer for api key {key}")

@@ -10,6 +10,7 @@ Transactions are not supported: a transactional producer is refused with TRANSAC
 """
 
 from kwire.codec import (
+    ApiKey,
     ErrorCode,
     FetchableTopicResponse,
     FetchResponse,
@@ -92,7 +93,7 @@ class RecordApis:
                 try:
                     if refuse is not None:
                         raise refuse
-                    self._check_partition(conn, 0, name, p.index, by_id)
+                    self._check_partition(conn, ApiKey.PRODUCE, name, p.index, by_id)
                     base, log_start = self._append(name, p.index, p.records, version, now)
                     parts.append(PartitionProduceResponse(index=p.index, error_code=ErrorCode.NONE, base_offset=base,
                                                           log_append_time_ms=-1, log_start_offset=log_start))
@@ -166,7 +167,7 @@ class RecordApis:
             rows = []
             for p in t.partitions:
                 try:
-                    self._check_partition(conn, 1, name, p.partition, by_id, p.current_leader_epoch)
+                    self._check_partition(conn, ApiKey.FETCH, name, p.partition, by_id, p.current_leader_epoch)
                     refused = None
                 except _Refused as e:
                     refused = e.code
@@ -264,7 +265,7 @@ class RecordApis:
             parts = []
             for p in t.partitions:
                 try:
-                    self._check_partition(conn, 2, t.name, p.partition_index, False,
+                    self._check_partition(conn, ApiKey.LIST_OFFSETS, t.name, p.partition_index, False,
                                           p.current_leader_epoch if version >= 4 else -1)
                 except _Refused as e:
                     parts.append(ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=e.code))
