@@ -12,7 +12,7 @@ out=${1:?usage: campaign.sh OUT_DIR SECONDS_PER_FAMILY [FAMILY ...]}
 per=${2:?seconds per family}
 shift 2
 families=("$@")
-[ ${#families[@]} -eq 0 ] && families=(api headers frames consumer batch)
+[ ${#families[@]} -eq 0 ] && families=(api headers frames consumer batch cluster)
 here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$out/crashes"
 for fam in "${families[@]}"; do

@@ -44,7 +44,7 @@ except ImportError:  # a pure install: the oracle still checks the twin alone
 
 # "batch" (the capture batch decoder, fuzz/batch_oracle.py) joins these when
 # pyarrow is installed; see the end of this module.
-FAMILIES = ("api", "headers", "frames", "consumer", "records")
+FAMILIES = ("api", "headers", "frames", "consumer", "records", "cluster")
 
 
 # Open bugs the oracle recognises, each pinned by a strict-xfail regression
@@ -178,8 +178,8 @@ class Canon:
     def element(self, f, t, version, flexible):
         if f.is_struct:
             self.struct(f.fields, version, flexible)
-        elif t in ("string", "bytes"):
-            n = self.length(_schema.is_compact(f, version, flexible), t == "bytes")
+        elif t in ("string", "bytes", "records"):
+            n = self.length(_schema.is_compact(f, version, flexible), t != "string")
             if n > 0:
                 self.out += self.take(n)
         elif t == "bool":
@@ -258,7 +258,9 @@ def _msg_targets(messages):
     return out
 
 
-API_TARGETS = _msg_targets(_schema.API_MESSAGES)
+# One selector byte picks a target, so the apis that carry records and make topics are a family of their own.
+API_TARGETS = _msg_targets([m for m in _schema.API_MESSAGES if m not in _schema.RECORD_API_MESSAGES])
+CLUSTER_TARGETS = _msg_targets(_schema.RECORD_API_MESSAGES)
 HEADER_TARGETS = _msg_targets(_schema.HEADERS)
 CONSUMER_TARGETS = _msg_targets(_schema.DATA_MESSAGES) + [("userdata-sticky", None), ("userdata-cooperative", None)]
 RESPONSE_TARGETS = [(m.api_key, v) for m in _schema.API_MESSAGES if m.kind == "response"
@@ -266,12 +268,13 @@ RESPONSE_TARGETS = [(m.api_key, v) for m in _schema.API_MESSAGES if m.kind == "r
 FRAME_TARGETS = ([("request", None)] + [("response", kv) for kv in RESPONSE_TARGETS]
                  + [("split", None), ("splitter", None)])
 
-TARGETS = {"api": API_TARGETS, "headers": HEADER_TARGETS, "consumer": CONSUMER_TARGETS, "frames": FRAME_TARGETS}
+TARGETS = {"api": API_TARGETS, "headers": HEADER_TARGETS, "consumer": CONSUMER_TARGETS, "frames": FRAME_TARGETS,
+           "cluster": CLUSTER_TARGETS}
 
 
 def target_name(family, index):
     t = TARGETS[family][index % len(TARGETS[family])]
-    if family in ("api", "headers") or (family == "consumer" and not isinstance(t[0], str)):
+    if family in ("api", "headers", "cluster") or (family == "consumer" and not isinstance(t[0], str)):
         msg, v = t
         return msg.class_name + ("" if v is None else f"-v{v}")
     if family == "frames" and t[0] == "response":
@@ -508,7 +511,7 @@ def check(family, data, stats=None):
     targets = TARGETS[family]
     t = targets[data[0] % len(targets)]
     payload = data[1:]
-    if family in ("api", "headers"):
+    if family in ("api", "headers", "cluster"):
         return check_message(t[0], t[1], payload, stats)
     if family == "consumer":
         if isinstance(t[0], str):

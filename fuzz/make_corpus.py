@@ -110,7 +110,7 @@ def _rebatch(batch, records, codec, crc32c):
 def seeds():
     """(family, name, bytes) of every seed."""
     out = record_seeds()
-    for family in ("api", "headers"):
+    for family in ("api", "headers", "cluster"):
         for i, (msg, version) in enumerate(D.TARGETS[family]):
             for variant, m in messages(msg, version):
                 out.append((family, f"{D.target_name(family, i)}-{variant}", bytes([i]) + m.encode(version)))

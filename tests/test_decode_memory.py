@@ -39,6 +39,10 @@ RATIO = {"cython": 23, "python": 41}
 # empty unknown field (3 bytes instead of 1) costs its object plus a one-entry dict: the worst shape of all,
 # ApiVersionsResponse's api keys each carrying one, builds ~30x (compiled) and ~44x (pure) its input.
 UNKNOWN_TAGS_RATIO = {"cython": 32, "python": 46}
+
+# CreatePartitionsRequest v2+ has the densest elements the wire allows: an assignment of no broker ids is 2 bytes
+# (an empty compact array and an empty tag section) and still a struct and a list.  docs/RELIABILITY.md states it.
+DENSEST_RATIO = {"cython": 28, "python": 53}
 SLACK = 4096
 ELEMENTS = 2000
 NESTED = 10
@@ -68,7 +72,8 @@ def test_decode_stays_within_a_small_multiple_of_its_input(impl, msg):
     finally:
         tracemalloc.stop()
     assert decoded == value
-    assert peak <= RATIO[impl] * len(data) + SLACK, f"{peak} bytes built from {len(data)} ({peak / len(data):.1f}x)"
+    ratio = DENSEST_RATIO[impl] if msg is _schema.CREATE_PARTITIONS_REQUEST else RATIO[impl]
+    assert peak <= ratio * len(data) + SLACK, f"{peak} bytes built from {len(data)} ({peak / len(data):.1f}x)"
 
 
 @pytest.mark.skipif(_impl.NO_EXTENSIONS, reason="KWIRE_NO_EXTENSIONS=1: the compiled twin is not built")
@@ -102,7 +107,7 @@ def _peak(call):
 
 
 # The messages whose elements are the smallest on the wire, the worst case of the bound above.
-_DENSEST = [_schema.OFFSET_FETCH_RESPONSE, _schema.OFFSET_FETCH_REQUEST]
+_DENSEST = [_schema.OFFSET_FETCH_RESPONSE, _schema.OFFSET_FETCH_REQUEST, _schema.CREATE_PARTITIONS_REQUEST]
 
 
 @pytest.mark.skipif(_impl.NO_EXTENSIONS, reason="KWIRE_NO_EXTENSIONS=1: the compiled twin is not built")
@@ -112,12 +117,15 @@ def test_compiled_decodes_build_no_more_per_input_byte_than_json_does_for_empty_
     and its floor is the same: an object per element."""
     text = "[" + ",".join(["{}"] * ELEMENTS * NESTED) + "]"
     json_ratio = _peak(lambda: json.loads(text)) / len(text)
+    # json's elements are 3 bytes; CreatePartitionsRequest's are 2, held to json's cost per element instead.
+    element_ratio = {_schema.CREATE_PARTITIONS_REQUEST.class_name: 1.5}
     codec = _impl.load("codec", "cython", package="kwire.codec")
     worst = (0.0, None)
     for msg in _schema.API_MESSAGES + _schema.DATA_MESSAGES:
         _value, data, decode = _adversarial(codec, msg)
         peak = _peak(decode)
-        assert peak <= json_ratio * len(data) + SLACK, (msg.class_name, peak / len(data), json_ratio)
+        bound = json_ratio * element_ratio.get(msg.class_name, 1.0)
+        assert peak <= bound * len(data) + SLACK, (msg.class_name, peak / len(data), bound)
         if len(data) > SLACK:
             worst = max(worst, (peak / len(data), msg.class_name))
     assert worst[1] in {m.class_name for m in _DENSEST}, worst  # what the docs name as the worst is the worst
@@ -126,11 +134,11 @@ def test_compiled_decodes_build_no_more_per_input_byte_than_json_does_for_empty_
 @pytest.mark.parametrize("msg", _DENSEST, ids=lambda m: m.class_name)
 def test_the_pure_twin_builds_no_more_than_kafka_pythons_decoder_from_the_same_bytes(msg):
     """The pure twin's worst case against kafka-python's decoder (also pure Python) of the very same frame body."""
-    from kafka.protocol import consumer
+    from kafka.protocol import admin, consumer
 
     _value, data, decode = _adversarial(_impl.load("codec", "python", package="kwire.codec"), msg)
     version = msg.valid.hi
-    peer = getattr(consumer, msg.class_name)
+    peer = getattr(consumer, msg.class_name, None) or getattr(admin, msg.class_name)
     assert peer.decode(data, version=version) is not None
     ours = _peak(decode)
     theirs = _peak(lambda: peer.decode(data, version=version))

@@ -64,10 +64,10 @@ def test_bad_frames():
         kwire.decode_request(frame + b"\x00")
     with pytest.raises(kwire.DecodeError):
         kwire.decode_request(frame[:3])
-    # An api key kwire has no codec for (Produce): the header still reads.
-    other = struct.pack(">hhih", 0, 12, 9, 1) + b"c" + b"\x00\x00"
+    # An api key kwire has no codec for (SaslHandshake): the header still reads.
+    other = struct.pack(">hhih", 17, 1, 9, 1) + b"c" + b"\x00\x00"
     header, body = split_request(struct.pack(">i", len(other)) + other)
-    assert (header.request_api_key, header.correlation_id, bytes(body)) == (0, 9, b"\x00\x00")
+    assert (header.request_api_key, header.correlation_id, bytes(body)) == (17, 9, b"\x00\x00")
     # decode_request_header gives the header itself, of the codec's own RequestHeader class.
     alone = decode_request_header(struct.pack(">i", len(other)) + other)
     assert type(alone) is kwire.RequestHeader and alone == header

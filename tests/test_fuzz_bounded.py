@@ -31,7 +31,7 @@ import mutate  # noqa: E402
 
 FAMILIES = differential.FAMILIES
 # Mutants per family: about 35 s in all on an idle 2-core machine, about 2 min on a loaded one.
-MUTANTS = {"api": 100000, "headers": 40000, "frames": 60000, "consumer": 60000, "records": 60000,
+MUTANTS = {"api": 100000, "headers": 40000, "frames": 60000, "consumer": 60000, "records": 60000, "cluster": 30000,
            "batch": 4000}  # a batch input is a capture of ~15 frames, decoded into Arrow twice
 # A decode may take this long on one input before it counts as a hang; fuzz
 # inputs are a few hundred bytes, so anything near it is pathological.

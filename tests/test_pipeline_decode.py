@@ -97,7 +97,7 @@ def test_malformed_frames_become_rows_with_an_error(tmp_path, impl):
     good = _hb_req(1)
     bad_utf8 = bytearray(_hb_req(2, member="m-X"))
     bad_utf8[bad_utf8.index(b"m-X") + 2] = 0xFF
-    other_req = struct.pack(">ihhih", 10, 0, 9, 3, -1)  # Produce v9 header: an api kwire has no codec for
+    other_req = struct.pack(">ihhih", 10, 17, 1, 3, -1)  # SaslHandshake v1 header: an api kwire has no codec for
     rows = decode_capture(_write(tmp_path / "c.parquet", [
         (1, 0, good[:-3], True),           # capture stopped mid-frame
         (1, 1, _hb_resp(1)),                # its response still pairs
@@ -116,8 +116,8 @@ def test_malformed_frames_become_rows_with_an_error(tmp_path, impl):
     assert "shorter than a header" in errors[3]
     assert errors[4].startswith("unpaired response")
     assert errors[5].startswith("DecodeError")
-    assert errors[6] is None and rows[6]["api_key"] == 0 and rows[6]["group_id"] is None
-    assert errors[7] is None and rows[7]["api_key"] == 0
+    assert errors[6] is None and rows[6]["api_key"] == 17 and rows[6]["group_id"] is None
+    assert errors[7] is None and rows[7]["api_key"] == 17
     assert errors[8].startswith("UnsupportedVersionError")
 
 

@@ -82,7 +82,8 @@ def test_api_versions_and_metadata_at_every_version(cluster):
         response = client.call(codec.MetadataRequest(topics=topics), version)
         assert {t.name: len(t.partitions) for t in response.topics} == {"orders": 12, "audit": 2}
         assert [(b.node_id, b.host, b.port) for b in response.brokers] == [(0, cluster.host, cluster.port)]
-    one = client.call(codec.MetadataRequest(topics=[codec.MetadataRequestTopic(name="nope")]), 9)
+    one = client.call(codec.MetadataRequest(topics=[codec.MetadataRequestTopic(name="nope")],
+                                            allow_auto_topic_creation=False), 9)
     assert [(t.name, t.error_code) for t in one.topics] == [("nope", E.UNKNOWN_TOPIC_OR_PARTITION)]
 
 

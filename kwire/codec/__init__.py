@@ -158,6 +158,34 @@ ConsumerGroupDescribedGroup = _codec.ConsumerGroupDescribedGroup
 ConsumerGroupDescribedMember = _codec.ConsumerGroupDescribedMember
 ConsumerGroupDescribeAssignment = _codec.ConsumerGroupDescribeAssignment
 ConsumerGroupDescribeTopicPartitions = _codec.ConsumerGroupDescribeTopicPartitions
+# The apis that carry records and make topics (kwire.testing).
+ProduceRequest = _codec.ProduceRequest
+PartitionProduceData = _codec.PartitionProduceData
+TopicProduceData = _codec.TopicProduceData
+ProduceResponse = _codec.ProduceResponse
+BatchIndexAndErrorMessage = _codec.BatchIndexAndErrorMessage
+ProduceLeaderIdAndEpoch = _codec.ProduceLeaderIdAndEpoch
+PartitionProduceResponse = _codec.PartitionProduceResponse
+TopicProduceResponse = _codec.TopicProduceResponse
+ProduceNodeEndpoint = _codec.ProduceNodeEndpoint
+InitProducerIdRequest = _codec.InitProducerIdRequest
+InitProducerIdResponse = _codec.InitProducerIdResponse
+CreateTopicsRequest = _codec.CreateTopicsRequest
+CreatableReplicaAssignment = _codec.CreatableReplicaAssignment
+CreatableTopicConfig = _codec.CreatableTopicConfig
+CreatableTopic = _codec.CreatableTopic
+CreateTopicsResponse = _codec.CreateTopicsResponse
+CreatableTopicConfigs = _codec.CreatableTopicConfigs
+CreatableTopicResult = _codec.CreatableTopicResult
+DeleteTopicsRequest = _codec.DeleteTopicsRequest
+DeleteTopicState = _codec.DeleteTopicState
+DeleteTopicsResponse = _codec.DeleteTopicsResponse
+DeletableTopicResult = _codec.DeletableTopicResult
+CreatePartitionsRequest = _codec.CreatePartitionsRequest
+CreatePartitionsAssignment = _codec.CreatePartitionsAssignment
+CreatePartitionsTopic = _codec.CreatePartitionsTopic
+CreatePartitionsResponse = _codec.CreatePartitionsResponse
+CreatePartitionsTopicResult = _codec.CreatePartitionsTopicResult
 
 _MESSAGE_NAMES = (
     'RequestHeader', 'ResponseHeader', 'FindCoordinatorRequest', 'FindCoordinatorResponse', 'Coordinator',
@@ -182,6 +210,33 @@ _MESSAGE_NAMES = (
     'ConsumerGroupHeartbeatResponseTopicPartitions', 'ConsumerGroupDescribeRequest',
     'ConsumerGroupDescribeResponse', 'ConsumerGroupDescribedGroup', 'ConsumerGroupDescribedMember',
     'ConsumerGroupDescribeAssignment', 'ConsumerGroupDescribeTopicPartitions',
+    'ProduceRequest',
+    'PartitionProduceData',
+    'TopicProduceData',
+    'ProduceResponse',
+    'BatchIndexAndErrorMessage',
+    'ProduceLeaderIdAndEpoch',
+    'PartitionProduceResponse',
+    'TopicProduceResponse',
+    'ProduceNodeEndpoint',
+    'InitProducerIdRequest',
+    'InitProducerIdResponse',
+    'CreateTopicsRequest',
+    'CreatableReplicaAssignment',
+    'CreatableTopicConfig',
+    'CreatableTopic',
+    'CreateTopicsResponse',
+    'CreatableTopicConfigs',
+    'CreatableTopicResult',
+    'DeleteTopicsRequest',
+    'DeleteTopicState',
+    'DeleteTopicsResponse',
+    'DeletableTopicResult',
+    'CreatePartitionsRequest',
+    'CreatePartitionsAssignment',
+    'CreatePartitionsTopic',
+    'CreatePartitionsResponse',
+    'CreatePartitionsTopicResult',
 )
 
 __all__ = [

@@ -1830,6 +1830,586 @@ class ConsumerGroupDescribeResponse:
     def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ConsumerGroupDescribeResponse, int]: ...
 
 
+class PartitionProduceData:
+    """Kafka's ProduceRequest PartitionProduceData (versions 3-13)."""
+
+    index: int
+    records: bytes | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, index: int = ..., records: bytes | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_PartitionProduceData = PartitionProduceData
+
+
+class TopicProduceData:
+    """Kafka's ProduceRequest TopicProduceData (versions 3-13)."""
+
+    name: str
+    topic_id: bytes
+    partition_data: list[PartitionProduceData]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., topic_id: bytes = ..., partition_data: list[PartitionProduceData] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_TopicProduceData = TopicProduceData
+
+
+class ProduceRequest:
+    """Kafka's ProduceRequest (versions 3-13)."""
+
+    transactional_id: str | None
+    acks: int
+    timeout_ms: int
+    topic_data: list[TopicProduceData]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[0]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    PartitionProduceData: TypeAlias = _PartitionProduceData
+    TopicProduceData: TypeAlias = _TopicProduceData
+
+    def __init__(self, *, transactional_id: str | None = ..., acks: int = ..., timeout_ms: int = ..., topic_data: list[TopicProduceData] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> ProduceRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ProduceRequest, int]: ...
+
+
+class BatchIndexAndErrorMessage:
+    """Kafka's ProduceResponse BatchIndexAndErrorMessage (versions 8-13)."""
+
+    batch_index: int
+    batch_index_error_message: str | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, batch_index: int = ..., batch_index_error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_BatchIndexAndErrorMessage = BatchIndexAndErrorMessage
+
+
+class ProduceLeaderIdAndEpoch:
+    """Kafka's ProduceResponse ProduceLeaderIdAndEpoch (versions 10-13)."""
+
+    leader_id: int
+    leader_epoch: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, leader_id: int = ..., leader_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ProduceLeaderIdAndEpoch = ProduceLeaderIdAndEpoch
+
+
+class PartitionProduceResponse:
+    """Kafka's ProduceResponse PartitionProduceResponse (versions 3-13)."""
+
+    index: int
+    error_code: int
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    record_errors: list[BatchIndexAndErrorMessage]
+    error_message: str | None
+    current_leader: ProduceLeaderIdAndEpoch | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, index: int = ..., error_code: int = ..., base_offset: int = ..., log_append_time_ms: int = ..., log_start_offset: int = ..., record_errors: list[BatchIndexAndErrorMessage] = ..., error_message: str | None = ..., current_leader: ProduceLeaderIdAndEpoch | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_PartitionProduceResponse = PartitionProduceResponse
+
+
+class TopicProduceResponse:
+    """Kafka's ProduceResponse TopicProduceResponse (versions 3-13)."""
+
+    name: str
+    topic_id: bytes
+    partition_responses: list[PartitionProduceResponse]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., topic_id: bytes = ..., partition_responses: list[PartitionProduceResponse] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_TopicProduceResponse = TopicProduceResponse
+
+
+class ProduceNodeEndpoint:
+    """Kafka's ProduceResponse ProduceNodeEndpoint (versions 10-13)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, node_id: int = ..., host: str = ..., port: int = ..., rack: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_ProduceNodeEndpoint = ProduceNodeEndpoint
+
+
+class ProduceResponse:
+    """Kafka's ProduceResponse (versions 3-13)."""
+
+    responses: list[TopicProduceResponse]
+    throttle_time_ms: int
+    node_endpoints: list[ProduceNodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[0]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    BatchIndexAndErrorMessage: TypeAlias = _BatchIndexAndErrorMessage
+    LeaderIdAndEpoch: TypeAlias = _ProduceLeaderIdAndEpoch
+    ProduceLeaderIdAndEpoch: TypeAlias = _ProduceLeaderIdAndEpoch
+    PartitionProduceResponse: TypeAlias = _PartitionProduceResponse
+    TopicProduceResponse: TypeAlias = _TopicProduceResponse
+    NodeEndpoint: TypeAlias = _ProduceNodeEndpoint
+    ProduceNodeEndpoint: TypeAlias = _ProduceNodeEndpoint
+
+    def __init__(self, *, responses: list[TopicProduceResponse] = ..., throttle_time_ms: int = ..., node_endpoints: list[ProduceNodeEndpoint] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> ProduceResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ProduceResponse, int]: ...
+
+
+class InitProducerIdRequest:
+    """Kafka's InitProducerIdRequest (versions 0-6)."""
+
+    transactional_id: str | None
+    transaction_timeout_ms: int
+    producer_id: int
+    producer_epoch: int
+    enable2_pc: bool
+    keep_prepared_txn: bool
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[22]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+
+    def __init__(self, *, transactional_id: str | None = ..., transaction_timeout_ms: int = ..., producer_id: int = ..., producer_epoch: int = ..., enable2_pc: bool = ..., keep_prepared_txn: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> InitProducerIdRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[InitProducerIdRequest, int]: ...
+
+
+class InitProducerIdResponse:
+    """Kafka's InitProducerIdResponse (versions 0-6)."""
+
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+    ongoing_txn_producer_id: int
+    ongoing_txn_producer_epoch: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[22]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., producer_id: int = ..., producer_epoch: int = ..., ongoing_txn_producer_id: int = ..., ongoing_txn_producer_epoch: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> InitProducerIdResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[InitProducerIdResponse, int]: ...
+
+
+class CreatableReplicaAssignment:
+    """Kafka's CreateTopicsRequest CreatableReplicaAssignment (versions 2-7)."""
+
+    partition_index: int
+    broker_ids: list[int]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, partition_index: int = ..., broker_ids: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_CreatableReplicaAssignment = CreatableReplicaAssignment
+
+
+class CreatableTopicConfig:
+    """Kafka's CreateTopicsRequest CreatableTopicConfig (versions 2-7)."""
+
+    name: str
+    value: str | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., value: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_CreatableTopicConfig = CreatableTopicConfig
+
+
+class CreatableTopic:
+    """Kafka's CreateTopicsRequest CreatableTopic (versions 2-7)."""
+
+    name: str
+    num_partitions: int
+    replication_factor: int
+    assignments: list[CreatableReplicaAssignment]
+    configs: list[CreatableTopicConfig]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., num_partitions: int = ..., replication_factor: int = ..., assignments: list[CreatableReplicaAssignment] = ..., configs: list[CreatableTopicConfig] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_CreatableTopic = CreatableTopic
+
+
+class CreateTopicsRequest:
+    """Kafka's CreateTopicsRequest (versions 2-7)."""
+
+    topics: list[CreatableTopic]
+    timeout_ms: int
+    validate_only: bool
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[19]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    CreatableReplicaAssignment: TypeAlias = _CreatableReplicaAssignment
+    CreatableTopicConfig: TypeAlias = _CreatableTopicConfig
+    CreatableTopic: TypeAlias = _CreatableTopic
+
+    def __init__(self, *, topics: list[CreatableTopic] = ..., timeout_ms: int = ..., validate_only: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> CreateTopicsRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[CreateTopicsRequest, int]: ...
+
+
+class CreatableTopicConfigs:
+    """Kafka's CreateTopicsResponse CreatableTopicConfigs (versions 5-7)."""
+
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., value: str | None = ..., read_only: bool = ..., config_source: int = ..., is_sensitive: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_CreatableTopicConfigs = CreatableTopicConfigs
+
+
+class CreatableTopicResult:
+    """Kafka's CreateTopicsResponse CreatableTopicResult (versions 2-7)."""
+
+    name: str
+    topic_id: bytes
+    error_code: int
+    error_message: str | None
+    topic_config_error_code: int
+    num_partitions: int
+    replication_factor: int
+    configs: list[CreatableTopicConfigs] | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., topic_id: bytes = ..., error_code: int = ..., error_message: str | None = ..., topic_config_error_code: int = ..., num_partitions: int = ..., replication_factor: int = ..., configs: list[CreatableTopicConfigs] | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_CreatableTopicResult = CreatableTopicResult
+
+
+class CreateTopicsResponse:
+    """Kafka's CreateTopicsResponse (versions 2-7)."""
+
+    throttle_time_ms: int
+    topics: list[CreatableTopicResult]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[19]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    CreatableTopicConfigs: TypeAlias = _CreatableTopicConfigs
+    CreatableTopicResult: TypeAlias = _CreatableTopicResult
+
+    def __init__(self, *, throttle_time_ms: int = ..., topics: list[CreatableTopicResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> CreateTopicsResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[CreateTopicsResponse, int]: ...
+
+
+class DeleteTopicState:
+    """Kafka's DeleteTopicsRequest DeleteTopicState (versions 6)."""
+
+    name: str | None
+    topic_id: bytes
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str | None = ..., topic_id: bytes = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_DeleteTopicState = DeleteTopicState
+
+
+class DeleteTopicsRequest:
+    """Kafka's DeleteTopicsRequest (versions 1-6)."""
+
+    topics: list[DeleteTopicState]
+    topic_names: list[str]
+    timeout_ms: int
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[20]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    DeleteTopicState: TypeAlias = _DeleteTopicState
+
+    def __init__(self, *, topics: list[DeleteTopicState] = ..., topic_names: list[str] = ..., timeout_ms: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> DeleteTopicsRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[DeleteTopicsRequest, int]: ...
+
+
+class DeletableTopicResult:
+    """Kafka's DeleteTopicsResponse DeletableTopicResult (versions 1-6)."""
+
+    name: str | None
+    topic_id: bytes
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str | None = ..., topic_id: bytes = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_DeletableTopicResult = DeletableTopicResult
+
+
+class DeleteTopicsResponse:
+    """Kafka's DeleteTopicsResponse (versions 1-6)."""
+
+    throttle_time_ms: int
+    responses: list[DeletableTopicResult]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[20]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    DeletableTopicResult: TypeAlias = _DeletableTopicResult
+
+    def __init__(self, *, throttle_time_ms: int = ..., responses: list[DeletableTopicResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> DeleteTopicsResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[DeleteTopicsResponse, int]: ...
+
+
+class CreatePartitionsAssignment:
+    """Kafka's CreatePartitionsRequest CreatePartitionsAssignment (versions 0-3)."""
+
+    broker_ids: list[int]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, broker_ids: list[int] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_CreatePartitionsAssignment = CreatePartitionsAssignment
+
+
+class CreatePartitionsTopic:
+    """Kafka's CreatePartitionsRequest CreatePartitionsTopic (versions 0-3)."""
+
+    name: str
+    count: int
+    assignments: list[CreatePartitionsAssignment] | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., count: int = ..., assignments: list[CreatePartitionsAssignment] | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_CreatePartitionsTopic = CreatePartitionsTopic
+
+
+class CreatePartitionsRequest:
+    """Kafka's CreatePartitionsRequest (versions 0-3)."""
+
+    topics: list[CreatePartitionsTopic]
+    timeout_ms: int
+    validate_only: bool
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['request']]
+    api_key: ClassVar[Literal[37]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    CreatePartitionsAssignment: TypeAlias = _CreatePartitionsAssignment
+    CreatePartitionsTopic: TypeAlias = _CreatePartitionsTopic
+
+    def __init__(self, *, topics: list[CreatePartitionsTopic] = ..., timeout_ms: int = ..., validate_only: bool = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> CreatePartitionsRequest: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[CreatePartitionsRequest, int]: ...
+
+
+class CreatePartitionsTopicResult:
+    """Kafka's CreatePartitionsResponse CreatePartitionsTopicResult (versions 0-3)."""
+
+    name: str
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    def __init__(self, *, name: str = ..., error_code: int = ..., error_message: str | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+
+_CreatePartitionsTopicResult = CreatePartitionsTopicResult
+
+
+class CreatePartitionsResponse:
+    """Kafka's CreatePartitionsResponse (versions 0-3)."""
+
+    throttle_time_ms: int
+    results: list[CreatePartitionsTopicResult]
+    unknown_tagged_fields: dict[int, bytes] | None
+
+    kafka_name: ClassVar[str]
+    kind: ClassVar[Literal['response']]
+    api_key: ClassVar[Literal[37]]
+    min_version: ClassVar[int]
+    max_version: ClassVar[int]
+    flexible_from: ClassVar[int]
+    CreatePartitionsTopicResult: TypeAlias = _CreatePartitionsTopicResult
+
+    def __init__(self, *, throttle_time_ms: int = ..., results: list[CreatePartitionsTopicResult] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __ne__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def encode(self, version: int) -> bytes: ...
+    @classmethod
+    def decode(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> CreatePartitionsResponse: ...
+    @classmethod
+    def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[CreatePartitionsResponse, int]: ...
+
+
 class SubscriptionTopicPartition:
     """Kafka's ConsumerProtocolSubscription SubscriptionTopicPartition (versions 1-3)."""
 
@@ -1986,8 +2566,8 @@ class CooperativeStickyUserData:
     def decode_prefix(cls, data: Buffer, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[CooperativeStickyUserData, int]: ...
 
 
-_AnyRequest = Union[FindCoordinatorRequest, JoinGroupRequest, HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest, ApiVersionsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ListOffsetsRequest, FetchRequest, DescribeGroupsRequest, ListGroupsRequest, ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest]
-_AnyResponse = Union[FindCoordinatorResponse, JoinGroupResponse, HeartbeatResponse, LeaveGroupResponse, SyncGroupResponse, ApiVersionsResponse, MetadataResponse, OffsetCommitResponse, OffsetFetchResponse, ListOffsetsResponse, FetchResponse, DescribeGroupsResponse, ListGroupsResponse, ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse]
+_AnyRequest = Union[FindCoordinatorRequest, JoinGroupRequest, HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest, ApiVersionsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ListOffsetsRequest, FetchRequest, DescribeGroupsRequest, ListGroupsRequest, ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest, ProduceRequest, InitProducerIdRequest, CreateTopicsRequest, DeleteTopicsRequest, CreatePartitionsRequest]
+_AnyResponse = Union[FindCoordinatorResponse, JoinGroupResponse, HeartbeatResponse, LeaveGroupResponse, SyncGroupResponse, ApiVersionsResponse, MetadataResponse, OffsetCommitResponse, OffsetFetchResponse, ListOffsetsResponse, FetchResponse, DescribeGroupsResponse, ListGroupsResponse, ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse, ProduceResponse, InitProducerIdResponse, CreateTopicsResponse, DeleteTopicsResponse, CreatePartitionsResponse]
 
 def encode_request(msg: _AnyRequest, version: int, correlation_id: int, client_id: str | None = None) -> bytes: ...
 def encode_response(msg: _AnyResponse, version: int, correlation_id: int) -> bytes: ...

@@ -17,6 +17,14 @@ from kwire.codec._codec_c import (
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupDescribeResponse,
 )
+# The apis that carry records and make topics.
+from kwire.codec._codec_c import (
+    ProduceResponse,
+    InitProducerIdResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    CreatePartitionsResponse,
+)
 from kwire.codec._codec_c import (
     ApiVersionsResponse,
     FindCoordinatorResponse,
@@ -86,6 +94,16 @@ def decode_response(frame: Buffer, api_key: Literal[16], version: int, *, max_el
 def decode_response(frame: Buffer, api_key: Literal[68], version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ResponseHeader, ConsumerGroupHeartbeatResponse]: ...
 @overload
 def decode_response(frame: Buffer, api_key: Literal[69], version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ResponseHeader, ConsumerGroupDescribeResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[0], version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ResponseHeader, ProduceResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[22], version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ResponseHeader, InitProducerIdResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[19], version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ResponseHeader, CreateTopicsResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[20], version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ResponseHeader, DeleteTopicsResponse]: ...
+@overload
+def decode_response(frame: Buffer, api_key: Literal[37], version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ResponseHeader, CreatePartitionsResponse]: ...
 @overload
 def decode_response(frame: Buffer, api_key: int, version: int, *, max_elements: int | None = None, views: bool = False) -> tuple[ResponseHeader, _AnyResponse]: ...
 

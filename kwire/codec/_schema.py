@@ -834,6 +834,177 @@ CONSUMER_GROUP_DESCRIBE_RESPONSE = Message("ConsumerGroupDescribeResponse", "res
 
 HEADERS = [REQUEST_HEADER, RESPONSE_HEADER]
 
+# ==========================================================================
+# The apis that carry records and make topics (kwire.testing): Produce,
+# InitProducerId, CreateTopics, DeleteTopics and CreatePartitions.  Their
+# versions are Kafka 4.x's, after KIP-896 removed the oldest ones.
+# ==========================================================================
+
+# --------------------------------------------------------------------------
+# Produce (0): record batches in, a base offset per partition out.  v13 names
+# topics by id (KIP-516).  ProduceResponse's LeaderIdAndEpoch and NodeEndpoint
+# exist from v10, FetchResponse's from v12 and v16: the versions differ, so
+# each message keeps its own class
+# --------------------------------------------------------------------------
+PRODUCE_REQUEST = Message("ProduceRequest", "request", "3-13", "9+", api_key=0, fields=[
+    F("TransactionalId", "string", "3+", nullable="3+", default=None),
+    F("Acks", "int16", "0+"),
+    F("TimeoutMs", "int32", "0+"),
+    F("TopicData", "[]TopicProduceData", "0+", fields=[
+        F("Name", "string", "0-12", ignorable=True, map_key=True),
+        F("TopicId", "uuid", "13+", ignorable=True, map_key=True),
+        F("PartitionData", "[]PartitionProduceData", "0+", fields=[
+            F("Index", "int32", "0+"),
+            F("Records", "records", "0+", nullable="0+", default=None),
+        ]),
+    ]),
+])
+
+PRODUCE_RESPONSE = Message("ProduceResponse", "response", "3-13", "9+", api_key=0,
+    struct_class_names={"LeaderIdAndEpoch": "ProduceLeaderIdAndEpoch", "NodeEndpoint": "ProduceNodeEndpoint"},
+    fields=[
+    F("Responses", "[]TopicProduceResponse", "0+", fields=[
+        F("Name", "string", "0-12", ignorable=True, map_key=True),
+        F("TopicId", "uuid", "13+", ignorable=True, map_key=True),
+        F("PartitionResponses", "[]PartitionProduceResponse", "0+", fields=[
+            F("Index", "int32", "0+"),
+            F("ErrorCode", "int16", "0+"),
+            F("BaseOffset", "int64", "0+"),
+            F("LogAppendTimeMs", "int64", "2+", default=-1, ignorable=True),
+            F("LogStartOffset", "int64", "5+", default=-1, ignorable=True),
+            F("RecordErrors", "[]BatchIndexAndErrorMessage", "8+", ignorable=True, fields=[
+                F("BatchIndex", "int32", "8+"),
+                F("BatchIndexErrorMessage", "string", "8+", nullable="8+", default=None),
+            ]),
+            F("ErrorMessage", "string", "8+", nullable="8+", default=None, ignorable=True),
+            F("CurrentLeader", "LeaderIdAndEpoch", "10+", tag=0, tagged="10+", fields=[
+                F("LeaderId", "int32", "10+", default=-1),
+                F("LeaderEpoch", "int32", "10+", default=-1),
+            ]),
+        ]),
+    ]),
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("NodeEndpoints", "[]NodeEndpoint", "10+", tag=0, tagged="10+", fields=[
+        F("NodeId", "int32", "10+", map_key=True),
+        F("Host", "string", "10+"),
+        F("Port", "int32", "10+"),
+        F("Rack", "string", "10+", nullable="10+", default=None),
+    ]),
+])
+
+# --------------------------------------------------------------------------
+# InitProducerId (22): the id and epoch an idempotent producer numbers its
+# batches under
+# --------------------------------------------------------------------------
+INIT_PRODUCER_ID_REQUEST = Message("InitProducerIdRequest", "request", "0-6", "2+", api_key=22, fields=[
+    F("TransactionalId", "string", "0+", nullable="0+"),
+    F("TransactionTimeoutMs", "int32", "0+"),
+    F("ProducerId", "int64", "3+", default=-1),
+    F("ProducerEpoch", "int16", "3+", default=-1),
+    F("Enable2Pc", "bool", "6+"),
+    F("KeepPreparedTxn", "bool", "6+"),
+])
+
+INIT_PRODUCER_ID_RESPONSE = Message("InitProducerIdResponse", "response", "0-6", "2+", api_key=22, fields=[
+    F("ThrottleTimeMs", "int32", "0+", ignorable=True),
+    F("ErrorCode", "int16", "0+"),
+    F("ProducerId", "int64", "0+", default=-1),
+    F("ProducerEpoch", "int16", "0+"),
+    F("OngoingTxnProducerId", "int64", "6+", default=-1),
+    F("OngoingTxnProducerEpoch", "int16", "6+", default=-1),
+])
+
+# --------------------------------------------------------------------------
+# CreateTopics (19), DeleteTopics (20) and CreatePartitions (37)
+# --------------------------------------------------------------------------
+CREATE_TOPICS_REQUEST = Message("CreateTopicsRequest", "request", "2-7", "5+", api_key=19, fields=[
+    F("Topics", "[]CreatableTopic", "0+", fields=[
+        F("Name", "string", "0+", map_key=True),
+        F("NumPartitions", "int32", "0+"),
+        F("ReplicationFactor", "int16", "0+"),
+        F("Assignments", "[]CreatableReplicaAssignment", "0+", fields=[
+            F("PartitionIndex", "int32", "0+", map_key=True),
+            F("BrokerIds", "[]int32", "0+"),
+        ]),
+        F("Configs", "[]CreatableTopicConfig", "0+", fields=[
+            F("Name", "string", "0+", map_key=True),
+            F("Value", "string", "0+", nullable="0+"),
+        ]),
+    ]),
+    F("timeoutMs", "int32", "0+", default=60000),
+    F("validateOnly", "bool", "1+"),
+])
+
+CREATE_TOPICS_RESPONSE = Message("CreateTopicsResponse", "response", "2-7", "5+", api_key=19, fields=[
+    F("ThrottleTimeMs", "int32", "2+", ignorable=True),
+    F("Topics", "[]CreatableTopicResult", "0+", fields=[
+        F("Name", "string", "0+", map_key=True),
+        F("TopicId", "uuid", "7+", ignorable=True),
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "1+", nullable="0+", ignorable=True),
+        F("TopicConfigErrorCode", "int16", "5+", tag=0, tagged="5+", ignorable=True),
+        F("NumPartitions", "int32", "5+", default=-1, ignorable=True),
+        F("ReplicationFactor", "int16", "5+", default=-1, ignorable=True),
+        F("Configs", "[]CreatableTopicConfigs", "5+", nullable="5+", ignorable=True, fields=[
+            F("Name", "string", "5+"),
+            F("Value", "string", "5+", nullable="5+"),
+            F("ReadOnly", "bool", "5+"),
+            F("ConfigSource", "int8", "5+", default=-1, ignorable=True),
+            F("IsSensitive", "bool", "5+"),
+        ]),
+    ]),
+])
+
+DELETE_TOPICS_REQUEST = Message("DeleteTopicsRequest", "request", "1-6", "4+", api_key=20, fields=[
+    F("Topics", "[]DeleteTopicState", "6+", fields=[
+        F("Name", "string", "6+", nullable="6+", default=None),
+        F("TopicId", "uuid", "6+"),
+    ]),
+    F("TopicNames", "[]string", "0-5", ignorable=True),
+    F("TimeoutMs", "int32", "0+"),
+])
+
+DELETE_TOPICS_RESPONSE = Message("DeleteTopicsResponse", "response", "1-6", "4+", api_key=20, fields=[
+    F("ThrottleTimeMs", "int32", "1+", ignorable=True),
+    F("Responses", "[]DeletableTopicResult", "0+", fields=[
+        F("Name", "string", "0+", nullable="6+", map_key=True),
+        F("TopicId", "uuid", "6+", ignorable=True),
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "5+", nullable="5+", default=None, ignorable=True),
+    ]),
+])
+
+CREATE_PARTITIONS_REQUEST = Message("CreatePartitionsRequest", "request", "0-3", "2+", api_key=37, fields=[
+    F("Topics", "[]CreatePartitionsTopic", "0+", fields=[
+        F("Name", "string", "0+", map_key=True),
+        F("Count", "int32", "0+"),
+        F("Assignments", "[]CreatePartitionsAssignment", "0+", nullable="0+", fields=[
+            F("BrokerIds", "[]int32", "0+"),
+        ]),
+    ]),
+    F("TimeoutMs", "int32", "0+"),
+    F("ValidateOnly", "bool", "0+"),
+])
+
+CREATE_PARTITIONS_RESPONSE = Message("CreatePartitionsResponse", "response", "0-3", "2+", api_key=37, fields=[
+    F("ThrottleTimeMs", "int32", "0+"),
+    F("Results", "[]CreatePartitionsTopicResult", "0+", fields=[
+        F("Name", "string", "0+"),
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "0+", nullable="0+", default=None),
+    ]),
+])
+
+#: The apis of this block (their fuzz targets are a family of their own: a selector byte holds 256).
+RECORD_API_MESSAGES = [
+    PRODUCE_REQUEST, PRODUCE_RESPONSE,
+    INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE,
+    CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE,
+    DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE,
+    CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE,
+]
+
+
 API_MESSAGES = [
     FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE,
     JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE,
@@ -851,6 +1022,7 @@ API_MESSAGES = [
     LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE,
     CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_HEARTBEAT_RESPONSE,
     CONSUMER_GROUP_DESCRIBE_REQUEST, CONSUMER_GROUP_DESCRIBE_RESPONSE,
+    *RECORD_API_MESSAGES,
 ]
 
 DATA_MESSAGES = [

@@ -12,9 +12,10 @@ This module only re-exports.
 """
 
 from kwire.testing._cluster import MockCluster
+from kwire.testing._config import KEYS as CONFIG_KEYS
 from kwire.testing._faults import API_KEYS, api_key
 from kwire.testing._serve import add_serve_parser, control, serve
 from kwire.testing._server import CLUSTER_ID, MAX_FETCH_WAIT_MS, NODE_ID, ClusterServer, Limits, topic_id
 
-__all__ = ["API_KEYS", "CLUSTER_ID", "MAX_FETCH_WAIT_MS", "NODE_ID", "ClusterServer", "Limits", "MockCluster",
+__all__ = ["API_KEYS", "CLUSTER_ID", "CONFIG_KEYS", "MAX_FETCH_WAIT_MS", "NODE_ID", "ClusterServer", "Limits", "MockCluster",
            "add_serve_parser", "api_key", "control", "serve", "topic_id"]

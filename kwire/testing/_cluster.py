@@ -6,37 +6,42 @@ import threading
 
 from kwire.errors import ShutdownError
 
-from ._server import ClusterServer, Limits
+from ._config import with_aliases
+from ._helpers import committed_offsets, produce_one, stored_records
+from ._server import ClusterServer
 
 # How long starting and stopping may take before the caller is told: both are local and quick.
 _START_STOP_TIMEOUT_S = 10
 
 
 class MockCluster:
-    """A single-node Kafka cluster on 127.0.0.1 that real consumers join.
+    """A Kafka cluster on 127.0.0.1 that real producers write to and real consumers read from and join.
 
     ``with MockCluster(topics={"orders": 12}) as cluster:`` runs it on its own event loop in a daemon
     thread; ``async with`` runs it on the caller's loop.  ``cluster.bootstrap_servers`` is what a client
-    is configured with.  Keyword arguments: ``host``/``port`` (default 127.0.0.1 and a free port),
+    is configured with.  Keyword arguments: ``brokers`` (default 1; each its own listener, partition leaders
+    spread across them), ``config`` (Kafka's broker config keys, see docs/MOCK_CLUSTER.md), ``host``/``port``
+    (default 127.0.0.1 and a free port for the first broker).  The older keywords are aliases of config keys:
     ``initial_rebalance_delay_ms`` (default 0, not Kafka's 3000: tests want groups to form at once),
-    ``min_session_timeout_ms``/``max_session_timeout_ms`` (group.min/max.session.timeout.ms), and the
-    limits of :class:`kwire.testing.Limits` (``max_frame_size``, ``max_members_per_group``,
-    ``max_groups``, ``max_connections``).
+    ``min_session_timeout_ms``/``max_session_timeout_ms``, ``max_frame_size``, ``max_members_per_group``,
+    ``max_groups``, ``max_connections``.
 
+    Test helpers without a client: :meth:`produce`, :meth:`records`, :meth:`committed`, :meth:`create_topic`.
     Faults, from any thread: :meth:`fail` (an error code for the next N requests of an api),
-    :meth:`add_latency`, :meth:`drop` (close the connection of the next N requests of an api),
-    :meth:`drop_connections` (close every connection now), :meth:`move_coordinator`.
+    :meth:`fail_partition`, :meth:`add_latency`, :meth:`drop` (close the connection of the next N requests of
+    an api), :meth:`drop_connections`, :meth:`move_coordinator`, :meth:`move_leader`, :meth:`broker_down`,
+    :meth:`broker_up`.
     """
 
-    def __init__(self, topics=None, *, host="127.0.0.1", port=0, initial_rebalance_delay_ms=0,
-                 min_session_timeout_ms=1, max_session_timeout_ms=1_800_000, max_frame_size=1 << 20,
-                 max_members_per_group=10_000, max_groups=10_000, max_connections=1_000):
-        limits = Limits(max_frame_size=max_frame_size, max_members_per_group=max_members_per_group,
-                        max_groups=max_groups, max_connections=max_connections)
-        self.server = ClusterServer(topics, host=host, port=port,
-                                    initial_rebalance_delay_ms=initial_rebalance_delay_ms,
-                                    min_session_timeout_ms=min_session_timeout_ms,
-                                    max_session_timeout_ms=max_session_timeout_ms, limits=limits)
+    def __init__(self, topics=None, *, host="127.0.0.1", port=0, brokers=1, config=None,
+                 initial_rebalance_delay_ms=None, min_session_timeout_ms=None, max_session_timeout_ms=None,
+                 max_frame_size=None, max_members_per_group=None, max_groups=None, max_connections=None):
+        config = with_aliases(config, {
+            "initial_rebalance_delay_ms": initial_rebalance_delay_ms, "min_session_timeout_ms": min_session_timeout_ms,
+            "max_session_timeout_ms": max_session_timeout_ms, "max_frame_size": max_frame_size,
+            "max_members_per_group": max_members_per_group, "max_groups": max_groups,
+            "max_connections": max_connections})
+        self.server = ClusterServer(topics, host=host, port=port, brokers=brokers, config=config)
         self._thread = None
         self._loop = None
         self._stopped = None
@@ -51,7 +56,9 @@ class MockCluster:
 
     @property
     def bootstrap_servers(self):
-        return f"{self.server.host}:{self.server.port}"
+        """Every live broker's ``host:port``, comma-separated."""
+        server = self.server
+        return ",".join(f"{server.host}:{server.ports[b]}" for b in server.topics.live())
 
     @property
     def coordinator(self):
@@ -167,6 +174,57 @@ class MockCluster:
         """The coordinator's :class:`kwire.group.GroupView` of a group, or None."""
         return self._on_loop(self.server.coordinator.describe_group, group_id)
 
-    def committed(self, group_id, topic, partition):
-        """``(offset, leader_epoch, metadata)`` committed for a partition, or ``(-1, -1, "")``."""
+    def committed(self, group_id, topic=None, partition=None):
+        """``(offset, leader_epoch, metadata)`` committed for a partition, or ``(-1, -1, "")``; with only the
+        group, ``{(topic, partition): offset}`` for every partition it committed."""
+        if topic is None:
+            return self._on_loop(committed_offsets, self.server, group_id)
         return self._on_loop(self.server.coordinator.committed, group_id, topic, partition)
+
+    def fail_partition(self, api, topic, partition, error_code, count=1):
+        """Answer the next ``count`` Produce, Fetch or ListOffsets requests for one partition with
+        ``error_code`` in that partition's place."""
+        self._on_loop(self.server.faults.fail_partition, api, topic, partition, error_code, count)
+
+    def move_leader(self, topic, partition, broker=None):
+        """Move a partition's leadership to ``broker`` (the next live one if None); returns the new leader.
+        Requests to the old leader get NOT_LEADER_OR_FOLLOWER; Metadata names the new one."""
+        return self._on_loop(self.server.move_leader, topic, partition, broker)
+
+    def broker_down(self, broker):
+        """Take a broker down: its listener and connections close, its partitions and the group coordinator
+        move to live brokers."""
+        self._on_loop(self.server.broker_down, broker)
+
+    def broker_up(self, broker):
+        """Bring a broker back, on its old port."""
+        self._on_loop_async(self.server.broker_up, broker)
+
+    def _on_loop_async(self, coro_fn, *args):
+        loop = self._loop
+        if loop is None:
+            raise ShutdownError("the mock cluster is not running")
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            raise ShutdownError(f"on the cluster's own loop, await cluster.server.{coro_fn.__name__}(...) instead")
+        future = asyncio.run_coroutine_threadsafe(coro_fn(*args), loop)
+        return future.result(_START_STOP_TIMEOUT_S)
+
+    # -- data, without a client -----------------------------------------------------------------------
+
+    def create_topic(self, name, partitions):
+        """Create a topic with ``partitions`` partitions, as CreateTopics would."""
+        self._on_loop(self.server.create_topic, name, partitions)
+
+    def produce(self, topic, value, key=None, partition=None, headers=None, timestamp=None):
+        """Store one record as a producer would (one batch); returns ``(partition, offset)``.  ``partition``
+        None picks one as Java's default partitioner does: murmur2 of the key, or round-robin without one."""
+        return self._on_loop(produce_one, self.server, topic, value, key, partition, headers, timestamp)
+
+    def records(self, topic, partition):
+        """The records stored in a partition, oldest first, as :class:`kwire.codec.Record` objects (offsets
+        and timestamps absolute)."""
+        return self._on_loop(stored_records, self.server, topic, partition)

@@ -6,6 +6,16 @@ from typing import NamedTuple, Optional
 from kwire.codec import (
     ApiKey,
     ApiVersionsResponse,
+    CreatableTopicResult,
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+    CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsResponse,
+    InitProducerIdResponse,
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
     Coordinator,
     DescribedGroup,
     DescribeGroupsResponse,
@@ -40,6 +50,8 @@ API_KEYS = {
     "FindCoordinator": ApiKey.FIND_COORDINATOR, "JoinGroup": ApiKey.JOIN_GROUP, "Heartbeat": ApiKey.HEARTBEAT,
     "LeaveGroup": ApiKey.LEAVE_GROUP, "SyncGroup": ApiKey.SYNC_GROUP, "DescribeGroups": ApiKey.DESCRIBE_GROUPS,
     "ListGroups": ApiKey.LIST_GROUPS, "ApiVersions": ApiKey.API_VERSIONS,
+    "Produce": ApiKey.PRODUCE, "CreateTopics": ApiKey.CREATE_TOPICS, "DeleteTopics": ApiKey.DELETE_TOPICS,
+    "InitProducerId": ApiKey.INIT_PRODUCER_ID, "CreatePartitions": ApiKey.CREATE_PARTITIONS,
 }
 
 
@@ -73,6 +85,7 @@ class Faults:
         self._drops = {}       # api key -> requests left
         self._latency = {}     # api key (None: every api) -> ms
         self.armed = False     # a fast path: most requests meet no fault at all
+        self._partition_errors = {}  # (api key, topic, partition) -> [error code, requests left]
 
     def fail(self, api, error_code, count=1):
         if count < 1:
@@ -96,7 +109,31 @@ class Faults:
             self._latency.pop(key, None)
         self.armed = bool(self._errors or self._drops or self._latency)
 
+    def fail_partition(self, api, topic, partition, error_code, count=1):
+        """Answer the next ``count`` requests of ``api`` (Produce, Fetch or ListOffsets) for one partition with
+        ``error_code``, in that partition's place of the answer."""
+        if count < 1:
+            raise ArgumentValueError("count must be at least 1")
+        key = api_key(api)
+        if key not in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS):
+            raise ArgumentValueError("a partition fault is for Produce, Fetch or ListOffsets")
+        self._partition_errors[(key, topic, int(partition))] = [int(error_code), count]
+
+    def take_partition(self, key, topic, partition):
+        """The error code the next request of api ``key`` for this partition meets (counting it down), or None."""
+        table = self._partition_errors
+        if not table:
+            return None
+        entry = table.get((key, topic, partition))
+        if entry is None:
+            return None
+        entry[1] -= 1
+        if entry[1] == 0:
+            del table[(key, topic, partition)]
+        return entry[0]
+
     def clear(self):
+        self._partition_errors.clear()
         self._errors.clear()
         self._drops.clear()
         self._latency.clear()
@@ -189,4 +226,26 @@ def error_response(req, key, version, code):
             FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
                 PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1) for p in t.partitions])
             for t in req.topics])
+    return _record_api_error(req, key, version, code)
+
+
+def _record_api_error(req, key, version, code):
+    """The error answers of the apis that carry records and make topics."""
+    if key == ApiKey.PRODUCE:
+        return ProduceResponse(responses=[
+            TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
+                PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1) for p in t.partition_data])
+            for t in req.topic_data])
+    if key == ApiKey.INIT_PRODUCER_ID:
+        return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
+    if key == ApiKey.CREATE_TOPICS:
+        return CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name, error_code=code) for t in req.topics])
+    if key == ApiKey.DELETE_TOPICS:
+        if version >= 6:
+            return DeleteTopicsResponse(responses=[DeletableTopicResult(name=t.name, topic_id=t.topic_id,
+                                                                        error_code=code) for t in req.topics])
+        return DeleteTopicsResponse(responses=[DeletableTopicResult(name=n, error_code=code) for n in req.topic_names])
+    if key == ApiKey.CREATE_PARTITIONS:
+        return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(name=t.name, error_code=code)
+                                                 for t in req.topics])
     raise ArgumentValueError(f"no error answer for api key {key}")

@@ -9,7 +9,19 @@ lines on standard input with ``--control stdin``::
     drop API [COUNT]          close the connection of the next COUNT (1) requests of API
     drop-connections          close every connection now
     move [GROUP]              move GROUP's coordinator (every group's)
+    fail-partition API TOPIC PARTITION CODE [COUNT]
+                              answer the next COUNT (1) Produce/Fetch/ListOffsets requests for one partition
+    leader TOPIC PARTITION [BROKER]
+                              move a partition's leader (to the next live broker)
+    broker-down BROKER        take a broker down (its partitions and the coordinator move)
+    broker-up BROKER          bring it back on its old port
     clear                     disarm every fault
+    stats                     print what the cluster holds: ``ok: stats stored=B connections=N buffered=B``
+
+Configuration: ``--config KEY=VALUE`` (repeatable) with Kafka's broker config names (docs/MOCK_CLUSTER.md lists
+them); the older flags (``--max-frame-size`` and the others) are aliases of config keys.  ``--brokers N`` runs N
+brokers, the first on ``--listen``'s port, the others on free ports (all printed).  The event loop is uvloop's
+where it is installed (``pip install kwire[fast]``), asyncio's otherwise.
 
 Each control line is answered on standard output with ``ok: ...`` or ``error: ...``.
 """
@@ -22,7 +34,8 @@ import threading
 
 from kwire.errors import ArgumentValueError
 
-from ._server import ClusterServer, Limits, log
+from ._config import ALIASES, parse_assignments, with_aliases
+from ._server import ClusterServer, log
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -33,14 +46,18 @@ def add_serve_parser(sub):
     s.add_argument("--listen", default="127.0.0.1:9092", help="HOST:PORT to listen on (port 0: any free port)")
     s.add_argument("--topic", action="append", default=[], metavar="NAME:PARTITIONS",
                    help="a topic and its partition count (repeatable)")
-    s.add_argument("--initial-rebalance-delay-ms", type=int, default=0,
-                   help="group.initial.rebalance.delay.ms (default 0)")
-    s.add_argument("--min-session-timeout-ms", type=int, default=1)
-    s.add_argument("--max-session-timeout-ms", type=int, default=1_800_000)
-    s.add_argument("--max-frame-size", type=int, default=1 << 20)
-    s.add_argument("--max-members-per-group", type=int, default=10_000)
-    s.add_argument("--max-groups", type=int, default=10_000)
-    s.add_argument("--max-connections", type=int, default=1_000)
+    s.add_argument("--brokers", type=int, default=1, help="how many brokers (listeners) to run (default 1)")
+    s.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a broker config key, Kafka's name (repeatable; docs/MOCK_CLUSTER.md lists them)")
+    s.add_argument("--initial-rebalance-delay-ms", type=int, help="alias of group.initial.rebalance.delay.ms (0)")
+    s.add_argument("--min-session-timeout-ms", type=int, help="alias of group.min.session.timeout.ms")
+    s.add_argument("--max-session-timeout-ms", type=int, help="alias of group.max.session.timeout.ms")
+    s.add_argument("--max-frame-size", type=int, help="alias of socket.request.max.bytes")
+    s.add_argument("--max-members-per-group", type=int, help="alias of group.max.size")
+    s.add_argument("--max-groups", type=int, help="alias of kwire.max.groups")
+    s.add_argument("--max-connections", type=int, help="alias of max.connections")
+    s.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto",
+                   help="the event loop: uvloop where installed (auto), or the one named")
     s.add_argument("--fail", action="append", default=[], metavar="API:CODE[:COUNT]",
                    help="answer the next COUNT requests of API with error CODE (repeatable)")
     s.add_argument("--drop", action="append", default=[], metavar="API[:COUNT]",
@@ -87,6 +104,19 @@ def control(server, line):
             server.drop_connections()
         elif cmd == "move" and len(rest) <= 1:
             server.move_coordinator(rest[0] if rest else None)
+        elif cmd == "fail-partition" and len(rest) in (4, 5):
+            faults.fail_partition(rest[0], rest[1], int(rest[2]), int(rest[3]), int(rest[4]) if len(rest) == 5 else 1)
+        elif cmd == "leader" and len(rest) in (2, 3):
+            leader = server.move_leader(rest[0], int(rest[1]), int(rest[2]) if len(rest) == 3 else None)
+            return f"ok: {line.strip()} -> broker {leader}"
+        elif cmd == "broker-down" and len(rest) == 1:
+            server.broker_down(int(rest[0]))
+        elif cmd == "broker-up" and len(rest) == 1:
+            server.topics.broker_up(int(rest[0]))  # refuses an unknown broker here, before the listener starts
+            asyncio.ensure_future(server.broker_up(int(rest[0])))
+        elif cmd == "stats" and not rest:
+            return (f"ok: stats stored={server.store.held} connections={len(server.connections)} "
+                    f"buffered={server.buffered()}")
         elif cmd == "clear" and not rest:
             faults.clear()
         else:
@@ -96,14 +126,17 @@ def control(server, line):
     return f"ok: {line.strip()}"
 
 
-async def _serve(args):
+def _server(args):
     host, port = _host_port(args.listen)
-    limits = Limits(max_frame_size=args.max_frame_size, max_members_per_group=args.max_members_per_group,
-                    max_groups=args.max_groups, max_connections=args.max_connections)
-    server = ClusterServer(_topics(args.topic), host=host, port=port,
-                           initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-                           min_session_timeout_ms=args.min_session_timeout_ms,
-                           max_session_timeout_ms=args.max_session_timeout_ms, limits=limits)
+    try:
+        config = with_aliases(parse_assignments(args.config), {
+            alias: getattr(args, alias) for alias in ALIASES})
+        return ClusterServer(_topics(args.topic), host=host, port=port, brokers=args.brokers, config=config)
+    except ValueError as e:
+        raise SystemExit(f"kwire serve: {e}") from None
+
+
+async def _serve(args, server):
     try:
         for spec in args.fail:
             parts = spec.split(":")
@@ -126,8 +159,10 @@ async def _serve(args):
             for line in sys.stdin:
                 loop.call_soon_threadsafe(lambda line=line: _print(control(server, line)))
         threading.Thread(target=read, name="kwire-serve-control", daemon=True).start()
-    topics = ", ".join(f"{n}:{p}" for n, p in server.topics.items()) or "no topics"
+    topics = ", ".join(f"{n}:{p}" for n, p in server.topics.counts.items()) or "no topics"
     print(f"kwire serve: listening on {server.host}:{server.port} ({topics})", flush=True)
+    for broker in server.topics.brokers[1:]:
+        print(f"kwire serve: broker {broker} listening on {server.host}:{server.ports[broker]}", flush=True)
     await stop
     await server.stop()
     print("kwire serve: stopped", flush=True)
@@ -143,5 +178,20 @@ def serve(args):
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
                         format="kwire serve: %(levelname)s %(message)s", stream=sys.stderr)
     log.debug("starting")
-    asyncio.run(_serve(args))
+    server = _server(args)
+    runner = _loop_runner(args.loop)
+    runner(_serve(args, server))
     return 0
+
+
+def _loop_runner(choice):
+    """``asyncio.run`` or uvloop's: uvloop reads and writes sockets with fewer Python frames per request."""
+    if choice in ("auto", "uvloop"):
+        try:
+            import uvloop
+        except ImportError:
+            if choice == "uvloop":
+                raise SystemExit("kwire serve: --loop uvloop needs uvloop (pip install kwire[fast])") from None
+        else:
+            return uvloop.run
+    return asyncio.run

@@ -1,52 +1,56 @@
-"""A single-node Kafka cluster on asyncio, over kwire's codec and its sans-IO group coordinator.
+"""A Kafka cluster on asyncio, over kwire's codec, its record store and its sans-IO group coordinator.
 
-It answers what a consumer needs (ApiVersions, Metadata, FindCoordinator, the group apis, offsets,
-ListOffsets, and Fetch with no records) at every version kwire's schema has.  Topics exist from the start
-and stay empty.  Faults can be injected while it runs; limits bound what a client can make it hold.
+One or more brokers, each its own listener on the same host, share one state: topics and their partition
+leaders (``_topics.py``), the logs (``_log.py``), the groups (:class:`kwire.group.GroupCoordinator`, on one
+broker).  Requests are dispatched by api key through one table (``self.handlers``); the group apis go to the
+coordinator.  Faults can be injected while it runs; limits bound what a client can make it hold.
 
-One connection is served the way a Kafka broker serves it: requests are handled in arrival order and
-answered in that order, so a parked JoinGroup holds back the answers behind it on the same connection
-(Kafka mutes the channel until the response goes out).  Anything the server cannot read (a bad frame, an
-api or version it does not have) closes that connection alone, with the reason logged.
+One connection is served the way a Kafka broker serves it (``_connection.py``): requests are handled in arrival
+order and answered in that order, so a parked JoinGroup or a long-polling Fetch holds back the answers behind it
+on the same connection.  Anything the server cannot read (a bad frame, an api or version it does not have)
+closes that connection alone, with the reason logged, after answering what it read before.
 """
 
 import asyncio
 import logging
-import uuid
-from collections import deque
 
 from kwire.codec import (
     DEFAULT,
+    ApiKey,
     ApiVersion,
-    ApiVersionsRequest,
     ApiVersionsResponse,
     Coordinator,
-    FetchableTopicResponse,
-    FetchResponse,
-    FindCoordinatorRequest,
+    ErrorCode,
     FindCoordinatorResponse,
-    FrameSplitter,
-    ListOffsetsPartitionResponse,
-    ListOffsetsResponse,
-    ListOffsetsTopicResponse,
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-    PartitionData,
 )
 from kwire.errors import ArgumentValueError, KwireError
-from kwire.group import GroupCoordinator, errors
+from kwire.group import GroupCoordinator
 
+from ._config import consumer_group_config, resolve
+from ._connection import Connection
 from ._faults import Faults, error_response
+from ._log import LogStore
+from ._records import MAX_FETCH_WAIT_MS, RecordApis
+from ._topics import CLUSTER_ID, TopicApis, TopicTable, topic_id
+
+__all__ = ["CLUSTER_ID", "MAX_FETCH_WAIT_MS", "NODE_ID", "ClusterServer", "Limits", "topic_id"]
 
 log = logging.getLogger("kwire.testing")
 
+# The node id of the first broker (the only one of a single-broker cluster).
 NODE_ID = 0
-CLUSTER_ID = "kwire-mock-cluster"
-_FIND_COORDINATOR, _API_VERSIONS = FindCoordinatorRequest.api_key, ApiVersionsRequest.api_key
-# Fetch waits at most this long whatever the client asks: nothing will ever arrive to end the wait early.
-MAX_FETCH_WAIT_MS = 30_000
+
+# The apis this cluster answers.  ConsumerGroupHeartbeat and ConsumerGroupDescribe are decoded but not answered
+# (this cluster runs classic groups), so they are not offered.
+_SERVED = (
+    ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH,
+    ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
+    ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.API_VERSIONS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS,
+    ApiKey.INIT_PRODUCER_ID, ApiKey.CREATE_PARTITIONS,
+)
+# Requests with a group id, by api key: the attribute that names it (OffsetFetch v8+ names several).
+_GROUP_OF = {ApiKey.JOIN_GROUP: "group_id", ApiKey.HEARTBEAT: "group_id", ApiKey.LEAVE_GROUP: "group_id",
+             ApiKey.SYNC_GROUP: "group_id", ApiKey.OFFSET_COMMIT: "group_id", ApiKey.OFFSET_FETCH: "group_id"}
 
 
 class Limits:
@@ -58,184 +62,160 @@ class Limits:
     oldest idle group (no members, no committed offsets), or is answered COORDINATOR_NOT_AVAILABLE, logged,
     when none is idle (the coordinator's ``max_groups``).  ``max_connections``: a connection beyond it is
     closed as soon as it is accepted.
+    ``max_inflight`` and ``max_buffered``: the requests read but unanswered, and the answer bytes unsent, at
+    which a connection stops being read (see ``_connection.py``).
     """
 
-    def __init__(self, *, max_frame_size=1 << 20, max_members_per_group=10_000, max_groups=10_000,
-                 max_connections=1_000):
+    def __init__(self, *, max_frame_size=100 << 20, max_members_per_group=10_000, max_groups=10_000,
+                 max_connections=1_000, max_inflight=64, max_buffered=4 << 20):
         for name, value in (("max_frame_size", max_frame_size), ("max_members_per_group", max_members_per_group),
-                            ("max_groups", max_groups), ("max_connections", max_connections)):
+                            ("max_groups", max_groups), ("max_connections", max_connections),
+                            ("max_inflight", max_inflight), ("max_buffered", max_buffered)):
             if value < 1:
                 raise ArgumentValueError(f"{name} must be at least 1")
         self.max_frame_size = max_frame_size
         self.max_members_per_group = max_members_per_group
         self.max_groups = max_groups
         self.max_connections = max_connections
+        self.max_inflight = max_inflight
+        self.max_buffered = max_buffered
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(max_frame_size=config["socket.request.max.bytes"], max_members_per_group=config["group.max.size"],
+                   max_groups=config["kwire.max.groups"], max_connections=config["max.connections"],
+                   max_inflight=config["kwire.connection.max.inflight.requests"],
+                   max_buffered=config["kwire.connection.max.buffered.bytes"])
 
 
-def topic_id(name):
-    """A stable topic id: the same name gets the same 16 bytes in every run."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, "kwire-topic:" + name).bytes
+class ClusterServer(TopicApis, RecordApis):
+    """The cluster's state and request handling; :class:`kwire.testing.MockCluster` and ``kwire serve`` run one.
 
+    ``topics``: ``{name: partitions}`` created at start.  ``brokers``: how many brokers (listeners).  ``port``:
+    the first broker's port (0: any free one); the others take free ports.  ``config``: Kafka's broker config
+    keys (``_config.py``).  ``limits``: a :class:`Limits`, overriding the config's.
+    """
 
-def _supported_apis():
-    """``{api_key: (min, max)}`` from kwire's schema; ConsumerGroupHeartbeat/Describe are decoded but not
-    answered (this cluster runs classic groups), so they are not offered."""
-    out = {}
-    for key in (18, 3, 10, 11, 12, 13, 14, 8, 9, 2, 1, 15, 16):
-        cls = DEFAULT.message_class(key, "request")
-        out[key] = (cls.min_version, cls.max_version)
-    return out
-
-
-class _Connection(asyncio.Protocol):
-    """One client connection: frames in, answers out in request order."""
-
-    def __init__(self, server):
-        self.server = server
-        self.splitter = FrameSplitter(server.limits.max_frame_size)
-        self.transport = None
-        self.peer = "?"
-        # Answers owed, oldest first: [frame or None (not ready yet)].  Only the ready prefix is written.
-        self.owed = deque()
-        self.closed = False
-        self.batching = False
-
-    def connection_made(self, transport):
-        self.transport = transport
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        if len(self.server.connections) >= self.server.limits.max_connections:
-            log.warning("closing connection from %s: the connection limit (%d) is reached", self.peer,
-                        self.server.limits.max_connections)
-            self.closed = True
-            transport.abort()
-            return
-        self.server.connections.add(self)
-
-    def connection_lost(self, exc):
-        self.closed = True
-        self.server.connections.discard(self)
-
-    def data_received(self, data):
-        if self.closed:
-            return
-        try:
-            frames = self.splitter.feed(data)
-        except KwireError as e:
-            frames = getattr(e, "frames", [])
-            for frame in frames:
-                self.server.request(self, frame)
-            self.close(f"bad frame: {e}")
-            return
-        # Answers ready while this batch is read go out in one write, not one system call each.
-        self.batching = True
-        try:
-            for frame in frames:
-                if self.closed:
-                    return
-                self.server.request(self, frame)
-        finally:
-            self.batching = False
-        self.flush()
-
-    def close(self, reason):
-        if not self.closed:
-            log.warning("closing connection from %s: %s", self.peer, reason)
-            self.closed = True
-            self.server.connections.discard(self)
-            self.transport.abort()
-
-    def slot(self):
-        """Reserve the place of the next answer; returns a one-argument function that fills it."""
-        cell = [None]
-        self.owed.append(cell)
-
-        def fill(frame):
-            cell[0] = frame
-            if not self.batching:
-                self.flush()
-        return fill
-
-    def flush(self):
-        owed = self.owed
-        if self.closed:
-            owed.clear()
-            return
-        ready = []
-        while owed and owed[0][0] is not None:
-            ready.append(owed.popleft()[0])
-        if ready:
-            self.transport.write(b"".join(ready) if len(ready) > 1 else ready[0])
-
-
-class ClusterServer:
-    """The cluster's state and request handling; :class:`kwire.testing.MockCluster` runs one."""
-
-    def __init__(self, topics, *, host="127.0.0.1", port=0, initial_rebalance_delay_ms=0,
-                 min_session_timeout_ms=1, max_session_timeout_ms=1_800_000, limits=None):
-        self.topics = {name: int(n) for name, n in (topics or {}).items()}
-        for name, n in self.topics.items():
-            if n < 1:
-                raise ArgumentValueError(f"topic {name!r} needs at least one partition")
-        self.topic_ids = {name: topic_id(name) for name in self.topics}
-        self.topic_names = {tid: name for name, tid in self.topic_ids.items()}
-        self.host, self.port = host, port
-        self.limits = limits or Limits()
+    def __init__(self, topics=None, *, host="127.0.0.1", port=0, brokers=1, config=None, limits=None):
+        if isinstance(brokers, bool) or not isinstance(brokers, int) or not 1 <= brokers <= 64:
+            raise ArgumentValueError(f"brokers must be an int in [1, 64], not {brokers!r}")
+        self.config = resolve(config)
+        c = self.config
+        self.limits = limits or Limits.from_config(c)
+        self.host = host
+        self.ports = {b: 0 for b in range(brokers)}
+        self.ports[0] = port
+        self.topics = TopicTable(brokers)
+        for name, n in (topics or {}).items():
+            self.topics.create(name, int(n))
+        self.store = LogStore(retention_bytes=c["retention.bytes"], total_bytes=c["kwire.storage.total.bytes"],
+                              max_batch_bytes=c["message.max.bytes"])
         self.faults = Faults()
         self.coordinator = GroupCoordinator(
-            initial_rebalance_delay_ms=initial_rebalance_delay_ms, min_session_timeout_ms=min_session_timeout_ms,
-            max_session_timeout_ms=max_session_timeout_ms, max_group_size=self.limits.max_members_per_group,
-            max_groups=self.limits.max_groups, partition_exists=self.partition_exists)
-        self.apis = _supported_apis()
+            initial_rebalance_delay_ms=c["group.initial.rebalance.delay.ms"],
+            min_session_timeout_ms=c["group.min.session.timeout.ms"],
+            max_session_timeout_ms=c["group.max.session.timeout.ms"], max_group_size=self.limits.max_members_per_group,
+            max_groups=self.limits.max_groups, partition_exists=self.topics.exists)
+        self.coordinator_node = 0
+        # The KIP-848 keys, checked by resolve(), for the consumer-group coordinator to take as given.
+        self.consumer_group_config = consumer_group_config(c)
+        self.round_robin = {}  # topic -> the last partition a keyless record of MockCluster.produce went to
+        self.apis = {}
+        for key in _SERVED:
+            cls = DEFAULT.message_class(key, "request")
+            self.apis[key] = (cls.min_version, cls.max_version)
         self.connections = set()
         # Groups whose coordinator "moved": group requests answer NOT_COORDINATOR until the group is looked up
         # again with FindCoordinator.
         self.moved = set()
-        self._server = None
+        self._listeners = {}
         self._loop = None
         self._timer = None
         self._timer_at = None
-        self._handlers = {
-            18: self._api_versions, 3: self._metadata, 10: self._find_coordinator, 2: self._list_offsets,
-            1: self._fetch,
+        # Every api but the group ones, by key: handler(request, version, fill, connection).  The group apis
+        # (the keys of _GROUP_OF, DescribeGroups, ListGroups) go to the coordinator.
+        self.handlers = {
+            ApiKey.API_VERSIONS: self._api_versions, ApiKey.METADATA: self._metadata,
+            ApiKey.FIND_COORDINATOR: self._find_coordinator, ApiKey.LIST_OFFSETS: self._list_offsets,
+            ApiKey.FETCH: self._fetch, ApiKey.PRODUCE: self._produce, ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
+            ApiKey.CREATE_TOPICS: self._create_topics, ApiKey.DELETE_TOPICS: self._delete_topics,
+            ApiKey.CREATE_PARTITIONS: self._create_partitions,
         }
-        # Requests with a group id, by api key: the attribute that names it (OffsetFetch v8+ names several).
-        self._group_of = {11: "group_id", 12: "group_id", 13: "group_id", 14: "group_id", 8: "group_id",
-                          9: "group_id"}
+
+    # -- names kept from the single-broker server ------------------------------------------------------
+
+    @property
+    def port(self):
+        return self.ports[0]
+
+    @property
+    def topic_ids(self):
+        return self.topics.ids
+
+    @property
+    def topic_names(self):
+        return self.topics.names
+
+    def partition_exists(self, topic, partition):
+        return self.topics.exists(topic, partition)
+
+    def controller(self):
+        live = self.topics.live()
+        return live[0] if live else -1
 
     # -- life cycle -----------------------------------------------------------------------------------
 
     async def start(self):
         self._loop = asyncio.get_running_loop()
-        self._server = await self._loop.create_server(lambda: _Connection(self), self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        for broker in self.topics.brokers:
+            await self._listen(broker)
         return self
+
+    async def _listen(self, broker):
+        server = await self._loop.create_server(lambda: Connection(self, broker), self.host, self.ports[broker])
+        self._listeners[broker] = server
+        self.ports[broker] = server.sockets[0].getsockname()[1]
 
     async def stop(self):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._server is not None:
-            self._server.close()
-            for conn in list(self.connections):
-                conn.closed = True
-                conn.transport.abort()
-            self.connections.clear()
-            await self._server.wait_closed()
-            self._server = None
+        listeners, self._listeners = list(self._listeners.values()), {}
+        for server in listeners:
+            server.close()
+        for conn in list(self.connections):
+            conn.closed = True
+            conn.transport.abort()
+        self.connections.clear()
+        for server in listeners:
+            await server.wait_closed()
 
     def now(self):
         return int(self._loop.time() * 1000)
 
-    def partition_exists(self, topic, partition):
-        return 0 <= partition < self.topics.get(topic, 0)
+    def accept(self, conn):
+        """Admit a new connection, or refuse it at the connection limit."""
+        if len(self.connections) >= self.limits.max_connections or conn.broker in self.topics.down:
+            log.warning("closing connection from %s: the connection limit (%d) is reached", conn.peer,
+                        self.limits.max_connections)
+            return False
+        self.connections.add(conn)
+        return True
+
+    def forget(self, conn):
+        self.connections.discard(conn)
+
+    def buffered(self):
+        """Bytes every connection holds (see :meth:`Connection.buffered`)."""
+        return sum(conn.buffered() for conn in self.connections)
 
     # -- faults that act at once ----------------------------------------------------------------------
 
-    def drop_connections(self):
-        """Close every client connection now (their groups stay; the clients reconnect)."""
+    def drop_connections(self, broker=None):
+        """Close every client connection (of ``broker`` only, if given) now; the clients reconnect."""
         for conn in list(self.connections):
-            conn.close("dropped by fault injection")
+            if broker is None or conn.broker == broker:
+                conn.close("dropped by fault injection")
 
     def move_coordinator(self, group_id=None):
         """Act as if ``group_id``'s coordinator (every group's, if None) moved to another broker: parked
@@ -248,52 +228,93 @@ class ClusterServer:
             self._deliver(self.coordinator.unload_group(gid, now))
         self._arm_timer()
 
+    def move_leader(self, topic, partition, broker=None):
+        """Make ``broker`` (the next live one if None) the partition's leader; returns it."""
+        return self.topics.move_leader(topic, int(partition), None if broker is None else int(broker))
+
+    def broker_down(self, broker):
+        """Take a broker down: its listener closes, its connections drop, its partitions get new leaders, and
+        the group coordinator moves off it."""
+        broker = int(broker)
+        self.topics.broker_down(broker)
+        listener = self._listeners.pop(broker, None)
+        if listener is not None:
+            listener.close()
+        self.drop_connections(broker)
+        if self.coordinator_node == broker:
+            self.coordinator_node = self.topics.live()[0]
+            self.move_coordinator()
+
+    async def broker_up(self, broker):
+        """Bring a broker back on its old port."""
+        broker = int(broker)
+        self.topics.broker_up(broker)
+        if broker not in self._listeners:
+            await self._listen(broker)
+
+    # -- topics from Python -----------------------------------------------------------------------------
+
+    def create_topic(self, name, partitions):
+        self.topics.create(name, int(partitions))
+
+    def delete_topic(self, name):
+        n = self.topics.delete(name)
+        self.store.drop_topic(name, n)
+
     # -- requests -------------------------------------------------------------------------------------
 
     def request(self, conn, frame):
         try:
             header, body = DEFAULT.split_request(frame)
         except KwireError as e:
-            conn.close(f"malformed request header: {e}")
+            conn.close(f"malformed request header: {e}", graceful=True)
             return
         key, version = header.request_api_key, header.request_api_version
         span = self.apis.get(key)
         if span is None:
-            conn.close(f"api key {key} is not supported by this cluster")
+            conn.close(f"api key {key} is not supported by this cluster", graceful=True)
             return
-        if key == _API_VERSIONS and version > span[1]:
+        if key == ApiKey.API_VERSIONS and version > span[1]:
             # KIP-511: answer an ApiVersions version we do not have at v0, so the client can retry lower.
-            response = ApiVersionsResponse(error_code=errors.UNSUPPORTED_VERSION, api_keys=self._api_list())
+            response = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=self._api_list())
             conn.slot()(DEFAULT.encode_response(response, 0, header.correlation_id))
             return
         if not span[0] <= version <= span[1]:
-            conn.close(f"api key {key} version {version} is not supported (versions {span[0]}-{span[1]})")
+            conn.close(f"api key {key} version {version} is not supported (versions {span[0]}-{span[1]})",
+                       graceful=True)
             return
         try:
             # The header is read once: the body decodes from where it ends.
             req = DEFAULT.message_class(key, "request").decode(body, version)
         except KwireError as e:
-            conn.close(f"malformed api key {key} v{version} request: {e}")
+            conn.close(f"malformed api key {key} v{version} request: {e}", graceful=True)
             return
-        fault = self.faults.take(key)
-        if fault.drop:
-            conn.close(f"dropped by fault injection at api key {key}")
-            return
-        fill = self._answer(conn, key, version, header.correlation_id, fault.latency_ms)
-        if fault.error is not None:
-            fill(error_response(req, key, version, fault.error))
-            return
-        handler = self._handlers.get(key)
+        if self.faults.armed:
+            fault = self.faults.take(key)
+            if fault.drop:
+                conn.close(f"dropped by fault injection at api key {key}")
+                return
+            fill = self._answer(conn, key, version, header.correlation_id, fault.latency_ms)
+            if fault.error is not None:
+                fill(error_response(req, key, version, fault.error))
+                return
+        else:
+            fill = self._answer(conn, key, version, header.correlation_id, 0)
+        handler = self.handlers.get(key)
         if handler is not None:
             handler(req, version, fill, conn)
             return
         self._group_request(conn, req, key, version, fill, header.client_id or "")
 
     def _answer(self, conn, key, version, correlation_id, latency_ms):
-        """A function that answers this request (now or later) in its place on the connection."""
+        """A function that answers this request (now or later) in its place on the connection; given None it
+        sends nothing (a Produce with acks 0)."""
         fill = conn.slot()
 
         def answer(response):
+            if response is None:
+                fill(b"")
+                return
             try:
                 frame = DEFAULT.encode_response(response, version, correlation_id)
             except KwireError as e:
@@ -308,10 +329,10 @@ class ClusterServer:
         return answer
 
     def _group_request(self, conn, req, key, version, fill, client_id):
-        attr = self._group_of.get(key)
-        group_id = getattr(req, attr) if attr and (key != 9 or version < 8) else None
-        if group_id is not None and group_id in self.moved:
-            fill(error_response(req, key, version, errors.NOT_COORDINATOR))
+        attr = _GROUP_OF.get(key)
+        group_id = getattr(req, attr) if attr and (key != ApiKey.OFFSET_FETCH or version < 8) else None
+        if conn.broker != self.coordinator_node or (group_id is not None and group_id in self.moved):
+            fill(error_response(req, key, version, ErrorCode.NOT_COORDINATOR))
             return
         try:
             replies = self.coordinator.handle((conn, fill), req, version, self.now(), client_id=client_id,
@@ -329,14 +350,15 @@ class ClusterServer:
 
     def _arm_timer(self):
         deadline = self.coordinator.next_deadline()
-        if deadline == self._timer_at:
+        if deadline is None or (self._timer is not None and self._timer_at <= deadline):
+            # A timer armed earlier than the next deadline stays: firing early, tick() has nothing to do and
+            # the timer is armed again.  Each heartbeat pushes its session deadline later, so this spares the
+            # loop a cancel and a new timer per request.
             return
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
         self._timer_at = deadline
-        if deadline is not None:
-            self._timer = self._loop.call_at(deadline / 1000, self._tick)
+        self._timer = self._loop.call_at(deadline / 1000, self._tick)
 
     def _tick(self):
         self._timer = None
@@ -350,82 +372,18 @@ class ClusterServer:
         return [ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in sorted(self.apis.items())]
 
     def _api_versions(self, req, version, fill, conn):
-        fill(ApiVersionsResponse(error_code=errors.NONE, api_keys=self._api_list()))
-
-    def _broker(self):
-        return MetadataResponseBroker(node_id=NODE_ID, host=self.host, port=self.port)
-
-    def _metadata(self, req, version, fill, conn):
-        wanted = req.topics
-        if wanted is None or (version == 0 and not wanted):
-            names = list(self.topics)  # null (v1+) or empty (v0): every topic
-        else:
-            names = [t.name if t.name is not None else self.topic_names.get(t.topic_id) for t in wanted]
-        topics = []
-        for name in names:
-            n = self.topics.get(name)
-            if n is None:
-                topics.append(MetadataResponseTopic(error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, name=name))
-                continue
-            topics.append(MetadataResponseTopic(
-                error_code=errors.NONE, name=name, topic_id=self.topic_ids[name],
-                partitions=[MetadataResponsePartition(error_code=errors.NONE, partition_index=p, leader_id=NODE_ID,
-                                                      leader_epoch=0, replica_nodes=[NODE_ID], isr_nodes=[NODE_ID])
-                            for p in range(n)]))
-        fill(MetadataResponse(brokers=[self._broker()], cluster_id=CLUSTER_ID, controller_id=NODE_ID,
-                              topics=topics))
+        fill(ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=self._api_list()))
 
     def _find_coordinator(self, req, version, fill, conn):
+        node = self.coordinator_node
+        port = self.ports[node]
         if version >= 4:
             keys = list(req.coordinator_keys)
             for key in keys:
                 self.moved.discard(key)
             fill(FindCoordinatorResponse(coordinators=[
-                Coordinator(key=key, node_id=NODE_ID, host=self.host, port=self.port, error_code=errors.NONE)
+                Coordinator(key=key, node_id=node, host=self.host, port=port, error_code=ErrorCode.NONE)
                 for key in keys]))
             return
         self.moved.discard(req.key)
-        fill(FindCoordinatorResponse(error_code=errors.NONE, node_id=NODE_ID, host=self.host, port=self.port))
-
-    def _list_offsets(self, req, version, fill, conn):
-        # Every partition is empty: the earliest and the latest offset are both 0.
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                if self.partition_exists(t.name, p.partition_index):
-                    parts.append(ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=0,
-                                                              timestamp=-1, offset=0,
-                                                              leader_epoch=0 if version >= 4 else -1))
-                else:
-                    parts.append(ListOffsetsPartitionResponse(partition_index=p.partition_index,
-                                                              error_code=errors.UNKNOWN_TOPIC_OR_PARTITION))
-            topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
-        fill(ListOffsetsResponse(topics=topics))
-
-    def _fetch(self, req, version, fill, conn):
-        by_id = version >= 13
-        responses = []
-        for t in req.topics:
-            name = self.topic_names.get(t.topic_id) if by_id else t.topic
-            parts = []
-            for p in t.partitions:
-                known = name is not None and self.partition_exists(name, p.partition)
-                if known:
-                    code = errors.NONE
-                else:
-                    code = errors.UNKNOWN_TOPIC_ID if by_id else errors.UNKNOWN_TOPIC_OR_PARTITION
-                parts.append(PartitionData(partition_index=p.partition, error_code=code,
-                                           high_watermark=0 if known else -1, last_stable_offset=0 if known else -1,
-                                           log_start_offset=0 if known else -1, records=b""))
-            responses.append(FetchableTopicResponse(topic=t.topic if not by_id else "", topic_id=t.topic_id,
-                                                    partitions=parts))
-        response = FetchResponse(error_code=errors.NONE, session_id=0, responses=responses)
-        # No record will ever arrive: answer when the client's max wait is over, as a broker would; at once
-        # where a broker would not wait either (min_bytes already met by nothing, or a partition in error).
-        failed = any(p.error_code for r in responses for p in r.partitions)
-        wait_ms = 0 if req.min_bytes <= 0 or failed else max(0, min(req.max_wait_ms, MAX_FETCH_WAIT_MS))
-        if wait_ms:
-            self._loop.call_later(wait_ms / 1000, fill, response)
-        else:
-            fill(response)
+        fill(FindCoordinatorResponse(error_code=ErrorCode.NONE, node_id=node, host=self.host, port=port))

@@ -1,0 +1,146 @@
+"""Records through ``kwire serve`` next to librdkafka's own mock cluster, with the same clients in the same run.
+
+Run: ``python benches/bench_records_server.py [--records N] [--value-bytes B] [--partitions P]``.
+
+For each cluster, one confluent-kafka producer sends N records of B random bytes (no key) to a topic the
+cluster auto-creates (kwire with ``num.partitions`` P, librdkafka's mock with its default, 4), and flushes; then one confluent-kafka consumer in a fresh group reads them
+all back from the earliest offset.  Reported per cluster: produce and consume records per second (wall time,
+from the first send to the flush, and from subscribe to the last record; a consumer that gets nothing for 15 s
+is reported as stalled, with its rate over what it read), and for ``kwire serve`` (its own
+process, one asyncio thread) its peak RSS (``VmHWM``) against the record-batch bytes it stores (from its
+``stats`` control command) and its own CPU seconds.  librdkafka's mock cluster runs inside a client process
+(``test.mock.num.brokers``: 3), so it has no RSS of its own to report.
+
+Both clusters are on loopback and the producer and consumer settings are the same (linger.ms 5, the client's
+default batch size, acks all, idempotence on).  The machine's load average is printed: both figures come from
+the same minute.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOPIC = "bench"
+TIMEOUT_S = 600
+# A consumer that gets nothing for this long has stalled: its rate is reported over what it read.
+STALL_S = 15
+
+
+def _proc_status(pid, field):
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_clients(bootstrap, records, value_bytes):
+    from confluent_kafka import Consumer, Producer
+
+    value = os.urandom(value_bytes)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
+                         "queue.buffering.max.messages": 1_000_000})
+    started = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(TOPIC, value)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    left = producer.flush(TIMEOUT_S)
+    produce_s = time.perf_counter() - started
+    if left:
+        raise SystemExit(f"{left} records were not delivered")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([TOPIC])
+    got = 0
+    started = last = time.perf_counter()
+    while got < records and time.perf_counter() - last < STALL_S:
+        for m in consumer.consume(10_000, 1.0):
+            if not m.error():
+                got += 1
+                last = time.perf_counter()
+    consume_s = last - started
+    partitions = len(consumer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
+    consumer.close()
+    return produce_s, consume_s, partitions, got
+
+
+def kwire_serve(records, value_bytes, partitions, brokers):
+    proc = subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", "--control",
+                             "stdin", "--config", f"num.partitions={partitions}", "--brokers", str(brokers)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=ROOT))
+    try:
+        port = int(proc.stdout.readline().split("listening on 127.0.0.1:")[1].split()[0])
+        rss0, cpu0 = _proc_status(proc.pid, "VmRSS"), _cpu_seconds(proc.pid)
+        produce_s, consume_s, partitions, got = run_clients(f"127.0.0.1:{port}", records, value_bytes)
+        proc.stdin.write("stats\n")
+        proc.stdin.flush()
+        answer = proc.stdout.readline()
+        while not answer.startswith("ok: stats"):  # skip the other brokers' "listening" lines
+            answer = proc.stdout.readline()
+        stats = dict(kv.split("=") for kv in answer.split()[2:])
+        return {"produce_s": produce_s, "consume_s": consume_s, "partitions": partitions, "got": got, "stored": int(stats["stored"]), "rss0": rss0,
+                "peak_rss": _proc_status(proc.pid, "VmHWM"), "cpu": _cpu_seconds(proc.pid) - cpu0}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def librdkafka_mock(records, value_bytes, partitions):
+    from confluent_kafka import Producer
+
+    holder = Producer({"test.mock.num.brokers": 3})  # the mock cluster lives as long as this client
+    brokers = holder.list_topics(timeout=10).brokers.values()
+    bootstrap = ",".join(f"{b.host}:{b.port}" for b in brokers)
+    produce_s, consume_s, partitions, got = run_clients(bootstrap, records, value_bytes)
+    del holder
+    return {"produce_s": produce_s, "consume_s": consume_s, "partitions": partitions, "got": got}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--value-bytes", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=4, help="kwire's num.partitions (the mock's is 4)")
+    parser.add_argument("--brokers", type=int, default=3, help="kwire's brokers (the mock runs 3)")
+    args = parser.parse_args(argv)
+    import confluent_kafka
+    n = args.records
+    print(f"{n:,} records of {args.value_bytes} bytes, {args.brokers} brokers, confluent-kafka "
+          f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
+          f"load average {os.getloadavg()[0]:.2f}")
+    kw = kwire_serve(n, args.value_bytes, args.partitions, args.brokers)
+    rd = librdkafka_mock(n, args.value_bytes, args.partitions)
+    for name, r in (("kwire serve", kw), ("librdkafka mock", rd)):
+        stalled = "" if r["got"] == n else f", STALLED after {r['got']:,} records"
+        print(f"  {name:16} produce {n / r['produce_s']:>10,.0f} records/s   consume "
+              f"{r['got'] / max(r['consume_s'], 1e-9):>10,.0f} records/s   ({r['partitions']} partitions{stalled})")
+    print(f"  kwire / librdkafka: produce {rd['produce_s'] / kw['produce_s']:.2f}x, consume "
+          f"{(kw['got'] / kw['consume_s']) / max(rd['got'] / max(rd['consume_s'], 1e-9), 1e-9):.2f}x")
+    print(f"  kwire serve: stored {kw['stored'] / 2**20:,.1f} MiB, RSS {kw['rss0'] / 2**20:,.1f} MiB at start, "
+          f"peak {kw['peak_rss'] / 2**20:,.1f} MiB ({kw['peak_rss'] / max(kw['stored'], 1):.2f}x stored), "
+          f"server CPU {kw['cpu']:.2f} s")
+    print(f"  load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

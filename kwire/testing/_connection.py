@@ -1,0 +1,187 @@
+"""One client connection of the mock cluster: frames in, answers out in request order, with backpressure.
+
+Kafka reads one request per connection at a time and mutes the channel while its answer is unsent
+(``SocketServer.Processor``, ``KafkaChannel.mute``).  kwire lets a client pipeline, within two bounds:
+
+- ``max_inflight``: requests read but not yet answered (a parked JoinGroup, a long-polling Fetch, answers held
+  behind them to keep the order);
+- ``max_buffered``: answer bytes handed to the transport and not yet taken by the client's socket.
+
+At either bound the connection is not read (``transport.pause_reading``); frames already split from the last read
+wait in a backlog; reading resumes when the client has taken the answers.  So what one connection holds is at most
+its bounds, plus the one answer that crossed ``max_buffered``, plus one read (the transport reads at most 256 KiB
+at a time) and one partial frame (at most ``socket.request.max.bytes``).
+
+A frame the server cannot read closes the connection after the answers to the requests before it are written,
+as Kafka answers what it could read and then closes.
+"""
+
+import logging
+from collections import deque
+
+from kwire.codec import FrameSplitter
+from kwire.errors import KwireError
+
+log = logging.getLogger("kwire.testing")
+
+
+class Connection:
+    """An ``asyncio.Protocol`` for one client of one broker (``broker`` is its node id)."""
+
+    def __init__(self, server, broker):
+        self.server = server
+        self.broker = broker
+        limits = server.limits
+        self.splitter = FrameSplitter(limits.max_frame_size)
+        self.max_inflight = limits.max_inflight
+        self.max_buffered = limits.max_buffered
+        self.transport = None
+        self.peer = "?"
+        # Answers owed, oldest first: [frame or None (not ready yet)].  Only the ready prefix is written.
+        self.owed = deque()
+        self.backlog = deque()     # frames split but not yet handled (the connection is at a bound)
+        self.ready_bytes = 0       # answer bytes filled in but not yet handed to the transport
+        self.closed = False        # nothing more is read or handled
+        self.closing = False       # close once every owed answer is written
+        self.batching = False
+        self.paused = False
+        self.write_paused = False
+
+    # -- asyncio.Protocol ----------------------------------------------------------------------------------
+
+    def connection_made(self, transport):
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if not self.server.accept(self):
+            self.closed = True
+            transport.abort()
+            return
+        # pause_writing() once max_buffered bytes wait in the transport; resume_writing() at a quarter of it.
+        transport.set_write_buffer_limits(high=self.max_buffered)
+
+    def connection_lost(self, exc):
+        self.closed = True
+        self.owed.clear()
+        self.backlog.clear()
+        self.server.forget(self)
+
+    def pause_writing(self):
+        self.write_paused = True
+
+    def resume_writing(self):
+        self.write_paused = False
+        self._drain_backlog()
+
+    def eof_received(self):
+        return False
+
+    def data_received(self, data):
+        if self.closed:
+            return
+        bad = None
+        try:
+            frames = self.splitter.feed(data)
+        except KwireError as e:
+            frames, bad = getattr(e, "frames", []), e
+        self.backlog.extend(frames)
+        self._drain_backlog()
+        if bad is not None and not self.closed:
+            self.close(f"bad frame: {bad}", graceful=True)
+
+    # -- handling ------------------------------------------------------------------------------------------
+
+    def _at_bound(self):
+        # Answers made while a read is handled count before they are written: a few megabyte Fetch answers
+        # reach the bound within one read.
+        return (self.write_paused or len(self.owed) >= self.max_inflight
+                or self.ready_bytes + self.transport.get_write_buffer_size() >= self.max_buffered)
+
+    def _drain_backlog(self):
+        """Handle the frames waiting while the connection is under its bounds; pause reading at a bound."""
+        backlog = self.backlog
+        while True:
+            # Answers ready while this batch is handled go out in one write, not one system call each.
+            self.batching = True
+            try:
+                while backlog and not self.closed and not self._at_bound():
+                    try:
+                        self.server.request(self, backlog.popleft())
+                    except Exception:  # noqa: BLE001 - a server bug costs this connection, not the server
+                        log.exception("closing connection from %s: internal error", self.peer)
+                        self.close("internal error")
+            finally:
+                self.batching = False
+            self.flush()
+            # Answered requests leave the in-flight count once written: go on while that made room.
+            if not backlog or self.closed or self._at_bound():
+                break
+        if self.closed or self.transport is None:
+            return
+        at_bound = bool(backlog) or self._at_bound()
+        if at_bound and not self.paused:
+            self.paused = True
+            self.transport.pause_reading()
+        elif not at_bound and self.paused and not self.closing:
+            self.paused = False
+            self.transport.resume_reading()
+
+    def close(self, reason, graceful=False):
+        """Stop reading this connection.  ``graceful``: write the answers owed for what was read before,
+        then close; otherwise close at once, dropping them."""
+        if self.closed:
+            return
+        log.warning("closing connection from %s: %s", self.peer, reason)
+        self.closed = True
+        self.backlog.clear()
+        self.server.forget(self)
+        if graceful:
+            self.closing = True
+            if not self.paused:
+                self.paused = True
+                self.transport.pause_reading()
+            self.flush()
+        else:
+            self.owed.clear()
+            self.transport.abort()
+
+    def slot(self):
+        """Reserve the place of the next answer; returns a one-argument function that fills it (None: the
+        request gets no answer, as a Produce with acks 0)."""
+        cell = [None]
+        self.owed.append(cell)
+
+        def fill(frame):
+            cell[0] = frame
+            self.ready_bytes += len(frame)
+            if not self.batching:
+                self.flush()
+                if self.backlog or self.paused:
+                    self._drain_backlog()
+        return fill
+
+    def flush(self):
+        owed = self.owed
+        if self.transport is None:
+            return
+        if self.closed and not self.closing:
+            owed.clear()
+            return
+        ready = []
+        while owed and owed[0][0] is not None:
+            frame = owed.popleft()[0]
+            if frame:  # b"": answered without a frame (acks 0)
+                self.ready_bytes -= len(frame)
+                ready.append(frame)
+        if ready:
+            self.transport.write(b"".join(ready) if len(ready) > 1 else ready[0])
+        if self.closing and not owed:
+            self.closing = False
+            self.transport.close()  # writes what is buffered, then closes
+
+    def buffered(self):
+        """Bytes this connection holds: unsent answers, answers not yet in order, split frames waiting."""
+        held = self.transport.get_write_buffer_size() if self.transport is not None else 0
+        held += self.ready_bytes
+        held += sum(len(f) for f in self.backlog)
+        return held + self.splitter.pending
