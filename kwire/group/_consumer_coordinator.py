@@ -149,15 +149,18 @@ class ConsumerGroupCoordinator:
     (:class:`ConsumerGroupConfig`); ``topics`` is ``{name: (topic_id, partitions)}``."""
 
     def __init__(self, config=None, *, topics=None, member_id_factory=None, classic_group_lookup=None,
-                 classic_group_remove=None):
+                 classic_group_remove=None, groups=None):
         """``classic_group_lookup(group_id)`` tells about a classic group of that id kept elsewhere (the classic
         ``GroupCoordinator``): None if there is none, True if it is empty, False if it has members.
         ``classic_group_remove(group_id)`` deletes an empty one when a consumer group takes its id
-        (``GroupMetadataManager.getOrMaybeCreateConsumerGroup``).  Without them group ids are not shared."""
-        self.config = ConsumerGroupConfig(config)
+        (``GroupMetadataManager.getOrMaybeCreateConsumerGroup``).  Without them group ids are not shared.
+        ``groups`` is the mapping the groups live in (the classic ``GroupCoordinator`` passes its consumer-group
+        :class:`GroupRegistry`, whose lifetime rule then deletes an empty group without offsets); a dict if
+        None."""
+        self.config = config if isinstance(config, ConsumerGroupConfig) else ConsumerGroupConfig(config)
         self._classic_lookup = classic_group_lookup
         self._classic_remove = classic_group_remove
-        self._groups = {}
+        self._groups = {} if groups is None else groups
         self._topics = {}
         self._timers = Timers()
         self._events = []
@@ -206,6 +209,22 @@ class ConsumerGroupCoordinator:
         """When :meth:`tick` has work to do (ms), or None."""
         return self._timers.next_deadline()
 
+    def may_be_due(self, now):
+        """False only when no timer can be due at ``now`` (cheap: the caller's hot path asks it)."""
+        return self._timers.may_be_due(now)
+
+    def take_events(self):
+        """The events since the last call (or :meth:`tick`), for a caller that fires timers through requests."""
+        events, self._events = self._events, []
+        return events
+
+    def forget_group(self, group):
+        """A group the caller's registry deleted (the lifetime rule): cancel the timers it may still have."""
+        self._timers.cancel((_ASSIGN, group.group_id, None))
+        for member_id in group.members:
+            self._timers.cancel((_SESSION, group.group_id, member_id))
+            self._timers.cancel((_REVOKE, group.group_id, member_id))
+
     def set_topics(self, topics):
         """The topics that exist, ``{name: (topic_id_bytes, partitions)}``, replacing the previous set.
 
@@ -241,8 +260,8 @@ class ConsumerGroupCoordinator:
         """ConsumerGroupDescribe (69): one described group per requested id, each answered once."""
         if type(req) is not ConsumerGroupDescribeRequest:
             raise GroupProtocolError(f"describe() takes a ConsumerGroupDescribeRequest, not {type(req).__name__}")
-        if version != 0:
-            raise UnsupportedVersionError(f"ConsumerGroupDescribeRequest is answered at version 0, not {version}")
+        if not 0 <= version <= 1:
+            raise UnsupportedVersionError(f"ConsumerGroupDescribeRequest has versions 0-1, not {version}")
         if not self.config.consumer_protocol_enabled:
             return ConsumerGroupDescribeResponse(groups=[
                 ConsumerGroupDescribedGroup(group_id=g, error_code=ErrorCode.UNSUPPORTED_VERSION)
@@ -404,16 +423,17 @@ class ConsumerGroupCoordinator:
     def _check_no_classic_group(self, group_id, create):
         """``getOrMaybeCreateConsumerGroup`` for an id a classic group holds: a consumer-protocol join takes the
         id of an empty classic group (True: remove it once the join succeeds); anything else is refused.
-        Converting a non-empty classic group (Kafka's online upgrade) is not done here yet."""
+        Converting a non-empty classic group (Kafka's online upgrade, ``convertToConsumerGroup``) is not done
+        here yet."""
         classic = self._classic_lookup(group_id) if self._classic_lookup is not None else None
         if classic is None:
             return False
         if not create:
             raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if not classic:
-            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
-                           f"Cannot upgrade classic group {group_id} to a consumer group: kwire does not convert a "
-                           f"classic group with members.")
+            # Kafka converts a non-empty classic group here when validateOnlineUpgrade allows it; kwire does not
+            # convert yet, and answers as Kafka does when the migration policy does not allow an upgrade.
+            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return self._classic_remove is not None
 
     def _find_member(self, group, member_id, epoch, req):

@@ -135,6 +135,17 @@ class ConsumerGroup:
         self.metadata_expired = True
         self.last_assignment_ms = None  # when the target was last computed (assignment batching)
 
+    # -- what the group registry asks of every group type (see _registry.py) -------------------------------
+
+    @property
+    def has_members(self):
+        return bool(self.members)
+
+    @property
+    def has_pending_members(self):
+        # A consumer-protocol member exists from its first successful heartbeat: nothing is ever pending.
+        return False
+
     # -- derived state ------------------------------------------------------------------------------------
 
     def state(self):
