@@ -165,13 +165,14 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         self._consumer = ConsumerGroupCoordinator(
             consumer_config, topics=topics, member_id_factory=consumer_member_id_factory,
             classic_group_lookup=self._classic_group_lookup, classic_group_remove=self._classic_group_remove,
-            groups=self._consumer_groups)
+            groups=self._consumer_groups, classic_group_convert=self._classic_group_convert,
+            classic_group_downgrade=self._consumer_group_downgrade)
         self._out = []
         self._handlers = {
             JoinGroupRequest: self._join_group_routed,
-            SyncGroupRequest: self._sync_group,
-            HeartbeatRequest: self._heartbeat,
-            LeaveGroupRequest: self._leave_group,
+            SyncGroupRequest: self._sync_group_routed,
+            HeartbeatRequest: self._heartbeat_routed,
+            LeaveGroupRequest: self._leave_group_routed,
             OffsetCommitRequest: self._offset_commit,
             OffsetFetchRequest: self._offset_fetch,
             DescribeGroupsRequest: self._describe_groups,
@@ -196,6 +197,7 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         if not request.min_version <= version <= request.max_version:
             raise UnsupportedVersionError(
                 f"{type(request).__name__} has versions {request.min_version}-{request.max_version}, not {version}")
+        self._now_ms = now
         if self._timers.may_be_due(now):
             self._fire_due(now)
         self._fire_consumer_due(now)
@@ -207,6 +209,7 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
 
     def tick(self, now):
         """Fire every timer due at ``now`` (both protocols'); return the replies that became ready."""
+        self._now_ms = now
         self._fire_due(now)
         self._fire_consumer_due(now)
         return self._drain()
