@@ -66,7 +66,8 @@ def offset_commit_error(group, member_id, member_epoch, api_version, transaction
     is ``OffsetMetadataManager.validateOffsetCommit``'s case and the classic coordinator's).
 
     Epoch < 0 with no members is an admin commit and passes without a member check; otherwise the member
-    must exist, a consumer-protocol member must commit at v9+ (or transactionally), and the epoch must be its
+    must exist, a consumer-protocol member must commit at v9+ (or transactionally; a classic member of a mixed
+    group at any version), and the epoch must be its
     current one: a commit made before a revocation keeps working because the epoch does not move while
     partitions are revoked.  Transactional commits see ILLEGAL_GENERATION for a stale epoch
     (``OffsetMetadataManager.validateTransactionalOffsetCommit``)."""
@@ -75,10 +76,13 @@ def offset_commit_error(group, member_id, member_epoch, api_version, transaction
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if not transactional and api_version < 9:
+    classic = member.classic is not None
+    if not transactional and not classic and api_version < 9:
         return ErrorCode.UNSUPPORTED_VERSION
     if member_epoch != member.member_epoch:
-        return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        # validateMemberEpoch: a classic member of a mixed group commits with its generation (= its member
+        # epoch) and is told ILLEGAL_GENERATION, as a classic group would tell it.
+        return ErrorCode.ILLEGAL_GENERATION if transactional or classic else ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE
 
 
@@ -91,5 +95,5 @@ def offset_fetch_error(group, member_id, member_epoch):
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if member_epoch != member.member_epoch:
-        return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE
