@@ -439,3 +439,21 @@ def test_no_downgrade_while_another_consumer_member_remains():
     cg(n, "B", 0)
     cg(n, "A", -1)
     assert n.c.group_type("g") == "consumer"
+
+
+def test_a_static_classic_member_restarting_takes_its_place():
+    # classicGroupJoinToConsumerGroup, static with an empty member id: replaces the holder of the instance id
+    # (without the consumer protocol's UNRELEASED_INSTANCE_ID check), keeping its assignment and epoch.
+    n = net()
+    cg(n, "A", 0)
+    first = join(n, "", instance="i-1")
+    assert first.error_code == E.NONE   # static members get no MEMBER_ID_REQUIRED
+    group = n.c.consumer.group("g")
+    epoch = group.group_epoch
+    again = join(n, "", instance="i-1")
+    assert again.error_code == E.NONE and again.member_id != first.member_id
+    assert first.member_id not in group.members and again.member_id in group.members
+    assert group.static_members["i-1"] == again.member_id and group.group_epoch == epoch
+    assert sync(n, first.member_id, first.generation_id).error_code == E.UNKNOWN_MEMBER_ID
+    assert join(n, first.member_id, instance="i-1").error_code == E.FENCED_INSTANCE_ID
+    assert join(n, "someone", instance="i-2").error_code == E.UNKNOWN_MEMBER_ID

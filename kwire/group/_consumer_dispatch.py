@@ -42,7 +42,6 @@ class ConsumerDispatch:
 
     def _consumer_heartbeat(self, req, ctx):
         now = ctx.now
-        self._now_ms = now   # for the classic group removal the consumer coordinator may call back
         response = self._consumer.heartbeat(req, ctx.version, now, ctx.client_id, ctx.client_host)
         self._out.append(Reply(ctx.handle, ctx.version, response))
         self._settle_consumer_events(now)

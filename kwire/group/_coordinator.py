@@ -161,7 +161,7 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         # while a member's session lasts or offsets keep it).
         self._consumer_groups = GroupRegistry(self._timers, self._offsets, self._tear_down_consumer,
                                               empty_group_retention_ms=empty_group_retention_ms)
-        self._now_ms = 0
+        self._now_ms = 0   # the clock of the request or tick being handled, for the consumer side's callbacks
         self._consumer = ConsumerGroupCoordinator(
             consumer_config, topics=topics, member_id_factory=consumer_member_id_factory,
             classic_group_lookup=self._classic_group_lookup, classic_group_remove=self._classic_group_remove,
