@@ -467,7 +467,7 @@ def test_group_ids_shared_with_classic_groups():
     r = c.heartbeat(ConsumerGroupHeartbeatRequest(group_id="busy", member_id="A", member_epoch=0,
                                                   rebalance_timeout_ms=1, subscribed_topic_names=["foo"],
                                                   topic_partitions=[]), 0, 0)
-    assert r.error_code == ErrorCode.GROUP_ID_NOT_FOUND and "with members" in r.error_message
+    assert r.error_code == ErrorCode.GROUP_ID_NOT_FOUND and r.error_message == "Group busy is not a consumer group."
     r = c.heartbeat(ConsumerGroupHeartbeatRequest(group_id="empty", member_id="A", member_epoch=0,
                                                   rebalance_timeout_ms=1, subscribed_topic_names=["foo"],
                                                   topic_partitions=[]), 0, 0)
@@ -475,7 +475,7 @@ def test_group_ids_shared_with_classic_groups():
 
 
 def test_every_answer_encodes_at_every_version():
-    # What a server sends must survive kwire's codec: heartbeats at v0 and v1, ConsumerGroupDescribe at v0.
+    # What a server sends must survive kwire's codec: heartbeats and ConsumerGroupDescribe at v0 and v1.
     from kwire.codec import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
 
     c = coordinator()
@@ -485,7 +485,13 @@ def test_every_answer_encodes_at_every_version():
         for version in (0, 1):
             assert ConsumerGroupHeartbeatResponse.decode(answer.encode(version), version) == answer
     described = c.describe(ConsumerGroupDescribeRequest(group_ids=["g", "", "x"]), 0)
-    assert ConsumerGroupDescribeResponse.decode(described.encode(0), 0) == described
+    assert ConsumerGroupDescribeResponse.decode(described.encode(1), 1) == described
+    # v0 has no MemberType: the ignorable field is dropped and reads back as its default, -1.
+    back = ConsumerGroupDescribeResponse.decode(described.encode(0), 0)
+    assert [m.member_type for m in back.groups[0].members] == [-1, -1]
+    assert [m.member_type for m in described.groups[0].members] == [1, 1]
+    assert back.encode(0) == described.encode(0)
+    assert [m.member_id for m in back.groups[0].members] == ["A", "B"]
 
 
 def test_answer_dispatches_the_two_apis():

@@ -726,9 +726,9 @@ def test_many_groups_are_independent():
     net.join(g1[2], group="one")
     assert net.state("one") == GroupState.PREPARING_REBALANCE and net.state("two") == GroupState.STABLE
     assert net.answer(net.heartbeat(g1[0][0], g1[1], group="two")).error_code == E.UNKNOWN_MEMBER_ID
-    assert sorted(net.c.list_groups()) == [("one", "consumer", GroupState.PREPARING_REBALANCE),
-                                           ("two", "consumer", GroupState.STABLE)]
-    assert net.c.list_groups(states=[" STABLE "]) == [("two", "consumer", GroupState.STABLE)]
+    assert sorted(net.c.list_groups()) == [("one", "consumer", GroupState.PREPARING_REBALANCE, "classic"),
+                                           ("two", "consumer", GroupState.STABLE, "classic")]
+    assert net.c.list_groups(states=[" STABLE "]) == [("two", "consumer", GroupState.STABLE, "classic")]
     assert g2
 
 

@@ -212,5 +212,5 @@ def test_list_groups_every_version_and_filters(version):
 
 def test_handle_names_every_request_it_takes():
     c = GroupCoordinator()
-    with pytest.raises(GroupProtocolError, match="OffsetCommit, OffsetFetch, DescribeGroups and ListGroups"):
+    with pytest.raises(GroupProtocolError, match="DescribeGroups, ListGroups, ConsumerGroupHeartbeat and ConsumerGroupDescribe"):
         c.handle(1, codec.MetadataRequest(), 9, 0)

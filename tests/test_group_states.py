@@ -32,7 +32,7 @@ def test_a_member_of_a_formed_group_is_stable_by_the_enum_and_by_the_old_string(
         assert isinstance(member.state, str) and str(member.state) == "STABLE" and f"{member.state}" == "STABLE"
     view = loop.coordinator.describe_group("g")
     assert view.state == kwire.group.GroupState.STABLE and view.state == "Stable"
-    assert loop.coordinator.list_groups() == [("g", "consumer", GroupState.STABLE)]
+    assert loop.coordinator.list_groups() == [("g", "consumer", GroupState.STABLE, "classic")]
 
 
 def test_the_coordinators_group_state_in_each_phase():

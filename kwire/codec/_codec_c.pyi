@@ -1716,7 +1716,7 @@ class ConsumerGroupDescribeRequest:
 
 
 class ConsumerGroupDescribeTopicPartitions:
-    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribeTopicPartitions (versions 0)."""
+    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribeTopicPartitions (versions 0-1)."""
 
     topic_id: bytes
     topic_name: str
@@ -1733,15 +1733,12 @@ _ConsumerGroupDescribeTopicPartitions = ConsumerGroupDescribeTopicPartitions
 
 
 class ConsumerGroupDescribeAssignment:
-    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribeAssignment (versions 0)."""
+    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribeAssignment (versions 0-1)."""
 
     topic_partitions: list[ConsumerGroupDescribeTopicPartitions]
-    error: int
-    metadata_version: int
-    metadata_bytes: bytes
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, topic_partitions: list[ConsumerGroupDescribeTopicPartitions] = ..., error: int = ..., metadata_version: int = ..., metadata_bytes: bytes = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __init__(self, *, topic_partitions: list[ConsumerGroupDescribeTopicPartitions] = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
     def __eq__(self, other: object) -> bool: ...
     def __ne__(self, other: object) -> bool: ...
     __hash__: ClassVar[None]  # type: ignore[assignment]
@@ -1751,9 +1748,9 @@ _ConsumerGroupDescribeAssignment = ConsumerGroupDescribeAssignment
 
 
 class ConsumerGroupDescribedMember:
-    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribedMember (versions 0)."""
+    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribedMember (versions 0-1)."""
 
-    member_id: bytes
+    member_id: str
     instance_id: str | None
     rack_id: str | None
     member_epoch: int
@@ -1763,9 +1760,10 @@ class ConsumerGroupDescribedMember:
     subscribed_topic_regex: str | None
     assignment: ConsumerGroupDescribeAssignment | None
     target_assignment: ConsumerGroupDescribeAssignment | None
+    member_type: int
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, member_id: bytes = ..., instance_id: str | None = ..., rack_id: str | None = ..., member_epoch: int = ..., client_id: str = ..., client_host: str = ..., subscribed_topic_names: list[str] = ..., subscribed_topic_regex: str | None = ..., assignment: ConsumerGroupDescribeAssignment | None = ..., target_assignment: ConsumerGroupDescribeAssignment | None = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
+    def __init__(self, *, member_id: str = ..., instance_id: str | None = ..., rack_id: str | None = ..., member_epoch: int = ..., client_id: str = ..., client_host: str = ..., subscribed_topic_names: list[str] = ..., subscribed_topic_regex: str | None = ..., assignment: ConsumerGroupDescribeAssignment | None = ..., target_assignment: ConsumerGroupDescribeAssignment | None = ..., member_type: int = ..., unknown_tagged_fields: dict[int, bytes] | None = None) -> None: ...
     def __eq__(self, other: object) -> bool: ...
     def __ne__(self, other: object) -> bool: ...
     __hash__: ClassVar[None]  # type: ignore[assignment]
@@ -1775,7 +1773,7 @@ _ConsumerGroupDescribedMember = ConsumerGroupDescribedMember
 
 
 class ConsumerGroupDescribedGroup:
-    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribedGroup (versions 0)."""
+    """Kafka's ConsumerGroupDescribeResponse ConsumerGroupDescribedGroup (versions 0-1)."""
 
     error_code: int
     error_message: str | None
@@ -1798,7 +1796,7 @@ _ConsumerGroupDescribedGroup = ConsumerGroupDescribedGroup
 
 
 class ConsumerGroupDescribeResponse:
-    """Kafka's ConsumerGroupDescribeResponse (versions 0)."""
+    """Kafka's ConsumerGroupDescribeResponse (versions 0-1)."""
 
     throttle_time_ms: int
     groups: list[ConsumerGroupDescribedGroup]

@@ -793,12 +793,11 @@ _CONSUMER_GROUP_DESCRIBE_ASSIGNMENT = [
         F("TopicName", "string", "0+"),
         F("Partitions", "[]int32", "0+"),
     ]),
-    F("Error", "int8", "0+"),
-    F("MetadataVersion", "int32", "0+"),
-    F("MetadataBytes", "bytes", "0+"),
 ]
 
-CONSUMER_GROUP_DESCRIBE_RESPONSE = Message("ConsumerGroupDescribeResponse", "response", "0", "0+", api_key=69,
+# Kafka 4.x's shape (KIP-1099): string member ids, an Assignment of topic partitions only, and version 1's
+# MemberType (-1 unknown, 0 classic, 1 consumer).
+CONSUMER_GROUP_DESCRIBE_RESPONSE = Message("ConsumerGroupDescribeResponse", "response", "0-1", "0+", api_key=69,
     struct_class_names={"DescribedGroup": "ConsumerGroupDescribedGroup", "Member": "ConsumerGroupDescribedMember",
                         "Assignment": "ConsumerGroupDescribeAssignment",
                         "TopicPartitions": "ConsumerGroupDescribeTopicPartitions"}, fields=[
@@ -812,7 +811,7 @@ CONSUMER_GROUP_DESCRIBE_RESPONSE = Message("ConsumerGroupDescribeResponse", "res
         F("AssignmentEpoch", "int32", "0+"),
         F("AssignorName", "string", "0+"),
         F("Members", "[]Member", "0+", fields=[
-            F("MemberId", "uuid", "0+"),
+            F("MemberId", "string", "0+"),
             F("InstanceId", "string", "0+", nullable="0+", default=None),
             F("RackId", "string", "0+", nullable="0+", default=None),
             F("MemberEpoch", "int32", "0+"),
@@ -822,6 +821,7 @@ CONSUMER_GROUP_DESCRIBE_RESPONSE = Message("ConsumerGroupDescribeResponse", "res
             F("SubscribedTopicRegex", "string", "0+", nullable="0+", default=None),
             F("Assignment", "Assignment", "0+", fields=_CONSUMER_GROUP_DESCRIBE_ASSIGNMENT),
             F("TargetAssignment", "Assignment", "0+", fields=_CONSUMER_GROUP_DESCRIBE_ASSIGNMENT),
+            F("MemberType", "int8", "1+", default=-1, ignorable=True),
         ]),
         F("AuthorizedOperations", "int32", "0+", default=-2147483648),
     ]),

@@ -47,6 +47,7 @@ from kwire.codec import (
 )
 from kwire.errors import AssignmentError, UnsupportedVersionError
 
+from ._consumer_classic import CLASSIC_JOIN, CLASSIC_SYNC, ClassicMembers
 from ._consumer_config import ConsumerGroupConfig
 from ._consumer_views import GROUP_TYPE, described_group, listed_group, offset_commit_error, offset_fetch_error
 from ._consumer_group import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerGroupMember
@@ -144,20 +145,33 @@ def _assignment_message(assigned):
         topic_partitions=[_TP(topic_id=t, partitions=sorted(ps)) for t, ps in assigned.items()])
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(ClassicMembers):
     """Consumer-protocol groups on the caller's clock.  ``config`` takes Kafka's broker keys
-    (:class:`ConsumerGroupConfig`); ``topics`` is ``{name: (topic_id, partitions)}``."""
+    (:class:`ConsumerGroupConfig`); ``topics`` is ``{name: (topic_id, partitions)}``.  Classic-protocol members
+    of these groups (mixed groups) are ``_consumer_classic.py``'s."""
+
+    _refused_type = _Refused
+    _session_kind = _SESSION
 
     def __init__(self, config=None, *, topics=None, member_id_factory=None, classic_group_lookup=None,
-                 classic_group_remove=None):
+                 classic_group_remove=None, groups=None, classic_group_convert=None, classic_group_downgrade=None):
         """``classic_group_lookup(group_id)`` tells about a classic group of that id kept elsewhere (the classic
         ``GroupCoordinator``): None if there is none, True if it is empty, False if it has members.
         ``classic_group_remove(group_id)`` deletes an empty one when a consumer group takes its id
-        (``GroupMetadataManager.getOrMaybeCreateConsumerGroup``).  Without them group ids are not shared."""
-        self.config = ConsumerGroupConfig(config)
+        (``GroupMetadataManager.getOrMaybeCreateConsumerGroup``).  Without them group ids are not shared.
+        ``groups`` is the mapping the groups live in (the classic ``GroupCoordinator`` passes its consumer-group
+        :class:`GroupRegistry`, whose lifetime rule then deletes an empty group without offsets); a dict if
+        None.  ``classic_group_convert(group_id)`` is asked when a consumer-protocol member joins a classic group
+        with members (the online upgrade): it returns True once the group was converted (``adopt_classic_group``),
+        or the error code to answer.  ``classic_group_downgrade(group, leaver_id)`` is asked before a member is
+        fenced: True if it turned the group into a classic group (the online downgrade), which then is no longer
+        here."""
+        self._classic_convert = classic_group_convert
+        self._classic_downgrade = classic_group_downgrade
+        self.config = config if isinstance(config, ConsumerGroupConfig) else ConsumerGroupConfig(config)
         self._classic_lookup = classic_group_lookup
         self._classic_remove = classic_group_remove
-        self._groups = {}
+        self._groups = {} if groups is None else groups
         self._topics = {}
         self._timers = Timers()
         self._events = []
@@ -206,6 +220,25 @@ class ConsumerGroupCoordinator:
         """When :meth:`tick` has work to do (ms), or None."""
         return self._timers.next_deadline()
 
+    def may_be_due(self, now):
+        """False only when no timer can be due at ``now`` (cheap: the caller's hot path asks it)."""
+        return self._timers.may_be_due(now)
+
+    def take_events(self):
+        """The events since the last call (or :meth:`tick`), for a caller that fires timers through requests."""
+        events, self._events = self._events, []
+        return events
+
+    def forget_group(self, group):
+        """A group the caller's registry deleted (the lifetime rule): cancel the timers it may still have."""
+        self._timers.cancel((_ASSIGN, group.group_id, None))
+        for member_id in group.members:
+            self._cancel_member_timers(group.group_id, member_id)
+
+    def _cancel_member_timers(self, group_id, member_id):
+        for kind in (_SESSION, _REVOKE, CLASSIC_SYNC, CLASSIC_JOIN):
+            self._timers.cancel((kind, group_id, member_id))
+
     def set_topics(self, topics):
         """The topics that exist, ``{name: (topic_id_bytes, partitions)}``, replacing the previous set.
 
@@ -241,8 +274,8 @@ class ConsumerGroupCoordinator:
         """ConsumerGroupDescribe (69): one described group per requested id, each answered once."""
         if type(req) is not ConsumerGroupDescribeRequest:
             raise GroupProtocolError(f"describe() takes a ConsumerGroupDescribeRequest, not {type(req).__name__}")
-        if version != 0:
-            raise UnsupportedVersionError(f"ConsumerGroupDescribeRequest is answered at version 0, not {version}")
+        if not 0 <= version <= 1:
+            raise UnsupportedVersionError(f"ConsumerGroupDescribeRequest has versions 0-1, not {version}")
         if not self.config.consumer_protocol_enabled:
             return ConsumerGroupDescribeResponse(groups=[
                 ConsumerGroupDescribedGroup(group_id=g, error_code=ErrorCode.UNSUPPORTED_VERSION)
@@ -371,7 +404,10 @@ class ConsumerGroupCoordinator:
         created = group is None
         replaces_classic = False
         if created:
-            replaces_classic = self._check_no_classic_group(group_id, epoch == 0)
+            replaces_classic = self._check_no_classic_group(group_id, epoch == 0, now)
+            group = self._groups.get(group_id)   # a classic group converted by the online upgrade
+            created = group is None
+        if created:
             if epoch != 0:
                 raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             group = ConsumerGroup(group_id)
@@ -401,19 +437,25 @@ class ConsumerGroupCoordinator:
             self._classic_remove(group_id)
         return response
 
-    def _check_no_classic_group(self, group_id, create):
+    def _check_no_classic_group(self, group_id, create, now=0):
         """``getOrMaybeCreateConsumerGroup`` for an id a classic group holds: a consumer-protocol join takes the
-        id of an empty classic group (True: remove it once the join succeeds); anything else is refused.
-        Converting a non-empty classic group (Kafka's online upgrade) is not done here yet."""
+        id of an empty classic group (True: remove it once the join succeeds), converts a classic group with
+        members when the caller's ``classic_group_convert`` allows it (the online upgrade,
+        ``convertToConsumerGroup``; False, the group is then here); anything else is refused."""
         classic = self._classic_lookup(group_id) if self._classic_lookup is not None else None
         if classic is None:
             return False
         if not create:
             raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if not classic:
-            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND,
-                           f"Cannot upgrade classic group {group_id} to a consumer group: kwire does not convert a "
-                           f"classic group with members.")
+            verdict = self._classic_convert(group_id) if self._classic_convert is not None else None
+            if verdict is True:
+                return False
+            # validateOnlineUpgrade refused (the policy, the protocol type, the size): as Kafka answers it.
+            code = verdict if verdict else ErrorCode.GROUP_ID_NOT_FOUND
+            raise _Refused(code, f"Group {group_id} is not a consumer group." if code == ErrorCode.GROUP_ID_NOT_FOUND
+                           else f"The consumer group has reached its maximum capacity of {self.config.max_size} "
+                                f"members.")
         return self._classic_remove is not None
 
     def _find_member(self, group, member_id, epoch, req):
@@ -646,18 +688,29 @@ class ConsumerGroupCoordinator:
 
     def _fence(self, group, member_id, reason):
         """``GroupMetadataManager.consumerGroupFenceMember``: tombstones, metadata without the member, and
-        always an epoch bump; no target is computed here."""
-        group.remove_member(member_id)
+        always an epoch bump; no target is computed here.  When the leaver is the last consumer-protocol member
+        of a group of classic members, the caller's ``classic_group_downgrade`` may turn the group into a
+        classic group instead (``validateOnlineDowngradeWithFencedMember``, ``convertToClassicGroup``)."""
+        if self._classic_downgrade is not None and self._classic_downgrade(group, member_id):
+            self._cancel_member_timers(group.group_id, member_id)
+            self.forget_group(group)
+            self._events.append(MemberFenced(group.group_id, member_id, reason))
+            return
+        self._drop(group, member_id, reason)
         metadata = group.compute_subscription_metadata(self._topics)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
         group.group_epoch += 1
-        timers = self._timers
-        timers.cancel((_SESSION, group.group_id, member_id))
-        timers.cancel((_REVOKE, group.group_id, member_id))
-        self._events.append(MemberFenced(group.group_id, member_id, reason))
         if not group.members:
-            self._events.append(GroupEmptied(group.group_id))
+            self._emptied(group)
+
+    def _drop(self, group, member_id, reason):
+        group.remove_member(member_id)
+        self._cancel_member_timers(group.group_id, member_id)
+        self._events.append(MemberFenced(group.group_id, member_id, reason))
+
+    def _emptied(self, group):
+        self._events.append(GroupEmptied(group.group_id))
 
     # -- timers -----------------------------------------------------------------------------------------------
 
@@ -682,5 +735,8 @@ class ConsumerGroupCoordinator:
                 continue
             if kind == _SESSION:
                 self._fence(group, member_id, "session-timeout")
+            elif kind == CLASSIC_JOIN or kind == CLASSIC_SYNC:
+                # A classic member that did not rejoin, or sync, within its rebalance timeout.
+                self._fence(group, member_id, "rebalance-timeout")
             elif kind == _REVOKE and member.member_epoch == payload:
                 self._fence(group, member_id, "rebalance-timeout")

@@ -50,7 +50,7 @@ class ConsumerGroupMember:
 
     __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
                  "server_assignor", "rebalance_timeout_ms", "member_epoch", "previous_member_epoch", "state",
-                 "assigned", "pending")
+                 "assigned", "pending", "classic")
 
     def __init__(self, member_id):
         # ConsumerGroupMember.Builder's defaults: a fresh member is STABLE at epoch 0 with nothing.
@@ -67,6 +67,9 @@ class ConsumerGroupMember:
         self.state = ConsumerMemberState.STABLE
         self.assigned = EMPTY_ASSIGNMENT
         self.pending = EMPTY_ASSIGNMENT
+        # A classic-protocol member of a mixed group: its ClassicMemberMetadata (JoinGroup session timeout and
+        # protocols, ``_consumer_classic.ClassicMetadata``); None for a consumer-protocol member.
+        self.classic = None
 
     def copy_as(self, member_id):
         """The static replacement of ``GroupMetadataManager.replaceMember``: everything but the id, at
@@ -134,6 +137,17 @@ class ConsumerGroup:
         # subscribed topic) recomputes the subscription metadata.
         self.metadata_expired = True
         self.last_assignment_ms = None  # when the target was last computed (assignment batching)
+
+    # -- what the group registry asks of every group type (see _registry.py) -------------------------------
+
+    @property
+    def has_members(self):
+        return bool(self.members)
+
+    @property
+    def has_pending_members(self):
+        # A consumer-protocol member exists from its first successful heartbeat: nothing is ever pending.
+        return False
 
     # -- derived state ------------------------------------------------------------------------------------
 

@@ -5,9 +5,6 @@ Functions of one :class:`ConsumerGroup` (or None for a group the consumer coordi
 coordinator's methods of the same names call them.
 """
 
-import base64
-import hashlib
-
 from kwire.codec import (
     ConsumerGroupDescribeAssignment,
     ConsumerGroupDescribedGroup,
@@ -16,27 +13,17 @@ from kwire.codec import (
     ErrorCode,
 )
 
-__all__ = ["described_group", "listed_group", "offset_commit_error", "offset_fetch_error", "member_uuid",
-           "GROUP_TYPE", "PROTOCOL_TYPE"]
+__all__ = ["described_group", "listed_group", "offset_commit_error", "offset_fetch_error",
+           "GROUP_TYPE", "PROTOCOL_TYPE", "CONSUMER_MEMBER", "CLASSIC_MEMBER"]
 
 # ListGroups v5's GroupType and the ProtocolType a consumer group lists with (ModernGroup.asListedGroup).
 GROUP_TYPE = "consumer"
 PROTOCOL_TYPE = "consumer"
 
-
-def member_uuid(member_id):
-    """ConsumerGroupDescribe's ``MemberId`` is a uuid at the reference commit's schema: a member id that is a
-    Uuid's text (22 characters of unpadded base64url, what the coordinator and librdkafka generate) is
-    written as its 16 bytes; any other id (a client may choose its own) as the first 16 bytes of its SHA-256,
-    so distinct ids stay distinct on the wire."""
-    if len(member_id) == 22:
-        try:
-            raw = base64.urlsafe_b64decode(member_id + "==")
-        except (ValueError, TypeError):
-            raw = b""
-        if len(raw) == 16:
-            return raw
-    return hashlib.sha256(member_id.encode()).digest()[:16]
+# ConsumerGroupDescribe v1's MemberType (ConsumerGroupMember.asConsumerGroupDescribeMember): 0 a classic-protocol
+# member of a mixed group, 1 a consumer-protocol member; -1 (the default) is what v0 cannot say.
+CLASSIC_MEMBER = 0
+CONSUMER_MEMBER = 1
 
 
 def _assignment(assigned, names):
@@ -57,11 +44,12 @@ def described_group(group_id, group, topic_names, default_assignor):
     members = []
     for m in group.members.values():
         members.append(ConsumerGroupDescribedMember(
-            member_id=member_uuid(m.member_id), instance_id=m.instance_id, rack_id=m.rack_id,
+            member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
             member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
             subscribed_topic_names=sorted(m.subscribed_topic_names), subscribed_topic_regex="",
             assignment=_assignment(m.assigned, topic_names),
-            target_assignment=_assignment(group.target_of(m.member_id), topic_names)))
+            target_assignment=_assignment(group.target_of(m.member_id), topic_names),
+            member_type=CLASSIC_MEMBER if getattr(m, "classic", None) is not None else CONSUMER_MEMBER))
     return ConsumerGroupDescribedGroup(
         group_id=group_id, group_state=group.state().value, group_epoch=group.group_epoch,
         assignment_epoch=group.target_epoch, assignor_name=group.preferred_assignor(default_assignor),
@@ -78,7 +66,8 @@ def offset_commit_error(group, member_id, member_epoch, api_version, transaction
     is ``OffsetMetadataManager.validateOffsetCommit``'s case and the classic coordinator's).
 
     Epoch < 0 with no members is an admin commit and passes without a member check; otherwise the member
-    must exist, a consumer-protocol member must commit at v9+ (or transactionally), and the epoch must be its
+    must exist, a consumer-protocol member must commit at v9+ (or transactionally; a classic member of a mixed
+    group at any version), and the epoch must be its
     current one: a commit made before a revocation keeps working because the epoch does not move while
     partitions are revoked.  Transactional commits see ILLEGAL_GENERATION for a stale epoch
     (``OffsetMetadataManager.validateTransactionalOffsetCommit``)."""
@@ -87,10 +76,13 @@ def offset_commit_error(group, member_id, member_epoch, api_version, transaction
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if not transactional and api_version < 9:
+    classic = member.classic is not None
+    if not transactional and not classic and api_version < 9:
         return ErrorCode.UNSUPPORTED_VERSION
     if member_epoch != member.member_epoch:
-        return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        # validateMemberEpoch: a classic member of a mixed group commits with its generation (= its member
+        # epoch) and is told ILLEGAL_GENERATION, as a classic group would tell it.
+        return ErrorCode.ILLEGAL_GENERATION if transactional or classic else ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE
 
 
@@ -103,5 +95,5 @@ def offset_fetch_error(group, member_id, member_epoch):
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if member_epoch != member.member_epoch:
-        return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE

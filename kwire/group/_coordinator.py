@@ -10,7 +10,10 @@ clock, so an asyncio server and a unit test drive it the same way.
 The tree under it: the classic rebalance (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is
 ``_classic_rebalance.py``, one classic group's data and transition table ``_classic_group.py``, the
 committed offsets ``_offsets.py``, and which groups exist and how long an unused one lives
-``_registry.py``.  This module answers OffsetCommit, OffsetFetch, DescribeGroups and ListGroups itself.
+``_registry.py``.  The consumer protocol (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe) is
+``_consumer_coordinator.py``'s :class:`ConsumerGroupCoordinator`, owned here and reached through
+``_consumer_dispatch.py``, which keeps the two group types' ids apart; both share the offsets and the
+timers.  This module answers OffsetCommit, OffsetFetch, DescribeGroups and ListGroups itself, for both.
 
 Semantics follow Apache Kafka's Java ("new") group coordinator for classic groups, check by check; the
 Kafka names (``GroupMetadataManager.prepareRebalance``) say where each rule lives in Kafka's source.
@@ -29,6 +32,8 @@ ids, rebalance timeouts) make ``hasAllMembersJoined`` and ``supportsProtocols`` 
 import os
 
 from kwire.codec import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     DescribedGroup,
     DescribedGroupMember,
     DescribeGroupsRequest,
@@ -57,6 +62,10 @@ from kwire.errors import UnsupportedVersionError
 
 from ._classic_group import COMPLETING_REBALANCE, DEAD, PREPARING_REBALANCE, STABLE, ClassicGroup
 from ._classic_rebalance import ClassicRebalance
+from ._consumer_config import ConsumerGroupConfig
+from ._consumer_coordinator import ConsumerGroupCoordinator
+from ._consumer_dispatch import ConsumerDispatch
+from ._consumer_views import GROUP_TYPE as CONSUMER_GROUP_TYPE
 from ._errors import GroupProtocolError
 from ._offsets import OffsetStore
 from ._registry import EXPIRE, GroupRegistry
@@ -74,13 +83,32 @@ def _random_member_id(prefix):
     return f"{prefix}-{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
-class GroupCoordinator(ClassicRebalance):
-    """Many classic consumer groups, sans-IO.  See the module docstring for the calling convention.
+CLASSIC_GROUP_TYPE = "classic"   # ListGroups v5's GroupType of a classic group
+
+# The classic settings under Kafka's broker config names (GroupCoordinatorConfig), and the keyword each sets.
+_CLASSIC_KEYS = {
+    "group.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
+    "group.min.session.timeout.ms": "min_session_timeout_ms",
+    "group.max.session.timeout.ms": "max_session_timeout_ms",
+    "group.max.size": "max_group_size",
+}
+
+
+class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
+    """Many consumer groups, classic and consumer-protocol, sans-IO.  See the module docstring for the calling
+    convention.
 
     Configuration mirrors the broker's: ``initial_rebalance_delay_ms`` (group.initial.rebalance.delay.ms),
     ``min_session_timeout_ms`` / ``max_session_timeout_ms`` (group.min/max.session.timeout.ms),
     ``max_group_size`` (group.max.size).  ``member_id_factory(prefix)`` makes member ids; the default is
     Kafka's ``prefix + "-" + uuid4``; tests inject a deterministic one.
+
+    ``config`` is a dict of Kafka's broker config names: the consumer protocol's ``group.consumer.*`` keys and
+    ``group.coordinator.rebalance.protocols`` (:class:`ConsumerGroupConfig` checks them as Kafka does), and the
+    classic ``group.initial.rebalance.delay.ms``, ``group.min.session.timeout.ms``,
+    ``group.max.session.timeout.ms`` and ``group.max.size``, which override the keywords of the same meaning.
+    ``topics`` (``{name: (topic_id_16_bytes, partitions)}``) is what :meth:`set_topics` takes;
+    ``consumer_member_id_factory()`` makes consumer-protocol member ids (default: a random Uuid's text).
 
     Group lifetimes (see ``_registry.py``): a group with no members and no committed offsets is deleted
     ``empty_group_retention_ms`` after it became so (Kafka deletes it on its periodic cleanup); with
@@ -91,7 +119,24 @@ class GroupCoordinator(ClassicRebalance):
     def __init__(self, *, initial_rebalance_delay_ms=3000, min_session_timeout_ms=6000,
                  max_session_timeout_ms=1_800_000, max_group_size=2**31 - 1, member_id_factory=None,
                  partition_exists=None, offset_metadata_max_bytes=4096, max_groups=None,
-                 empty_group_retention_ms=600_000):
+                 empty_group_retention_ms=600_000, config=None, topics=None, consumer_member_id_factory=None):
+        config = dict(config or {})
+        for key, name in _CLASSIC_KEYS.items():
+            if key in config:
+                value = config[key]
+                try:
+                    value = int(str(value).strip())
+                except ValueError:
+                    raise GroupProtocolError(f"{key} must be an integer, got {value!r}") from None
+                if name == "initial_rebalance_delay_ms":
+                    initial_rebalance_delay_ms = value
+                elif name == "min_session_timeout_ms":
+                    min_session_timeout_ms = value
+                elif name == "max_session_timeout_ms":
+                    max_session_timeout_ms = value
+                else:
+                    max_group_size = value
+        consumer_config = ConsumerGroupConfig(config)
         if max_group_size < 1:
             raise GroupProtocolError("max_group_size must be at least 1 (group.max.size)")
         if max_groups is not None and max_groups < 1:
@@ -111,16 +156,29 @@ class GroupCoordinator(ClassicRebalance):
         self._offsets = OffsetStore()
         self._groups = GroupRegistry(self._timers, self._offsets, self._tear_down, max_groups=max_groups,
                                      empty_group_retention_ms=empty_group_retention_ms)
+        # Consumer-protocol groups: their own registry (ids kept disjoint from the classic ones by
+        # _consumer_dispatch), on the same timers and offsets, without the cap (a consumer group exists only
+        # while a member's session lasts or offsets keep it).
+        self._consumer_groups = GroupRegistry(self._timers, self._offsets, self._tear_down_consumer,
+                                              empty_group_retention_ms=empty_group_retention_ms)
+        self._now_ms = 0   # the clock of the request or tick being handled, for the consumer side's callbacks
+        self._consumer = ConsumerGroupCoordinator(
+            consumer_config, topics=topics, member_id_factory=consumer_member_id_factory,
+            classic_group_lookup=self._classic_group_lookup, classic_group_remove=self._classic_group_remove,
+            groups=self._consumer_groups, classic_group_convert=self._classic_group_convert,
+            classic_group_downgrade=self._consumer_group_downgrade)
         self._out = []
         self._handlers = {
-            JoinGroupRequest: self._join_group,
-            SyncGroupRequest: self._sync_group,
-            HeartbeatRequest: self._heartbeat,
-            LeaveGroupRequest: self._leave_group,
+            JoinGroupRequest: self._join_group_routed,
+            SyncGroupRequest: self._sync_group_routed,
+            HeartbeatRequest: self._heartbeat_routed,
+            LeaveGroupRequest: self._leave_group_routed,
             OffsetCommitRequest: self._offset_commit,
             OffsetFetchRequest: self._offset_fetch,
             DescribeGroupsRequest: self._describe_groups,
             ListGroupsRequest: self._list_groups,
+            ConsumerGroupHeartbeatRequest: self._consumer_heartbeat,
+            ConsumerGroupDescribeRequest: self._consumer_describe,
         }
 
     # -- the driving surface ----------------------------------------------------------------------------
@@ -134,13 +192,15 @@ class GroupCoordinator(ClassicRebalance):
         if handler is None:
             raise GroupProtocolError(
                 f"GroupCoordinator handles JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, "
-                f"DescribeGroups and ListGroups requests, "
+                f"DescribeGroups, ListGroups, ConsumerGroupHeartbeat and ConsumerGroupDescribe requests, "
                 f"not {type(request).__name__}")
         if not request.min_version <= version <= request.max_version:
             raise UnsupportedVersionError(
                 f"{type(request).__name__} has versions {request.min_version}-{request.max_version}, not {version}")
+        self._now_ms = now
         if self._timers.may_be_due(now):
             self._fire_due(now)
+        self._fire_consumer_due(now)
         # tuple.__new__ skips the namedtuple's Python-level __new__, a sixth of a Heartbeat's cost otherwise.
         handler(request, _new_tuple(RequestContext, (handle, version, now, client_id, client_host)))
         out = self._out
@@ -148,13 +208,31 @@ class GroupCoordinator(ClassicRebalance):
         return out
 
     def tick(self, now):
-        """Fire every timer due at ``now``; return the replies that became ready."""
+        """Fire every timer due at ``now`` (both protocols'); return the replies that became ready."""
+        self._now_ms = now
         self._fire_due(now)
+        self._fire_consumer_due(now)
         return self._drain()
 
     def next_deadline(self):
         """The time (ms) at which :meth:`tick` has work to do, or None if no timer is armed."""
-        return self._timers.next_deadline()
+        mine, theirs = self._timers.next_deadline(), self._consumer.next_deadline()
+        if mine is None or theirs is None:
+            return theirs if mine is None else mine
+        return min(mine, theirs)
+
+    def set_topics(self, topics):
+        """The cluster's topics, ``{name: (topic_id_16_bytes, partitions)}``, replacing the previous set: the
+        server calls it whenever a topic is created, grows or is deleted.  Consumer groups subscribed to a
+        changed topic refresh their metadata, and bump their epoch, on their next heartbeat
+        (``GroupMetadataManager.onNewMetadataImage``).  Returns the ids of those groups."""
+        return self._consumer.set_topics(topics)
+
+    @property
+    def consumer(self):
+        """The :class:`ConsumerGroupCoordinator` that runs the consumer-protocol groups (inspection: its
+        ``group(id)``, ``assignments_computed``, ``config``)."""
+        return self._consumer
 
     def unload_group(self, group_id, now):
         """The coordinator stops owning ``group_id`` (Kafka: its offsets partition moved away).
@@ -185,10 +263,17 @@ class GroupCoordinator(ClassicRebalance):
     # -- the read surface for DescribeGroups, ListGroups and offsets -----------------------------------
 
     def group_ids(self):
-        return self._groups.ids()
+        """Every group's id, classic then consumer-protocol."""
+        return self._groups.ids() + self._consumer_groups.ids()
 
     def has_group(self, group_id):
-        return group_id in self._groups
+        return group_id in self._groups or group_id in self._consumer_groups
+
+    def group_type(self, group_id):
+        """"classic", "consumer" (ListGroups v5's GroupType), or None for an id no group has."""
+        if group_id in self._groups:
+            return CLASSIC_GROUP_TYPE
+        return CONSUMER_GROUP_TYPE if group_id in self._consumer_groups else None
 
     def describe_group(self, group_id):
         """A :class:`GroupView`, or None for a group this coordinator does not have (DescribeGroups then
@@ -196,11 +281,17 @@ class GroupCoordinator(ClassicRebalance):
         group = self._groups.get(group_id)
         return None if group is None else group.describe()
 
-    def list_groups(self, states=None):
-        """``[(group_id, protocol_type, state)]``; ``states`` filters case-insensitively as ListGroups v4+."""
+    def list_groups(self, states=None, types=None):
+        """``[(group_id, protocol_type, state, group_type)]`` of both group types, as ``GroupMetadataManager
+        .listGroups``: ``states`` compares lower-cased names (ListGroups v4+); ``types`` is parsed
+        case-insensitively and an unknown type matches nothing (v5+); empty or None filters nothing."""
         wanted = {s.strip().lower() for s in states} if states else None
-        return [(g.group_id, g.protocol_type or "", g.state) for g in self._groups.values()
-                if wanted is None or g.state.lower() in wanted]
+        kinds = {t.strip().lower() for t in types} if types else None
+        out = []
+        if kinds is None or CLASSIC_GROUP_TYPE in kinds:
+            out = [(g.group_id, g.protocol_type or "", g.state, CLASSIC_GROUP_TYPE) for g in self._groups.values()
+                   if wanted is None or g.state.lower() in wanted]
+        return out + self._consumer.list_groups(states, types)
 
     def committed(self, group_id, topic, partition):
         """``(offset, leader_epoch, metadata)`` committed for a partition, or ``(-1, -1, "")``."""
@@ -214,6 +305,9 @@ class GroupCoordinator(ClassicRebalance):
         Side effects as Kafka's: an unknown group with ``generation_id < 0`` is created as a simple
         group (Empty, no protocol type); an accepted member commit in Stable or PreparingRebalance
         re-arms that member's session timer."""
+        error = self._consumer.validate_offset_commit(group_id, member_id, generation_id, version)
+        if error is not None:
+            return error   # a consumer group: its member-epoch checks (ConsumerGroup.validateOffsetCommit)
         group = self._groups.get(group_id)
         if group is None:
             if generation_id < 0:
@@ -260,8 +354,10 @@ class GroupCoordinator(ClassicRebalance):
             self._offsets.drop_if_empty(req.group_id)  # a commit of nothing stored leaves no offsets behind
         self._out.append(Reply(ctx.handle, version, OffsetCommitResponse(topics=topics)))
         self._groups.settle(req.group_id, now)
+        self._consumer_groups.settle(req.group_id, now)
 
-    # -- OffsetFetch: every state, no member or generation checks for classic groups -------------------
+    # -- OffsetFetch: every state, no member or generation checks for classic groups; a consumer group
+    #    checks the member and its epoch from v9 (ConsumerGroup.validateOffsetFetch) ------------------------
 
     def _offset_fetch(self, req, ctx):
         version = ctx.version
@@ -269,6 +365,11 @@ class GroupCoordinator(ClassicRebalance):
         if version >= 8:
             groups = []
             for g in req.groups:
+                error = self._consumer.validate_offset_fetch(g.group_id, g.member_id, g.member_epoch) \
+                    if version >= 9 else None
+                if error:
+                    groups.append(OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[]))
+                    continue
                 topics = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
                 rows = fetch(g.group_id, topics)
                 groups.append(OffsetFetchResponseGroup(group_id=g.group_id, error_code=NONE, topics=[
@@ -315,12 +416,10 @@ class GroupCoordinator(ClassicRebalance):
     def _list_groups(self, req, ctx):
         version = ctx.version
         states = req.states_filter if version >= 4 else None
-        if version >= 5 and req.types_filter and "classic" not in {t.strip().lower() for t in req.types_filter}:
-            listed = []  # every group here is a classic group
-        else:
-            listed = [ListedGroup(group_id=g, protocol_type=p, group_state=s if version >= 4 else "",
-                                  group_type="classic" if version >= 5 else "")
-                      for g, p, s in self.list_groups(states)]
+        types = req.types_filter if version >= 5 else None
+        listed = [ListedGroup(group_id=g, protocol_type=p, group_state=s if version >= 4 else "",
+                              group_type=t if version >= 5 else "")
+                  for g, p, s, t in self.list_groups(states, types)]
         self._out.append(Reply(ctx.handle, version, ListGroupsResponse(groups=listed)))
 
     # -- timers ---------------------------------------------------------------------------------------
@@ -334,7 +433,8 @@ class GroupCoordinator(ClassicRebalance):
             key, payload = due
             group_id = key[1]
             if key[0] == EXPIRE:
-                groups.expire(group_id, now)
+                groups.expire(group_id, now)   # the id is one type's; the other registry has no such group
+                self._consumer_groups.expire(group_id, now)
                 continue
             group = groups.get(group_id)
             if group is None:

@@ -45,6 +45,17 @@ class GroupRegistry:
     def __contains__(self, group_id):
         return group_id in self._groups
 
+    def __iter__(self):
+        return iter(self._groups)
+
+    def __setitem__(self, group_id, group):
+        """Add a group made elsewhere (a consumer group created by its first member's heartbeat), outside the
+        cap: such a group exists only while a member's session lasts or offsets keep it."""
+        self._groups[group_id] = group
+
+    def __delitem__(self, group_id):
+        self.pop(group_id)
+
     def get(self, group_id):
         return self._groups.get(group_id)
 
