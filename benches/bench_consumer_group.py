@@ -119,8 +119,7 @@ def join_storm(n, num_topics, partitions):
     for client in clients:
         assert client.owned == group.target_of(client.member_id), client.member_id
     return {"coordinator_cpu_s": spent, "total_cpu_s": total, "targets_computed": coordinator.assignments_computed,
-            "heartbeats": heartbeats, "rounds": rounds, "group_epoch": group.group_epoch,
-            "assignor": coordinator.assignor_source}
+            "heartbeats": heartbeats, "rounds": rounds, "group_epoch": group.group_epoch}
 
 
 def steady(members, heartbeats, num_topics=100, partitions=100):

@@ -9,6 +9,7 @@ import pytest
 from kwire import codec
 from kwire.codec import ErrorCode as E
 from kwire.errors import ArgumentValueError
+from kwire.group import ConsumerGroupConfig
 from kwire.testing import CONFIG_KEYS, MockCluster
 from kwire.testing._config import resolve
 from tests.test_mock_records import batch, fetch, produce
@@ -77,20 +78,21 @@ def test_metadata_with_a_null_name_is_answered_as_kafka_answers_it():
 
 def test_config_keys_defaults_bounds_and_aliases():
     config = resolve()
-    assert {k: config[k] for k in ("num.partitions", "auto.create.topics.enable", "group.consumer.session.timeout.ms",
-                                   "group.consumer.heartbeat.interval.ms", "group.consumer.assignors",
-                                   "group.consumer.migration.policy")} == {
-        "num.partitions": 1, "auto.create.topics.enable": True, "group.consumer.session.timeout.ms": 45_000,
-        "group.consumer.heartbeat.interval.ms": 5_000, "group.consumer.assignors": ["uniform", "range"],
-        "group.consumer.migration.policy": "bidirectional"}
+    assert {k: config[k] for k in ("num.partitions", "auto.create.topics.enable")} == {
+        "num.partitions": 1, "auto.create.topics.enable": True}
+    # The consumer-group keys are kwire.group's, with Kafka's defaults, handed to its coordinator.
+    consumer = ConsumerGroupConfig(config)
+    assert (consumer.session_timeout_ms, consumer.heartbeat_interval_ms, consumer.assignors,
+            consumer.migration_policy) == (45_000, 5_000, ("uniform", "range"), "bidirectional")
     assert config["kwire.storage.total.bytes"] >= 1 << 30 and config["socket.request.max.bytes"] > 1 << 20
-    assert resolve({"group.consumer.assignors": "org.apache.kafka.coordinator.group.assignor.RangeAssignor"})[
-        "group.consumer.assignors"] == ["range"]
+    assert ConsumerGroupConfig(resolve({"group.consumer.assignors":
+                                        "org.apache.kafka.coordinator.group.assignor.RangeAssignor"})).assignors == (
+        "range",)
     for bad, words in (({"nope": 1}, "unknown config key"), ({"num.partitions": 0}, "num.partitions"),
                        ({"num.partitions": "x"}, "integer"), ({"auto.create.topics.enable": "yes"}, "true or false"),
                        ({"group.consumer.session.timeout.ms": 30_000}, "greater than or equal to group.consumer.min"),
                        ({"group.consumer.heartbeat.interval.ms": 20_000}, "less than or equal"),
-                       ({"group.consumer.assignors": "sticky"}, "unknown value"),
+                       ({"group.consumer.assignors": "sticky"}, "unknown assignor"),
                        ({"group.coordinator.rebalance.protocols": "consumer"}, "must contain classic"),
                        ({"group.min.session.timeout.ms": 10, "group.max.session.timeout.ms": 5}, "not be greater")):
         with pytest.raises(ArgumentValueError, match=words):

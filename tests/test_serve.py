@@ -72,11 +72,20 @@ def cluster():
         yield c
 
 
+def test_consumer_protocol_apis_leave_api_versions_when_the_protocol_is_off():
+    with MockCluster(topics={"orders": 1}, config={"group.coordinator.rebalance.protocols": "classic"}) as c:
+        keys = {k.api_key for k in Client(c).call(codec.ApiVersionsRequest(), 3).api_keys}
+    assert codec.ApiKey.JOIN_GROUP in keys and codec.ApiKey.CONSUMER_GROUP_HEARTBEAT not in keys
+    assert codec.ApiKey.CONSUMER_GROUP_DESCRIBE not in keys
+
+
 def test_api_versions_and_metadata_at_every_version(cluster):
     client = Client(cluster)
     for version in range(codec.ApiVersionsRequest.min_version, codec.ApiVersionsRequest.max_version + 1):
         keys = {k.api_key: (k.min_version, k.max_version) for k in client.call(codec.ApiVersionsRequest(), version).api_keys}
-        assert keys[11] == (0, 9) and keys[1] == (4, 18) and 68 not in keys
+        assert keys[11] == (0, 9) and keys[1] == (4, 18)
+        # KIP-848's apis, which librdkafka's group.protocol=consumer needs at ConsumerGroupHeartbeat v1.
+        assert keys[codec.ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 1) and keys[codec.ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 1)
     for version in range(13):
         topics = None if version >= 1 else []
         response = client.call(codec.MetadataRequest(topics=topics), version)
@@ -149,7 +158,9 @@ def test_a_malformed_frame_closes_only_its_connection(cluster):
 
 def test_an_unknown_api_closes_the_connection(cluster):
     client = Client(cluster)
-    client.send_raw(codec.encode_request(codec.ConsumerGroupHeartbeatRequest(group_id="g"), 0, correlation_id=1))
+    # SaslHandshake v1 (api 17), which this cluster does not offer: header v1, then the mechanism "PLAIN".
+    body = struct.pack(">hhih", 17, 1, 1, -1) + struct.pack(">h", 5) + b"PLAIN"
+    client.send_raw(struct.pack(">i", len(body)) + body)
     assert client.is_closed()
     assert Client(cluster).call(codec.ApiVersionsRequest(), 0).error_code == 0
 

@@ -41,7 +41,7 @@ from kwire.group._member import (
 from kwire.group._driver import MemberDriver
 from kwire.group._reconcile import ConsumerMemberState
 from kwire.group._consumer_group import ConsumerGroupState, GroupInvariantError
-from kwire.group._consumer_config import ConsumerGroupConfig
+from kwire.group._consumer_config import CONSUMER_CONFIG_DEFAULTS, ConsumerGroupConfig
 from kwire.group._consumer_coordinator import (
     ConsumerGroupCoordinator,
     GroupEmptied,
@@ -59,7 +59,7 @@ __all__ = [
     "Reply", "RequestContext", "errors",
     "COOPERATIVE", "DEFAULT_VERSIONS", "EAGER", "ConsumerMember", "CoordinatorFound", "GroupJoined", "MemberFailed",
     "PartitionsAssigned", "PartitionsLost", "PartitionsRevoked", "Send", "MemberDriver",
-    "ConsumerMemberState", "ConsumerGroupState", "GroupInvariantError", "ConsumerGroupConfig",
+    "ConsumerMemberState", "ConsumerGroupState", "GroupInvariantError", "ConsumerGroupConfig", "CONSUMER_CONFIG_DEFAULTS",
     "ConsumerGroupCoordinator", "GroupEmptied", "MemberFenced", "TargetAssignmentComputed", "TargetAssignmentFailed",
     "ConsumerMembershipState", "ConsumerProtocolMember", "CoordinatorLost",
 ]

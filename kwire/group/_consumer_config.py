@@ -10,7 +10,7 @@ as Kafka refuses to start with it.
 
 from kwire.errors import ArgumentValueError
 
-__all__ = ["ConsumerGroupConfig", "ASSIGNOR_CLASS_NAMES"]
+__all__ = ["ConsumerGroupConfig", "ASSIGNOR_CLASS_NAMES", "CONSUMER_CONFIG_DEFAULTS"]
 
 INT_MAX = 2147483647
 
@@ -41,6 +41,10 @@ _STR_KEYS = {
     "group.coordinator.rebalance.protocols": "classic,consumer",
 }
 _MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+
+#: Every key this module reads, with Kafka's default: a server's config table takes its list of consumer-group
+#: keys from here and hands their values to :class:`ConsumerGroupConfig` to check.
+CONSUMER_CONFIG_DEFAULTS = {**_INT_KEYS, **_STR_KEYS}
 
 
 def _as_int(key, value):

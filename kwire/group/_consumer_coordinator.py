@@ -55,10 +55,10 @@ from ._errors import GroupProtocolError
 from ._reconcile import FENCED_UNKNOWN_STATE, ConsumerMemberState, owned_map, reconcile
 from ._timers import Timers
 
-from ._consumer_target import ASSIGNOR_SOURCE, MemberChange, compute_target, prospective_metadata
+from ._consumer_target import MemberChange, compute_target, prospective_metadata
 
 __all__ = ["ConsumerGroupCoordinator", "MemberFenced", "GroupEmptied", "TargetAssignmentComputed",
-           "TargetAssignmentFailed", "ASSIGNOR_SOURCE"]
+           "TargetAssignmentFailed"]
 
 # Timer keys: (kind, group id, member id or None).
 _SESSION = "consumer-session"
@@ -176,7 +176,6 @@ class ConsumerGroupCoordinator(ClassicMembers):
         self._timers = Timers()
         self._events = []
         self._new_member_id = member_id_factory or random_member_id
-        self.assignor_source = ASSIGNOR_SOURCE
         self.assignments_computed = 0   # how many target assignments were computed, over all groups
         self._last_assignor = None
         self._name_sets = {}

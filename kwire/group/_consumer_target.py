@@ -1,23 +1,16 @@
 """A consumer group's target assignment: the inputs Kafka's ``TargetAssignmentBuilder.build`` gives the server
 assignor, the assignor the members prefer, and the subscription metadata a heartbeat's change leads to.
 
-The assignor itself is ``kwire.assignors.assign_server`` (Kafka's ``UniformAssignor`` and ``RangeAssignor``);
-while a tree does not have it, the labelled stand-in of ``_assignor_standin.py`` runs and ``ASSIGNOR_SOURCE``
-says so.
+The assignor itself is ``kwire.assignors.assign_server`` (Kafka's ``UniformAssignor`` and ``RangeAssignor``).
 """
 
 from typing import NamedTuple, Optional
 
 from ._consumer_group import preferred_assignor
 
-try:
-    from kwire.assignors import ServerMember, TopicMetadata, assign_server
-    ASSIGNOR_SOURCE = "kwire.assignors"
-except ImportError:  # the server assignors are not in this tree yet: the labelled stand-in
-    from ._assignor_standin import ServerMember, TopicMetadata, assign_server
-    ASSIGNOR_SOURCE = "stand-in (kwire.group._assignor_standin)"
+from kwire.assignors import ServerMember, TopicMetadata, assign_server
 
-__all__ = ["ASSIGNOR_SOURCE", "MemberChange", "compute_target", "prospective_metadata"]
+__all__ = ["MemberChange", "compute_target", "prospective_metadata"]
 
 
 class MemberChange(NamedTuple):

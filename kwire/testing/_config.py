@@ -12,24 +12,16 @@ after Kafka's 3 s initial rebalance delay).  Keys starting ``kwire.`` are kwire'
 from typing import Any, NamedTuple
 
 from kwire.errors import ArgumentValueError
+from kwire.group import CONSUMER_CONFIG_DEFAULTS, ConsumerGroupConfig
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 MIB = 1 << 20
 
-# The server-side assignors of KIP-848 (org.apache.kafka.coordinator.group.assignor), by class and short name.
-ASSIGNOR_CLASSES = {
-    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
-    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
-}
-MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
-REBALANCE_PROTOCOLS = ("classic", "consumer")
-
-
 class Key(NamedTuple):
-    kind: str          # int | bool | list | choice
+    kind: str          # int | bool
     default: Any       # kwire's default
-    lo: Any = None     # bounds of an int (inclusive), or the choices of a choice
+    lo: Any = None     # bounds of an int (inclusive)
     hi: Any = None
     kafka_default: Any = None   # set only where it differs from kwire's
     doc: str = ""
@@ -64,19 +56,6 @@ KEYS = {
                                         doc="the greatest JoinGroup session timeout accepted"),
     "group.max.size": Key("int", 10_000, 1, _INT32_MAX, kafka_default=_INT32_MAX,
                           doc="members of a classic group; one more is GROUP_MAX_SIZE_REACHED"),
-    # Consumer groups (KIP-848), validated here and handed to their coordinator.
-    "group.coordinator.rebalance.protocols": Key("list", ["classic", "consumer"], REBALANCE_PROTOCOLS,
-                                                 doc="the group protocols served"),
-    "group.consumer.session.timeout.ms": Key("int", 45_000, 1, _INT32_MAX),
-    "group.consumer.min.session.timeout.ms": Key("int", 45_000, 1, _INT32_MAX),
-    "group.consumer.max.session.timeout.ms": Key("int", 60_000, 1, _INT32_MAX),
-    "group.consumer.heartbeat.interval.ms": Key("int", 5_000, 1, _INT32_MAX),
-    "group.consumer.min.heartbeat.interval.ms": Key("int", 5_000, 1, _INT32_MAX),
-    "group.consumer.max.heartbeat.interval.ms": Key("int", 15_000, 1, _INT32_MAX),
-    "group.consumer.max.size": Key("int", _INT32_MAX, 1, _INT32_MAX),
-    "group.consumer.assignors": Key("list", ["uniform", "range"], tuple(ASSIGNOR_CLASSES.values()),
-                                    doc="server assignors by short or class name, the first the default"),
-    "group.consumer.migration.policy": Key("choice", "bidirectional", MIGRATION_POLICIES),
 }
 
 
@@ -101,34 +80,11 @@ def _bool(key, value):
     raise ArgumentValueError(f"{key} wants true or false, not {value!r}")
 
 
-def _list(key, spec, value):
-    items = value.split(",") if isinstance(value, str) else list(value)
-    out = []
-    for item in items:
-        name = str(item).strip()
-        if key == "group.consumer.assignors":
-            name = ASSIGNOR_CLASSES.get(name, name)
-        if name not in spec.lo:
-            raise ArgumentValueError(f"{key}: unknown value {item!r}; one of {', '.join(spec.lo)}")
-        if name not in out:
-            out.append(name)
-    if not out:
-        raise ArgumentValueError(f"{key} must name at least one value")
-    return out
-
-
 def _value(key, value):
     spec = KEYS[key]
     if spec.kind == "int":
         return _int(key, spec, value)
-    if spec.kind == "bool":
-        return _bool(key, value)
-    if spec.kind == "list":
-        return _list(key, spec, value)
-    text = str(value).strip().lower()
-    if text not in spec.lo:
-        raise ArgumentValueError(f"{key} must be one of {', '.join(spec.lo)}, not {value!r}")
-    return text
+    return _bool(key, value)
 
 
 def _require(ok, message):
@@ -138,25 +94,24 @@ def _require(ok, message):
 
 def resolve(given=None):
     """Every key's value: the defaults, overridden by ``given`` (a mapping of key to value), checked one by one
-    and together as Kafka's ``GroupCoordinatorConfig`` checks them."""
+    and together as Kafka's ``GroupCoordinatorConfig`` checks them.  The consumer-group keys
+    (``group.consumer.*``, ``group.coordinator.rebalance.protocols``) are kwire.group's: their defaults and
+    bounds live in :class:`kwire.group.ConsumerGroupConfig`, which checks them here, and they are kept as given
+    for the coordinator."""
     config = {key: spec.default for key, spec in KEYS.items()}
+    consumer = dict(CONSUMER_CONFIG_DEFAULTS)
     for key, value in (given or {}).items():
-        if key not in KEYS:
+        if key in CONSUMER_CONFIG_DEFAULTS:
+            consumer[key] = value
+        elif key in KEYS:
+            config[key] = _value(key, value)
+        else:
             raise ArgumentValueError(f"unknown config key {key!r}; docs/MOCK_CLUSTER.md lists the keys")
-        config[key] = _value(key, value)
     c = config
     _require(c["group.min.session.timeout.ms"] <= c["group.max.session.timeout.ms"],
              "group.min.session.timeout.ms must not be greater than group.max.session.timeout.ms")
-    for what in ("session.timeout.ms", "heartbeat.interval.ms"):
-        lo, hi = c[f"group.consumer.min.{what}"], c[f"group.consumer.max.{what}"]
-        value = c[f"group.consumer.{what}"]
-        _require(lo <= hi, f"group.consumer.max.{what} must be greater than or equal to group.consumer.min.{what}")
-        _require(value >= lo, f"group.consumer.{what} must be greater than or equal to group.consumer.min.{what}")
-        _require(value <= hi, f"group.consumer.{what} must be less than or equal to group.consumer.max.{what}")
-    _require(c["group.consumer.heartbeat.interval.ms"] < c["group.consumer.session.timeout.ms"],
-             "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
-    _require("classic" in c["group.coordinator.rebalance.protocols"],
-             "group.coordinator.rebalance.protocols must contain classic")
+    ConsumerGroupConfig(consumer)
+    config.update(consumer)
     return config
 
 
@@ -169,12 +124,6 @@ def parse_assignments(specs):
             raise ArgumentValueError(f"--config wants KEY=VALUE, not {spec!r}")
         out[key.strip()] = value
     return out
-
-
-def consumer_group_config(config):
-    """The keys the KIP-848 consumer-group coordinator reads, as a dict (its coordinator takes them as given)."""
-    return {key: value for key, value in config.items()
-            if key.startswith("group.consumer.") or key == "group.coordinator.rebalance.protocols"}
 
 
 #: The keyword arguments and flags kwire had before the config keys, as aliases of them.

@@ -24,9 +24,9 @@ from kwire.codec import (
     FindCoordinatorResponse,
 )
 from kwire.errors import ArgumentValueError, KwireError
-from kwire.group import GroupCoordinator
+from kwire.group import CONSUMER_CONFIG_DEFAULTS, GroupCoordinator
 
-from ._config import consumer_group_config, resolve
+from ._config import resolve
 from ._connection import Connection
 from ._faults import Faults, error_response
 from ._log import LogStore
@@ -40,8 +40,10 @@ log = logging.getLogger("kwire.testing")
 # The node id of the first broker (the only one of a single-broker cluster).
 NODE_ID = 0
 
-# The apis this cluster answers.  ConsumerGroupHeartbeat and ConsumerGroupDescribe are decoded but not answered
-# (this cluster runs classic groups), so they are not offered.
+# The apis this cluster answers; ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) join them while
+# group.coordinator.rebalance.protocols holds "consumer", as Kafka's ApiVersions offers them
+# (KafkaApis.isConsumerGroupProtocolEnabled).
+_CONSUMER_PROTOCOL = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
 _SERVED = (
     ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH,
     ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
@@ -50,7 +52,8 @@ _SERVED = (
 )
 # Requests with a group id, by api key: the attribute that names it (OffsetFetch v8+ names several).
 _GROUP_OF = {ApiKey.JOIN_GROUP: "group_id", ApiKey.HEARTBEAT: "group_id", ApiKey.LEAVE_GROUP: "group_id",
-             ApiKey.SYNC_GROUP: "group_id", ApiKey.OFFSET_COMMIT: "group_id", ApiKey.OFFSET_FETCH: "group_id"}
+             ApiKey.SYNC_GROUP: "group_id", ApiKey.OFFSET_COMMIT: "group_id", ApiKey.OFFSET_FETCH: "group_id",
+             ApiKey.CONSUMER_GROUP_HEARTBEAT: "group_id"}
 
 
 class Limits:
@@ -115,13 +118,17 @@ class ClusterServer(TopicApis, RecordApis):
             initial_rebalance_delay_ms=c["group.initial.rebalance.delay.ms"],
             min_session_timeout_ms=c["group.min.session.timeout.ms"],
             max_session_timeout_ms=c["group.max.session.timeout.ms"], max_group_size=self.limits.max_members_per_group,
-            max_groups=self.limits.max_groups, partition_exists=self.topics.exists)
+            max_groups=self.limits.max_groups, partition_exists=self.topics.exists,
+            config={key: value for key, value in c.items() if key in CONSUMER_CONFIG_DEFAULTS},
+            topics=self.topics.group_metadata())
+        # Consumer groups follow the topics: a topic created, grown or deleted bumps the epoch of the groups
+        # subscribed to it (GroupMetadataManager.onNewMetadataImage).
+        self.topics.on_change = lambda: self.coordinator.set_topics(self.topics.group_metadata())
         self.coordinator_node = 0
-        # The KIP-848 keys, checked by resolve(), for the consumer-group coordinator to take as given.
-        self.consumer_group_config = consumer_group_config(c)
         self.round_robin = {}  # topic -> the last partition a keyless record of MockCluster.produce went to
         self.apis = {}
-        for key in _SERVED:
+        served = _SERVED + (_CONSUMER_PROTOCOL if self.coordinator.consumer.config.consumer_protocol_enabled else ())
+        for key in served:
             cls = DEFAULT.message_class(key, "request")
             self.apis[key] = (cls.min_version, cls.max_version)
         self.connections = set()

@@ -53,6 +53,8 @@ class TopicTable:
         self.names = {}       # topic id -> name
         self.leaders = {}     # (name, partition) -> node id
         self.epochs = {}      # (name, partition) -> leader epoch
+        # Called after any topic is created, grown or deleted (the server tells its group coordinator).
+        self.on_change = None
 
     def live(self):
         return [b for b in self.brokers if b not in self.down]
@@ -79,6 +81,7 @@ class TopicTable:
             self.leaders[(name, p)] = live[(offset + p) % len(live)]
             self.epochs[(name, p)] = 0
         self.counts[name] = partitions
+        self._changed()
 
     def delete(self, name):
         n = self.counts.pop(name)
@@ -87,7 +90,16 @@ class TopicTable:
         for p in range(n):
             self.leaders.pop((name, p), None)
             self.epochs.pop((name, p), None)
+        self._changed()
         return n
+
+    def _changed(self):
+        if self.on_change is not None:
+            self.on_change()
+
+    def group_metadata(self):
+        """``{name: (topic_id, partitions)}``, the form :meth:`kwire.group.GroupCoordinator.set_topics` takes."""
+        return {name: (self.ids[name], n) for name, n in self.counts.items()}
 
     def exists(self, name, partition):
         return 0 <= partition < self.counts.get(name, 0)
