@@ -360,7 +360,9 @@ class ConsumerGroupCoordinator(ClassicMembers):
             raise _Refused(bad, "InstanceId can't be empty.")
         if _blank(req.rack_id):
             raise _Refused(bad, "RackId can't be empty.")
-        if req.subscribed_topic_regex is not None:
+        # librdkafka's full heartbeat (v1) carries "" here, the member's default in Kafka's records
+        # (ConsumerGroupMemberMetadataValue.SubscribedTopicRegex): an empty regex is no regex, not a refusal.
+        if req.subscribed_topic_regex:
             raise _Refused(bad, "SubscribedTopicRegex is not supported yet.")
         if epoch > 0 or epoch == LEAVE_EPOCH:
             if not req.member_id.strip():
@@ -393,7 +395,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
         # The full validation for anything but a plain delta heartbeat; a plain one (epoch > 0, optional
         # fields null) can only fail the two blank-id checks, which are tested first here.
         if (epoch <= 0 or req.instance_id is not None or req.rack_id is not None
-                or req.subscribed_topic_regex is not None or req.server_assignor is not None
+                or req.subscribed_topic_regex or req.server_assignor is not None
                 or not req.member_id.strip() or not req.group_id.strip()):
             self._validate(req, epoch)
         if epoch < 0:
