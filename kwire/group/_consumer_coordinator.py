@@ -360,8 +360,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
             raise _Refused(bad, "InstanceId can't be empty.")
         if _blank(req.rack_id):
             raise _Refused(bad, "RackId can't be empty.")
-        # "" is no regex: librdkafka 2.16 sends it on joining, and Kafka 4.0 treats an empty regex as absent.
-        if req.subscribed_topic_regex:
+        if req.subscribed_topic_regex is not None:
             raise _Refused(bad, "SubscribedTopicRegex is not supported yet.")
         if epoch > 0 or epoch == LEAVE_EPOCH:
             if not req.member_id.strip():
