@@ -1,8 +1,10 @@
-"""The classic consumer-group protocol's two state machines, sans-IO.
+"""The consumer-group protocols' state machines, sans-IO: the classic protocol and KIP-848's consumer protocol.
 
-:class:`GroupCoordinator` is the broker's side (many groups; JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit, OffsetFetch, DescribeGroups, ListGroups); :class:`ConsumerMember` is the consumer's side
-(FindCoordinator, join, sync, heartbeat, leave, eager and cooperative rebalances).  Neither opens a socket,
+:class:`GroupCoordinator` is the broker's side (many groups of either protocol, mixed groups included;
+JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat, ConsumerGroupDescribe, OffsetCommit,
+OffsetFetch, DescribeGroups, ListGroups); :class:`ConsumerMember` is a classic consumer's side (FindCoordinator,
+join, sync, heartbeat, leave, eager and cooperative rebalances) and :class:`ConsumerProtocolMember` a
+consumer-protocol one (heartbeats, revoke then assign, leave).  Neither opens a socket,
 starts a thread or reads a clock: the caller passes decoded messages and ``now`` in milliseconds and sends
 what comes back.  Their states are :class:`GroupState` and :class:`MemberState`, string-valued enums.
 See docs/GROUP.md.

@@ -41,7 +41,7 @@ KEYS = {
     "max.connections": Key("int", 1000, 1, _INT32_MAX, kafka_default=_INT32_MAX,
                            doc="connections in all; one more is closed when accepted"),
     "kwire.max.groups": Key("int", 10_000, 1, _INT32_MAX,
-                            doc="groups; a JoinGroup or OffsetCommit making one more is UNKNOWN_SERVER_ERROR"),
+                            doc="groups; one more replaces the oldest idle group, or is COORDINATOR_NOT_AVAILABLE"),
     "kwire.connection.max.buffered.bytes": Key(
         "int", 4 * MIB, 1, _INT32_MAX,
         doc="unsent answer bytes past which a connection is not read until they drain"),
