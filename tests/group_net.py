@@ -23,6 +23,9 @@ class Net:
     def __init__(self, **config):
         counter = itertools.count(1)
         config.setdefault("initial_rebalance_delay_ms", 100)
+        # Ids from a counter, for both protocols: an assignor's answer follows Java's hash order of member ids,
+        # so random ids would make a test's expected moves depend on the draw.
+        config.setdefault("consumer_member_id_factory", lambda: f"member-{next(counter)}")
         self.c = GroupCoordinator(member_id_factory=lambda prefix: f"{prefix}-{next(counter)}", **config)
         self.now = 0
         self.replies = {}
