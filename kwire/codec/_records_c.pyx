@@ -45,6 +45,7 @@ cdef extern from "_crc32c.h":
 # The names the object classes need are imported by _records_objects.pxi, beside them.
 from kwire.codec._records_common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
+    TWIN_NAMES,
     BatchInfo,
     BatchList,
     check_int,
@@ -56,10 +57,7 @@ from kwire.codec._records_common import (
 )
 from kwire.errors import ArgumentTypeError, ArgumentValueError, CorruptRecordError, EncodeError, RecordCrcError
 
-__all__ = [
-    "BatchInfo", "BatchList", "DEFAULT_MAX_DECOMPRESSED_SIZE", "Header", "Record", "RecordBatch", "crc32c",
-    "crc32c_backend", "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
-]
+__all__ = [*TWIN_NAMES]  # the same names in both twins
 
 kw_crc32c_init()
 
