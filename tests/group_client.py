@@ -52,9 +52,36 @@ def commands():
     return q
 
 
-# The three run_* functions share the shape of their loop (poll, report a changed assignment, serve one
-# command) but not one call: each client names poll, assignment, commit and committed differently, and aiokafka's
-# are coroutines. A loop taking seven callables would hide which client API each line exercises.
+def said_assignment(partitions, last):
+    """Prints ``ASSIGN`` when the assignment differs from ``last``; returns it as the next ``last``."""
+    now = sorted(tp.partition for tp in partitions)
+    if now != last:
+        say("ASSIGN " + json.dumps(now))
+    return now
+
+
+def serve(q, poll, assignment, commit, committed, close):
+    """A blocking client's loop: poll, print a changed assignment, run one command from standard input. Each
+    argument is one call of the client's own API (the run_* function shows which); commit takes (partition,
+    offset), committed a partition and returns what to print for it."""
+    last = None
+    while True:
+        poll()
+        last = said_assignment(assignment(), last)
+        try:
+            cmd = q.get_nowait()
+        except queue.Empty:
+            continue
+        if cmd[0] == "commit":
+            commit(int(cmd[1]), int(cmd[2]))
+            say(f"COMMITTED {cmd[1]} {cmd[2]}")
+        elif cmd[0] == "read":
+            say(f"OFFSET {cmd[1]} {committed(int(cmd[1]))}")
+        elif cmd[0] == "close":
+            close()
+            return
+
+
 def run_kafka_python(strategy, bootstrap, group, topic, instance, session_ms, q):
     import time
 
@@ -76,25 +103,9 @@ def run_kafka_python(strategy, bootstrap, group, topic, instance, session_ms, q)
     deadline = time.monotonic() + METADATA_WAIT_S
     while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
         time.sleep(0.05)
-    last = None
-    while True:
-        consumer.poll(100)
-        now = sorted(tp.partition for tp in consumer.assignment())
-        if now != last:
-            say("ASSIGN " + json.dumps(now))
-            last = now
-        try:
-            cmd = q.get_nowait()
-        except queue.Empty:
-            continue
-        if cmd[0] == "commit":
-            consumer.commit({TopicPartition(topic, int(cmd[1])): OffsetAndMetadata(int(cmd[2]), "", -1)})
-            say(f"COMMITTED {cmd[1]} {cmd[2]}")
-        elif cmd[0] == "read":
-            say(f"OFFSET {cmd[1]} {consumer.committed(TopicPartition(topic, int(cmd[1])))}")
-        elif cmd[0] == "close":
-            consumer.close()
-            return
+    serve(q, poll=lambda: consumer.poll(100), assignment=consumer.assignment,
+          commit=lambda p, offset: consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(offset, "", -1)}),
+          committed=lambda p: consumer.committed(TopicPartition(topic, p)), close=consumer.close)
 
 
 def run_confluent(strategy, bootstrap, group, topic, instance, session_ms, q):
@@ -107,26 +118,13 @@ def run_confluent(strategy, bootstrap, group, topic, instance, session_ms, q):
     consumer = Consumer(conf)
     consumer.subscribe([topic], on_assign=lambda _c, parts: said_rebalance("assigned", parts),
                        on_revoke=lambda _c, parts: said_rebalance("revoked", parts))
-    last = None
-    while True:
-        consumer.poll(0.1)
-        now = sorted(tp.partition for tp in consumer.assignment())
-        if now != last:
-            say("ASSIGN " + json.dumps(now))
-            last = now
-        try:
-            cmd = q.get_nowait()
-        except queue.Empty:
-            continue
-        if cmd[0] == "commit":
-            consumer.commit(offsets=[TopicPartition(topic, int(cmd[1]), int(cmd[2]))], asynchronous=False)
-            say(f"COMMITTED {cmd[1]} {cmd[2]}")
-        elif cmd[0] == "read":
-            (tp,) = consumer.committed([TopicPartition(topic, int(cmd[1]))], timeout=10)
-            say(f"OFFSET {cmd[1]} {tp.offset}")
-        elif cmd[0] == "close":
-            consumer.close()
-            return
+
+    def committed(partition):
+        (tp,) = consumer.committed([TopicPartition(topic, partition)], timeout=10)
+        return tp.offset
+    serve(q, poll=lambda: consumer.poll(0.1), assignment=consumer.assignment,
+          commit=lambda p, offset: consumer.commit(offsets=[TopicPartition(topic, p, offset)], asynchronous=False),
+          committed=committed, close=consumer.close)
 
 
 async def run_aiokafka(strategy, bootstrap, group, topic, instance, session_ms, q):
@@ -140,13 +138,11 @@ async def run_aiokafka(strategy, bootstrap, group, topic, instance, session_ms, 
                                 heartbeat_interval_ms=HEARTBEAT_MS, fetch_max_wait_ms=100, enable_auto_commit=False)
     consumer.subscribe([topic], listener=printing_listener(ConsumerRebalanceListener))
     await consumer.start()
+    # serve's loop with awaits: aiokafka's poll, commit, committed and stop are coroutines.
     last = None
     while True:
         await consumer.getmany(timeout_ms=100)
-        now = sorted(tp.partition for tp in consumer.assignment())
-        if now != last:
-            say("ASSIGN " + json.dumps(now))
-            last = now
+        last = said_assignment(consumer.assignment(), last)
         try:
             cmd = q.get_nowait()
         except queue.Empty:

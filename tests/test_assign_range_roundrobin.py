@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import kwire
 from kwire import Subscription
+from tests._registry import assert_unregistered
 from tests._twins import assignor_implementations
 from kwire.assignors import (
     STRATEGIES,
@@ -222,9 +223,7 @@ def test_registry_accepts_array_and_reference_forms():
     finally:
         removed = unregister_strategy("test-everything-to-first")
     assert removed.name == "test-everything-to-first"
-    assert "test-everything-to-first" not in STRATEGIES
-    with pytest.raises(AssignmentError):
-        unregister_strategy("test-everything-to-first")
+    assert_unregistered(STRATEGIES, "test-everything-to-first", unregister_strategy)
     with pytest.raises(AssignmentError):
         register_strategy("nothing")
 

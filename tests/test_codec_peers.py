@@ -219,27 +219,46 @@ def wide_values(name, version, seed, n=200, error_code=0):
 # Adapters: values dict <-> each library's objects
 # --------------------------------------------------------------------------
 
-def _kwire_build(cls, fields, values):
+# kwire's classes and kafka-python 3.x's JSON-driven ones both name their attributes and keywords as the spec
+# does, and a struct's class is an attribute of its parent's, so one walk builds and reads both.
+
+def _attr_build(cls, fields, values, **extra):
+    """``cls`` built from a values dict; ``extra`` (kafka-python's ``version``) goes to every level."""
     kwargs = {}
     for f in fields:
         v = values[f.attr]
         if f.is_struct and v is not None:
             sub = getattr(cls, f.elem)
-            v = [_kwire_build(sub, f.fields, e) for e in v] if f.is_array else _kwire_build(sub, f.fields, v)
+            v = ([_attr_build(sub, f.fields, e, **extra) for e in v] if f.is_array
+                 else _attr_build(sub, f.fields, v, **extra))
         kwargs[f.attr] = v
-    return cls(**kwargs)
+    return cls(**kwargs, **extra)
 
 
-def _kwire_values(obj, fields):
-    # A decoded body with nothing unknown must not invent tagged fields.
-    assert not obj.unknown_tagged_fields
+def _attr_values(obj, fields, check=None, plain=None):
+    """The values dict of such an object. ``check(o)`` runs on it and on every struct inside; ``plain(f, v)``
+    converts each value that is not a struct."""
+    if check is not None:
+        check(obj)
     out = {}
     for f in fields:
         v = getattr(obj, f.attr)
         if f.is_struct and v is not None:
-            v = [_kwire_values(e, f.fields) for e in v] if f.is_array else _kwire_values(v, f.fields)
+            v = ([_attr_values(e, f.fields, check, plain) for e in v] if f.is_array
+                 else _attr_values(v, f.fields, check, plain))
+        elif plain is not None:
+            v = plain(f, v)
         out[f.attr] = v
     return out
+
+
+def _no_unknown_tagged(obj):
+    # A decoded body with nothing unknown must not invent tagged fields.
+    assert not obj.unknown_tagged_fields
+
+
+def _kwire_values(obj, fields):
+    return _attr_values(obj, fields, check=_no_unknown_tagged)
 
 
 class KwireAdapter:
@@ -247,7 +266,7 @@ class KwireAdapter:
         self.module = module
 
     def encode(self, name, version, values):
-        obj = _kwire_build(getattr(self.module, name), fields_at(name, version), values)
+        obj = _attr_build(getattr(self.module, name), fields_at(name, version), values)
         return obj.encode(version)
 
     def decode(self, name, version, data):
@@ -262,27 +281,13 @@ def _kp_class(name):
     return getattr(consumer if hasattr(consumer, name) else metadata, name)
 
 
-def _kp_build(cls, fields, values, version):
-    kwargs = {}
-    for f in fields:
-        v = values[f.attr]
-        if f.is_struct and v is not None:
-            sub = getattr(cls, f.elem)
-            v = [_kp_build(sub, f.fields, e, version) for e in v]
-        kwargs[f.attr] = v
-    return cls(version=version, **kwargs)
+def _kp_plain(f, v):
+    # kafka-python decodes bytes fields as bytearray.
+    return bytes(v) if f.elem == "bytes" and v is not None else v
 
 
 def _kp_values(obj, fields):
-    out = {}
-    for f in fields:
-        v = getattr(obj, f.attr)
-        if f.is_struct and v is not None:
-            v = [_kp_values(e, f.fields) for e in v]
-        elif f.elem == "bytes" and v is not None:
-            v = bytes(v)
-        out[f.attr] = v
-    return out
+    return _attr_values(obj, fields, plain=_kp_plain)
 
 
 class KafkaPythonAdapter:
@@ -293,7 +298,7 @@ class KafkaPythonAdapter:
         return range(_kp_class(name).max_version + 1)
 
     def encode(self, name, version, values):
-        obj = _kp_build(_kp_class(name), fields_at(name, version), values, version)
+        obj = _attr_build(_kp_class(name), fields_at(name, version), values, version=version)
         # Left a bytearray, as kafka-python returns it: kwire then decodes a
         # non-bytes buffer, as it will when fed from a socket buffer.
         return obj.encode(version=version)
@@ -628,7 +633,7 @@ def test_unknown_tagged_fields_are_skipped(kw, peer_name, name, version):
     """A reader skips tagged fields it does not know (KIP-482), at top level and in array elements."""
     fields = fields_at(name, version)
     values = wide_values(name, version, seed=version, n=3)
-    msg = _kwire_build(getattr(kw, name), fields, values)
+    msg = _attr_build(getattr(kw, name), fields, values)
     msg.unknown_tagged_fields = dict(_TOP_TAGS)
     tagged_elements = []
     for f in fields:
@@ -701,8 +706,8 @@ def test_frames_match_kafka_python(name, client_id):
     is_request = name.endswith("Request")
     for version in valid_versions(name):
         values = wide_values(name, version, seed=version, n=3)
-        msg = _kwire_build(getattr(kwire, name), fields_at(name, version), values)
-        kp = _kp_build(_kp_class(name), fields_at(name, version), values, version)
+        msg = _attr_build(getattr(kwire, name), fields_at(name, version), values)
+        kp = _attr_build(_kp_class(name), fields_at(name, version), values, version=version)
         kp.with_header(correlation_id=0x12345678, client_id=client_id)
         # The version is already set at construction; passing it again to a
         # response with a header trips kafka-python (it sets request_api_version

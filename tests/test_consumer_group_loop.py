@@ -17,22 +17,25 @@ def covered(loop, topics):
     return sorted(loop.held) == sorted((t, p) for t, n in topics.items() for p in range(n))
 
 
+def stable_loop(topics, subscription, members=3):
+    """A loop whose members c0, c1, ... all subscribe to ``subscription``, run until the group is stable."""
+    loop = ConsumerLoop(topics, FAST)
+    for i in range(members):
+        loop.add(f"c{i}", list(subscription))
+    loop.run(loop.stable)
+    return loop
+
+
 def test_three_members_reach_disjoint_assignments_covering_everything():
     topics = {"a": 7, "b": 5}
-    loop = ConsumerLoop(topics, FAST)
-    for i in range(3):
-        loop.add(f"c{i}", ["a", "b"])
-    loop.run(loop.stable)
+    loop = stable_loop(topics, ["a", "b"])
     assert covered(loop, topics)
     assert sorted(len(m.assignment) for m in loop.members.values()) == [4, 4, 4]
 
 
 def test_a_member_that_leaves_hands_its_partitions_over():
     topics = {"a": 6}
-    loop = ConsumerLoop(topics, FAST)
-    for i in range(3):
-        loop.add(f"c{i}", ["a"])
-    loop.run(loop.stable)
+    loop = stable_loop(topics, ["a"])
     loop.handle("c0", loop.members["c0"].leave(loop.now))
     del loop.members["c0"]
     loop.run(lambda: loop.settled() and covered(loop, topics))
@@ -41,10 +44,7 @@ def test_a_member_that_leaves_hands_its_partitions_over():
 
 def test_a_crashed_member_is_dropped_after_the_session_timeout():
     topics = {"a": 6}
-    loop = ConsumerLoop(topics, FAST)
-    for i in range(3):
-        loop.add(f"c{i}", ["a"])
-    loop.run(loop.stable)
+    loop = stable_loop(topics, ["a"])
     crashed_id = loop.members["c1"].member_id
     loop.crash("c1")
     start = loop.now
@@ -72,10 +72,7 @@ def test_a_static_member_restarting_in_time_gets_its_partitions_back_and_nobody_
 
 def test_a_subscription_change_moves_partitions_between_members():
     topics = {"a": 4, "b": 4}
-    loop = ConsumerLoop(topics, FAST)
-    loop.add("c0", ["a"])
-    loop.add("c1", ["a"])
-    loop.run(loop.stable)
+    loop = stable_loop(topics, ["a"], members=2)
     loop.members["c1"].subscribe(["a", "b"])
     loop.run(lambda: loop.settled() and covered(loop, topics))
 

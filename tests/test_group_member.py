@@ -6,6 +6,8 @@ import itertools
 import pytest
 
 import kwire
+# The names this file tests, taken from the public package as a caller takes them; kwire/group/__init__.py lists
+# the member's ones too, as it re-exports them from kwire/group/_member.py.
 from kwire.group import (
     COOPERATIVE,
     EAGER,

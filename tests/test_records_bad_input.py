@@ -24,13 +24,11 @@ P = _impl.load("records", "python", package="kwire.codec")
 
 
 def _varint(v):
-    v = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
+    """Kafka's signed varint (ByteUtils.writeVarlong): zigzag, then 7 bits a byte, low bits first, the top bit
+    set on every byte but the last."""
+    u = (v << 1) ^ (v >> 63)
+    groups = [(u >> shift) & 0x7F for shift in range(0, max(u.bit_length(), 1), 7)]
+    return bytes([g | 0x80 for g in groups[:-1]] + groups[-1:])
 
 
 def _record(body):

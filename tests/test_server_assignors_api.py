@@ -24,6 +24,7 @@ from kwire.assignors import (
 )
 from kwire.assignors._javaorder import string_hashmap_order
 from kwire.errors import ArgumentTypeError, ArgumentValueError, AssignmentError
+from tests._registry import assert_unregistered
 from tests._twins import assignor_implementations
 
 IMPLEMENTATIONS = assignor_implementations()
@@ -124,11 +125,8 @@ def test_registry():
         assert calls == [1]
     finally:
         unregister_server_assignor("first")
-    assert "first" not in SERVER_ASSIGNORS
-    with pytest.raises(AssignmentError):
-        get_server_assignor("com.example.First")
-    with pytest.raises(AssignmentError):
-        unregister_server_assignor("first")
+    assert_unregistered(SERVER_ASSIGNORS, "first", unregister_server_assignor,
+                        lookup=lambda: get_server_assignor("com.example.First"))
 
 
 def test_preferred_server_assignor():

@@ -59,6 +59,8 @@ class Record:
     ) -> None: ...
 
 class RecordBatch:
+    # The header fields repeat BatchInfo's on purpose: both classes carry DefaultRecordBatch's header, BatchInfo
+    # as a summary without the records, and a stub must list each class's own attributes.
     base_offset: int
     partition_leader_epoch: int
     magic: int

@@ -42,36 +42,22 @@ cdef extern from "_crc32c.h":
     void kw_crc32c_force_portable(int on)
     int kw_crc32c_hw
 
+# The names the object classes need are imported by _records_objects.pxi, beside them.
 from kwire.codec._records_common import (
-    BATCH_FIELDS,
     DEFAULT_MAX_DECOMPRESSED_SIZE,
-    HEADER_FIELDS,
-    RECORD_FIELDS,
+    TWIN_NAMES,
     BatchInfo,
     BatchList,
-    as_headers,
-    batch_defaults,
-    check_batch,
     check_int,
     check_limit,
-    check_record,
-    compress,
     decompress,
-    fields_eq,
-    fields_repr,
     offset_delta,
-    rebuild,
     unknown_codec,
     unsupported_magic,
-    wrap64,
 )
-from kwire.codec._codec_common import refuse_deletion
 from kwire.errors import ArgumentTypeError, ArgumentValueError, CorruptRecordError, EncodeError, RecordCrcError
 
-__all__ = [
-    "BatchInfo", "BatchList", "DEFAULT_MAX_DECOMPRESSED_SIZE", "Header", "Record", "RecordBatch", "crc32c",
-    "crc32c_backend", "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
-]
+__all__ = [*TWIN_NAMES]  # the same names in both twins
 
 kw_crc32c_init()
 

@@ -45,6 +45,12 @@ DELETE_HORIZON_FLAG = 0x40  # base timestamp is the delete horizon (log compacti
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
+#: What each twin exports (``_records_c`` and ``_records_py`` both set their ``__all__`` from it).
+TWIN_NAMES = (
+    "BatchInfo", "BatchList", "DEFAULT_MAX_DECOMPRESSED_SIZE", "Header", "Record", "RecordBatch", "crc32c",
+    "crc32c_backend", "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
+)
+
 #: Default ``max_decompressed_size``: the records of one compressed batch may inflate to this many bytes.  Kafka's
 #: default ``message.max.bytes`` is 1 MiB of compressed batch; 64 MiB leaves room for highly compressible data
 #: while keeping one hostile batch from taking more than that.

@@ -1,5 +1,21 @@
 # The compiled twin's Header, Record and RecordBatch, and the encoder (included by _records_c.pyx).
 
+from kwire.codec._codec_common import refuse_deletion
+from kwire.codec._records_common import (
+    BATCH_FIELDS,
+    HEADER_FIELDS,
+    RECORD_FIELDS,
+    as_headers,
+    batch_defaults,
+    check_batch,
+    check_record,
+    compress,
+    fields_eq,
+    fields_repr,
+    rebuild,
+    wrap64,
+)
+
 # Header and Record stay out of the cycle collector (no_gc): a decode makes one of each per record and header,
 # and tracking them made the collector's passes most of a 10,000-record decode.  They hold bytes, str, ints and
 # tuples of Headers; only a caller storing a container that refers back to the record could build a cycle, which

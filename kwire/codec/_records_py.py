@@ -31,6 +31,7 @@ from kwire.codec._records_common import (
     RECORD_FIELDS,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG,
+    TWIN_NAMES,
     BatchInfo,
     BatchList,
     as_headers,
@@ -53,10 +54,7 @@ from kwire.codec._records_common import (
 from kwire.codec._codec_common import refuse_deletion
 from kwire.errors import ArgumentTypeError, ArgumentValueError, CorruptRecordError, RecordCrcError
 
-__all__ = [
-    "BatchInfo", "BatchList", "DEFAULT_MAX_DECOMPRESSED_SIZE", "Header", "Record", "RecordBatch", "crc32c",
-    "crc32c_backend", "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
-]
+__all__ = [*TWIN_NAMES]  # the same names in both twins
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte batch header, in wire order
 _INT64 = struct.Struct(">q")

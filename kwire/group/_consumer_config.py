@@ -41,6 +41,10 @@ _STR_KEYS = {
     "group.coordinator.rebalance.protocols": "classic,consumer",
 }
 _MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+_PREFIX = "group.consumer."
+# The keys (without _PREFIX) GroupCoordinatorConfig requires to be at least 1, in the order it checks them.
+_AT_LEAST_ONE = ("max.size", "session.timeout.ms", "min.session.timeout.ms", "max.session.timeout.ms",
+                 "heartbeat.interval.ms", "min.heartbeat.interval.ms", "max.heartbeat.interval.ms")
 
 #: Every key this module reads, with Kafka's default: a server's config table takes its list of consumer-group
 #: keys from here and hands their values to :class:`ConsumerGroupConfig` to check.
@@ -110,37 +114,23 @@ class ConsumerGroupConfig:
         self.rebalance_protocols = tuple(protocols)
 
     def _check(self):
-        # GroupCoordinatorConfig's constructor `require`s, in its order.
+        # GroupCoordinatorConfig's constructor `require`s, in its order and with its texts: the keys that must be
+        # at least 1, then for heartbeats and sessions a max at least its min and a value between them.
+        def value(name):
+            return getattr(self, name.replace(".", "_"))
+
         def require(ok, text):
             if not ok:
                 raise ArgumentValueError(text)
-        require(self.max_size >= 1, "group.consumer.max.size must be greater than or equal to 1")
-        require(self.session_timeout_ms >= 1, "group.consumer.session.timeout.ms must be greater than or equal to 1")
-        require(self.min_session_timeout_ms >= 1,
-                "group.consumer.min.session.timeout.ms must be greater than or equal to 1")
-        require(self.max_session_timeout_ms >= 1,
-                "group.consumer.max.session.timeout.ms must be greater than or equal to 1")
-        require(self.heartbeat_interval_ms >= 1,
-                "group.consumer.heartbeat.interval.ms must be greater than or equal to 1")
-        require(self.min_heartbeat_interval_ms >= 1,
-                "group.consumer.min.heartbeat.interval.ms must be greater than or equal to 1")
-        require(self.max_heartbeat_interval_ms >= 1,
-                "group.consumer.max.heartbeat.interval.ms must be greater than or equal to 1")
+        for name in _AT_LEAST_ONE:
+            require(value(name) >= 1, f"{_PREFIX}{name} must be greater than or equal to 1")
         require(self.assignment_interval_ms >= 0, "group.consumer.assignment.interval.ms must be >= 0")
-        require(self.max_heartbeat_interval_ms >= self.min_heartbeat_interval_ms,
-                "group.consumer.max.heartbeat.interval.ms must be greater than or equal to "
-                "group.consumer.min.heartbeat.interval.ms")
-        require(self.min_heartbeat_interval_ms <= self.heartbeat_interval_ms <= self.max_heartbeat_interval_ms,
-                "group.consumer.heartbeat.interval.ms must be greater than or equal to "
-                "group.consumer.min.heartbeat.interval.ms and less than or equal to "
-                "group.consumer.max.heartbeat.interval.ms")
-        require(self.max_session_timeout_ms >= self.min_session_timeout_ms,
-                "group.consumer.max.session.timeout.ms must be greater than or equal to "
-                "group.consumer.min.session.timeout.ms")
-        require(self.min_session_timeout_ms <= self.session_timeout_ms <= self.max_session_timeout_ms,
-                "group.consumer.session.timeout.ms must be greater than or equal to "
-                "group.consumer.min.session.timeout.ms and less than or equal to "
-                "group.consumer.max.session.timeout.ms")
+        for name in ("heartbeat.interval.ms", "session.timeout.ms"):
+            low, high = "min." + name, "max." + name
+            require(value(high) >= value(low), f"{_PREFIX}{high} must be greater than or equal to {_PREFIX}{low}")
+            require(value(low) <= value(name) <= value(high),
+                    f"{_PREFIX}{name} must be greater than or equal to {_PREFIX}{low} and less than or equal to "
+                    f"{_PREFIX}{high}")
         require(self.heartbeat_interval_ms < self.session_timeout_ms,
                 "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
 

@@ -6,12 +6,6 @@ from typing import NamedTuple, Optional
 from kwire.codec import (
     ApiKey,
     ApiVersionsResponse,
-    CreatableTopicResult,
-    CreatePartitionsResponse,
-    CreatePartitionsTopicResult,
-    CreateTopicsResponse,
-    DeletableTopicResult,
-    DeleteTopicsResponse,
     InitProducerIdResponse,
     PartitionProduceResponse,
     ProduceResponse,
@@ -29,8 +23,6 @@ from kwire.codec import (
     ListOffsetsPartitionResponse,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
-    MetadataResponse,
-    MetadataResponseTopic,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
@@ -42,6 +34,8 @@ from kwire.codec import (
     SyncGroupResponse,
 )
 from kwire.errors import ArgumentValueError
+
+from ._topics import topic_error_response
 
 #: Api names the command line and the Python API accept, with their keys.
 API_KEYS = {
@@ -192,17 +186,9 @@ def error_response(req, key, version, code):
         return ListGroupsResponse(error_code=code)
     if key == ApiKey.DESCRIBE_GROUPS:
         return DescribeGroupsResponse(groups=[DescribedGroup(error_code=code, group_id=g) for g in req.groups])
-    if key == ApiKey.METADATA:
-        names = [] if req.topics is None else [t.name for t in req.topics]
-        return MetadataResponse(topics=[MetadataResponseTopic(error_code=code, name=n) for n in names])
-    # OffsetCommit's and ListOffsets' answers below look alike (topics of partitions with an error code)
-    # because Kafka shapes them alike; each builds its own api's classes, so they stay two.
     if key == ApiKey.OFFSET_COMMIT:
-        return OffsetCommitResponse(topics=[
-            OffsetCommitResponseTopic(name=t.name, partitions=[
-                OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
-                for p in t.partitions])
-            for t in req.topics])
+        return _per_partition(OffsetCommitResponse, OffsetCommitResponseTopic, OffsetCommitResponsePartition,
+                              req.topics, code)
     if key == ApiKey.OFFSET_FETCH:
         if version >= 8:
             return OffsetFetchResponse(groups=[OffsetFetchResponseGroup(group_id=g.group_id, error_code=code)
@@ -216,11 +202,8 @@ def error_response(req, key, version, code):
                 for i in t.partition_indexes])
             for t in req.topics or []])
     if key == ApiKey.LIST_OFFSETS:
-        return ListOffsetsResponse(topics=[
-            ListOffsetsTopicResponse(name=t.name, partitions=[
-                ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code)
-                for p in t.partitions])
-            for t in req.topics])
+        return _per_partition(ListOffsetsResponse, ListOffsetsTopicResponse, ListOffsetsPartitionResponse,
+                              req.topics, code)
     if key == ApiKey.FETCH:
         return FetchResponse(responses=[
             FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
@@ -229,8 +212,17 @@ def error_response(req, key, version, code):
     return _record_api_error(req, key, version, code)
 
 
+def _per_partition(response, topic, partition, topics, code):
+    """An answer of topics by name, each partition's index with ``code``: how OffsetCommit and ListOffsets
+    (each with its own classes) answer the topics and partitions their request named."""
+    return response(topics=[
+        topic(name=t.name, partitions=[partition(partition_index=p.partition_index, error_code=code)
+                                       for p in t.partitions])
+        for t in topics])
+
+
 def _record_api_error(req, key, version, code):
-    """The error answers of the apis that carry records and make topics."""
+    """The error answers of the apis that carry records, and (from ``_topics``) of the topic apis."""
     if key == ApiKey.PRODUCE:
         return ProduceResponse(responses=[
             TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
@@ -238,14 +230,7 @@ def _record_api_error(req, key, version, code):
             for t in req.topic_data])
     if key == ApiKey.INIT_PRODUCER_ID:
         return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
-    if key == ApiKey.CREATE_TOPICS:
-        return CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name, error_code=code) for t in req.topics])
-    if key == ApiKey.DELETE_TOPICS:
-        if version >= 6:
-            return DeleteTopicsResponse(responses=[DeletableTopicResult(name=t.name, topic_id=t.topic_id,
-                                                                        error_code=code) for t in req.topics])
-        return DeleteTopicsResponse(responses=[DeletableTopicResult(name=n, error_code=code) for n in req.topic_names])
-    if key == ApiKey.CREATE_PARTITIONS:
-        return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(name=t.name, error_code=code)
-                                                 for t in req.topics])
+    answer = topic_error_response(req, key, version, code)
+    if answer is not None:
+        return answer
     raise ArgumentValueError(f"no error answer for api key {key}")

@@ -149,19 +149,11 @@ class ClusterServer(TopicApis, RecordApis):
             ApiKey.CREATE_PARTITIONS: self._create_partitions,
         }
 
-    # -- names kept from the single-broker server ------------------------------------------------------
+    # -- names kept from the single-broker server: read-only aliases ------------------------------------
 
-    @property
-    def port(self):
-        return self.ports[0]
-
-    @property
-    def topic_ids(self):
-        return self.topics.ids
-
-    @property
-    def topic_names(self):
-        return self.topics.names
+    port = property(lambda self: self.ports[0], doc="The first broker's port.")
+    topic_ids = property(lambda self: self.topics.ids, doc="``{topic name: topic id}``.")
+    topic_names = property(lambda self: self.topics.names, doc="``{topic id: topic name}``.")
 
     def partition_exists(self, topic, partition):
         return self.topics.exists(topic, partition)

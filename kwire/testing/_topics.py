@@ -10,6 +10,7 @@ import re
 import uuid
 
 from kwire.codec import (
+    ApiKey,
     CreatableTopicResult,
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
@@ -39,6 +40,25 @@ def topic_name_problem(name):
     """Why ``name`` is not a legal topic name, or None."""
     if not name or name in (".", "..") or not _LEGAL_TOPIC.fullmatch(name):
         return f"topic name {name!r} is illegal: 1-249 characters of ASCII letters, digits, '.', '_' and '-'"
+    return None
+
+
+def topic_error_response(req, key, version, code):
+    """The answer of a topic api (Metadata, CreateTopics, DeleteTopics, CreatePartitions) with ``code`` in every
+    topic its request names, as an injected fault answers; None for any other api."""
+    if key == ApiKey.METADATA:
+        names = [] if req.topics is None else [t.name for t in req.topics]
+        return MetadataResponse(topics=[MetadataResponseTopic(error_code=code, name=n) for n in names])
+    if key == ApiKey.CREATE_TOPICS:
+        return CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name, error_code=code) for t in req.topics])
+    if key == ApiKey.DELETE_TOPICS:
+        if version >= 6:
+            return DeleteTopicsResponse(responses=[DeletableTopicResult(name=t.name, topic_id=t.topic_id,
+                                                                        error_code=code) for t in req.topics])
+        return DeleteTopicsResponse(responses=[DeletableTopicResult(name=n, error_code=code) for n in req.topic_names])
+    if key == ApiKey.CREATE_PARTITIONS:
+        return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(name=t.name, error_code=code)
+                                                 for t in req.topics])
     return None
 
 
