@@ -126,7 +126,7 @@ class _Broker:
         if self._failures:
             backoff = min(driver.reconnect_backoff_ms * 2 ** (self._failures - 1), driver.reconnect_backoff_max_ms)
             await asyncio.sleep(backoff / 1000)
-        link = _Link(self.host, self.port, driver.member.client_id, self._on_response, self._on_lost)
+        link = _Link(self.host, self.port, driver.client_id, self._on_response, self._on_lost)
         try:
             await asyncio.wait_for(link.open(), driver.request_timeout_ms / 1000)
         except (OSError, asyncio.TimeoutError):
@@ -199,6 +199,10 @@ class MemberDriver:
         if broker is None:
             broker = self._brokers[(host, port)] = _Broker(self, host, port, self._response, self._lost)
         return broker
+
+    @property
+    def client_id(self):
+        return self.member.client_id
 
     @property
     def connections_opened(self):
@@ -288,9 +292,12 @@ class MemberDriver:
         self._timer = None
         self._process(self.member.poll(self._now()))
 
+    def _leave(self, now):
+        return self.member.close(now)
+
     async def close(self, linger_s=1.0):
         """Leave the group (a dynamic member sends LeaveGroup) and close the connections."""
-        self._process(self.member.close(self._now()))
+        self._process(self._leave(self._now()))
         await asyncio.sleep(min(linger_s, 0.2))  # let LeaveGroup reach the coordinator
         if self._timer is not None:
             self._timer.cancel()
