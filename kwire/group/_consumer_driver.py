@@ -15,8 +15,11 @@ Metadata, while the consumer-protocol member only produces heartbeats.  So the d
 """
 
 import asyncio
+import base64
+import uuid
 
 from kwire.codec import (
+    API_VERSIONS_RANGE,
     ApiKey,
     ApiVersionsRequest,
     FindCoordinatorRequest,
@@ -26,13 +29,18 @@ from kwire.codec import (
 )
 from kwire.errors import UnreachableError, UnsupportedVersionError
 
-from ._consumer_member import HEARTBEAT_VERSION, ConsumerMembershipState, CoordinatorLost
+from ._consumer_member import ConsumerMembershipState, CoordinatorLost
 from ._driver import MemberDriver
 
 _API_VERSIONS = "api-versions"   # the driver's own requests' tags; the member's requests carry int tokens
 _TOPIC_IDS = "topic-ids"
 _FIND = "find-coordinator"
-_API_VERSIONS_VERSION = 3
+# ApiVersions v0: every broker answers it (librdkafka's mock stops at v2 and answers a newer one in v0's shape).
+_API_VERSIONS_VERSION = 0
+# ConsumerGroupHeartbeat v1 wants the member id made by the client (KIP-1082: ConsumerGroupHeartbeatRequest
+# .CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION); librdkafka's mock offers only v1.
+_CLIENT_MEMBER_ID_VERSION = 1
+_REGEX_VERSION = 1   # SubscribedTopicRegex is in ConsumerGroupHeartbeat from v1
 # Topic ids are in Metadata from v10; v12 is the newest kwire's tables have.
 _METADATA_MIN, _METADATA_MAX = 10, 12
 # FindCoordinator v3 asks for one key; v4+ batch keys, which every broker with api 68 also answers at v3.
@@ -59,6 +67,7 @@ class ConsumerProtocolDriver(MemberDriver):
         self._finding = False
         self._metadata_due = False       # a Metadata request is in flight or scheduled
         self._closing = False
+        self.heartbeat_version = None    # ConsumerGroupHeartbeat's: the newest both sides have
         self.partitions_per_topic = {}   # from the last Metadata: {topic name: partition count}
 
     @property
@@ -68,9 +77,7 @@ class ConsumerProtocolDriver(MemberDriver):
     async def start(self):
         loop = self._loop = asyncio.get_running_loop()
         self._started = loop.create_future()
-        self._request(self._broker(*self.bootstrap), ApiVersionsRequest(client_software_name="kwire",
-                                                                         client_software_version="0"),
-                      _API_VERSIONS_VERSION, _API_VERSIONS)
+        self._request(self._broker(*self.bootstrap), ApiVersionsRequest(), _API_VERSIONS_VERSION, _API_VERSIONS)
         try:
             await asyncio.wait_for(asyncio.shield(self._started), self.request_timeout_ms / 1000)
         except asyncio.TimeoutError:
@@ -125,14 +132,20 @@ class ConsumerProtocolDriver(MemberDriver):
         if response.error_code:
             return self._fail(UnsupportedVersionError(f"ApiVersions failed with {error_name(response.error_code)}"))
         ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        heartbeat = ranges.get(ApiKey.CONSUMER_GROUP_HEARTBEAT)
-        metadata = ranges.get(ApiKey.METADATA, (0, -1))
-        if heartbeat is None or not heartbeat[0] <= HEARTBEAT_VERSION <= heartbeat[1]:
+        low, high = ranges.get(ApiKey.CONSUMER_GROUP_HEARTBEAT, (0, -1))
+        ours = API_VERSIONS_RANGE[ApiKey.CONSUMER_GROUP_HEARTBEAT]
+        version = min(high, ours[1])
+        if version < max(low, ours[0]):
             return self._fail(UnsupportedVersionError(
-                f"{self.bootstrap[0]}:{self.bootstrap[1]} does not offer ConsumerGroupHeartbeat "
-                f"v{HEARTBEAT_VERSION} (group.protocol=consumer)"))
+                f"{self.bootstrap[0]}:{self.bootstrap[1]} offers no ConsumerGroupHeartbeat version in "
+                f"{ours[0]}-{ours[1]} (group.protocol=consumer)"))
+        metadata = ranges.get(ApiKey.METADATA, (0, -1))
         if metadata[1] < _METADATA_MIN:
             return self._fail(UnsupportedVersionError("the broker's Metadata has no topic ids (v10+)"))
+        self.heartbeat_version = version
+        if version >= _CLIENT_MEMBER_ID_VERSION and not self.member.member_id:
+            # Java's Uuid.randomUuid().toString(): url-safe base64 of 16 random bytes, unpadded.
+            self.member.member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         self._metadata_version = min(metadata[1], _METADATA_MAX)
         self._send_metadata()
 
@@ -165,7 +178,12 @@ class ConsumerProtocolDriver(MemberDriver):
     # -- the member's outputs -------------------------------------------------------------------------------
 
     def _send(self, out):
-        self._request(self._coordinator, out.request, out.version, out.token)
+        request = out.request
+        if self.heartbeat_version >= _REGEX_VERSION and request.subscribed_topic_names is not None:
+            # librdkafka sends the names with an empty regex, and its mock cluster requires the two together
+            # (rdkafka_mock_cgrp.c validate_subscription asserts it); Kafka reads an empty regex as none.
+            request.subscribed_topic_regex = request.subscribed_topic_regex or ""
+        self._request(self._coordinator, request, self.heartbeat_version, out.token)
 
     def _process(self, outputs):
         super()._process(outputs)
@@ -177,7 +195,13 @@ class ConsumerProtocolDriver(MemberDriver):
             self._metadata_due = True
             self._later(self._send_metadata)
 
+    def _arm(self):
+        if self._coordinator is not None and not self._closing:
+            super()._arm()
+
     def _leave(self, now):
+        if self._coordinator is None:   # never started: nothing to leave, nowhere to send it
+            return []
         return self.member.leave(now)
 
     async def close(self, linger_s=1.0):
