@@ -154,3 +154,21 @@ def test_three_members_against_librdkafkas_mock_cluster(tmp_path):
         _check_handover(*asyncio.run(run_group(first, "orders", seconds=40, verbose=False)))
     finally:
         stop_process(proc)
+
+
+def test_a_response_with_bytes_after_its_body_is_read_as_java_reads_it():
+    """librdkafka's mock writes one byte past its flexible Metadata bodies; Java's clients read the fields and
+    ignore the rest, and so does the driver.  A frame cut short is still an error."""
+    import struct
+
+    from kwire.codec import MetadataResponse, MetadataResponseTopic, encode_response
+    from kwire.errors import DecodeError
+    from kwire.group._driver import _decode
+
+    frame = encode_response(MetadataResponse(topics=[MetadataResponseTopic(name="orders", topic_id=b"\x02" * 16)]),
+                            12, correlation_id=3)
+    longer = struct.pack(">i", len(frame) - 3) + frame[4:] + b"\x00"
+    assert _decode(longer, 3, 12).topics[0].topic_id == b"\x02" * 16
+    shorter = struct.pack(">i", len(frame) - 5) + frame[4:-1]
+    with pytest.raises(DecodeError):
+        _decode(shorter, 3, 12)
