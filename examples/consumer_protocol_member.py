@@ -1,7 +1,8 @@
 """Three KIP-848 consumer-protocol members (``group.protocol=consumer``) share a topic over real sockets.
 
     python examples/consumer_protocol_member.py                              # a MockCluster started here
-    kwire serve --topic orders:12 &                                          # or any server that speaks api 68:
+    kwire serve --topic orders:12 --config group.consumer.heartbeat.interval.ms=500 \
+        --config group.consumer.min.heartbeat.interval.ms=100 &            # or any server that speaks api 68:
     python examples/consumer_protocol_member.py --bootstrap 127.0.0.1:9092
     python tests/librdkafka_mock.py --brokers 1 --topic orders:12 &          # librdkafka's own mock cluster
     python examples/consumer_protocol_member.py --bootstrap 127.0.0.1:PORT
