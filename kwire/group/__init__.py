@@ -52,6 +52,7 @@ from kwire.group._consumer_coordinator import (
     TargetAssignmentFailed,
 )
 from kwire.group._consumer_member import ConsumerMembershipState, ConsumerProtocolMember, CoordinatorLost
+from kwire.group._consumer_driver import ConsumerProtocolDriver
 from kwire.group._errors import ERROR_NAMES, GroupMemberFatalError, GroupProtocolError
 
 __all__ = [
@@ -60,7 +61,7 @@ __all__ = [
     "ERROR_NAMES", "GroupCoordinator", "GroupMemberFatalError", "GroupProtocolError", "GroupView", "MemberView",
     "Reply", "RequestContext", "errors",
     "COOPERATIVE", "DEFAULT_VERSIONS", "EAGER", "ConsumerMember", "CoordinatorFound", "GroupJoined", "MemberFailed",
-    "PartitionsAssigned", "PartitionsLost", "PartitionsRevoked", "Send", "MemberDriver",
+    "PartitionsAssigned", "PartitionsLost", "PartitionsRevoked", "Send", "MemberDriver", "ConsumerProtocolDriver",
     "ConsumerMemberState", "ConsumerGroupState", "GroupInvariantError", "ConsumerGroupConfig", "CONSUMER_CONFIG_DEFAULTS",
     "ConsumerGroupCoordinator", "GroupEmptied", "MemberFenced", "TargetAssignmentComputed", "TargetAssignmentFailed",
     "ConsumerMembershipState", "ConsumerProtocolMember", "CoordinatorLost",

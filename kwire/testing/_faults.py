@@ -11,6 +11,9 @@ from kwire.codec import (
     ProduceResponse,
     TopicProduceResponse,
     Coordinator,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribedGroup,
+    ConsumerGroupHeartbeatResponse,
     DescribedGroup,
     DescribeGroupsResponse,
     FetchableTopicResponse,
@@ -46,6 +49,7 @@ API_KEYS = {
     "ListGroups": ApiKey.LIST_GROUPS, "ApiVersions": ApiKey.API_VERSIONS,
     "Produce": ApiKey.PRODUCE, "CreateTopics": ApiKey.CREATE_TOPICS, "DeleteTopics": ApiKey.DELETE_TOPICS,
     "InitProducerId": ApiKey.INIT_PRODUCER_ID, "CreatePartitions": ApiKey.CREATE_PARTITIONS,
+    "ConsumerGroupHeartbeat": ApiKey.CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupDescribe": ApiKey.CONSUMER_GROUP_DESCRIBE,
 }
 
 
@@ -184,6 +188,11 @@ def error_response(req, key, version, code):
         return SyncGroupResponse(error_code=code)
     if key == ApiKey.LIST_GROUPS:
         return ListGroupsResponse(error_code=code)
+    if key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+        return ConsumerGroupHeartbeatResponse(error_code=code)
+    if key == ApiKey.CONSUMER_GROUP_DESCRIBE:
+        return ConsumerGroupDescribeResponse(groups=[ConsumerGroupDescribedGroup(
+            error_code=code, group_id=g) for g in req.group_ids])
     if key == ApiKey.DESCRIBE_GROUPS:
         return DescribeGroupsResponse(groups=[DescribedGroup(error_code=code, group_id=g) for g in req.groups])
     if key == ApiKey.OFFSET_COMMIT:
