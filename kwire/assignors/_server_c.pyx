@@ -22,6 +22,7 @@ from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 
 
 cdef extern from "Python.h":
@@ -613,6 +614,12 @@ cdef class _IntBuf:
         self.v[self.n] = x
         self.n += 1
 
+    cdef inline void reserve(self, Py_ssize_t extra):
+        """Room for ``extra`` more values, so a run of them is written without a check each."""
+        if self.n + extra > self.v.shape[0]:
+            self.arr = np.concatenate([self.arr, np.empty(max(self.n, extra), dtype=np.int32)])
+            self.v = self.arr
+
     cdef object done(self):
         return self.arr[:self.n].copy()
 
@@ -649,6 +656,13 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
     cdef PyObject* key_p
     cdef PyObject* value_p
     cdef PyObject* found
+    cdef PyObject* item
+    cdef long long v
+    cdef int overflow
+    for m in range(m_count):
+        # checked before any member, as the twin does: a C loop instead of one in Python
+        if type(member_ids[m]) is not str:
+            raise ArgumentTypeError(f"member ids are str, not {type(member_ids[m]).__name__}")
     for m in range(m_count):
         member = members[m]
         if type(member) is not member_class and not isinstance(member, member_class):
@@ -682,8 +696,18 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
             seq = parts
             n = len(seq)
             cur_counts.push(<int32_t>n)
+            cur_parts.reserve(n)
             for j in range(n):
-                cur_parts.push(_partition(<object>PyList_GET_ITEM(seq, j)))
+                item = PyList_GET_ITEM(seq, j)
+                # exact ints in Java's range (every partition of a coordinator's own target) need no
+                # Python call; anything else goes through the checks of _partition
+                if PyLong_CheckExact(<object>item):
+                    v = PyLong_AsLongLongAndOverflow(<object>item, &overflow)
+                    if overflow == 0 and -2147483648LL <= v <= 2147483647LL:
+                        cur_parts.v[cur_parts.n] = <int32_t>v
+                        cur_parts.n += 1
+                        continue
+                cur_parts.push(_partition(<object>item))
         cur_indptr[m + 1] = cur_topics.n
     counts = cur_counts.done()
     cur_part_indptr_a = np.zeros(len(counts) + 1, dtype=np.int64)

@@ -426,6 +426,9 @@ def member_columns(member_ids, members, member_class, topic_index, read_assignme
     rows, unresolved, instance_ids, racks = [], [], [], []
     cur_topics, cur_counts, cur_flat = [], [], []
     cur_indptr = np.zeros(m_count + 1, dtype=np.int64)
+    for mid in member_ids:
+        if type(mid) is not str:
+            raise ArgumentTypeError(f"member ids are str, not {type(mid).__name__}")
     for m in range(m_count):
         member = members[m]
         if not isinstance(member, member_class):
