@@ -74,11 +74,11 @@ def consumer_group_frames(frames, group_id, topics, members=3, seconds=30, leave
     if describe:
         loop.describe()
     start = loop.now
-    loop.run(lambda: loop.now - start >= seconds * 1000 // 2)
+    loop.run(lambda: loop.now - start >= seconds * 1000 // 2, max_ms=seconds * 1000, ms=500)
     loop.add(f"{group_id}-c{members}", sorted(topics))
     loop.run(loop.settled)
     start = loop.now
-    loop.run(lambda: loop.now - start >= seconds * 1000 // 2)
+    loop.run(lambda: loop.now - start >= seconds * 1000 // 2, max_ms=seconds * 1000, ms=500)
     if leave:
         first = f"{group_id}-c0"
         loop.handle(first, loop.members[first].leave(loop.now))
