@@ -63,13 +63,15 @@ class RecordingLoop(ConsumerLoop):
 
 
 def consumer_group_frames(frames, group_id, topics, members=3, seconds=30, leave=True, conn_base=0, describe=True):
-    """One group's traffic into ``frames``: ``members`` clients join, run for ``seconds`` (heartbeats), a fourth
-    joins, and with ``leave`` the first leaves and the group settles again.  Returns the loop."""
+    """One group's traffic into ``frames``: ``members`` clients join (the second a static member), run for
+    ``seconds`` (heartbeats), one more joins, and with ``leave`` the first leaves and the group settles again.
+    Returns the loop."""
     loop = RecordingLoop(topics, group_id=group_id, conn_base=conn_base, frames=frames)
     loop.topic_sizes = dict(topics)
     loop.metadata()
     for i in range(members):
-        loop.add(f"{group_id}-c{i}", sorted(topics))
+        # The second client is a static member (group.instance.id set).
+        loop.add(f"{group_id}-c{i}", sorted(topics), instance_id=f"{group_id}-static" if i == 1 else None)
     loop.run(loop.settled)
     if describe:
         loop.describe()

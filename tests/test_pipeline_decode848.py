@@ -80,6 +80,7 @@ def test_heartbeat_rows_hold_their_messages_fields(capture, impl):
     assert any(r["direction"] == 1 and r["topic_partitions"] is not None for r in heartbeats)
     assert any(r["direction"] == 0 and r["topic_partitions"] and r["generation_id"] > 0 for r in heartbeats)
     assert any(r["direction"] == 0 and r["topic_partitions"] is None and r["topics"] is None for r in heartbeats)
+    assert any(r["direction"] == 1 and r["group_instance_id"] == "group-0-static" for r in heartbeats)
 
 
 @pytest.mark.parametrize("impl", IMPLS)

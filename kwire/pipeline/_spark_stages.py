@@ -319,8 +319,8 @@ def consumer_events(frames):
     A member learns a new epoch from a response and sends it from then on, so
     the first plain response of a (group, member, epoch) is the one that
     brought the epoch exactly when its request came before every request of
-    that member at that epoch: one aggregation finds both, and also the last
-    keep-alive.  ConsumerGroupDescribe responses give a row per group they
+    that member at that epoch: aggregating by (group, member, epoch) finds
+    both, and also the last keep-alive.  ConsumerGroupDescribe responses give a row per group they
     describe (``group_id`` set, ``described`` holding that group)."""
     from pyspark.sql import functions as F
 
@@ -331,22 +331,37 @@ def consumer_events(frames):
         (F.col("error_code") != 0) | F.col("topic_partitions").isNotNull())
     informs = F.coalesce(informs, F.lit(True))  # a null where a value was due: not a keep-alive
     kept = _event_columns(cgh.where(informs))
-    # The columns a keep-alive response can have; the rest of its row is null.
-    plain = ["seq", "ts", "request_seq", "request_ts", "member_id", "group_instance_id", "error_code",
-             "heartbeat_interval_ms"]
-    response = F.struct(*[F.unix_micros(c).alias(c) if c in ("ts", "request_ts") else F.col(c) for c in plain])
-    responses = F.when(~is_request, response)
-    folded = cgh.where(is_request | ~informs).groupBy("group_id", "member_id", "generation_id").agg(
+    # The columns a keep-alive response has of its own (its error code is 0); the rest of its row is null.
+    own = ["ts", "request_seq", "request_ts", "heartbeat_interval_ms"]
+    times = {c: F.unix_micros(c) if c in ("ts", "request_ts") else F.col(c) for c in own}
+    response_seq = F.when(~is_request, F.col("seq"))
+    # Two aggregations.  The first, over the bulk, keeps only numbers in its
+    # buffers (min_by / max_by of each column), which Spark aggregates in a
+    # hash map; the instance id, a string, is part of its key instead.  The
+    # second joins those few rows per (group, member, epoch).
+    first = cgh.where(is_request | ~informs).groupBy(
+        "group_id", "member_id", "generation_id", "group_instance_id").agg(
         F.min(F.when(is_request, F.col("seq"))).alias("first_request"),
-        F.min(responses).alias("first"), F.max(responses).alias("last")).where(F.col("first").isNotNull())
+        F.min(response_seq).alias("first_seq"), F.max(response_seq).alias("last_seq"),
+        *[F.min_by(times[c], response_seq).alias(f"first_{c}") for c in own],
+        *[F.max_by(times[c], response_seq).alias(f"last_{c}") for c in own])
+
+    def side(which):
+        fields = [F.col(f"{which}_seq").alias("seq")] + [F.col(f"{which}_{c}").alias(c) for c in own]
+        return F.when(F.col(f"{which}_seq").isNotNull(), F.struct(*fields, "group_instance_id"))
+
+    folded = first.groupBy("group_id", "member_id", "generation_id").agg(
+        F.min("first_request").alias("first_request"), F.min(side("first")).alias("first"),
+        F.max(side("last")).alias("last")).where(F.col("first").isNotNull())
     new_epoch = F.coalesce(F.col("first_request").isNull() | (F.col("first.request_seq") < F.col("first_request")),
                            F.lit(True))
-    fixed = {"group_id": F.col("group_id"), "generation_id": F.col("generation_id"),
-             "api_key": F.lit(CONSUMER_GROUP_HEARTBEAT).cast("short"), "direction": F.lit(RESPONSE).cast("byte")}
+    fixed = {"group_id": F.col("group_id"), "member_id": F.col("member_id"), "generation_id": F.col("generation_id"),
+             "api_key": F.lit(CONSUMER_GROUP_HEARTBEAT).cast("short"), "direction": F.lit(RESPONSE).cast("byte"),
+             "error_code": F.lit(0).cast("short")}
     schema = frames.schema
 
     def response_row(which, **given):
-        cols = {c: F.col(f"{which}.{c}") for c in plain}
+        cols = {c: F.col(f"{which}.{c}") for c in ["seq", "group_instance_id"] + own}
         cols.update(fixed)
         cols.update(given)
         return F.struct(*[cols.get(c, F.lit(None).cast(_event_type(schema, c))).alias(c) for c in EVENT_COLUMNS])
