@@ -203,3 +203,39 @@ def test_a_count_past_the_frame_is_a_decode_error_without_allocating(tmp_path, i
     assert errors[1::3] == [None] * 3
     for e in errors[0::3] + errors[2::3]:
         assert e.startswith("DecodeError") and "cannot fit" in e, e
+
+
+def test_the_classic_analysis_ignores_consumer_protocol_groups(tmp_path):
+    # The same classic groups with and without consumer-protocol groups beside them: every classic table is
+    # the same, from pandas events and from Arrow events (the Spark stage's path); the consumer groups give no
+    # classic timeline rows, errors or bad frames.
+    from kwire.pipeline._metadata import metadata_partition_counts
+    from kwire.pipeline._rebalances import rebalance_rows
+    from kwire.pipeline._timeline import timelines_of_arrow
+    from tests.analysis_frames import assignments_of, bad_frames_of, events_from_frames, rebalances_of, whatif_of
+    from tests.consumer_captures import add_consumer_groups
+    from tests.pipeline_captures import T0, scripted_capture
+
+    paths = {"classic": str(tmp_path / "classic.parquet"), "mixed": str(tmp_path / "mixed.parquet")}
+    scripted_capture(paths["classic"])
+    scripted_capture(paths["mixed"], extra=lambda out: add_consumer_groups(out, T0, groups=2))
+    events = {k: events_from_frames(decode_capture(p)) for k, p in paths.items()}
+    assert (events["mixed"]["api_key"] == HEARTBEAT).sum() > 20 and (events["mixed"]["api_key"] == DESCRIBE).sum() == 4
+    for table in (rebalances_of, assignments_of, whatif_of, bad_frames_of):
+        mixed, classic = table(events["mixed"]), table(events["classic"])
+        assert len(classic) > 0 or table is bad_frames_of
+        assert mixed.astype(str).equals(classic.astype(str)), table.__name__
+    mixed = events["mixed"]
+    assert ((mixed["api_key"] == HEARTBEAT) & (mixed["error_code"] > 0)).sum() == 2  # the refused late heartbeats
+    timelines = {}
+    for k, pdf in events.items():
+        t = pa.Table.from_pandas(pdf, preserve_index=False)
+        counts, _bad = metadata_partition_counts(t)
+        timelines[k] = {tl.group_id: tl for tl in timelines_of_arrow(t, counts=counts)}
+    consumer = [g for g in timelines["mixed"] if g.startswith("kip848")]
+    assert len(consumer) == 2 and len(timelines["mixed"]) == len(timelines["classic"]) + 2
+    for g, tl in timelines["classic"].items():
+        assert [repr(r) for r in rebalance_rows(timelines["mixed"][g])] == [repr(r) for r in rebalance_rows(tl)]
+    for g in consumer:
+        tl = timelines["mixed"][g]
+        assert not (tl.generations or tl.errors or tl.leaves or tl.last_heartbeat or tl.bad_frames), tl
