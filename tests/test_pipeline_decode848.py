@@ -101,7 +101,7 @@ def test_describe_and_metadata_rows(capture, impl):
     owned = sorted(p for m in described[-1]["described"][0]["members"] for tp in m["assigned"]
                    for p in tp["partitions"])
     assert owned == sorted(list(range(6)) + list(range(2)))
-    metadata = [r for r in rows if r["api_key"] == 3 and r["direction"] == 1]
+    metadata = [r for r in rows if r["api_key"] == ApiKey.METADATA and r["direction"] == 1]
     for r in metadata:
         # consumer_group_loop.topic_ids: the sorted names' 1-based index, big-endian in 16 bytes.
         assert r["topics"] == ["audit", "orders"]
