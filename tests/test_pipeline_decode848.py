@@ -102,6 +102,7 @@ def test_describe_and_metadata_rows(capture, impl):
                    for p in tp["partitions"])
     assert owned == sorted(list(range(6)) + list(range(2)))
     metadata = [r for r in rows if r["api_key"] == ApiKey.METADATA and r["direction"] == 1]
+    assert len(metadata) == 2 and all(r["api_version"] == 12 for r in metadata)
     for r in metadata:
         # consumer_group_loop.topic_ids: the sorted names' 1-based index, big-endian in 16 bytes.
         assert r["topics"] == ["audit", "orders"]
