@@ -13,6 +13,9 @@
    **events**: group frames only; heartbeat requests dropped and successful
    heartbeats folded into the last one per (group, member, generation) --
    the bulk of the traffic, reduced in the JVM before Python sees it.
+   ConsumerGroupHeartbeat keep-alives are folded alike per (group, member,
+   member epoch) (:func:`kwire.pipeline._spark_events.consumer_events`), and ConsumerGroupDescribe
+   responses give a row per group they describe.
 3. **timelines / what-if**: ``applyInArrow`` over buckets of groups (not
    one task per group) balanced by the groups' event counts, each bucket
    analysed by :mod:`kwire.pipeline._timeline`,
@@ -53,6 +56,7 @@ from kwire.pipeline._events import (ASSIGNMENT_SCHEMA, BAD_FRAME_SCHEMA, COUNT_S
                                     RESPONSE, WHATIF_SCHEMA)
 from kwire.pipeline._metadata import count_changes, metadata_partition_counts
 from kwire.pipeline._rebalances import timeline_tables
+from kwire.pipeline._spark_events import consumer_events
 from kwire.pipeline._timeline import timelines_of, timelines_of_arrow
 from kwire.pipeline._whatif_batch import timed_replay
 from kwire.pipeline._whatif_pack import pack_replayed, replayed_rows
@@ -293,8 +297,8 @@ def metadata_stage(frames, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None):
 def events_stage(frames):
     from pyspark.sql import functions as F
 
-    f = frames.where(F.col("group_id").isNotNull() & F.col("api_key").isin(*GROUP_API_KEYS)
-                     & F.col("decode_error").isNull())
+    frames = frames.where(F.col("decode_error").isNull())
+    f = frames.where(F.col("group_id").isNotNull() & F.col("api_key").isin(*GROUP_API_KEYS))
     is_hb = F.col("api_key") == HEARTBEAT
     hb_ok = is_hb & (F.col("direction") == RESPONSE) & (F.col("error_code") == 0)
     keep = f.where(~hb_ok & ~(is_hb & (F.col("direction") == REQUEST))).select(
@@ -308,7 +312,7 @@ def events_stage(frames):
               else F.lit(0).cast("short").alias(c) if c == "error_code"
               else F.lit(None).cast(keep.schema[c].dataType).alias(c))
         for c in EVENT_COLUMNS])
-    return keep.unionByName(hb)
+    return keep.unionByName(hb).unionByName(consumer_events(frames))
 
 
 def balanced_buckets(sizes, buckets):
