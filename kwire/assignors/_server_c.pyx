@@ -27,6 +27,37 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
+    dict _PyDict_NewPresized(Py_ssize_t minused)
+    Py_ssize_t PyDict_GET_SIZE(object)
+    Py_ssize_t PyList_GET_SIZE(object)
+    bint PyList_CheckExact(object)
+    void* Py_TYPE(PyObject*)
+
+
+cdef extern from *:
+    """
+    /* An exact int (not a subclass) in long long's range: its value, without
+       a call when CPython keeps it in one digit (every partition number below
+       2**30).  Anything else says no. */
+    static inline int kw_exact_int(PyObject* o, long long* v) {
+        int overflow;
+        if (!PyLong_CheckExact(o)) return 0;
+    #if PY_VERSION_HEX >= 0x030C0000
+        if (PyUnstable_Long_IsCompact((PyLongObject*)o)) {
+            *v = (long long)PyUnstable_Long_CompactValue((PyLongObject*)o);
+            return 1;
+        }
+    #else
+        Py_ssize_t size = Py_SIZE(o);
+        if (size == 0) { *v = 0; return 1; }
+        if (size == 1) { *v = (long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
+        if (size == -1) { *v = -(long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
+    #endif
+        *v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        return overflow == 0;
+    }
+    """
+    bint kw_exact_int(PyObject* o, long long* v) noexcept
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
 
@@ -531,40 +562,85 @@ cdef inline void _place(int32_t[::1] tp_members, int64_t[::1] cursor, int32_t t,
 
 
 def member_dicts(list member_ids, list topic_keys, present, const int64_t[::1] indptr,
-                 const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts):
+                 const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts,
+                 list current=None):
     """See the twin: the dicts and lists are made here, one C loop, no NumPy
-    slice per entry.  Each list holds ints only and each member's dict such
-    lists under topic keys, so neither can be part of a reference cycle: both
-    are left out of the cyclic collector (as CPython does by itself for tuples
-    and dicts of atomic values; a dict given a container later is tracked
-    again by CPython).  In a process with millions of live objects, the
-    collections that many new containers trigger cost several times the build
-    itself (CPython counts allocations, tracked or not, towards a full
-    collection), so the collector is also paused while they are made."""
+    slice per entry, and a member whose current assignment already equals its
+    target gets that dict back.  Each list made holds ints only and each
+    member's dict such lists under topic keys, so neither can be part of a
+    reference cycle: both are left out of the cyclic collector (as CPython
+    does by itself for tuples and dicts of atomic values; a dict given a
+    container later is tracked again by CPython).  In a process with millions
+    of live objects, the collections that many new containers trigger cost
+    several times the build itself (CPython counts allocations, tracked or
+    not, towards a full collection), so the collector is also paused while
+    they are made."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts)
+        return _member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts, current)
     finally:
         if enabled:
             gc.enable()
 
 
+cdef bint _same_target(object current, list topic_keys, int64_t e0, int64_t e1, const int32_t[::1] topics,
+                       const int64_t[::1] part_indptr, const int32_t[::1] parts) except -1:
+    """Whether ``current`` (a member's assignment as the caller gave it) is a
+    dict holding exactly entries e0..e1-1 of the target, in that order: each
+    key the metadata's key (or an equal one of its type), each value a list
+    of exactly those ints, ascending."""
+    if type(current) is not dict or PyDict_GET_SIZE(current) != e1 - e0:
+        return False
+    cdef Py_ssize_t pos = 0, j, n
+    cdef int64_t e = e0, a
+    cdef PyObject* key_p
+    cdef PyObject* value_p
+    cdef PyObject* want
+    cdef long long v
+    while PyDict_Next(current, &pos, &key_p, &value_p):
+        if e >= e1:
+            return False
+        want = PyList_GET_ITEM(topic_keys, topics[e])
+        if key_p != want and (Py_TYPE(key_p) != Py_TYPE(want) or not (<object>key_p == <object>want)):
+            return False
+        if not PyList_CheckExact(<object>value_p):
+            return False
+        a = part_indptr[e]
+        n = PyList_GET_SIZE(<object>value_p)
+        if n != part_indptr[e + 1] - a:
+            return False
+        for j in range(n):
+            if not kw_exact_int(PyList_GET_ITEM(<object>value_p, j), &v) or v != parts[a + j]:
+                return False
+        e += 1
+    return e == e1
+
+
 cdef dict _member_dicts(list member_ids, list topic_keys, present_a, const int64_t[::1] indptr,
-                       const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts):
+                       const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts,
+                       list current):
     cdef const uint8_t[::1] present = np.ascontiguousarray(present_a).view(np.uint8)
-    cdef Py_ssize_t m, e, j, a, b
-    cdef dict out = {}, entry
+    cdef Py_ssize_t m, e, j, a, b, m_count = len(member_ids)
+    if current is not None and len(current) != m_count:
+        raise ArgumentValueError(f"{len(current)} current assignments for {m_count} members")
+    cdef dict out = _PyDict_NewPresized(m_count), entry
     cdef list lst
-    cdef object value
+    cdef object value, cur
     # one int object per partition number, shared by every list (Python
     # caches only -5..256): no allocation per partition
     cdef int32_t p, top = max(np.asarray(parts).max(initial=0), 0)
     cdef list ints = list(range(min(top, 1 << 22) + 1))
     cdef Py_ssize_t n_ints = len(ints)
-    for m in range(len(member_ids)):
+    for m in range(m_count):
         if not present[m]:
             continue
+        if current is not None:
+            cur = <object>PyList_GET_ITEM(current, m)
+            if _same_target(cur, topic_keys, indptr[m], indptr[m + 1], topics, part_indptr, parts):
+                # unchanged (most members of an incremental run): the caller's own dict, as equal as a new one
+                out[member_ids[m]] = cur
+                continue
         entry = {}
         for e in range(indptr[m], indptr[m + 1]):
             a = part_indptr[e]
@@ -597,31 +673,44 @@ def first_repeat(const int64_t[::1] indptr, const int32_t[::1] values, Py_ssize_
 
 
 cdef class _IntBuf:
-    """A growable int32 column."""
+    """A growable int32 column; with ``slot`` >= 0 its storage is this
+    thread's work array of that slot (see ``_scratch``), kept for the next call."""
     cdef object arr
     cdef int32_t[::1] v
     cdef Py_ssize_t n
+    cdef int slot
 
-    def __cinit__(self, Py_ssize_t capacity):
-        self.arr = np.empty(max(capacity, 16), dtype=np.int32)
+    def __cinit__(self, Py_ssize_t capacity, int slot=-1):
+        self.slot = slot
+        if slot >= 0:
+            self.arr = _scratch(slot, capacity, np.int32)
+            self.arr = _POOL.arrays[slot]           # all of it: the largest group's size
+        else:
+            self.arr = np.empty(max(capacity, 16), dtype=np.int32)
         self.v = self.arr
         self.n = 0
 
+    cdef void _grow(self, Py_ssize_t extra):
+        self.arr = np.concatenate([self.arr[:self.n], np.empty(max(self.n, extra, 16), dtype=np.int32)])
+        self.v = self.arr
+        if self.slot >= 0:
+            _POOL.arrays[self.slot] = self.arr
+
     cdef inline void push(self, int32_t x):
         if self.n == self.v.shape[0]:
-            self.arr = np.concatenate([self.arr, np.empty(self.n, dtype=np.int32)])
-            self.v = self.arr
+            self._grow(1)
         self.v[self.n] = x
         self.n += 1
 
     cdef inline void reserve(self, Py_ssize_t extra):
         """Room for ``extra`` more values, so a run of them is written without a check each."""
         if self.n + extra > self.v.shape[0]:
-            self.arr = np.concatenate([self.arr, np.empty(max(self.n, extra), dtype=np.int32)])
-            self.v = self.arr
+            self._grow(extra)
 
     cdef object done(self):
-        return self.arr[:self.n].copy()
+        """The values: a view of the work array (valid until this thread's next
+        call) when it is one, a copy otherwise."""
+        return self.arr[:self.n] if self.slot >= 0 else self.arr[:self.n].copy()
 
 
 cdef inline int32_t _partition(object p) except? -1:
@@ -639,18 +728,23 @@ cdef inline int32_t _partition(object p) except? -1:
     return _partition(int(p))
 
 
-def member_columns(list member_ids, list members, member_class, topic_index, bint read_assignment=True):
+def member_columns(list member_ids, list members, member_class, topic_index, bint read_assignment=True,
+                   bint scratch=False):
     """See the twin: one C loop over the members, their assignment dicts and
-    partition lists; a subscription object is looked at once per distinct object."""
+    partition lists; a subscription object is looked at once per distinct
+    object.  With ``scratch`` the current assignment's columns are views of
+    this thread's work arrays (for a caller done with them before its next call)."""
     cdef Py_ssize_t m_count = len(members), m, j, n
     member_sub_a = np.empty(m_count, dtype=np.int32)
     cdef int32_t[::1] member_sub = member_sub_a
     cur_indptr_a = np.zeros(m_count + 1, dtype=np.int64)
     cdef int64_t[::1] cur_indptr = cur_indptr_a
-    cdef _IntBuf cur_topics = _IntBuf(m_count), cur_counts = _IntBuf(m_count), cur_parts = _IntBuf(8 * m_count)
+    cdef _IntBuf cur_topics = _IntBuf(m_count, 20 if scratch else -1)
+    cdef _IntBuf cur_counts = _IntBuf(m_count, 21 if scratch else -1)
+    cdef _IntBuf cur_parts = _IntBuf(8 * m_count, 22 if scratch else -1)
     cdef dict by_identity = {}, by_content = {}, index = topic_index.index, assignment
-    cdef list rows = [], unresolved = [], instance_ids = [], racks = [], seq
-    cdef object member, subs, unres, prev_subs = None, prev_unres = None, r, t, parts
+    cdef list rows = [], unresolved = [], assignments = PyList_New(m_count), seq
+    cdef object member, subs, unres, prev_subs = None, prev_unres = None, r, t, parts, given
     cdef int32_t row = -1
     cdef Py_ssize_t pos
     cdef PyObject* key_p
@@ -658,11 +752,13 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
     cdef PyObject* found
     cdef PyObject* item
     cdef long long v
-    cdef int overflow
     for m in range(m_count):
         # checked before any member, as the twin does: a C loop instead of one in Python
         if type(member_ids[m]) is not str:
             raise ArgumentTypeError(f"member ids are str, not {type(member_ids[m]).__name__}")
+    for m in range(m_count):
+        Py_INCREF(None)
+        PyList_SET_ITEM(assignments, m, None)
     for m in range(m_count):
         member = members[m]
         if type(member) is not member_class and not isinstance(member, member_class):
@@ -680,11 +776,11 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
             prev_subs = subs
             prev_unres = unres
         member_sub[m] = row
-        instance_ids.append(member.instance_id)
-        racks.append(member.rack)
+        given = member.assignment
+        assignments[m] = given
         if not read_assignment:
             continue
-        assignment = member.assignment if type(member.assignment) is dict else dict(member.assignment)
+        assignment = given if type(given) is dict else dict(given)
         pos = 0
         # PyDict_Next and borrowed lookups: no tuple per entry, no new reference per topic
         while PyDict_Next(assignment, &pos, &key_p, &value_p):
@@ -701,16 +797,14 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
                 item = PyList_GET_ITEM(seq, j)
                 # exact ints in Java's range (every partition of a coordinator's own target) need no
                 # Python call; anything else goes through the checks of _partition
-                if PyLong_CheckExact(<object>item):
-                    v = PyLong_AsLongLongAndOverflow(<object>item, &overflow)
-                    if overflow == 0 and -2147483648LL <= v <= 2147483647LL:
-                        cur_parts.v[cur_parts.n] = <int32_t>v
-                        cur_parts.n += 1
-                        continue
-                cur_parts.push(_partition(<object>item))
+                if kw_exact_int(item, &v) and -2147483648LL <= v <= 2147483647LL:
+                    cur_parts.v[cur_parts.n] = <int32_t>v
+                    cur_parts.n += 1
+                else:
+                    cur_parts.push(_partition(<object>item))
         cur_indptr[m + 1] = cur_topics.n
     counts = cur_counts.done()
     cur_part_indptr_a = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=cur_part_indptr_a[1:])
-    return (member_sub_a, rows, unresolved, instance_ids, racks, cur_indptr_a, cur_topics.done(), cur_part_indptr_a,
+    return (member_sub_a, rows, unresolved, assignments, cur_indptr_a, cur_topics.done(), cur_part_indptr_a,
             cur_parts.done())

@@ -263,6 +263,22 @@ def _int_column(values, name, dtype):
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
+def same_target(current, target: dict) -> bool:
+    """Whether a member's current assignment, as the caller gave it, can stand
+    for its new target ``target`` (the dict the member level would build):
+    a dict with the same entries in the same order, each key of the type of
+    the metadata's key, each value a list of exactly the target's ints.  The
+    compiled twin makes the same test in C (``_server_c._same_target``)."""
+    if type(current) is not dict or len(current) != len(target):
+        return False
+    for (key, value), (want_key, want) in zip(current.items(), target.items()):
+        if type(key) is not type(want_key) or key != want_key or type(value) is not list or len(value) != len(want):
+            return False
+        if any(type(p) is not int or p != q for p, q in zip(value, want)):
+            return False
+    return True
+
+
 def content_row(subs, unres, rows, unresolved, by_content):
     """The row of a subscription object not seen before: an equal one's
     (equal topic ids and unresolved names), or a new one appended to ``rows``

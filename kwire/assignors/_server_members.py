@@ -10,14 +10,16 @@ list object: the columns then hold it once (``_server.ServerGroupArrays``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, Hashable, List, Mapping, Optional, Sequence
+from operator import attrgetter
+from typing import Any, Dict, Hashable, List, Mapping, Optional
 
 import numpy as np
 
 from kwire.errors import ArgumentTypeError, ArgumentValueError
 
-from ._server import get_server_assignor, server_kernels
+from ._server import get_server_assignor, range_arrays, server_kernels, uniform_arrays
 from ._server_common import MemberLevelColumns, topic_id_bytes
 
 
@@ -93,15 +95,44 @@ class _Topics:
         return i
 
 
-def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, TopicMetadata],
-                 implementation: Optional[str] = None, read_assignment: bool = True):
-    """The columns of a group given member by member, and the topic index (for
-    the result's keys); without the current assignments when ``read_assignment`` is False."""
+class _MemberAttribute(Sequence):
+    """One attribute of every member (``instance_id``, ``rack``), read when an
+    assignor first asks for it: ``uniform`` reads neither, so a call pays
+    nothing for them."""
+
+    __slots__ = ("_members", "_name", "_values")
+
+    def __init__(self, members: list, name: str):
+        self._members = members
+        self._name = name
+        self._values: Optional[list] = None
+
+    def _read(self) -> list:
+        if self._values is None:
+            self._values = list(map(attrgetter(self._name), self._members))
+        return self._values
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __getitem__(self, i):
+        return self._read()[i]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __repr__(self) -> str:
+        return repr(self._read())
+
+
+def _columns(members: Mapping[str, ServerMember], topics: Mapping[Hashable, TopicMetadata],
+             implementation: Optional[str], read_assignment: bool, scratch: bool):
     tx = _Topics(topics)
     member_ids = list(members)      # the kernel checks they are str
+    values = list(members.values())
     k = server_kernels(implementation)
-    (member_sub, rows, unresolved, instance_ids, racks, cur_indptr, cur_topics, cur_part_indptr,
-     cur_parts) = k.member_columns(member_ids, list(members.values()), ServerMember, tx, read_assignment)
+    (member_sub, rows, unresolved, assignments, cur_indptr, cur_topics, cur_part_indptr,
+     cur_parts) = k.member_columns(member_ids, values, ServerMember, tx, read_assignment, scratch)
     sub_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     flat_subs: List[int] = []
     index = tx.index
@@ -118,9 +149,23 @@ def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, 
         topic_ids=np.frombuffer(b"".join(tx.raw), dtype=np.uint8).reshape(-1, 16),
         partitions=np.array(tx.counts, dtype=np.int32),
         cur_indptr=cur_indptr, cur_topics=cur_topics, cur_part_indptr=cur_part_indptr, cur_parts=cur_parts,
-        instance_ids=instance_ids, racks=racks, topic_names=tx.names, sub_unresolved=unresolved,
+        instance_ids=_MemberAttribute(values, "instance_id"), racks=_MemberAttribute(values, "rack"),
+        topic_names=tx.names, sub_unresolved=unresolved,
     )
+    return group, tx, assignments
+
+
+def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, TopicMetadata],
+                 implementation: Optional[str] = None, read_assignment: bool = True):
+    """The columns of a group given member by member, and the topic index (for
+    the result's keys); without the current assignments when ``read_assignment`` is False."""
+    group, tx, _ = _columns(members, topics, implementation, read_assignment, False)
     return group, tx
+
+
+#: kwire's own array forms, which keep nothing of their input after a call: the
+#: member level may hand them columns that live in work arrays.
+_OWN_ARRAY_FORMS = (uniform_arrays, range_arrays)
 
 
 def assign_server(assignor: Optional[str], members: Mapping[str, ServerMember],
@@ -131,10 +176,15 @@ def assign_server(assignor: Optional[str], members: Mapping[str, ServerMember],
 
     Returns ``{member_id: {topic_id: [partitions ascending]}}`` in the members'
     order, with topic ids as the metadata's keys.  Members Java leaves out are
-    left out, and empty lists Java keeps are kept.  Raises
-    :class:`kwire.AssignmentError` (with Java's message) where Kafka throws."""
+    left out, and empty lists Java keeps are kept.  A member whose current
+    ``assignment`` is a dict already equal to its new target in every detail
+    shown (same entries in the same order, keys of the metadata's type, lists
+    of ints ascending) gets that same dict object back, not a copy: most
+    members of an incremental run.  Raises :class:`kwire.AssignmentError`
+    (with Java's message) where Kafka throws."""
     entry = get_server_assignor(assignor)
-    group, tx = server_group(members, topics, implementation, entry.reads_assignment)
+    group, tx, assignments = _columns(members, topics, implementation, entry.reads_assignment,
+                                      entry.arrays in _OWN_ARRAY_FORMS)
     result = entry.arrays(group, implementation=implementation)
     return server_kernels(implementation).member_dicts(group.member_ids, tx.keys, result.present, result.indptr,
-                                                 result.topics, result.part_indptr, result.parts)
+                                                       result.topics, result.part_indptr, result.parts, assignments)

@@ -26,6 +26,7 @@ from ._server_common import (
     left_unassigned_error,
     partition_set_order,
     range_unknown_topic_error,
+    same_target,
     unknown_topic_error,
 )
 
@@ -387,16 +388,23 @@ def range_assign(order, homogeneous, member_sub, sub_indptr, sub_topics, partiti
     return _build(m_count, np.ones(m_count, dtype=bool), pm, pt, pp, [], [])
 
 
-def member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts):
+def member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts, current=None):
     """The member level's result from the CSR columns: ``{member: {topic key:
-    [partitions]}}`` for the present members, in index order."""
+    [partitions]}}`` for the present members, in index order.  ``current[m]``
+    (optional) is member m's assignment as the caller gave it: when it is
+    already a dict equal to the target in every detail the result shows (the
+    same entries in the same order, keys of the metadata's type, lists of
+    ints ascending), that dict is the member's result rather than a copy."""
+    if current is not None and len(current) != len(member_ids):
+        raise ArgumentValueError(f"{len(current)} current assignments for {len(member_ids)} members")
     out = {}
     for m, mid in enumerate(member_ids):
         if not present[m]:
             continue
-        entry = out[mid] = {}
+        entry = {}
         for e in range(int(indptr[m]), int(indptr[m + 1])):
             entry[topic_keys[topics[e]]] = parts[part_indptr[e]:part_indptr[e + 1]].tolist()
+        out[mid] = current[m] if current is not None and same_target(current[m], entry) else entry
     return out
 
 
@@ -410,20 +418,22 @@ def first_repeat(indptr, values, domain):
     return -1
 
 
-def member_columns(member_ids, members, member_class, topic_index, read_assignment=True):
+def member_columns(member_ids, members, member_class, topic_index, read_assignment=True, scratch=False):
     """The per-member columns of a group given member by member (see
     ``_server_members.server_group``): ``(member_sub, rows, unresolved,
-    instance_ids, racks, cur_indptr, cur_topics, cur_part_indptr, cur_parts)``.
+    assignments, cur_indptr, cur_topics, cur_part_indptr, cur_parts)``.
 
     ``rows`` are the distinct subscription sequences (a list object shared by
     members is read once; equal lists are merged too) and ``unresolved`` their
-    unresolved names; ``topic_index(key)`` numbers a topic id of any form.
-    ``read_assignment`` False leaves the current assignments out (for an
-    assignor that never reads them)."""
+    unresolved names; ``assignments`` the members' assignment objects as given;
+    ``topic_index(key)`` numbers a topic id of any form.  ``read_assignment``
+    False leaves the current assignments out (for an assignor that never reads
+    them).  ``scratch`` lets the compiled twin return views of work arrays; here
+    the columns are always new."""
     m_count = len(member_ids)
     member_sub = np.empty(m_count, dtype=np.int32)
     by_identity, by_content = {}, {}
-    rows, unresolved, instance_ids, racks = [], [], [], []
+    rows, unresolved, assignments = [], [], []
     cur_topics, cur_counts, cur_flat = [], [], []
     cur_indptr = np.zeros(m_count + 1, dtype=np.int64)
     for mid in member_ids:
@@ -440,8 +450,7 @@ def member_columns(member_ids, members, member_class, topic_index, read_assignme
             r = content_row(subs, unres, rows, unresolved, by_content)
             by_identity[key] = r
         member_sub[m] = r
-        instance_ids.append(member.instance_id)
-        racks.append(member.rack)
+        assignments.append(member.assignment)
         for tid, parts in (member.assignment.items() if read_assignment else ()):
             cur_topics.append(topic_index(tid))
             parts = list(parts)
@@ -455,5 +464,5 @@ def member_columns(member_ids, members, member_class, topic_index, read_assignme
         cur_indptr[m + 1] = len(cur_topics)
     cur_part_indptr = np.zeros(len(cur_counts) + 1, dtype=np.int64)
     np.cumsum(cur_counts, out=cur_part_indptr[1:])
-    return (member_sub, rows, unresolved, instance_ids, racks, cur_indptr, np.array(cur_topics, dtype=np.int32),
+    return (member_sub, rows, unresolved, assignments, cur_indptr, np.array(cur_topics, dtype=np.int32),
             cur_part_indptr, np.array(cur_flat, dtype=np.int64).astype(np.int32))
