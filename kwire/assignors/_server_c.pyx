@@ -27,7 +27,6 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
-    dict _PyDict_NewPresized(Py_ssize_t minused)
     Py_ssize_t PyDict_GET_SIZE(object)
     Py_ssize_t PyList_GET_SIZE(object)
     bint PyList_CheckExact(object)
@@ -187,30 +186,32 @@ cdef tuple _nobody(Py_ssize_t m_count):
             np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
 
 
-cdef tuple _assemble(Py_ssize_t m_count, const int32_t[::1] pm, const int64_t[::1] pkey, Py_ssize_t n):
+cdef tuple _assemble(Py_ssize_t m_count, const int32_t[::1] pm, const int64_t[::1] pkey, Py_ssize_t n,
+                     bint scratch):
     """CSR per member (topics ascending, partitions ascending) from n (member,
     key) pairs in any order; a pair seen twice counts once, and an empty-entry
     marker only makes an entry where the topic has no partition."""
     cdef Py_ssize_t i, m
-    indptr_a = np.zeros(m_count + 1, dtype=np.int64)
-    cdef int64_t[::1] indptr = indptr_a
+    cdef int64_t[::1] indptr = _scratch(19, m_count + 1, np.int64)
+    indptr[:] = 0
     for i in range(n):
         indptr[pm[i] + 1] += 1
     for m in range(m_count):
         indptr[m + 1] += indptr[m]
-    grouped_a = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] grouped = grouped_a
-    cursor_a = indptr_a[:m_count].copy()
-    cdef int64_t[::1] cursor = cursor_a
+    cdef int64_t[::1] grouped = _scratch(9, n, np.int64)
+    cdef int64_t[::1] cursor = _scratch(18, m_count, np.int64)
+    cursor[:] = indptr[:m_count]
     for i in range(n):
         grouped[cursor[pm[i]]] = pkey[i]
         cursor[pm[i]] += 1
-    return _emit(m_count, grouped, indptr)
+    return _emit(m_count, grouped, indptr, scratch)
 
 
-cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] indptr):
+cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] indptr, bint scratch):
     """The CSR result from keys already grouped by member (``indptr``): each
-    member's keys sorted, repeats dropped, entries made."""
+    member's keys sorted, repeats dropped, entries made.  With ``scratch`` the
+    result is in this thread's work arrays, for a caller (the member level)
+    done with it before its next call: no fresh pages per call."""
     cdef Py_ssize_t m, a, b, j, entries = 0, reals = 0
     cdef int64_t k, prev
     cdef int64_t[::1] ecount = _scratch(10, m_count, np.int64)
@@ -231,10 +232,21 @@ cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] in
             if k & 1:
                 reals += 1
             prev = k
-    out_indptr_a = np.zeros(m_count + 1, dtype=np.int64)
-    topics_a = np.empty(entries, dtype=np.int32)
-    part_indptr_a = np.zeros(entries + 1, dtype=np.int64)
-    parts_a = np.empty(reals, dtype=np.int32)
+    if scratch:
+        present_a = _scratch(13, m_count, np.bool_)
+        out_indptr_a = _scratch(14, m_count + 1, np.int64)
+        topics_a = _scratch(15, entries, np.int32)
+        part_indptr_a = _scratch(16, entries + 1, np.int64)
+        parts_a = _scratch(17, reals, np.int32)
+        present_a[:] = True
+        out_indptr_a[0] = 0
+        part_indptr_a[0] = 0
+    else:
+        present_a = np.ones(m_count, dtype=bool)
+        out_indptr_a = np.zeros(m_count + 1, dtype=np.int64)
+        topics_a = np.empty(entries, dtype=np.int32)
+        part_indptr_a = np.zeros(entries + 1, dtype=np.int64)
+        parts_a = np.empty(reals, dtype=np.int32)
     cdef int64_t[::1] out_indptr = out_indptr_a
     cdef int32_t[::1] topics = topics_a
     cdef int64_t[::1] part_indptr = part_indptr_a
@@ -256,7 +268,7 @@ cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] in
                 r += 1
                 part_indptr[e] += 1
             prev = k
-    return np.ones(m_count, dtype=bool), out_indptr_a, topics_a, part_indptr_a, parts_a
+    return present_a, out_indptr_a, topics_a, part_indptr_a, parts_a
 
 
 cdef class _Pairs:
@@ -267,9 +279,11 @@ cdef class _Pairs:
     cdef Py_ssize_t n
 
     def __cinit__(self, Py_ssize_t capacity):
-        capacity = max(capacity, 16)
-        self.pm_a = np.empty(capacity, dtype=np.int32)
-        self.key_a = np.empty(capacity, dtype=np.int64)
+        # this thread's work arrays (one _Pairs per kernel call): no fresh pages per call
+        _scratch(11, capacity, np.int32)
+        _scratch(12, capacity, np.int64)
+        self.pm_a = _POOL.arrays[11]
+        self.key_a = _POOL.arrays[12]
         self.pm = self.pm_a
         self.key = self.key_a
         self.n = 0
@@ -282,6 +296,8 @@ cdef class _Pairs:
         self.key_a = np.concatenate([self.key_a[:self.n], np.empty(cap - self.n, dtype=np.int64)])
         self.pm = self.pm_a
         self.key = self.key_a
+        _POOL.arrays[11] = self.pm_a
+        _POOL.arrays[12] = self.key_a
 
     cdef inline void push(self, int32_t m, int64_t key) noexcept:
         if self.n == self.pm.shape[0]:
@@ -290,8 +306,8 @@ cdef class _Pairs:
         self.key[self.n] = key
         self.n += 1
 
-    cdef tuple assemble(self, Py_ssize_t m_count):
-        return _assemble(m_count, self.pm, self.key, self.n)
+    cdef tuple assemble(self, Py_ssize_t m_count, bint scratch):
+        return _assemble(m_count, self.pm, self.key, self.n, scratch)
 
 
 cdef list _set_order(const int32_t[::1] cur_parts, int64_t a, int64_t b, int64_t n):
@@ -355,7 +371,7 @@ def _topic_spreads(topic_ids):
 
 def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed, topic_ids,
                         const int32_t[::1] partitions, const int64_t[::1] cur_indptr, const int32_t[::1] cur_topics,
-                        const int64_t[::1] cur_part_indptr, const int32_t[::1] cur_parts):
+                        const int64_t[::1] cur_part_indptr, const int32_t[::1] cur_parts, bint scratch=False):
     """See the twin."""
     cdef Py_ssize_t m_count = order.shape[0], k_count = subscribed.shape[0], t_count = partitions.shape[0]
     if k_count == 0 or m_count == 0:
@@ -474,8 +490,8 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
         start += seg[3, m]
     if start < nua:
         raise common.left_unassigned_error()
-    indptr_a = np.zeros(m_count + 1, dtype=np.int64)
-    cdef int64_t[::1] indptr = indptr_a
+    cdef int64_t[::1] indptr = _scratch(19, m_count + 1, np.int64)
+    indptr[0] = 0
     for m in range(m_count):
         indptr[m + 1] = indptr[m] + seg[1, m] + seg[3, m]
     cdef int64_t[::1] grouped = _scratch(9, indptr[m_count], np.int64)
@@ -488,7 +504,7 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
         for j in range(seg[2, m], seg[2, m] + seg[3, m]):
             grouped[w] = _key(ua_t[j], ua_p[j], 1)
             w += 1
-    return _emit(m_count, grouped, indptr)
+    return _emit(m_count, grouped, indptr, scratch)
 
 
 # -- UniformHeterogeneousAssignmentBuilder -------------------------------------
@@ -499,7 +515,8 @@ include "_server_hetero.pxi"
 # -- the server RangeAssignor ---------------------------------------------------
 
 def range_assign(const int32_t[::1] order, bint homogeneous, const int32_t[::1] member_sub,
-                 const int64_t[::1] sub_indptr, const int32_t[::1] sub_topics, const int32_t[::1] partitions):
+                 const int64_t[::1] sub_indptr, const int32_t[::1] sub_topics, const int32_t[::1] partitions,
+                 bint scratch=False):
     """See the twin."""
     cdef Py_ssize_t m_count = order.shape[0], t_count = partitions.shape[0], i, k
     if m_count == 0:
@@ -553,7 +570,7 @@ def range_assign(const int32_t[::1] order, bint homogeneous, const int32_t[::1] 
             cnt = q + (1 if i < extra else 0)
             for j in range(start, start + cnt):
                 pairs.push(m, _key(t, j, 1))
-    return pairs.assemble(m_count)
+    return pairs.assemble(m_count, scratch)
 
 
 cdef inline void _place(int32_t[::1] tp_members, int64_t[::1] cursor, int32_t t, int32_t m) noexcept:
@@ -624,7 +641,7 @@ cdef dict _member_dicts(list member_ids, list topic_keys, present_a, const int64
     cdef Py_ssize_t m, e, j, a, b, m_count = len(member_ids)
     if current is not None and len(current) != m_count:
         raise ArgumentValueError(f"{len(current)} current assignments for {m_count} members")
-    cdef dict out = _PyDict_NewPresized(m_count), entry
+    cdef dict out = {}, entry
     cdef list lst
     cdef object value, cur
     # one int object per partition number, shared by every list (Python

@@ -72,6 +72,10 @@ class MemberLevelColumns(ServerGroupArrays):
     well formed by construction, so :func:`check_columns` checks only what
     the caller's data decides (a topic listed twice)."""
 
+    #: True when the member level reads the result before its next call and
+    #: keeps nothing of it: the compiled kernels may then write it into work arrays.
+    scratch = False
+
 
 @dataclass
 class ServerAssignment:

@@ -152,6 +152,7 @@ def _columns(members: Mapping[str, ServerMember], topics: Mapping[Hashable, Topi
         instance_ids=_MemberAttribute(values, "instance_id"), racks=_MemberAttribute(values, "rack"),
         topic_names=tx.names, sub_unresolved=unresolved,
     )
+    group.scratch = scratch
     return group, tx, assignments
 
 

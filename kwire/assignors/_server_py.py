@@ -7,7 +7,9 @@ same topic names and with ``UniformHeterogeneousAssignmentBuilder`` otherwise)
 or its server-side ``RangeAssignor``.  The kernels take the group in columns
 (``_server_common.ServerGroupArrays``, checked) plus the Java orders the
 caller derived (the member map's order, the homogeneous builder's topic set)
-and return ``(present, indptr, topics, part_indptr, parts)``.
+and return ``(present, indptr, topics, part_indptr, parts)``.  Their
+``scratch`` flag lets the compiled twin put that result in work arrays the
+next call reuses; here every result is new.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def _nobody(m_count):
 # -- UniformHomogeneousAssignmentBuilder ---------------------------------------
 
 def uniform_homogeneous(order, subscribed, topic_ids, partitions, cur_indptr, cur_topics, cur_part_indptr,
-                        cur_parts):
+                        cur_parts, scratch=False):
     """``UniformHomogeneousAssignmentBuilder.build``.  ``order``: the member
     map's order; ``subscribed``: the first member's topics in the order of
     ``new HashSet<>(them)``, every one known (the caller checked)."""
@@ -224,7 +226,7 @@ def _topic_sort_key(t, partitions, subs, topic_ids):
 
 
 def uniform_heterogeneous(order, member_sub, sub_indptr, sub_topics, topic_ids, partitions, cur_indptr, cur_topics,
-                          cur_part_indptr, cur_parts):
+                          cur_part_indptr, cur_parts, scratch=False):
     """``UniformHeterogeneousAssignmentBuilder.build`` (members numbered by
     their position in ``order``, the member map's order)."""
     m_count = len(order)
@@ -353,7 +355,7 @@ def _balance_topic(t, own, members, balancer, move):
 
 # -- the server RangeAssignor ---------------------------------------------------
 
-def range_assign(order, homogeneous, member_sub, sub_indptr, sub_topics, partitions):
+def range_assign(order, homogeneous, member_sub, sub_indptr, sub_topics, partitions, scratch=False):
     """The server ``RangeAssignor.assign``: ``order`` is the members sorted
     static-first (instance id, then member id, in ``String.compareTo`` order).
     Per topic the first ``n % k`` of its ``k`` subscribers get one extra
