@@ -53,9 +53,10 @@ class _Topics:
 
     def __init__(self, topics: Mapping[Hashable, TopicMetadata]):
         self.keys: List[Any] = list(topics)
-        self.index: Dict[Any, int] = {key: i for i, key in enumerate(self.keys)}
+        self.index: Dict[Any, int] = dict(zip(self.keys, range(len(self.keys))))
         metas = list(topics.values())
-        if all(type(k) is bytes and len(k) == 16 for k in self.keys):
+        # map() over C callables: a coordinator's metadata holds thousands of topics
+        if set(map(type, self.keys)) <= {bytes} and set(map(len, self.keys)) <= {16}:
             self.raw: List[bytes] = list(self.keys)      # the codec's form: nothing to convert
             by_raw = dict(self.index)
         else:
@@ -65,8 +66,8 @@ class _Topics:
             seen = set()
             dup = next(k for k, raw in zip(self.keys, self.raw) if raw in seen or seen.add(raw))
             raise ArgumentValueError(f"topic id {dup!r} is in the metadata twice")
-        counts = [meta.partitions for meta in metas]
-        if not all(type(n) is int for n in counts):
+        counts = list(map(attrgetter("partitions"), metas))
+        if not set(map(type, counts)) <= {int}:
             for key, n in zip(self.keys, counts):
                 if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
                     raise ArgumentTypeError(f"the partition count of topic {key!r} is an int, not {type(n).__name__}")
@@ -76,7 +77,7 @@ class _Topics:
             raise ArgumentValueError(f"topic {key!r} has an impossible partition count {n}")
         self.by_raw = by_raw
         self.counts = counts
-        self.names = [meta.name for meta in metas]
+        self.names = list(map(attrgetter("name"), metas))
 
     def __call__(self, key) -> int:
         i = self.index.get(key)
