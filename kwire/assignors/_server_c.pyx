@@ -787,7 +787,12 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
             key = (id(subs), id(unres))
             r = by_identity.get(key)
             if r is None:
-                r = common.content_row(subs, unres, rows, unresolved, by_content)
+                if (row >= 0 and type(subs) is list and type(prev_subs) is list and unres is prev_unres
+                        and len(subs) == len(prev_subs)
+                        and subs == prev_subs):
+                    r = row         # a copy of the previous member's list: its row, without a lookup by content
+                else:
+                    r = common.content_row(subs, unres, rows, unresolved, by_content)
                 by_identity[key] = r
             row = r
             prev_subs = subs
