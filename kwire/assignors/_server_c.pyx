@@ -12,8 +12,11 @@ bins crowd (Java's tree bins), call the Python rules in ``_javaorder`` and
 ``_server_common``.
 """
 
+cimport cython
+
 import gc
 import threading
+from types import MemberDescriptorType as _MemberDescriptor
 
 import numpy as np
 
@@ -31,6 +34,37 @@ cdef extern from "Python.h":
     Py_ssize_t PyList_GET_SIZE(object)
     bint PyList_CheckExact(object)
     void* Py_TYPE(PyObject*)
+
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        int type
+        Py_ssize_t offset
+    int T_OBJECT_EX
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+
+
+cdef Py_ssize_t _slot_offset(type cls, str name) except -2:
+    """Where ``cls`` (a class with ``__slots__``) keeps attribute ``name`` in
+    its instances, or -1 when it is not a plain object slot of ``cls`` itself."""
+    desc = cls.__dict__.get(name)
+    if type(desc) is not _MemberDescriptor:
+        return -1
+    cdef PyMemberDef* member = (<PyMemberDescrObject*>desc).d_member
+    return member.offset if member.type == T_OBJECT_EX else -1
+
+
+cdef inline object _slot(object obj, Py_ssize_t offset, str name):
+    """Attribute ``name`` of an instance of exactly the class ``offset`` came
+    from, read from its slot; an unset slot raises AttributeError as getattr does."""
+    cdef PyObject* value = (<PyObject**>((<char*><PyObject*>obj) + offset))[0]
+    if value is NULL:
+        return getattr(obj, name)
+    return <object>value
 
 
 cdef extern from *:
@@ -271,6 +305,7 @@ cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] in
     return present_a, out_indptr_a, topics_a, part_indptr_a, parts_a
 
 
+@cython.final
 cdef class _Pairs:
     """A growable (member, key) buffer."""
     cdef object pm_a, key_a
@@ -689,6 +724,7 @@ def first_repeat(const int64_t[::1] indptr, const int32_t[::1] values, Py_ssize_
     return -1
 
 
+@cython.final
 cdef class _IntBuf:
     """A growable int32 column; with ``slot`` >= 0 its storage is this
     thread's work array of that slot (see ``_scratch``), kept for the next call."""
@@ -776,12 +812,23 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
     for m in range(m_count):
         Py_INCREF(None)
         PyList_SET_ITEM(assignments, m, None)
+    # the three fields read per member, straight from their slots on instances of the class itself
+    cdef Py_ssize_t at_subs = _slot_offset(member_class, "subscribed_topic_ids")
+    cdef Py_ssize_t at_unres = _slot_offset(member_class, "unresolved_topic_names")
+    cdef Py_ssize_t at_assignment = _slot_offset(member_class, "assignment")
+    cdef bint slotted = at_subs >= 0 and at_unres >= 0 and at_assignment >= 0
     for m in range(m_count):
         member = members[m]
-        if type(member) is not member_class and not isinstance(member, member_class):
+        if slotted and type(member) is member_class:
+            subs = _slot(member, at_subs, "subscribed_topic_ids")
+            unres = _slot(member, at_unres, "unresolved_topic_names")
+            given = _slot(member, at_assignment, "assignment")
+        elif isinstance(member, member_class):
+            subs = member.subscribed_topic_ids
+            unres = member.unresolved_topic_names
+            given = member.assignment
+        else:
             raise ArgumentTypeError(f"member {member_ids[m]!r} is a {type(member).__name__}, not a ServerMember")
-        subs = member.subscribed_topic_ids
-        unres = member.unresolved_topic_names
         if subs is not prev_subs or unres is not prev_unres:
             # members that subscribe alike mostly share one object: only a change of object costs a lookup
             key = (id(subs), id(unres))
@@ -798,7 +845,6 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
             prev_subs = subs
             prev_unres = unres
         member_sub[m] = row
-        given = member.assignment
         assignments[m] = given
         if not read_assignment:
             continue

@@ -3,6 +3,7 @@
 # _server_py.uniform_heterogeneous, the pure twin, line for line.
 
 
+@cython.final
 cdef class _Het:
     """The builder's state: partition owners per topic (flat, ``base[t] + p``),
     loads per member, the balancer's two ranges, and the rare records only

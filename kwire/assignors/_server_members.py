@@ -33,9 +33,11 @@ class TopicMetadata:
     partition_racks: Optional[Sequence[Sequence[str]]] = None
 
 
-@dataclass
+@dataclass(slots=True)
 class ServerMember:
-    """A member as a server-side assignor sees it."""
+    """A member as a server-side assignor sees it.  Its fields are slots: the
+    compiled member level reads a group's thousands of members through them
+    without a lookup per attribute."""
 
     #: the topic ids the member subscribes to that the metadata resolves, in its Set's order
     subscribed_topic_ids: Sequence[Hashable] = ()
