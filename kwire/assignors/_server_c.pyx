@@ -93,6 +93,7 @@ cdef extern from *:
     bint kw_exact_int(PyObject* o, long long* v) noexcept
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
+from libc.string cimport memcmp
 
 from ._javaorder import hashset_capacity_from, string_hashmap_iteration, uuid_hashes
 from ._rangerr_c import string_hashes
@@ -615,7 +616,7 @@ cdef inline void _place(int32_t[::1] tp_members, int64_t[::1] cursor, int32_t t,
 
 def member_dicts(list member_ids, list topic_keys, present, const int64_t[::1] indptr,
                  const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts,
-                 list current=None):
+                 list current=None, tuple read=None):
     """See the twin: the dicts and lists are made here, one C loop, no NumPy
     slice per entry, and a member whose current assignment already equals its
     target gets that dict back.  Each list made holds ints only and each
@@ -630,7 +631,7 @@ def member_dicts(list member_ids, list topic_keys, present, const int64_t[::1] i
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts, current)
+        return _member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts, current, read)
     finally:
         if enabled:
             gc.enable()
@@ -669,9 +670,31 @@ cdef bint _same_target(object current, list topic_keys, int64_t e0, int64_t e1, 
     return e == e1
 
 
+cdef bint _same_columns(Py_ssize_t m, const int64_t[::1] indptr, const int32_t[::1] topics,
+                       const int64_t[::1] part_indptr, const int32_t[::1] parts, const int64_t[::1] cur_indptr,
+                       const int32_t[::1] cur_topics, const int64_t[::1] cur_part_indptr,
+                       const int32_t[::1] cur_parts) noexcept:
+    """Whether member m's target equals its current assignment as read: the
+    same topics in the same order, each with the same partitions in the same order."""
+    cdef int64_t e, c, a, ca, n
+    if indptr[m + 1] - indptr[m] != cur_indptr[m + 1] - cur_indptr[m]:
+        return False
+    c = cur_indptr[m]
+    for e in range(indptr[m], indptr[m + 1]):
+        if topics[e] != cur_topics[c]:
+            return False
+        a = part_indptr[e]
+        ca = cur_part_indptr[c]
+        n = part_indptr[e + 1] - a
+        if n != cur_part_indptr[c + 1] - ca or (n and memcmp(&parts[a], &cur_parts[ca], n * sizeof(int32_t))):
+            return False
+        c += 1
+    return True
+
+
 cdef dict _member_dicts(list member_ids, list topic_keys, present_a, const int64_t[::1] indptr,
                        const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts,
-                       list current):
+                       list current, tuple read):
     cdef const uint8_t[::1] present = np.ascontiguousarray(present_a).view(np.uint8)
     cdef Py_ssize_t m, e, j, a, b, m_count = len(member_ids)
     if current is not None and len(current) != m_count:
@@ -684,12 +707,23 @@ cdef dict _member_dicts(list member_ids, list topic_keys, present_a, const int64
     cdef int32_t p, top = max(np.asarray(parts).max(initial=0), 0)
     cdef list ints = list(range(min(top, 1 << 22) + 1))
     cdef Py_ssize_t n_ints = len(ints)
+    cdef const uint8_t[::1] canon
+    cdef const int64_t[::1] cur_indptr
+    cdef const int32_t[::1] cur_topics
+    cdef const int64_t[::1] cur_part_indptr
+    cdef const int32_t[::1] cur_parts
+    cdef bint by_columns = current is not None and read is not None and read[0] is not None
+    if by_columns:
+        canon, cur_indptr, cur_topics, cur_part_indptr, cur_parts = read
     for m in range(m_count):
         if not present[m]:
             continue
         if current is not None:
             cur = <object>PyList_GET_ITEM(current, m)
-            if _same_target(cur, topic_keys, indptr[m], indptr[m + 1], topics, part_indptr, parts):
+            if (_same_columns(m, indptr, topics, part_indptr, parts, cur_indptr, cur_topics, cur_part_indptr,
+                              cur_parts) if by_columns and canon[m] else
+                    not by_columns and _same_target(cur, topic_keys, indptr[m], indptr[m + 1], topics, part_indptr,
+                                                    parts)):
                 # unchanged (most members of an incremental run): the caller's own dict, as equal as a new one
                 out[member_ids[m]] = cur
                 continue
@@ -786,7 +820,12 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
     """See the twin: one C loop over the members, their assignment dicts and
     partition lists; a subscription object is looked at once per distinct
     object.  With ``scratch`` the current assignment's columns are views of
-    this thread's work arrays (for a caller done with them before its next call)."""
+    this thread's work arrays (for a caller done with them before its next call).
+
+    ``canon[m]`` (None when the assignments are not read) is 1 when member m's
+    assignment is in the form of the result: a dict whose keys are of their
+    metadata key's type, whose values are lists of ints.  ``member_dicts`` then
+    compares its columns with the target's instead of reading the objects again."""
     cdef Py_ssize_t m_count = len(members), m, j, n
     member_sub_a = np.empty(m_count, dtype=np.int32)
     cdef int32_t[::1] member_sub = member_sub_a
@@ -796,7 +835,12 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
     cdef _IntBuf cur_counts = _IntBuf(m_count, 21 if scratch else -1)
     cdef _IntBuf cur_parts = _IntBuf(8 * m_count, 22 if scratch else -1)
     cdef dict by_identity = {}, by_content = {}, index = topic_index.index, assignment
-    cdef list rows = [], unresolved = [], assignments = PyList_New(m_count), seq
+    cdef list rows = [], unresolved = [], assignments = PyList_New(m_count), seq, keys = topic_index.keys
+    canon_a = np.zeros(m_count, dtype=np.uint8) if read_assignment else None
+    cdef uint8_t[::1] canon = canon_a if read_assignment else np.zeros(1, dtype=np.uint8)
+    cdef bint in_form
+    cdef int32_t ti
+    cdef PyObject* want
     cdef object member, subs, unres, prev_subs = None, prev_unres = None, r, t, parts, given
     cdef int32_t row = -1
     cdef Py_ssize_t pos
@@ -848,15 +892,25 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
         assignments[m] = given
         if not read_assignment:
             continue
-        assignment = given if type(given) is dict else dict(given)
+        in_form = type(given) is dict
+        assignment = given if in_form else dict(given)
         pos = 0
         # PyDict_Next and borrowed lookups: no tuple per entry, no new reference per topic
         while PyDict_Next(assignment, &pos, &key_p, &value_p):
             found = PyDict_GetItem(index, <object>key_p)
-            cur_topics.push(topic_index(<object>key_p) if found is NULL else <int32_t>(<object>found))
+            if found is NULL:
+                ti = topic_index(<object>key_p)
+                in_form = False
+            else:
+                ti = <int32_t>(<object>found)
+                want = PyList_GET_ITEM(keys, ti)
+                if key_p != want and Py_TYPE(key_p) != Py_TYPE(want):
+                    in_form = False
+            cur_topics.push(ti)
             parts = <object>value_p
             if type(parts) is not list:
                 parts = list(parts)
+                in_form = False
             seq = parts
             n = len(seq)
             cur_counts.push(<int32_t>n)
@@ -870,9 +924,11 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
                     cur_parts.n += 1
                 else:
                     cur_parts.push(_partition(<object>item))
+                    in_form = False
         cur_indptr[m + 1] = cur_topics.n
+        canon[m] = in_form
     counts = cur_counts.done()
     cur_part_indptr_a = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=cur_part_indptr_a[1:])
-    return (member_sub_a, rows, unresolved, assignments, cur_indptr_a, cur_topics.done(), cur_part_indptr_a,
+    return (member_sub_a, rows, unresolved, assignments, canon_a, cur_indptr_a, cur_topics.done(), cur_part_indptr_a,
             cur_parts.done())

@@ -134,7 +134,7 @@ def _columns(members: Mapping[str, ServerMember], topics: Mapping[Hashable, Topi
     member_ids = list(members)      # the kernel checks they are str
     values = list(members.values())
     k = server_kernels(implementation)
-    (member_sub, rows, unresolved, assignments, cur_indptr, cur_topics, cur_part_indptr,
+    (member_sub, rows, unresolved, assignments, canon, cur_indptr, cur_topics, cur_part_indptr,
      cur_parts) = k.member_columns(member_ids, values, ServerMember, tx, read_assignment, scratch)
     sub_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     flat_subs: List[int] = []
@@ -156,7 +156,7 @@ def _columns(members: Mapping[str, ServerMember], topics: Mapping[Hashable, Topi
         topic_names=tx.names, sub_unresolved=unresolved,
     )
     group.scratch = scratch
-    return group, tx, assignments
+    return group, tx, (assignments, (canon, cur_indptr, cur_topics, cur_part_indptr, cur_parts))
 
 
 def server_group(members: Mapping[str, ServerMember], topics: Mapping[Hashable, TopicMetadata],
@@ -187,8 +187,9 @@ def assign_server(assignor: Optional[str], members: Mapping[str, ServerMember],
     members of an incremental run.  Raises :class:`kwire.AssignmentError`
     (with Java's message) where Kafka throws."""
     entry = get_server_assignor(assignor)
-    group, tx, assignments = _columns(members, topics, implementation, entry.reads_assignment,
-                                      entry.arrays in _OWN_ARRAY_FORMS)
+    group, tx, (assignments, read) = _columns(members, topics, implementation, entry.reads_assignment,
+                                              entry.arrays in _OWN_ARRAY_FORMS)
     result = entry.arrays(group, implementation=implementation)
     return server_kernels(implementation).member_dicts(group.member_ids, tx.keys, result.present, result.indptr,
-                                                       result.topics, result.part_indptr, result.parts, assignments)
+                                                       result.topics, result.part_indptr, result.parts, assignments,
+                                                       read)

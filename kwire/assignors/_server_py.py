@@ -390,13 +390,16 @@ def range_assign(order, homogeneous, member_sub, sub_indptr, sub_topics, partiti
     return _build(m_count, np.ones(m_count, dtype=bool), pm, pt, pp, [], [])
 
 
-def member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts, current=None):
+def member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts, current=None, read=None):
     """The member level's result from the CSR columns: ``{member: {topic key:
     [partitions]}}`` for the present members, in index order.  ``current[m]``
     (optional) is member m's assignment as the caller gave it: when it is
     already a dict equal to the target in every detail the result shows (the
     same entries in the same order, keys of the metadata's type, lists of
-    ints ascending), that dict is the member's result rather than a copy."""
+    ints ascending), that dict is the member's result rather than a copy.
+    ``read`` is what ``member_columns`` read of them (``canon`` and the
+    current columns), which lets the compiled twin compare columns instead of
+    objects; here the objects are compared, to the same effect."""
     if current is not None and len(current) != len(member_ids):
         raise ArgumentValueError(f"{len(current)} current assignments for {len(member_ids)} members")
     out = {}
@@ -423,11 +426,13 @@ def first_repeat(indptr, values, domain):
 def member_columns(member_ids, members, member_class, topic_index, read_assignment=True, scratch=False):
     """The per-member columns of a group given member by member (see
     ``_server_members.server_group``): ``(member_sub, rows, unresolved,
-    assignments, cur_indptr, cur_topics, cur_part_indptr, cur_parts)``.
+    assignments, canon, cur_indptr, cur_topics, cur_part_indptr, cur_parts)``.
 
     ``rows`` are the distinct subscription sequences (a list object shared by
     members is read once; equal lists are merged too) and ``unresolved`` their
     unresolved names; ``assignments`` the members' assignment objects as given;
+    ``canon`` is None here (the compiled twin marks the members whose
+    assignment is in the result's form, see ``member_dicts``);
     ``topic_index(key)`` numbers a topic id of any form.  ``read_assignment``
     False leaves the current assignments out (for an assignor that never reads
     them).  ``scratch`` lets the compiled twin return views of work arrays; here
@@ -466,5 +471,5 @@ def member_columns(member_ids, members, member_class, topic_index, read_assignme
         cur_indptr[m + 1] = len(cur_topics)
     cur_part_indptr = np.zeros(len(cur_counts) + 1, dtype=np.int64)
     np.cumsum(cur_counts, out=cur_part_indptr[1:])
-    return (member_sub, rows, unresolved, assignments, cur_indptr, np.array(cur_topics, dtype=np.int32),
+    return (member_sub, rows, unresolved, assignments, None, cur_indptr, np.array(cur_topics, dtype=np.int32),
             cur_part_indptr, np.array(cur_flat, dtype=np.int64).astype(np.int32))
