@@ -422,29 +422,17 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
         base[t] = total
         total += partitions[t]
     cdef Py_ssize_t n_entries = cur_topics.shape[0]
-    # the current partitions of subscribed topics (none in a group's first assignment)
-    cdef uint8_t[::1] assigned = _scratch(2, total if n_entries else 1, np.uint8)
-    assigned[:] = 0
-    for e in range(n_entries):
-        t = cur_topics[e]
-        if base[t] < 0:
-            continue
-        n = partitions[t]
-        for j in range(cur_part_indptr[e], cur_part_indptr[e + 1]):
-            p = cur_parts[j]
-            if 0 <= p < n:
-                assigned[base[t] + p] = 1
+    # The unassigned list: partitions of subscribed topics no member holds (topic by topic), then those
+    # revoked (in member map order).  The member loop below revokes into ua[total:] and marks in ``stamp``
+    # every partition it finds held, so the first part is listed after it, in ua[:total], without a
+    # pass of its own over the current assignment.
     cdef int32_t[::1] ua_t = _scratch(3, total + cur_parts.shape[0], np.int32)
     cdef int32_t[::1] ua_p = _scratch(4, total + cur_parts.shape[0], np.int32)
-    for k in range(k_count):
-        t = subscribed[k]
-        for p in range(partitions[t]):
-            if n_entries == 0 or not assigned[base[t] + p]:
-                ua_t[nua] = t
-                ua_p[nua] = p
-                nua += 1
+    cdef int64_t nrv = 0
     min_quota = total // m_count
     extra = total % m_count
+    # stamp[g] is the entry that last held partition g (-1: nobody holds it): it drops a partition listed
+    # twice in one entry and tells the held partitions from the unassigned ones
     cdef int64_t[::1] stamp = _scratch(5, total if n_entries else 1, np.int64)
     stamp[:] = -1
     # a member's kept keys are contiguous in ``pairs`` (seg[0, m], seg[1, m]: start,
@@ -505,19 +493,32 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
                     pairs.push(m, _key(t, 0, 0))
                 for i in range(len(ps)):
                     p = ps[i]
+                    if 0 <= p < partitions[t]:
+                        stamp[base[t] + p] = e
                     if quota > 0:
                         quota -= 1
                         pairs.push(m, _key(t, p, 1))
                     else:
-                        ua_t[nua] = t
-                        ua_p[nua] = p
-                        nua += 1
+                        ua_t[total + nrv] = t
+                        ua_p[total + nrv] = p
+                        nrv += 1
         seg[0, m] = mark
         seg[1, m] = pairs.n - mark
         if quota > 0:
             unfilled_m[n_unfilled] = m
             unfilled_q[n_unfilled] = quota
             n_unfilled += 1
+    for k in range(k_count):
+        t = subscribed[k]
+        for p in range(partitions[t]):
+            if n_entries == 0 or stamp[base[t] + p] < 0:
+                ua_t[nua] = t
+                ua_p[nua] = p
+                nua += 1
+    for j in range(nrv):            # nua <= total: moving down never overwrites what is still to move
+        ua_t[nua] = ua_t[total + j]
+        ua_p[nua] = ua_p[total + j]
+        nua += 1
     start = 0
     for i in range(n_unfilled):
         m = unfilled_m[i]
