@@ -109,6 +109,22 @@ def test_a_current_assignment_that_differs_in_form_is_not_handed_back(implementa
     assert result == {"a": {TID: [0, 1]}} and result["a"] is not unsorted["a"].assignment
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_members_of_a_subclass_read_as_any_member(implementation):
+    class Tagged(ServerMember):
+        @property
+        def tag(self):
+            return "read through the class, not the slots"
+
+    topics = {TID: TopicMetadata("t", 6)}
+    plain = {m: ServerMember([TID], {TID: [i]}) for i, m in enumerate("abc")}
+    tagged = {m: Tagged([TID], {TID: [i]}) for i, m in enumerate("abc")}
+    expected = assign_server("uniform", plain, topics, implementation=implementation)
+    assert assign_server("uniform", tagged, topics, implementation=implementation) == expected
+    with pytest.raises(AttributeError):
+        ServerMember([TID]).extra = 1       # the fields are slots
+
+
 def test_unresolved_names_make_a_group_heterogeneous():
     topics = {TID: TopicMetadata("t", 6)}
     alike = {m: ServerMember([TID]) for m in ("a", "b", "c")}
