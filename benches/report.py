@@ -2,6 +2,7 @@
 
     python -m benches.report            # full run: benches/results/REPORT.md + REPORT.png (a few minutes)
     python -m benches.report --quick    # smoke run: REPORT-quick.md + REPORT-quick.png, about a minute
+    python -m benches.report --server-only --readme   # re-measure only the KIP-848 section, in place
 
 Everything in the tables is measured in this one process, interleaved where possible, and every ratio is
 between two medians of this run; the only figures not measured here are Java's, quoted as reference from
@@ -515,9 +516,14 @@ def main(argv=None):
     ap.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib needed)")
     ap.add_argument("--readme", action="store_true",
                     help="also copy the tables and chart into README.md, between its benchmark-report markers")
+    ap.add_argument("--server-only", action="store_true",
+                    help="measure only the KIP-848 assignors and replace that section of REPORT.md (and, with "
+                         "--readme, of README.md), saying when and at what load it was re-measured")
     args = ap.parse_args(argv)
     if args.readme and args.quick:
         ap.error("--readme publishes: not from a --quick run")
+    if args.server_only:
+        return server_only(args)
 
     if not args.no_chart:
         try:
@@ -571,9 +577,7 @@ def main(argv=None):
            "`benches/bench_sticky.py`).", "", render_assignors(cases, anchors), ""]
     md += ["## The leader's whole path", "", "Bytes to bytes, as a group leader calls it (cases: "
            "`benches/bench_leader.py`).", "", render_leader(leader_rows), ""]
-    md += ["## The coordinator's assignors (KIP-848)", "", "`uniform` and `range` as Kafka's group coordinator "
-           "runs them, on the groups of Kafka's own timing harness (cases: `benches/bench_server_assignors.py`; "
-           "Java's figures from the same sitting are in docs/ASSIGNORS.md).", "", render_server(server_rows), ""]
+    md += ["## " + SERVER_HEADING, "", SERVER_INTRO + ".", "", render_server(server_rows), ""]
     md += ["## Java's figures (reference, not measured in this run)", ""]
     if anchor_lines:
         md += [f"Quoted from `{os.path.relpath(args.anchors, REPO)}`, section D: single-shot wall times of the "
@@ -594,6 +598,49 @@ def main(argv=None):
         update_readme(md, os.path.relpath(os.path.join(args.out, f"{stem}.png"), REPO))
         log("updated README.md")
     return 0
+
+
+SERVER_HEADING = "The coordinator's assignors (KIP-848)"
+SERVER_INTRO = ("`uniform` and `range` as Kafka's group coordinator runs them, on the groups of Kafka's own timing "
+                "harness (cases: `benches/bench_server_assignors.py`; Java's figures from the same sitting are in "
+                "docs/ASSIGNORS.md)")
+
+
+def server_only(args):
+    """Re-measure the KIP-848 section alone and put it in place of the old one, in REPORT.md and (``--readme``)
+    README.md, with a line saying it was measured apart from the rest of the report."""
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    load_before = os.getloadavg()
+    rows = run_server(args.quick, log)
+    load_after = os.getloadavg()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body = [SERVER_INTRO + ". Re-measured on its own by `python -m benches.report --server-only` on "
+            f"{now}, load average {' '.join(f'{x:.2f}' for x in load_before)} before, "
+            f"{' '.join(f'{x:.2f}' for x in load_after)} after; the rest of the report is from the run above.",
+            "", render_server(rows), ""]
+    print("\n".join(body))
+    if args.quick:
+        return 0
+    targets = [(os.path.join(args.out, "REPORT.md"), "## ")] + ([(os.path.join(REPO, "README.md"), "### ")]
+                                                               if args.readme else [])
+    for path, level in targets:
+        replace_section(path, level + SERVER_HEADING, body)
+        log(f"updated {path}")
+    return 0
+
+
+def replace_section(path, heading, body):
+    """Replace the lines under ``heading`` (up to the next heading, image or marker) with ``body``."""
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    if heading not in lines:
+        raise SystemExit(f"{path} has no line {heading!r}")
+    start = lines.index(heading) + 1
+    end = start
+    while end < len(lines) and not lines[end].startswith(("#", "![", "<!--")):
+        end += 1
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines[:start] + [""] + body + lines[end:]))
 
 
 README_START = "<!-- benchmark-report:start -->"

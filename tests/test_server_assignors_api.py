@@ -68,6 +68,63 @@ def test_members_and_empty_lists_as_java_keeps_them(implementation):
     assert assign_server("uniform", {}, topics, implementation=implementation) == {}
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_an_unchanged_member_gets_its_own_dict_back(implementation, assignor):
+    topics = {TID: TopicMetadata("t", 4), TID2: TopicMetadata("u", 2)}
+    first = assign_server(assignor, {m: ServerMember([TID, TID2]) for m in "ab"}, topics, implementation=implementation)
+    members = {m: ServerMember([TID, TID2], {t: list(ps) for t, ps in a.items()}) for m, a in first.items()}
+    again = assign_server(assignor, members, topics, implementation=implementation)
+    assert again == first
+    assert all(again[m] is members[m].assignment for m in "ab")
+    # a change to one member (here: one more member) leaves the others' dicts where they are equal
+    members["c"] = ServerMember([TID, TID2])
+    third = assign_server(assignor, members, topics, implementation=implementation)
+    for m in "ab":
+        assert (third[m] is members[m].assignment) == (third[m] == first[m])
+    assert third["c"] is not members["c"].assignment
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_current_assignment_that_differs_in_form_is_not_handed_back(implementation):
+    topics = {TID: TopicMetadata("t", 2), TID2: TopicMetadata("u", 2)}
+    target = {TID: [0], TID2: [0]}
+    variants = [
+        {TID: [0], TID2: [0], bytes(16): []},                 # a stale entry
+        {TID2: [0], TID: [0]},                                # entries in another order
+        {uuid.UUID(bytes=TID): [0], TID2: [0]},               # another form of a topic id
+        {TID: (0,), TID2: [0]},                               # a tuple
+        {TID: [np.int32(0)], TID2: [0]},                      # not a Python int
+        {TID: [0, 0], TID2: [0]},                             # a partition listed twice
+    ]
+    for variant in variants:
+        members = {"a": ServerMember([TID, TID2], variant), "b": ServerMember([TID, TID2], {TID: [1], TID2: [1]})}
+        result = assign_server("uniform", members, topics, implementation=implementation)
+        assert result["a"] == target and list(result["a"]) == [TID, TID2]
+        assert result["a"] is not variant
+        assert all(type(p) is int for ps in result["a"].values() for p in ps)
+        assert result["b"] is members["b"].assignment
+    unsorted = {"a": ServerMember([TID], {TID: [1, 0]})}         # equal as a set, but the result lists ascending
+    result = assign_server("uniform", unsorted, {TID: TopicMetadata("t", 2)}, implementation=implementation)
+    assert result == {"a": {TID: [0, 1]}} and result["a"] is not unsorted["a"].assignment
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_members_of_a_subclass_read_as_any_member(implementation):
+    class Tagged(ServerMember):
+        @property
+        def tag(self):
+            return "read through the class, not the slots"
+
+    topics = {TID: TopicMetadata("t", 6)}
+    plain = {m: ServerMember([TID], {TID: [i]}) for i, m in enumerate("abc")}
+    tagged = {m: Tagged([TID], {TID: [i]}) for i, m in enumerate("abc")}
+    expected = assign_server("uniform", plain, topics, implementation=implementation)
+    assert assign_server("uniform", tagged, topics, implementation=implementation) == expected
+    with pytest.raises(AttributeError):
+        ServerMember([TID]).extra = 1       # the fields are slots
+
+
 def test_unresolved_names_make_a_group_heterogeneous():
     topics = {TID: TopicMetadata("t", 6)}
     alike = {m: ServerMember([TID]) for m in ("a", "b", "c")}

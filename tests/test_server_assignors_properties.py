@@ -166,7 +166,16 @@ def test_random_chains(assignor, seed):
         outcomes = [_outcome(assignor, members, topics, impl) for impl in IMPLEMENTATIONS]
         assert all(o == outcomes[0] for o in outcomes)
         check_invariants(assignor, members, topics, outcomes[0])
+        # both twins hand back the same members' own dicts (those already equal to their target)
+        assert len({frozenset(_returned_as_given(members, o)) for o in outcomes}) == 1
         members, topics = _mutate(rng, members, topics, outcomes[0])
+
+
+def _returned_as_given(members, result):
+    given = {mid for mid, a in result.items() if a is members[mid].assignment}
+    for mid in given:
+        assert all(type(ps) is list and ps == sorted(ps) for ps in result[mid].values())
+    return given
 
 
 def _hostile(seed):

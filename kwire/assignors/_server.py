@@ -28,7 +28,13 @@ from kwire import _impl
 from kwire.errors import ArgumentValueError, AssignmentError
 
 from ._javaorder import hashset_capacity_from, java_hash_iteration, member_info_order, uuid_hashes
-from ._server_common import ServerAssignment, ServerGroupArrays, check_columns, unknown_topic_error
+from ._server_common import (
+    MemberLevelColumns,
+    ServerAssignment,
+    ServerGroupArrays,
+    check_columns,
+    unknown_topic_error,
+)
 
 
 def server_kernels(implementation):
@@ -82,6 +88,10 @@ def hashset_topic_order(topic_ids: np.ndarray, topics: np.ndarray) -> np.ndarray
     return topics[pos].astype(np.int32)
 
 
+def _scratch_result(group: ServerGroupArrays) -> bool:
+    return type(group) is MemberLevelColumns and group.scratch
+
+
 def uniform_arrays(group: ServerGroupArrays, implementation: Optional[str] = None) -> ServerAssignment:
     """Kafka's ``UniformAssignor.assign`` on a group in columns."""
     k = server_kernels(implementation)
@@ -94,14 +104,14 @@ def uniform_arrays(group: ServerGroupArrays, implementation: Optional[str] = Non
     if is_homogeneous(group, member_sub, sub_indptr, sub_topics):
         r = int(member_sub[order[0]])
         subscribed = hashset_topic_order(topic_ids, sub_topics[sub_indptr[r]:sub_indptr[r + 1]])
-        for t in subscribed.tolist():
-            if partitions[t] == -1:
-                raise unknown_topic_error(topic_ids[t].tobytes())
+        unknown = subscribed[partitions[subscribed] == -1]
+        if len(unknown):
+            raise unknown_topic_error(topic_ids[unknown[0]].tobytes())
         out = k.uniform_homogeneous(order, subscribed, topic_ids, partitions, cur_indptr, cur_topics,
-                                    cur_part_indptr, cur_parts)
+                                    cur_part_indptr, cur_parts, _scratch_result(group))
     else:
         out = k.uniform_heterogeneous(order, member_sub, sub_indptr, sub_topics, topic_ids, partitions, cur_indptr,
-                                      cur_topics, cur_part_indptr, cur_parts)
+                                      cur_topics, cur_part_indptr, cur_parts, _scratch_result(group))
     return ServerAssignment(*out)
 
 
@@ -122,7 +132,8 @@ def range_arrays(group: ServerGroupArrays, implementation: Optional[str] = None)
     visit = k.member_map_order(member_ids).tolist() if len(set(static)) != len(static) else None
     order = np.asarray(member_info_order(instance_ids, member_ids, visit), dtype=np.int32)
     homogeneous = is_homogeneous(group, member_sub, sub_indptr, sub_topics)
-    return ServerAssignment(*k.range_assign(order, homogeneous, member_sub, sub_indptr, sub_topics, partitions))
+    return ServerAssignment(*k.range_assign(order, homogeneous, member_sub, sub_indptr, sub_topics, partitions,
+                                            _scratch_result(group)))
 
 
 # -- the registry ---------------------------------------------------------------

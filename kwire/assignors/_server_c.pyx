@@ -12,8 +12,11 @@ bins crowd (Java's tree bins), call the Python rules in ``_javaorder`` and
 ``_server_common``.
 """
 
+cimport cython
+
 import gc
 import threading
+from types import MemberDescriptorType as _MemberDescriptor
 
 import numpy as np
 
@@ -27,8 +30,70 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
+    Py_ssize_t PyDict_GET_SIZE(object)
+    Py_ssize_t PyList_GET_SIZE(object)
+    bint PyList_CheckExact(object)
+    void* Py_TYPE(PyObject*)
+
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        int type
+        Py_ssize_t offset
+    int T_OBJECT_EX
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+
+
+cdef Py_ssize_t _slot_offset(type cls, str name) except -2:
+    """Where ``cls`` (a class with ``__slots__``) keeps attribute ``name`` in
+    its instances, or -1 when it is not a plain object slot of ``cls`` itself."""
+    desc = cls.__dict__.get(name)
+    if type(desc) is not _MemberDescriptor:
+        return -1
+    cdef PyMemberDef* member = (<PyMemberDescrObject*>desc).d_member
+    return member.offset if member.type == T_OBJECT_EX else -1
+
+
+cdef inline object _slot(object obj, Py_ssize_t offset, str name):
+    """Attribute ``name`` of an instance of exactly the class ``offset`` came
+    from, read from its slot; an unset slot raises AttributeError as getattr does."""
+    cdef PyObject* value = (<PyObject**>((<char*><PyObject*>obj) + offset))[0]
+    if value is NULL:
+        return getattr(obj, name)
+    return <object>value
+
+
+cdef extern from *:
+    """
+    /* An exact int (not a subclass) in long long's range: its value, without
+       a call when CPython keeps it in one digit (every partition number below
+       2**30).  Anything else says no. */
+    static inline int kw_exact_int(PyObject* o, long long* v) {
+        int overflow;
+        if (!PyLong_CheckExact(o)) return 0;
+    #if PY_VERSION_HEX >= 0x030C0000
+        if (PyUnstable_Long_IsCompact((PyLongObject*)o)) {
+            *v = (long long)PyUnstable_Long_CompactValue((PyLongObject*)o);
+            return 1;
+        }
+    #else
+        Py_ssize_t size = Py_SIZE(o);
+        if (size == 0) { *v = 0; return 1; }
+        if (size == 1) { *v = (long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
+        if (size == -1) { *v = -(long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
+    #endif
+        *v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        return overflow == 0;
+    }
+    """
+    bint kw_exact_int(PyObject* o, long long* v) noexcept
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport qsort
+from libc.string cimport memcmp
 
 from ._javaorder import hashset_capacity_from, string_hashmap_iteration, uuid_hashes
 from ._rangerr_c import string_hashes
@@ -156,30 +221,32 @@ cdef tuple _nobody(Py_ssize_t m_count):
             np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
 
 
-cdef tuple _assemble(Py_ssize_t m_count, const int32_t[::1] pm, const int64_t[::1] pkey, Py_ssize_t n):
+cdef tuple _assemble(Py_ssize_t m_count, const int32_t[::1] pm, const int64_t[::1] pkey, Py_ssize_t n,
+                     bint scratch):
     """CSR per member (topics ascending, partitions ascending) from n (member,
     key) pairs in any order; a pair seen twice counts once, and an empty-entry
     marker only makes an entry where the topic has no partition."""
     cdef Py_ssize_t i, m
-    indptr_a = np.zeros(m_count + 1, dtype=np.int64)
-    cdef int64_t[::1] indptr = indptr_a
+    cdef int64_t[::1] indptr = _scratch(19, m_count + 1, np.int64)
+    indptr[:] = 0
     for i in range(n):
         indptr[pm[i] + 1] += 1
     for m in range(m_count):
         indptr[m + 1] += indptr[m]
-    grouped_a = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] grouped = grouped_a
-    cursor_a = indptr_a[:m_count].copy()
-    cdef int64_t[::1] cursor = cursor_a
+    cdef int64_t[::1] grouped = _scratch(9, n, np.int64)
+    cdef int64_t[::1] cursor = _scratch(18, m_count, np.int64)
+    cursor[:] = indptr[:m_count]
     for i in range(n):
         grouped[cursor[pm[i]]] = pkey[i]
         cursor[pm[i]] += 1
-    return _emit(m_count, grouped, indptr)
+    return _emit(m_count, grouped, indptr, scratch)
 
 
-cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] indptr):
+cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] indptr, bint scratch):
     """The CSR result from keys already grouped by member (``indptr``): each
-    member's keys sorted, repeats dropped, entries made."""
+    member's keys sorted, repeats dropped, entries made.  With ``scratch`` the
+    result is in this thread's work arrays, for a caller (the member level)
+    done with it before its next call: no fresh pages per call."""
     cdef Py_ssize_t m, a, b, j, entries = 0, reals = 0
     cdef int64_t k, prev
     cdef int64_t[::1] ecount = _scratch(10, m_count, np.int64)
@@ -200,10 +267,21 @@ cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] in
             if k & 1:
                 reals += 1
             prev = k
-    out_indptr_a = np.zeros(m_count + 1, dtype=np.int64)
-    topics_a = np.empty(entries, dtype=np.int32)
-    part_indptr_a = np.zeros(entries + 1, dtype=np.int64)
-    parts_a = np.empty(reals, dtype=np.int32)
+    if scratch:
+        present_a = _scratch(13, m_count, np.bool_)
+        out_indptr_a = _scratch(14, m_count + 1, np.int64)
+        topics_a = _scratch(15, entries, np.int32)
+        part_indptr_a = _scratch(16, entries + 1, np.int64)
+        parts_a = _scratch(17, reals, np.int32)
+        present_a[:] = True
+        out_indptr_a[0] = 0
+        part_indptr_a[0] = 0
+    else:
+        present_a = np.ones(m_count, dtype=bool)
+        out_indptr_a = np.zeros(m_count + 1, dtype=np.int64)
+        topics_a = np.empty(entries, dtype=np.int32)
+        part_indptr_a = np.zeros(entries + 1, dtype=np.int64)
+        parts_a = np.empty(reals, dtype=np.int32)
     cdef int64_t[::1] out_indptr = out_indptr_a
     cdef int32_t[::1] topics = topics_a
     cdef int64_t[::1] part_indptr = part_indptr_a
@@ -225,9 +303,10 @@ cdef tuple _emit(Py_ssize_t m_count, int64_t[::1] grouped, const int64_t[::1] in
                 r += 1
                 part_indptr[e] += 1
             prev = k
-    return np.ones(m_count, dtype=bool), out_indptr_a, topics_a, part_indptr_a, parts_a
+    return present_a, out_indptr_a, topics_a, part_indptr_a, parts_a
 
 
+@cython.final
 cdef class _Pairs:
     """A growable (member, key) buffer."""
     cdef object pm_a, key_a
@@ -236,9 +315,11 @@ cdef class _Pairs:
     cdef Py_ssize_t n
 
     def __cinit__(self, Py_ssize_t capacity):
-        capacity = max(capacity, 16)
-        self.pm_a = np.empty(capacity, dtype=np.int32)
-        self.key_a = np.empty(capacity, dtype=np.int64)
+        # this thread's work arrays (one _Pairs per kernel call): no fresh pages per call
+        _scratch(11, capacity, np.int32)
+        _scratch(12, capacity, np.int64)
+        self.pm_a = _POOL.arrays[11]
+        self.key_a = _POOL.arrays[12]
         self.pm = self.pm_a
         self.key = self.key_a
         self.n = 0
@@ -251,6 +332,8 @@ cdef class _Pairs:
         self.key_a = np.concatenate([self.key_a[:self.n], np.empty(cap - self.n, dtype=np.int64)])
         self.pm = self.pm_a
         self.key = self.key_a
+        _POOL.arrays[11] = self.pm_a
+        _POOL.arrays[12] = self.key_a
 
     cdef inline void push(self, int32_t m, int64_t key) noexcept:
         if self.n == self.pm.shape[0]:
@@ -259,8 +342,8 @@ cdef class _Pairs:
         self.key[self.n] = key
         self.n += 1
 
-    cdef tuple assemble(self, Py_ssize_t m_count):
-        return _assemble(m_count, self.pm, self.key, self.n)
+    cdef tuple assemble(self, Py_ssize_t m_count, bint scratch):
+        return _assemble(m_count, self.pm, self.key, self.n, scratch)
 
 
 cdef list _set_order(const int32_t[::1] cur_parts, int64_t a, int64_t b, int64_t n):
@@ -324,7 +407,7 @@ def _topic_spreads(topic_ids):
 
 def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed, topic_ids,
                         const int32_t[::1] partitions, const int64_t[::1] cur_indptr, const int32_t[::1] cur_topics,
-                        const int64_t[::1] cur_part_indptr, const int32_t[::1] cur_parts):
+                        const int64_t[::1] cur_part_indptr, const int32_t[::1] cur_parts, bint scratch=False):
     """See the twin."""
     cdef Py_ssize_t m_count = order.shape[0], k_count = subscribed.shape[0], t_count = partitions.shape[0]
     if k_count == 0 or m_count == 0:
@@ -339,29 +422,17 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
         base[t] = total
         total += partitions[t]
     cdef Py_ssize_t n_entries = cur_topics.shape[0]
-    # the current partitions of subscribed topics (none in a group's first assignment)
-    cdef uint8_t[::1] assigned = _scratch(2, total if n_entries else 1, np.uint8)
-    assigned[:] = 0
-    for e in range(n_entries):
-        t = cur_topics[e]
-        if base[t] < 0:
-            continue
-        n = partitions[t]
-        for j in range(cur_part_indptr[e], cur_part_indptr[e + 1]):
-            p = cur_parts[j]
-            if 0 <= p < n:
-                assigned[base[t] + p] = 1
+    # The unassigned list: partitions of subscribed topics no member holds (topic by topic), then those
+    # revoked (in member map order).  The member loop below revokes into ua[total:] and marks in ``stamp``
+    # every partition it finds held, so the first part is listed after it, in ua[:total], without a
+    # pass of its own over the current assignment.
     cdef int32_t[::1] ua_t = _scratch(3, total + cur_parts.shape[0], np.int32)
     cdef int32_t[::1] ua_p = _scratch(4, total + cur_parts.shape[0], np.int32)
-    for k in range(k_count):
-        t = subscribed[k]
-        for p in range(partitions[t]):
-            if n_entries == 0 or not assigned[base[t] + p]:
-                ua_t[nua] = t
-                ua_p[nua] = p
-                nua += 1
+    cdef int64_t nrv = 0
     min_quota = total // m_count
     extra = total % m_count
+    # stamp[g] is the entry that last held partition g (-1: nobody holds it): it drops a partition listed
+    # twice in one entry and tells the held partitions from the unassigned ones
     cdef int64_t[::1] stamp = _scratch(5, total if n_entries else 1, np.int64)
     stamp[:] = -1
     # a member's kept keys are contiguous in ``pairs`` (seg[0, m], seg[1, m]: start,
@@ -422,19 +493,32 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
                     pairs.push(m, _key(t, 0, 0))
                 for i in range(len(ps)):
                     p = ps[i]
+                    if 0 <= p < partitions[t]:
+                        stamp[base[t] + p] = e
                     if quota > 0:
                         quota -= 1
                         pairs.push(m, _key(t, p, 1))
                     else:
-                        ua_t[nua] = t
-                        ua_p[nua] = p
-                        nua += 1
+                        ua_t[total + nrv] = t
+                        ua_p[total + nrv] = p
+                        nrv += 1
         seg[0, m] = mark
         seg[1, m] = pairs.n - mark
         if quota > 0:
             unfilled_m[n_unfilled] = m
             unfilled_q[n_unfilled] = quota
             n_unfilled += 1
+    for k in range(k_count):
+        t = subscribed[k]
+        for p in range(partitions[t]):
+            if n_entries == 0 or stamp[base[t] + p] < 0:
+                ua_t[nua] = t
+                ua_p[nua] = p
+                nua += 1
+    for j in range(nrv):            # nua <= total: moving down never overwrites what is still to move
+        ua_t[nua] = ua_t[total + j]
+        ua_p[nua] = ua_p[total + j]
+        nua += 1
     start = 0
     for i in range(n_unfilled):
         m = unfilled_m[i]
@@ -443,8 +527,8 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
         start += seg[3, m]
     if start < nua:
         raise common.left_unassigned_error()
-    indptr_a = np.zeros(m_count + 1, dtype=np.int64)
-    cdef int64_t[::1] indptr = indptr_a
+    cdef int64_t[::1] indptr = _scratch(19, m_count + 1, np.int64)
+    indptr[0] = 0
     for m in range(m_count):
         indptr[m + 1] = indptr[m] + seg[1, m] + seg[3, m]
     cdef int64_t[::1] grouped = _scratch(9, indptr[m_count], np.int64)
@@ -457,7 +541,7 @@ def uniform_homogeneous(const int32_t[::1] order, const int32_t[::1] subscribed,
         for j in range(seg[2, m], seg[2, m] + seg[3, m]):
             grouped[w] = _key(ua_t[j], ua_p[j], 1)
             w += 1
-    return _emit(m_count, grouped, indptr)
+    return _emit(m_count, grouped, indptr, scratch)
 
 
 # -- UniformHeterogeneousAssignmentBuilder -------------------------------------
@@ -468,7 +552,8 @@ include "_server_hetero.pxi"
 # -- the server RangeAssignor ---------------------------------------------------
 
 def range_assign(const int32_t[::1] order, bint homogeneous, const int32_t[::1] member_sub,
-                 const int64_t[::1] sub_indptr, const int32_t[::1] sub_topics, const int32_t[::1] partitions):
+                 const int64_t[::1] sub_indptr, const int32_t[::1] sub_topics, const int32_t[::1] partitions,
+                 bint scratch=False):
     """See the twin."""
     cdef Py_ssize_t m_count = order.shape[0], t_count = partitions.shape[0], i, k
     if m_count == 0:
@@ -522,7 +607,7 @@ def range_assign(const int32_t[::1] order, bint homogeneous, const int32_t[::1] 
             cnt = q + (1 if i < extra else 0)
             for j in range(start, start + cnt):
                 pairs.push(m, _key(t, j, 1))
-    return pairs.assemble(m_count)
+    return pairs.assemble(m_count, scratch)
 
 
 cdef inline void _place(int32_t[::1] tp_members, int64_t[::1] cursor, int32_t t, int32_t m) noexcept:
@@ -531,40 +616,118 @@ cdef inline void _place(int32_t[::1] tp_members, int64_t[::1] cursor, int32_t t,
 
 
 def member_dicts(list member_ids, list topic_keys, present, const int64_t[::1] indptr,
-                 const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts):
+                 const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts,
+                 list current=None, tuple read=None):
     """See the twin: the dicts and lists are made here, one C loop, no NumPy
-    slice per entry.  Each list holds ints only and each member's dict such
-    lists under topic keys, so neither can be part of a reference cycle: both
-    are left out of the cyclic collector (as CPython does by itself for tuples
-    and dicts of atomic values; a dict given a container later is tracked
-    again by CPython).  In a process with millions of live objects, the
-    collections that many new containers trigger cost several times the build
-    itself (CPython counts allocations, tracked or not, towards a full
-    collection), so the collector is also paused while they are made."""
+    slice per entry, and a member whose current assignment already equals its
+    target gets that dict back.  Each list made holds ints only and each
+    member's dict such lists under topic keys, so neither can be part of a
+    reference cycle: both are left out of the cyclic collector (as CPython
+    does by itself for tuples and dicts of atomic values; a dict given a
+    container later is tracked again by CPython).  In a process with millions
+    of live objects, the collections that many new containers trigger cost
+    several times the build itself (CPython counts allocations, tracked or
+    not, towards a full collection), so the collector is also paused while
+    they are made."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts)
+        return _member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts, current, read)
     finally:
         if enabled:
             gc.enable()
 
 
+cdef bint _same_target(object current, list topic_keys, int64_t e0, int64_t e1, const int32_t[::1] topics,
+                       const int64_t[::1] part_indptr, const int32_t[::1] parts) except -1:
+    """Whether ``current`` (a member's assignment as the caller gave it) is a
+    dict holding exactly entries e0..e1-1 of the target, in that order: each
+    key the metadata's key (or an equal one of its type), each value a list
+    of exactly those ints, ascending."""
+    if type(current) is not dict or PyDict_GET_SIZE(current) != e1 - e0:
+        return False
+    cdef Py_ssize_t pos = 0, j, n
+    cdef int64_t e = e0, a
+    cdef PyObject* key_p
+    cdef PyObject* value_p
+    cdef PyObject* want
+    cdef long long v
+    while PyDict_Next(current, &pos, &key_p, &value_p):
+        if e >= e1:
+            return False
+        want = PyList_GET_ITEM(topic_keys, topics[e])
+        if key_p != want and (Py_TYPE(key_p) != Py_TYPE(want) or not (<object>key_p == <object>want)):
+            return False
+        if not PyList_CheckExact(<object>value_p):
+            return False
+        a = part_indptr[e]
+        n = PyList_GET_SIZE(<object>value_p)
+        if n != part_indptr[e + 1] - a:
+            return False
+        for j in range(n):
+            if not kw_exact_int(PyList_GET_ITEM(<object>value_p, j), &v) or v != parts[a + j]:
+                return False
+        e += 1
+    return e == e1
+
+
+cdef bint _same_columns(Py_ssize_t m, const int64_t[::1] indptr, const int32_t[::1] topics,
+                       const int64_t[::1] part_indptr, const int32_t[::1] parts, const int64_t[::1] cur_indptr,
+                       const int32_t[::1] cur_topics, const int64_t[::1] cur_part_indptr,
+                       const int32_t[::1] cur_parts) noexcept:
+    """Whether member m's target equals its current assignment as read: the
+    same topics in the same order, each with the same partitions in the same order."""
+    cdef int64_t e, c, a, ca, n
+    if indptr[m + 1] - indptr[m] != cur_indptr[m + 1] - cur_indptr[m]:
+        return False
+    c = cur_indptr[m]
+    for e in range(indptr[m], indptr[m + 1]):
+        if topics[e] != cur_topics[c]:
+            return False
+        a = part_indptr[e]
+        ca = cur_part_indptr[c]
+        n = part_indptr[e + 1] - a
+        if n != cur_part_indptr[c + 1] - ca or (n and memcmp(&parts[a], &cur_parts[ca], n * sizeof(int32_t))):
+            return False
+        c += 1
+    return True
+
+
 cdef dict _member_dicts(list member_ids, list topic_keys, present_a, const int64_t[::1] indptr,
-                       const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts):
+                       const int32_t[::1] topics, const int64_t[::1] part_indptr, const int32_t[::1] parts,
+                       list current, tuple read):
     cdef const uint8_t[::1] present = np.ascontiguousarray(present_a).view(np.uint8)
-    cdef Py_ssize_t m, e, j, a, b
+    cdef Py_ssize_t m, e, j, a, b, m_count = len(member_ids)
+    if current is not None and len(current) != m_count:
+        raise ArgumentValueError(f"{len(current)} current assignments for {m_count} members")
     cdef dict out = {}, entry
     cdef list lst
-    cdef object value
+    cdef object value, cur
     # one int object per partition number, shared by every list (Python
     # caches only -5..256): no allocation per partition
     cdef int32_t p, top = max(np.asarray(parts).max(initial=0), 0)
     cdef list ints = list(range(min(top, 1 << 22) + 1))
     cdef Py_ssize_t n_ints = len(ints)
-    for m in range(len(member_ids)):
+    cdef const uint8_t[::1] canon
+    cdef const int64_t[::1] cur_indptr
+    cdef const int32_t[::1] cur_topics
+    cdef const int64_t[::1] cur_part_indptr
+    cdef const int32_t[::1] cur_parts
+    cdef bint by_columns = current is not None and read is not None and read[0] is not None
+    if by_columns:
+        canon, cur_indptr, cur_topics, cur_part_indptr, cur_parts = read
+    for m in range(m_count):
         if not present[m]:
             continue
+        if current is not None:
+            cur = <object>PyList_GET_ITEM(current, m)
+            if (_same_columns(m, indptr, topics, part_indptr, parts, cur_indptr, cur_topics, cur_part_indptr,
+                              cur_parts) if by_columns and canon[m] else
+                    not by_columns and _same_target(cur, topic_keys, indptr[m], indptr[m + 1], topics, part_indptr,
+                                                    parts)):
+                # unchanged (most members of an incremental run): the caller's own dict, as equal as a new one
+                out[member_ids[m]] = cur
+                continue
         entry = {}
         for e in range(indptr[m], indptr[m + 1]):
             a = part_indptr[e]
@@ -596,32 +759,46 @@ def first_repeat(const int64_t[::1] indptr, const int32_t[::1] values, Py_ssize_
     return -1
 
 
+@cython.final
 cdef class _IntBuf:
-    """A growable int32 column."""
+    """A growable int32 column; with ``slot`` >= 0 its storage is this
+    thread's work array of that slot (see ``_scratch``), kept for the next call."""
     cdef object arr
     cdef int32_t[::1] v
     cdef Py_ssize_t n
+    cdef int slot
 
-    def __cinit__(self, Py_ssize_t capacity):
-        self.arr = np.empty(max(capacity, 16), dtype=np.int32)
+    def __cinit__(self, Py_ssize_t capacity, int slot=-1):
+        self.slot = slot
+        if slot >= 0:
+            self.arr = _scratch(slot, capacity, np.int32)
+            self.arr = _POOL.arrays[slot]           # all of it: the largest group's size
+        else:
+            self.arr = np.empty(max(capacity, 16), dtype=np.int32)
         self.v = self.arr
         self.n = 0
 
+    cdef void _grow(self, Py_ssize_t extra):
+        self.arr = np.concatenate([self.arr[:self.n], np.empty(max(self.n, extra, 16), dtype=np.int32)])
+        self.v = self.arr
+        if self.slot >= 0:
+            _POOL.arrays[self.slot] = self.arr
+
     cdef inline void push(self, int32_t x):
         if self.n == self.v.shape[0]:
-            self.arr = np.concatenate([self.arr, np.empty(self.n, dtype=np.int32)])
-            self.v = self.arr
+            self._grow(1)
         self.v[self.n] = x
         self.n += 1
 
     cdef inline void reserve(self, Py_ssize_t extra):
         """Room for ``extra`` more values, so a run of them is written without a check each."""
         if self.n + extra > self.v.shape[0]:
-            self.arr = np.concatenate([self.arr, np.empty(max(self.n, extra), dtype=np.int32)])
-            self.v = self.arr
+            self._grow(extra)
 
     cdef object done(self):
-        return self.arr[:self.n].copy()
+        """The values: a view of the work array (valid until this thread's next
+        call) when it is one, a copy otherwise."""
+        return self.arr[:self.n] if self.slot >= 0 else self.arr[:self.n].copy()
 
 
 cdef inline int32_t _partition(object p) except? -1:
@@ -639,18 +816,33 @@ cdef inline int32_t _partition(object p) except? -1:
     return _partition(int(p))
 
 
-def member_columns(list member_ids, list members, member_class, topic_index, bint read_assignment=True):
+def member_columns(list member_ids, list members, member_class, topic_index, bint read_assignment=True,
+                   bint scratch=False):
     """See the twin: one C loop over the members, their assignment dicts and
-    partition lists; a subscription object is looked at once per distinct object."""
+    partition lists; a subscription object is looked at once per distinct
+    object.  With ``scratch`` the current assignment's columns are views of
+    this thread's work arrays (for a caller done with them before its next call).
+
+    ``canon[m]`` (None when the assignments are not read) is 1 when member m's
+    assignment is in the form of the result: a dict whose keys are of their
+    metadata key's type, whose values are lists of ints.  ``member_dicts`` then
+    compares its columns with the target's instead of reading the objects again."""
     cdef Py_ssize_t m_count = len(members), m, j, n
     member_sub_a = np.empty(m_count, dtype=np.int32)
     cdef int32_t[::1] member_sub = member_sub_a
     cur_indptr_a = np.zeros(m_count + 1, dtype=np.int64)
     cdef int64_t[::1] cur_indptr = cur_indptr_a
-    cdef _IntBuf cur_topics = _IntBuf(m_count), cur_counts = _IntBuf(m_count), cur_parts = _IntBuf(8 * m_count)
+    cdef _IntBuf cur_topics = _IntBuf(m_count, 20 if scratch else -1)
+    cdef _IntBuf cur_counts = _IntBuf(m_count, 21 if scratch else -1)
+    cdef _IntBuf cur_parts = _IntBuf(8 * m_count, 22 if scratch else -1)
     cdef dict by_identity = {}, by_content = {}, index = topic_index.index, assignment
-    cdef list rows = [], unresolved = [], instance_ids = [], racks = [], seq
-    cdef object member, subs, unres, prev_subs = None, prev_unres = None, r, t, parts
+    cdef list rows = [], unresolved = [], assignments = PyList_New(m_count), seq, keys = topic_index.keys
+    canon_a = np.zeros(m_count, dtype=np.uint8) if read_assignment else None
+    cdef uint8_t[::1] canon = canon_a if read_assignment else np.zeros(1, dtype=np.uint8)
+    cdef bint in_form
+    cdef int32_t ti
+    cdef PyObject* want
+    cdef object member, subs, unres, prev_subs = None, prev_unres = None, r, t, parts, given
     cdef int32_t row = -1
     cdef Py_ssize_t pos
     cdef PyObject* key_p
@@ -658,41 +850,68 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
     cdef PyObject* found
     cdef PyObject* item
     cdef long long v
-    cdef int overflow
     for m in range(m_count):
         # checked before any member, as the twin does: a C loop instead of one in Python
         if type(member_ids[m]) is not str:
             raise ArgumentTypeError(f"member ids are str, not {type(member_ids[m]).__name__}")
     for m in range(m_count):
+        Py_INCREF(None)
+        PyList_SET_ITEM(assignments, m, None)
+    # the three fields read per member, straight from their slots on instances of the class itself
+    cdef Py_ssize_t at_subs = _slot_offset(member_class, "subscribed_topic_ids")
+    cdef Py_ssize_t at_unres = _slot_offset(member_class, "unresolved_topic_names")
+    cdef Py_ssize_t at_assignment = _slot_offset(member_class, "assignment")
+    cdef bint slotted = at_subs >= 0 and at_unres >= 0 and at_assignment >= 0
+    for m in range(m_count):
         member = members[m]
-        if type(member) is not member_class and not isinstance(member, member_class):
+        if slotted and type(member) is member_class:
+            subs = _slot(member, at_subs, "subscribed_topic_ids")
+            unres = _slot(member, at_unres, "unresolved_topic_names")
+            given = _slot(member, at_assignment, "assignment")
+        elif isinstance(member, member_class):
+            subs = member.subscribed_topic_ids
+            unres = member.unresolved_topic_names
+            given = member.assignment
+        else:
             raise ArgumentTypeError(f"member {member_ids[m]!r} is a {type(member).__name__}, not a ServerMember")
-        subs = member.subscribed_topic_ids
-        unres = member.unresolved_topic_names
         if subs is not prev_subs or unres is not prev_unres:
             # members that subscribe alike mostly share one object: only a change of object costs a lookup
             key = (id(subs), id(unres))
             r = by_identity.get(key)
             if r is None:
-                r = common.content_row(subs, unres, rows, unresolved, by_content)
+                if (row >= 0 and type(subs) is list and type(prev_subs) is list and unres is prev_unres
+                        and len(subs) == len(prev_subs)
+                        and subs == prev_subs):
+                    r = row         # a copy of the previous member's list: its row, without a lookup by content
+                else:
+                    r = common.content_row(subs, unres, rows, unresolved, by_content)
                 by_identity[key] = r
             row = r
             prev_subs = subs
             prev_unres = unres
         member_sub[m] = row
-        instance_ids.append(member.instance_id)
-        racks.append(member.rack)
+        assignments[m] = given
         if not read_assignment:
             continue
-        assignment = member.assignment if type(member.assignment) is dict else dict(member.assignment)
+        in_form = type(given) is dict
+        assignment = given if in_form else dict(given)
         pos = 0
         # PyDict_Next and borrowed lookups: no tuple per entry, no new reference per topic
         while PyDict_Next(assignment, &pos, &key_p, &value_p):
             found = PyDict_GetItem(index, <object>key_p)
-            cur_topics.push(topic_index(<object>key_p) if found is NULL else <int32_t>(<object>found))
+            if found is NULL:
+                ti = topic_index(<object>key_p)
+                in_form = False
+            else:
+                ti = <int32_t>(<object>found)
+                want = PyList_GET_ITEM(keys, ti)
+                if key_p != want and Py_TYPE(key_p) != Py_TYPE(want):
+                    in_form = False
+            cur_topics.push(ti)
             parts = <object>value_p
             if type(parts) is not list:
                 parts = list(parts)
+                in_form = False
             seq = parts
             n = len(seq)
             cur_counts.push(<int32_t>n)
@@ -701,16 +920,16 @@ def member_columns(list member_ids, list members, member_class, topic_index, bin
                 item = PyList_GET_ITEM(seq, j)
                 # exact ints in Java's range (every partition of a coordinator's own target) need no
                 # Python call; anything else goes through the checks of _partition
-                if PyLong_CheckExact(<object>item):
-                    v = PyLong_AsLongLongAndOverflow(<object>item, &overflow)
-                    if overflow == 0 and -2147483648LL <= v <= 2147483647LL:
-                        cur_parts.v[cur_parts.n] = <int32_t>v
-                        cur_parts.n += 1
-                        continue
-                cur_parts.push(_partition(<object>item))
+                if kw_exact_int(item, &v) and -2147483648LL <= v <= 2147483647LL:
+                    cur_parts.v[cur_parts.n] = <int32_t>v
+                    cur_parts.n += 1
+                else:
+                    cur_parts.push(_partition(<object>item))
+                    in_form = False
         cur_indptr[m + 1] = cur_topics.n
+        canon[m] = in_form
     counts = cur_counts.done()
     cur_part_indptr_a = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=cur_part_indptr_a[1:])
-    return (member_sub_a, rows, unresolved, instance_ids, racks, cur_indptr_a, cur_topics.done(), cur_part_indptr_a,
+    return (member_sub_a, rows, unresolved, assignments, canon_a, cur_indptr_a, cur_topics.done(), cur_part_indptr_a,
             cur_parts.done())

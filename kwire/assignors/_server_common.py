@@ -72,6 +72,10 @@ class MemberLevelColumns(ServerGroupArrays):
     well formed by construction, so :func:`check_columns` checks only what
     the caller's data decides (a topic listed twice)."""
 
+    #: True when the member level reads the result before its next call and
+    #: keeps nothing of it: the compiled kernels may then write it into work arrays.
+    scratch = False
+
 
 @dataclass
 class ServerAssignment:
@@ -261,6 +265,22 @@ def _int_column(values, name, dtype):
     if arr.size and (int(arr.min()) < INT32_MIN or int(arr.max()) > (INT32_MAX if dtype == np.int32 else 2 ** 62)):
         raise ArgumentValueError(f"{name} holds a value outside Java's int range")
     return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def same_target(current, target: dict) -> bool:
+    """Whether a member's current assignment, as the caller gave it, can stand
+    for its new target ``target`` (the dict the member level would build):
+    a dict with the same entries in the same order, each key of the type of
+    the metadata's key, each value a list of exactly the target's ints.  The
+    compiled twin makes the same test in C (``_server_c._same_target``)."""
+    if type(current) is not dict or len(current) != len(target):
+        return False
+    for (key, value), (want_key, want) in zip(current.items(), target.items()):
+        if type(key) is not type(want_key) or key != want_key or type(value) is not list or len(value) != len(want):
+            return False
+        if any(type(p) is not int or p != q for p, q in zip(value, want)):
+            return False
+    return True
 
 
 def content_row(subs, unres, rows, unresolved, by_content):

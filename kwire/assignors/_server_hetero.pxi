@@ -3,6 +3,7 @@
 # _server_py.uniform_heterogeneous, the pure twin, line for line.
 
 
+@cython.final
 cdef class _Het:
     """The builder's state: partition owners per topic (flat, ``base[t] + p``),
     loads per member, the balancer's two ranges, and the rare records only
@@ -171,7 +172,7 @@ def _topic_order(topics, partitions, tp_indptr, topic_ids):
 def uniform_heterogeneous(const int32_t[::1] order, const int32_t[::1] member_sub, const int64_t[::1] sub_indptr,
                           const int32_t[::1] sub_topics, topic_ids, const int32_t[::1] partitions,
                           const int64_t[::1] cur_indptr, const int32_t[::1] cur_topics,
-                          const int64_t[::1] cur_part_indptr, const int32_t[::1] cur_parts):
+                          const int64_t[::1] cur_part_indptr, const int32_t[::1] cur_parts, bint scratch=False):
     """See the twin."""
     cdef Py_ssize_t m_count = order.shape[0], t_count = partitions.shape[0], i, k
     cdef int64_t j, e, g, total = 0, r, stamped = -1, widest = 1
@@ -315,4 +316,4 @@ def uniform_heterogeneous(const int32_t[::1] order, const int32_t[::1] member_su
     for i, t in kept_empty:
         if (i, t) not in h.removed_from:
             pairs.push(order[i], _key(t, 0, 0))
-    return pairs.assemble(m_count)
+    return pairs.assemble(m_count, scratch)

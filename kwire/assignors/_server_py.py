@@ -7,7 +7,9 @@ same topic names and with ``UniformHeterogeneousAssignmentBuilder`` otherwise)
 or its server-side ``RangeAssignor``.  The kernels take the group in columns
 (``_server_common.ServerGroupArrays``, checked) plus the Java orders the
 caller derived (the member map's order, the homogeneous builder's topic set)
-and return ``(present, indptr, topics, part_indptr, parts)``.
+and return ``(present, indptr, topics, part_indptr, parts)``.  Their
+``scratch`` flag lets the compiled twin put that result in work arrays the
+next call reuses; here every result is new.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ._server_common import (
     left_unassigned_error,
     partition_set_order,
     range_unknown_topic_error,
+    same_target,
     unknown_topic_error,
 )
 
@@ -81,7 +84,7 @@ def _nobody(m_count):
 # -- UniformHomogeneousAssignmentBuilder ---------------------------------------
 
 def uniform_homogeneous(order, subscribed, topic_ids, partitions, cur_indptr, cur_topics, cur_part_indptr,
-                        cur_parts):
+                        cur_parts, scratch=False):
     """``UniformHomogeneousAssignmentBuilder.build``.  ``order``: the member
     map's order; ``subscribed``: the first member's topics in the order of
     ``new HashSet<>(them)``, every one known (the caller checked)."""
@@ -223,7 +226,7 @@ def _topic_sort_key(t, partitions, subs, topic_ids):
 
 
 def uniform_heterogeneous(order, member_sub, sub_indptr, sub_topics, topic_ids, partitions, cur_indptr, cur_topics,
-                          cur_part_indptr, cur_parts):
+                          cur_part_indptr, cur_parts, scratch=False):
     """``UniformHeterogeneousAssignmentBuilder.build`` (members numbered by
     their position in ``order``, the member map's order)."""
     m_count = len(order)
@@ -352,7 +355,7 @@ def _balance_topic(t, own, members, balancer, move):
 
 # -- the server RangeAssignor ---------------------------------------------------
 
-def range_assign(order, homogeneous, member_sub, sub_indptr, sub_topics, partitions):
+def range_assign(order, homogeneous, member_sub, sub_indptr, sub_topics, partitions, scratch=False):
     """The server ``RangeAssignor.assign``: ``order`` is the members sorted
     static-first (instance id, then member id, in ``String.compareTo`` order).
     Per topic the first ``n % k`` of its ``k`` subscribers get one extra
@@ -387,16 +390,26 @@ def range_assign(order, homogeneous, member_sub, sub_indptr, sub_topics, partiti
     return _build(m_count, np.ones(m_count, dtype=bool), pm, pt, pp, [], [])
 
 
-def member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts):
+def member_dicts(member_ids, topic_keys, present, indptr, topics, part_indptr, parts, current=None, read=None):
     """The member level's result from the CSR columns: ``{member: {topic key:
-    [partitions]}}`` for the present members, in index order."""
+    [partitions]}}`` for the present members, in index order.  ``current[m]``
+    (optional) is member m's assignment as the caller gave it: when it is
+    already a dict equal to the target in every detail the result shows (the
+    same entries in the same order, keys of the metadata's type, lists of
+    ints ascending), that dict is the member's result rather than a copy.
+    ``read`` is what ``member_columns`` read of them (``canon`` and the
+    current columns), which lets the compiled twin compare columns instead of
+    objects; here the objects are compared, to the same effect."""
+    if current is not None and len(current) != len(member_ids):
+        raise ArgumentValueError(f"{len(current)} current assignments for {len(member_ids)} members")
     out = {}
     for m, mid in enumerate(member_ids):
         if not present[m]:
             continue
-        entry = out[mid] = {}
+        entry = {}
         for e in range(int(indptr[m]), int(indptr[m + 1])):
             entry[topic_keys[topics[e]]] = parts[part_indptr[e]:part_indptr[e + 1]].tolist()
+        out[mid] = current[m] if current is not None and same_target(current[m], entry) else entry
     return out
 
 
@@ -410,20 +423,24 @@ def first_repeat(indptr, values, domain):
     return -1
 
 
-def member_columns(member_ids, members, member_class, topic_index, read_assignment=True):
+def member_columns(member_ids, members, member_class, topic_index, read_assignment=True, scratch=False):
     """The per-member columns of a group given member by member (see
     ``_server_members.server_group``): ``(member_sub, rows, unresolved,
-    instance_ids, racks, cur_indptr, cur_topics, cur_part_indptr, cur_parts)``.
+    assignments, canon, cur_indptr, cur_topics, cur_part_indptr, cur_parts)``.
 
     ``rows`` are the distinct subscription sequences (a list object shared by
     members is read once; equal lists are merged too) and ``unresolved`` their
-    unresolved names; ``topic_index(key)`` numbers a topic id of any form.
-    ``read_assignment`` False leaves the current assignments out (for an
-    assignor that never reads them)."""
+    unresolved names; ``assignments`` the members' assignment objects as given;
+    ``canon`` is None here (the compiled twin marks the members whose
+    assignment is in the result's form, see ``member_dicts``);
+    ``topic_index(key)`` numbers a topic id of any form.  ``read_assignment``
+    False leaves the current assignments out (for an assignor that never reads
+    them).  ``scratch`` lets the compiled twin return views of work arrays; here
+    the columns are always new."""
     m_count = len(member_ids)
     member_sub = np.empty(m_count, dtype=np.int32)
     by_identity, by_content = {}, {}
-    rows, unresolved, instance_ids, racks = [], [], [], []
+    rows, unresolved, assignments = [], [], []
     cur_topics, cur_counts, cur_flat = [], [], []
     cur_indptr = np.zeros(m_count + 1, dtype=np.int64)
     for mid in member_ids:
@@ -440,8 +457,7 @@ def member_columns(member_ids, members, member_class, topic_index, read_assignme
             r = content_row(subs, unres, rows, unresolved, by_content)
             by_identity[key] = r
         member_sub[m] = r
-        instance_ids.append(member.instance_id)
-        racks.append(member.rack)
+        assignments.append(member.assignment)
         for tid, parts in (member.assignment.items() if read_assignment else ()):
             cur_topics.append(topic_index(tid))
             parts = list(parts)
@@ -455,5 +471,5 @@ def member_columns(member_ids, members, member_class, topic_index, read_assignme
         cur_indptr[m + 1] = len(cur_topics)
     cur_part_indptr = np.zeros(len(cur_counts) + 1, dtype=np.int64)
     np.cumsum(cur_counts, out=cur_part_indptr[1:])
-    return (member_sub, rows, unresolved, instance_ids, racks, cur_indptr, np.array(cur_topics, dtype=np.int32),
+    return (member_sub, rows, unresolved, assignments, None, cur_indptr, np.array(cur_topics, dtype=np.int32),
             cur_part_indptr, np.array(cur_flat, dtype=np.int64).astype(np.int32))
