@@ -72,8 +72,9 @@ class Events:
                           "request_ts": ms * 1000})
 
     def describe(self, ms, group_epoch, assignment_epoch, members=()):
+        """A ConsumerGroupDescribe response as the consumer stage hands it to a group: with its group id."""
         self.seq += 1
-        self.rows.append({"group_id": None, "seq": self.seq, "ts": ms * 1000, "direction": RESPONSE,
+        self.rows.append({"group_id": self.group_id, "seq": self.seq, "ts": ms * 1000, "direction": RESPONSE,
                           "api_key": DESCRIBE, "request_seq": self.seq - 1, "request_ts": ms * 1000,
                           "described": [{"group_id": self.group_id, "error_code": 0, "group_state": "Stable",
                                          "group_epoch": group_epoch, "assignment_epoch": assignment_epoch,

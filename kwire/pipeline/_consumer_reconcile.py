@@ -16,8 +16,8 @@ to revoke; the reconciliation is stable at the last member's.
 Partition-seconds unowned: each interval during which no member consumed a
 partition (from the timeline) is counted in the reconciliation during which
 it ended, that is the one that handed the partition to its new owner; one
-that never ended counts until the group's last event, in the
-reconciliation during which it began.
+that never ended counts until the group's last event, in the last
+reconciliation (the one still to hand it over when the capture ends).
 """
 
 from __future__ import annotations
@@ -98,12 +98,8 @@ def _unowned_by_bump(tl: ConsumerTimeline, bump_ts):
     out = {}
     last = tl.last_ts
     for _topic, _p, s, e in tl.unowned:
-        if e is None:
-            k = bisect.bisect_right(bump_ts, s) - 1
-            e = max(last, s)
-        else:
-            k = bisect.bisect_right(bump_ts, e) - 1
-        out.setdefault(max(k, 0), []).append((s, e))
+        e = max(last, s) if e is None else e
+        out.setdefault(max(bisect.bisect_right(bump_ts, e) - 1, 0), []).append((s, e))
     return out
 
 

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kwire.pipeline._consumer_reconcile import reconciliations
-from kwire.pipeline._consumer_schemas import (CONSUMER_EVENT_COLUMNS, CONSUMER_TABLES, CONSUMER_HEARTBEAT)
+from kwire.pipeline._consumer_schemas import (CONSUMER_EVENT_COLUMNS, CONSUMER_HEARTBEAT, CONSUMER_SESSION_TIMEOUT_MS,
+                                              CONSUMER_TABLES)
 from kwire.pipeline._consumer_timeline import ConsumerTimeline, build_consumer_timeline, topic_names_of
 from kwire.pipeline._events import METADATA
 
@@ -39,7 +40,8 @@ def consumer_group_ids(events: pa.Table) -> List[str]:
     return sorted(set(pc.unique(events.filter(is_hb).column("group_id")).to_pylist()) - {None})
 
 
-def consumer_timelines(events: pa.Table, names=None) -> Iterable[ConsumerTimeline]:
+def consumer_timelines(events: pa.Table, names=None,
+                       session_timeout_ms=CONSUMER_SESSION_TIMEOUT_MS) -> Iterable[ConsumerTimeline]:
     """Each group's timeline, in group order, from an Arrow table of events
     (any groups; Metadata responses among them name topic ids unless
     ``names`` is given)."""
@@ -57,7 +59,7 @@ def consumer_timelines(events: pa.Table, names=None) -> Iterable[ConsumerTimelin
     start = 0
     for end in range(1, len(gids) + 1):
         if end == len(gids) or gids[end] != gids[start]:
-            yield build_consumer_timeline(gids[start], columns, range(start, end), names)
+            yield build_consumer_timeline(gids[start], columns, range(start, end), names, session_timeout_ms)
             start = end
 
 

@@ -51,7 +51,7 @@ class MemberView:
                  "last_ts", "session_ms", "instance_id", "subscription", "rebalance_timeout_ms", "latencies",
                  "fenced_before", "expiry_token")
 
-    def __init__(self, member_id, protocol):
+    def __init__(self, member_id, protocol, session_ms):
         self.member_id = member_id
         self.protocol = protocol
         self.epoch = None
@@ -60,8 +60,8 @@ class MemberView:
         self.given = set()        # everything this incarnation was ever given
         self.known = False        # its assignment is known (joined in the capture, or an assignment seen)
         self.active = True
-        self.last_ts = None
-        self.session_ms = CONSUMER_SESSION_TIMEOUT_MS
+        self.last_ts = None       # its last successful heartbeat (the request's time): the session's start
+        self.session_ms = session_ms
         self.instance_id = None
         self.subscription = None
         self.rebalance_timeout_ms = None
@@ -145,8 +145,9 @@ def _classic_assignment(assignments, member_id):
 class _Walk:
     """The state of one group's walk; :func:`build_consumer_timeline` drives it."""
 
-    def __init__(self, tl: ConsumerTimeline, names, last_row_of):
+    def __init__(self, tl: ConsumerTimeline, names, last_row_of, session_ms):
         self.tl = tl
+        self.session_ms = session_ms
         self.names = names
         self.last_row_of = last_row_of      # member_id -> index of its last row
         self.group_epoch = None             # highest group epoch seen
@@ -164,7 +165,7 @@ class _Walk:
     def member(self, member_id, protocol, ts):
         m = self.tl.members.get(member_id)
         if m is None:
-            m = self.tl.members[member_id] = MemberView(member_id, protocol)
+            m = self.tl.members[member_id] = MemberView(member_id, protocol, self.session_ms)
             self.tl.member_order.append(member_id)
             self.tl.first_seen[member_id] = ts
         if protocol == CLASSIC and self.tl.protocol == CONSUMER:
@@ -296,11 +297,14 @@ def _tp_text(tps):
     return ", ".join(f"{t}-{p}" for t, p in sorted(tps))
 
 
-def build_consumer_timeline(group_id, columns, rows, names=None) -> ConsumerTimeline:
+def build_consumer_timeline(group_id, columns, rows, names=None,
+                            session_timeout_ms=CONSUMER_SESSION_TIMEOUT_MS) -> ConsumerTimeline:
     """The timeline of one group from event ``columns`` (name -> list, the
     event columns of :data:`~kwire.pipeline._consumer_schemas.CONSUMER_EVENT_COLUMNS`)
     at ``rows`` (indices in ``seq`` order, this group's only).  ``names``:
-    ``{topic id text: topic name}`` from the capture's Metadata responses."""
+    ``{topic id text: topic name}`` from the capture's Metadata responses.
+    ``session_timeout_ms``: the brokers' consumer session timeout (classic
+    members of a mixed group use their JoinGroup's)."""
     names = names or {}
     tl = ConsumerTimeline(group_id)
     c = columns
@@ -311,7 +315,7 @@ def build_consumer_timeline(group_id, columns, rows, names=None) -> ConsumerTime
             last_row_of[member_col[i]] = i
         for gone in (c["leaving"][i] or ()):
             last_row_of[gone] = i
-    w = _Walk(tl, names, last_row_of)
+    w = _Walk(tl, names, last_row_of, session_timeout_ms)
     for i in rows:
         ts, seq = c["ts"][i], c["seq"][i]
         w.expire_until(ts)
@@ -363,14 +367,12 @@ def _heartbeat_request(w: _Walk, c, i, seq, ts):
         m.subscription = subscription
     if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         if m.active:
-            m.last_ts = ts
             w.drop_member(m, ts)
             m.epoch = epoch
             w.snapshot(m, seq, ts)
             w.membership(m, seq, ts, "leave" if epoch == LEAVE_EPOCH else "static_leave")
         return
     if epoch is not None and epoch > 0 and m.active:
-        m.last_ts = ts
         owned = c["topic_partitions"][i]
         if owned is not None:
             w.acknowledge(m, _tps(owned, w.names), seq, ts)
@@ -472,8 +474,6 @@ def _classic(w: _Walk, c, i, key, d, seq, ts):
             return
         m = w.member(member_id, CLASSIC, ts)
         m.protocol = CLASSIC
-        if m.active:
-            m.last_ts = ts
         if key == JOIN_GROUP:
             if c["session_timeout_ms"][i]:
                 m.session_ms = c["session_timeout_ms"][i]

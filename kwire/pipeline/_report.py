@@ -18,6 +18,7 @@ from collections import Counter
 import pandas as pd
 
 from kwire.codec import ErrorCode, error_name
+from kwire.pipeline._report_consumer import NO_GROUP_TRAFFIC, consumer_json, consumer_section, no_group_traffic
 
 #: The errors the report names beside their codes: the answers of the group
 #: protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and of finding the
@@ -187,6 +188,7 @@ def report_json(capture_path, s, run):
         "reproduced": {"generations": s["reproduced"][1], "exactly": s["reproduced"][0]},
         "top_groups": s["top_groups"],
         "charts": run.get("charts", {}),
+        **consumer_json(s),
     }
 
 
@@ -202,7 +204,9 @@ def render_markdown(capture_path, s, run):
                  f"{_fmt(s['rebalances'])} generations.")
     if s["frames"] == 0:
         lines += ["", "**The capture holds no frames**: there is nothing to analyse."]
-    elif s["rebalances"] == 0:
+    elif no_group_traffic(s):
+        lines += ["", NO_GROUP_TRAFFIC]
+    elif s["rebalances"] == 0 and not (s.get("consumer") or {}).get("groups"):
         lines += ["", "**The capture holds no consumer-group rebalance**: no JoinGroup that formed a generation "
                   "(group traffic is FindCoordinator, JoinGroup, SyncGroup, Heartbeat and LeaveGroup frames). Was "
                   "the group coordinator's traffic recorded?"]
@@ -211,6 +215,7 @@ def render_markdown(capture_path, s, run):
         _triggers(lines, s)
         _groups(lines, s, run)
         _whatif(lines, s, run)
+    consumer_section(lines, s, format_duration, _fmt)
     _bad(lines, s)
     _stages(lines, run)
     return "\n".join(lines) + "\n"

@@ -59,6 +59,7 @@ from kwire.pipeline._whatif_pack import pack_replayed, replayed_rows
 from kwire.pipeline import _report as report
 from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
 from kwire.pipeline._progress import Progress
+from kwire.pipeline._spark_consumer import consumer_stage, consumer_summary, split_protocols
 from kwire.pipeline._ship import needs_shipping, remote, ship_kwire
 
 DEFAULT_BUCKETS_PER_CORE = 4
@@ -553,7 +554,9 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             st.done(topics=len(pc.unique(metadata_counts.column("topic"))))
         stages["metadata"] = {"seconds": st.seconds, **st.counts}
 
-        events = bucketed(events_stage(frames), buckets).persist()
+        # Groups with ConsumerGroupHeartbeat traffic (consumer and mixed) go to the consumer-protocol analysis.
+        consumer_events, classic_events = split_protocols(events_stage(frames))
+        events = bucketed(classic_events, buckets).persist()
         tables = {}
         replay = sc.accumulator(0.0)
         with progress.stage("timelines") as st:
@@ -582,6 +585,12 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             st.done(members=counts["members"] or 0)
         stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value}
         events.unpersist()
+        with progress.stage("consumer") as st:
+            consumer_tables, consumer_rows = consumer_stage(consumer_events, frames, out, buckets=buckets,
+                                                            bucketed=bucketed, spark_schema=spark_schema,
+                                                            archive=archive)
+            st.done(**consumer_rows)
+        stages["consumer"] = {"seconds": st.seconds, **st.counts}
 
         with progress.stage("report") as st:
             error_kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
@@ -593,6 +602,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             wi = tables["whatif"].toPandas()
             bad = tables["bad_frames"].where(F.col("kind") == "inconsistent").select("reason").toPandas()
             report.summarize(s, reb, wi, bad)
+            consumer_summary(s, consumer_tables, consumer_events.unionByName(classic_events))
             stages["report"] = {"seconds": time.perf_counter() - st.t0}  # so far: the files are written next
             run = {"spark": {"master": sc.master, "app_id": sc.applicationId, "version": spark.version,
                              "default_parallelism": par}, "stages": stages}
