@@ -229,3 +229,28 @@ def test_a_reconciliation_superseded_by_the_next_bump_has_no_time_to_stable():
     recs = tables(e)["reconciliations"]
     assert [(r["group_epoch"], r["outcome"], r["time_to_stable_ms"]) for r in recs] == [
         (1, "stable", 0.0), (2, "superseded", None), (3, "open", None)]
+
+
+def test_the_membership_history_of_a_consumer_group():
+    from kwire.pipeline._consumer_history import consumer_history
+    from kwire.pipeline._membership import MemberEvent
+
+    e = worked_sequence()
+    r = e.hb(8000, "B", 2)
+    e.resp(8010, r, "B", 2)
+    r = e.hb(12_000, "A", 2)
+    e.resp(12_010, r, "A", 2)
+    r = e.hb(14_000, "A", 2)
+    e.resp(14_010, r, "A", 3, tp(0, 1, 2, 3))
+    (tl,) = consumer_timelines(e.table(), session_timeout_ms=3000)
+    h = consumer_history(tl)
+    assert (h.protocol, h.topics, list(h.partition_counts), h.member_ids) == ("consumer", ["foo"], [4], ["A", "B"])
+    # A joined (request at 1 s), B joined (2 s), B went silent after its heartbeat at 8 s: a CRASH then.
+    assert [(int(t) // 1000, int(m), MemberEvent(k).name, s) for t, m, k, s in zip(
+        h.event_ts, h.event_member, h.event_kind, h.event_topics)] == [
+        (1000, 0, "JOIN", (0,)), (2000, 1, "JOIN", (0,)), (8000, 1, "CRASH", ())]
+    assert list(h.event_rebalance) == [0, 1, 2]
+    assert list(h.rebalance_epoch) == [1, 2, 3] and list(h.rebalance_stable_us) == [0, 5_000_000, 0]
+    assert list(h.rebalance_unowned_ps) == pytest.approx([0.0, 7.02, 12.02])
+    assert list(h.latency_us) == [10_000, 10_000] and list(h.session_timeout_ms) == [3000, 3000]
+    assert h.heartbeat_interval_ms == 5000 and h.rebalance_timeout_ms == 300000

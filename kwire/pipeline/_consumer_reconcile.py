@@ -3,15 +3,15 @@ bump, read off its :class:`~kwire.pipeline._consumer_timeline.ConsumerTimeline`.
 
 A reconciliation starts when the group epoch ``E`` is first seen (the first
 response carrying it, or a ConsumerGroupDescribe's group epoch) and lasts
-until the next bump is seen.  Its members are those in the group during it;
-a member that leaves or is fenced in it ends it (its exit bumps the epoch
-again).  Each member has a target: the Describe's target at assignment epoch
-``E`` where one was captured, otherwise the assignment it held last at epoch
-``E`` with nothing left to revoke (the coordinator hands the target out as
-partitions are released, ``CurrentAssignmentBuilder.computeNextAssignment``,
-so what it holds last at ``E`` is the target).  The member has acknowledged
-it at its first snapshot at epoch ``E`` holding exactly it with nothing left
-to revoke; the reconciliation is stable at the last member's.
+until the next bump is seen.  Its members are those in the group during it,
+those that leave or are fenced during it included.  Each member has a
+target: the Describe's target at assignment epoch ``E`` where one was
+captured, otherwise the assignment it held last at epoch ``E`` with nothing
+left to revoke (the coordinator hands the target out as partitions are
+released, ``CurrentAssignmentBuilder.computeNextAssignment``, so what it
+holds last at ``E`` is the target).  The member has acknowledged it at its
+first snapshot at epoch ``E`` holding exactly it with nothing left to
+revoke; the reconciliation is stable at the last member's.
 
 Partition-seconds unowned: each interval during which no member consumed a
 partition (from the timeline) is counted in the reconciliation during which
@@ -104,7 +104,7 @@ def _unowned_by_bump(tl: ConsumerTimeline, bump_ts):
 
 
 def _participants(tl: ConsumerTimeline, start, end):
-    """Members in the group during ``[start, end)`` that did not leave it then."""
+    """Members in the group during ``[start, end)``."""
     out = []
     for member_id in tl.member_order:
         snaps = tl.snapshots.get(member_id, ())
@@ -114,13 +114,10 @@ def _participants(tl: ConsumerTimeline, start, end):
         before = bisect.bisect_right(times, start) - 1
         in_group_at_start = before >= 0 and snaps[before][2] is not None and snaps[before][2] > 0
         inside = [s for s in snaps if s[1] >= start and (end is None or s[1] < end)]
-        if not (in_group_at_start or inside):
-            continue
-        if inside and (inside[-1][2] is None or inside[-1][2] < 0):
-            continue  # it left or was fenced during this reconciliation: the next one counts its exit
-        if not inside and not in_group_at_start:
-            continue
-        out.append(member_id)
+        # A member that left or was fenced during it still counts: it must have reached its target before,
+        # or the reconciliation never was stable (its exit then bumps the epoch again).
+        if in_group_at_start or any(s[2] is not None and s[2] > 0 for s in inside):
+            out.append(member_id)
     return out
 
 

@@ -32,6 +32,12 @@ JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
 #: member that stops heartbeating is taken to be fenced this long after its last one.
 CONSUMER_SESSION_TIMEOUT_MS = 45000
 
+#: ``group.consumer.heartbeat.interval.ms``'s default (``GroupCoordinatorConfig``), for a
+#: group whose responses were not captured, and the Java client's ``max.poll.interval.ms``
+#: default, which it sends as the rebalance timeout.
+CONSUMER_HEARTBEAT_INTERVAL_MS = 5000
+DEFAULT_REBALANCE_TIMEOUT_MS = 300000
+
 #: The event columns the consumer-protocol analysis reads besides the classic
 #: ones (the ``events`` stage keeps them; docs/PIPELINE.md).
 CONSUMER_EXTRA_COLUMNS = ("topic_partitions", "heartbeat_interval_ms", "rebalance_timeout_ms", "subscribed_regex",

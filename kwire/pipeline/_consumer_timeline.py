@@ -93,6 +93,10 @@ class ConsumerTimeline:
         self.unowned = []
         #: (ts, member_id): a subscription changed (not a join)
         self.subscription_changes = []
+        #: (ts, member_id, sorted topic names): every subscription a request set, joins included
+        self.subscriptions = []
+        #: the server assignor members asked for last (ServerAssignor), None if none did
+        self.assignor = None
         #: (ts, error_code) of every error answered to the group
         self.errors = []
         #: (assignment_epoch, member_id) -> frozenset target, from Describe responses
@@ -359,12 +363,11 @@ def _heartbeat_request(w: _Walk, c, i, seq, ts):
         m.instance_id = c["group_instance_id"][i]
     if c["rebalance_timeout_ms"][i] not in (None, -1):
         m.rebalance_timeout_ms = c["rebalance_timeout_ms"][i]
+    if c["protocol_name"][i]:
+        w.tl.assignor = c["protocol_name"][i]
     topics = c["topics"][i]
     if topics is not None:
-        subscription = tuple(sorted(topics))
-        if m.subscription is not None and subscription != m.subscription and epoch not in (None, JOIN_EPOCH):
-            w.tl.subscription_changes.append((ts, member_id))
-        m.subscription = subscription
+        _subscribed(w, m, topics, ts, epoch not in (None, JOIN_EPOCH))
     if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         if m.active:
             w.drop_member(m, ts)
@@ -377,6 +380,15 @@ def _heartbeat_request(w: _Walk, c, i, seq, ts):
         if owned is not None:
             w.acknowledge(m, _tps(owned, w.names), seq, ts)
             w.snapshot(m, seq, ts)
+
+
+def _subscribed(w: _Walk, m: MemberView, topics, ts, may_change):
+    subscription = tuple(sorted(set(topics)))
+    if may_change and m.subscription is not None and subscription != m.subscription:
+        w.tl.subscription_changes.append((ts, m.member_id))
+    if subscription != m.subscription:
+        w.tl.subscriptions.append((ts, m.member_id, subscription))
+    m.subscription = subscription
 
 
 def _heartbeat_response(w: _Walk, c, i, seq, ts):
@@ -477,12 +489,8 @@ def _classic(w: _Walk, c, i, key, d, seq, ts):
         if key == JOIN_GROUP:
             if c["session_timeout_ms"][i]:
                 m.session_ms = c["session_timeout_ms"][i]
-            topics = c["topics"][i]
-            if topics is not None:
-                subscription = tuple(sorted(topics))
-                if m.subscription is not None and subscription != m.subscription:
-                    w.tl.subscription_changes.append((ts, member_id))
-                m.subscription = subscription
+            if c["topics"][i] is not None:
+                _subscribed(w, m, c["topics"][i], ts, True)
         return
     if error:
         w.tl.errors.append((ts, error))
