@@ -90,3 +90,69 @@ class Events:
     def table(self):
         schema = event_schema()
         return pa.Table.from_pylist([{c: r.get(c) for c in schema.names} for r in self.rows], schema=schema)
+
+
+def uuid_text(raw: bytes) -> str:
+    """Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, without padding."""
+    import base64
+
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def record_heartbeats(coordinator, events: Events):
+    """Record every ConsumerGroupHeartbeat ``coordinator`` answers as a request row and a response row of
+    ``events``, at the loop's clock, with the fields the batch decoder reads from each."""
+    answer = coordinator.heartbeat
+
+    def tps(value):
+        return None if value is None else [{"topic_id": uuid_text(t.topic_id), "partitions": list(t.partitions)}
+                                           for t in value]
+
+    def heartbeat(req, version, now, **kw):
+        resp = answer(req, version, now, **kw)
+        events.group_id = req.group_id
+        seq = events._row(ts=now * 1000, direction=REQUEST, api_key=HB, member_id=req.member_id,
+                          generation_id=req.member_epoch, group_instance_id=req.instance_id,
+                          rebalance_timeout_ms=req.rebalance_timeout_ms, topics=req.subscribed_topic_names,
+                          protocol_name=req.server_assignor, topic_partitions=tps(req.topic_partitions))
+        events._row(ts=now * 1000, direction=RESPONSE, api_key=HB,
+                    member_id=resp.member_id if resp.member_id is not None else req.member_id,
+                    generation_id=resp.member_epoch, error_code=resp.error_code, group_instance_id=req.instance_id,
+                    heartbeat_interval_ms=resp.heartbeat_interval_ms, request_seq=seq, request_ts=now * 1000,
+                    topic_partitions=None if resp.assignment is None else tps(resp.assignment.topic_partitions))
+        return resp
+
+    coordinator.heartbeat = heartbeat
+
+
+def folded(events: Events) -> Events:
+    """The ``events`` stage's reduction of ConsumerGroupHeartbeat rows (docs/PIPELINE.md): requests that join,
+    leave or carry a subscription or owned partitions, and responses with an error, an assignment or a new epoch,
+    are kept; every other pair folds into one row per (group, member, member epoch) holding the last one's request
+    time and the response's fields."""
+    out = Events(events.group_id)
+    requests = {r["seq"]: r for r in events.rows if r["direction"] == REQUEST}
+    folds = {}
+    for r in events.rows:
+        if r["api_key"] != HB:
+            out.rows.append(r)
+            continue
+        if r["direction"] == REQUEST:
+            if (r["generation_id"] <= 0 or r.get("topics") is not None or r.get("subscribed_regex") is not None
+                    or r.get("topic_partitions") is not None):
+                out.rows.append(r)
+            continue
+        req = requests[r["request_seq"]]
+        if r["error_code"] or r.get("topic_partitions") is not None or r["generation_id"] != req["generation_id"]:
+            out.rows.append(r)
+            continue
+        key = (r["group_id"], r["member_id"], r["generation_id"])
+        fold = folds.get(key)
+        if fold is None:
+            fold = folds[key] = dict(r)
+            out.rows.append(fold)
+        fold.update(ts=req["ts"], seq=r["seq"], request_seq=None, request_ts=None,
+                    heartbeat_interval_ms=r["heartbeat_interval_ms"])
+    out.rows.sort(key=lambda r: r["seq"])
+    out.seq = events.seq
+    return out
