@@ -16,14 +16,7 @@ pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from kwire.pipeline._spark_stages import spark_session
-
-    session = spark_session("local[2]", shuffle_partitions=4, driver_memory="1g")
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+from .test_pipeline_spark import spark  # noqa: F401  (the local[2] session fixture)
 
 
 def capture_events():

@@ -251,6 +251,20 @@ class _Walk:
             self.release(tp, ts, m.member_id)
             m.to_revoke.discard(tp)
 
+    def fence(self, m, seq, ts, error):
+        """An answer with ``error`` told ``m`` the coordinator does not know it (any more) at its epoch: the
+        client gives up its partitions as lost (``AbstractMembershipManager.transitionToFenced``).  When its last
+        successful heartbeat is older than a session, the session timeout is what fenced it."""
+        expired = m.last_ts is not None and ts - m.last_ts >= m.session_ms * 1000
+        self.drop_member(m, m.last_ts if expired else ts)
+        m.fenced_before = True
+        if expired:
+            self.membership(m, seq, m.last_ts + m.session_ms * 1000, "session_timeout", error)
+        else:
+            self.membership(m, seq, ts, "fenced", error)
+        m.epoch = None
+        self.snapshot(m, seq, ts)
+
     # -- epochs ----------------------------------------------------------------------------------
 
     def group_epoch_seen(self, epoch, assignment_epoch, seq, ts, source, member_id):
@@ -402,18 +416,7 @@ def _heartbeat_response(w: _Walk, c, i, seq, ts):
         m = w.tl.members.get(member_id) or (w.tl.members.get(request[0]) if request and request[0] else None)
         if m is None or error not in FENCING_ERRORS or not m.active:
             return
-        # The coordinator does not know this member (any more) at this epoch: the client gives up its partitions
-        # as lost (AbstractMembershipManager.transitionToFenced).  When its last successful heartbeat is older than
-        # a session, the session timeout is what fenced it.
-        expired = m.last_ts is not None and ts - m.last_ts >= m.session_ms * 1000
-        w.drop_member(m, m.last_ts if expired else ts)
-        m.fenced_before = True
-        if expired:
-            w.membership(m, seq, m.last_ts + m.session_ms * 1000, "session_timeout", error)
-        else:
-            w.membership(m, seq, ts, "fenced", error)
-        m.epoch = None
-        w.snapshot(m, seq, ts)
+        w.fence(m, seq, ts, error)
         return
     if not member_id:
         return
@@ -496,11 +499,7 @@ def _classic(w: _Walk, c, i, key, d, seq, ts):
         w.tl.errors.append((ts, error))
         m = w.tl.members.get(member_id)
         if m is not None and m.active and error in FENCING_ERRORS:
-            w.drop_member(m, ts)
-            m.fenced_before = True
-            w.membership(m, seq, ts, "fenced", error)
-            m.epoch = None
-            w.snapshot(m, seq, ts)
+            w.fence(m, seq, ts, error)
         return
     if not member_id:
         return
