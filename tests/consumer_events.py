@@ -6,8 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from kwire.codec import ApiKey
-from kwire.pipeline._consumer_schemas import CONSUMER_EVENT_COLUMNS, CONSUMER_EXTRA_TYPES
 from kwire.pipeline._decode import FRAMES_SCHEMA
+from kwire.pipeline._events import EVENT_COLUMNS
 
 HB, DESCRIBE, METADATA = int(ApiKey.CONSUMER_GROUP_HEARTBEAT), int(ApiKey.CONSUMER_GROUP_DESCRIBE), int(ApiKey.METADATA)
 JOIN, SYNC, LEAVE = int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.LEAVE_GROUP)
@@ -17,16 +17,10 @@ FOO_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 
 
 def event_schema():
+    """The events' Arrow schema: the decoded frames' types, times in µs."""
     frames = FRAMES_SCHEMA()
-    fields = []
-    for name in CONSUMER_EVENT_COLUMNS:
-        if name in ("ts", "request_ts"):
-            fields.append(pa.field(name, pa.int64()))
-        elif name in CONSUMER_EXTRA_TYPES and name not in frames.names:
-            fields.append(pa.field(name, CONSUMER_EXTRA_TYPES[name]))
-        else:
-            fields.append(frames.field(name))
-    return pa.schema(fields)
+    return pa.schema([pa.field(name, pa.int64()) if name in ("ts", "request_ts") else frames.field(name)
+                      for name in EVENT_COLUMNS])
 
 
 def tp(*partitions, topic=FOO_ID):

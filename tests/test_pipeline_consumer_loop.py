@@ -4,13 +4,16 @@ epoch first reached a member, when the group was stable again, and for how long 
 client (the clients' PartitionsAssigned / PartitionsRevoked events).  The traffic is read both as every heartbeat
 and as the ``events`` stage reduces it (keep-alives folded)."""
 
+import pyarrow as pa
 import pytest
 
 from kwire.pipeline._consumer_history import consumer_history
 from kwire.pipeline._consumer_tables import consumer_tables, consumer_timelines
 from kwire.pipeline._membership import MemberEvent
 
-from .consumer_events import Events, folded, record_heartbeats, uuid_text
+from .analysis_frames import events_from_frames
+from .consumer_captures import LATENCY_US, RecordingLoop, write_capture
+from .consumer_events import Events, event_schema, folded, record_heartbeats, uuid_text
 from .consumer_group_loop import ConsumerLoop
 from .test_consumer_group_loop import FAST
 
@@ -53,13 +56,19 @@ class Truth:
             self.step()
 
 
-def scenario():
-    """Three members join one after the other, then the first leaves; six partitions of one topic."""
+def scenario(recorded=None):
+    """Three members join one after the other, then the first leaves; six partitions of one topic.  ``recorded``:
+    a list that gets the traffic as encoded capture frames (tests/consumer_captures.py), instead of event rows."""
     topics = {"a": 6}
-    loop = ConsumerLoop(topics, FAST)
     events = Events()
-    events.metadata(0, {uuid_text(tid): name for name, tid in loop.ids.items()})
-    record_heartbeats(loop.coordinator, events)
+    if recorded is None:
+        loop = ConsumerLoop(topics, FAST)
+        events.metadata(0, {uuid_text(tid): name for name, tid in loop.ids.items()})
+        record_heartbeats(loop.coordinator, events)
+    else:
+        loop = RecordingLoop(topics, FAST, frames=recorded)
+        loop.topic_sizes = dict(topics)
+        loop.metadata()
     truth = Truth(loop, topics)
     for name in ("c0", "c1", "c2"):
         loop.add(name, ["a"])
@@ -114,3 +123,30 @@ def test_the_membership_history_of_the_loop():
     assert h.topics == ["a"] and list(h.partition_counts) == [6]
     assert h.heartbeat_interval_ms == FAST["group.consumer.heartbeat.interval.ms"]
     assert list(h.rebalance_epoch) == [1, 2, 3, 4]
+
+
+def test_the_analysis_of_the_loop_s_frames_encoded_decoded_and_reduced(tmp_path):
+    # kwire's codec encodes every exchange (a response LATENCY_US after its request, a request just after the
+    # capture's previous frame), the batch decoder decodes the capture, and the events stage's reduction
+    # (its pandas twin) folds the keep-alives: the reconciliations are the loop's, to the capture's shifts.
+    from kwire.pipeline._decode import decode_capture
+
+    frames = []
+    loop, _events, truth = scenario(recorded=frames)
+    decoded = decode_capture(write_capture(str(tmp_path / "capture.parquet"), frames))
+    assert decoded.column("decode_error").null_count == decoded.num_rows
+    events = pa.Table.from_pandas(events_from_frames(decoded), schema=event_schema(), preserve_index=False)
+    t = {k: v.to_pylist() for k, v in consumer_tables(consumer_timelines(events, session_timeout_ms=3000)).items()}
+    recs = t["reconciliations"]
+    assert [r["group_epoch"] for r in recs] == [1, 2, 3, 4]
+    slack = 10 * LATENCY_US   # the capture spreads one step's exchanges over a few LATENCY_US
+    for r in recs:
+        assert r["outcome"] == "stable"
+        assert abs(r["start_ts"] - truth.first_seen[r["group_epoch"]] * 1000) <= slack
+        assert abs(r["end_ts"] - truth.stable_at[r["group_epoch"]] * 1000) <= slack
+    assert sum(r["partition_seconds_unowned"] for r in recs) == pytest.approx(truth.unowned_ms / 1000.0, abs=0.02)
+    assert t["consumer_anomalies"] == []
+    # Topic ids are named by the capture's Metadata response (v12, with topic ids).
+    assert {p["topic"] for row in t["consumer_members"] for p in row["assigned"]} == {"a"}
+    (tl,) = consumer_timelines(events, session_timeout_ms=3000)
+    assert consumer_history(tl).latency_us.tolist() == [LATENCY_US] * 3

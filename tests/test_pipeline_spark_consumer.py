@@ -4,12 +4,11 @@ and the report's figures come from them."""
 
 import json
 
-import pyarrow as pa
 import pytest
 
 from kwire.pipeline._consumer_schemas import CONSUMER_TABLES
 
-from .consumer_events import FOO_ID, JOIN, REQUEST, RESPONSE, SYNC, Events, tp
+from .consumer_events import JOIN, REQUEST, RESPONSE, SYNC, Events, tp
 from .test_pipeline_consumer import described, worked_sequence
 
 pytest.importorskip("pyspark")

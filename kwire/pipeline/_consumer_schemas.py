@@ -13,7 +13,6 @@ from __future__ import annotations
 import pyarrow as pa
 
 from kwire.codec import ApiKey, ErrorCode
-from kwire.pipeline._events import EVENT_COLUMNS
 
 # Plain ints: the timeline compares one per event, and an IntEnum there costs more.
 CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE = int(ApiKey.CONSUMER_GROUP_HEARTBEAT), int(ApiKey.CONSUMER_GROUP_DESCRIBE)
@@ -37,26 +36,6 @@ CONSUMER_SESSION_TIMEOUT_MS = 45000
 #: default, which it sends as the rebalance timeout.
 CONSUMER_HEARTBEAT_INTERVAL_MS = 5000
 DEFAULT_REBALANCE_TIMEOUT_MS = 300000
-
-#: The event columns the consumer-protocol analysis reads besides the classic
-#: ones (the ``events`` stage keeps them; docs/PIPELINE.md).
-CONSUMER_EXTRA_COLUMNS = ("topic_partitions", "heartbeat_interval_ms", "rebalance_timeout_ms", "subscribed_regex",
-                          "topic_ids", "described")
-CONSUMER_EVENT_COLUMNS = list(EVENT_COLUMNS) + [c for c in CONSUMER_EXTRA_COLUMNS if c not in EVENT_COLUMNS]
-
-#: ``topic_partitions`` of the events: topic ids in Kafka's text form.
-TP_TYPE = pa.list_(pa.struct([("topic_id", pa.string()), ("partitions", pa.list_(pa.int32()))]))
-DESCRIBED_MEMBER = pa.struct([
-    ("member_id", pa.string()), ("group_instance_id", pa.string()), ("member_epoch", pa.int32()),
-    ("member_type", pa.int8()), ("assigned", TP_TYPE), ("target", TP_TYPE)])
-DESCRIBED_TYPE = pa.list_(pa.struct([
-    ("group_id", pa.string()), ("error_code", pa.int16()), ("group_state", pa.string()),
-    ("group_epoch", pa.int32()), ("assignment_epoch", pa.int32()), ("assignor_name", pa.string()),
-    ("members", pa.list_(DESCRIBED_MEMBER))]))
-#: The types of the extra columns, for tests and for a Spark session whose events lack them.
-CONSUMER_EXTRA_TYPES = {"topic_partitions": TP_TYPE, "heartbeat_interval_ms": pa.int32(),
-                        "rebalance_timeout_ms": pa.int32(), "subscribed_regex": pa.string(),
-                        "topic_ids": pa.list_(pa.string()), "described": DESCRIBED_TYPE}
 
 #: Partitions in the output tables: topic names (or a topic id's text where no
 #: Metadata response names it) and their partitions, sorted.

@@ -10,20 +10,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kwire.pipeline._consumer_reconcile import reconciliations
-from kwire.pipeline._consumer_schemas import (CONSUMER_EVENT_COLUMNS, CONSUMER_HEARTBEAT, CONSUMER_SESSION_TIMEOUT_MS,
-                                              CONSUMER_TABLES)
+from kwire.pipeline._consumer_schemas import CONSUMER_HEARTBEAT, CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_TABLES
 from kwire.pipeline._consumer_timeline import ConsumerTimeline, build_consumer_timeline, topic_names_of
-from kwire.pipeline._events import METADATA
+from kwire.pipeline._events import EVENT_COLUMNS, METADATA
 
 _INT_COLUMNS = ("seq", "ts", "request_seq", "request_ts")
 
 
 def event_columns(events: pa.Table) -> Dict[str, list]:
-    """The events' columns as Python lists; a column the events lack (an
-    older ``events`` stage) reads as all nulls."""
+    """The events' columns (:data:`~kwire.pipeline._events.EVENT_COLUMNS`)
+    as Python lists; a column the events lack reads as all nulls."""
     n = events.num_rows
     out = {}
-    for name in CONSUMER_EVENT_COLUMNS:
+    for name in EVENT_COLUMNS:
         if name in events.column_names:
             col = events.column(name)
             if name in _INT_COLUMNS and not pa.types.is_int64(col.type):

@@ -318,7 +318,7 @@ def _tp_text(tps):
 def build_consumer_timeline(group_id, columns, rows, names=None,
                             session_timeout_ms=CONSUMER_SESSION_TIMEOUT_MS) -> ConsumerTimeline:
     """The timeline of one group from event ``columns`` (name -> list, the
-    event columns of :data:`~kwire.pipeline._consumer_schemas.CONSUMER_EVENT_COLUMNS`)
+    event columns of :data:`~kwire.pipeline._events.EVENT_COLUMNS`)
     at ``rows`` (indices in ``seq`` order, this group's only).  ``names``:
     ``{topic id text: topic name}`` from the capture's Metadata responses.
     ``session_timeout_ms``: the brokers' consumer session timeout (classic
@@ -421,8 +421,7 @@ def _heartbeat_response(w: _Walk, c, i, seq, ts):
     if not member_id:
         return
     m = w.member(member_id, CONSUMER, ts)
-    if request is not None and c["request_ts"][i] is not None:
-        m.latencies.append(ts - c["request_ts"][i])
+    _latency(m, c, i, ts)
     if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         if m.active:  # its request was not among the events
             w.drop_member(m, ts)
@@ -442,6 +441,13 @@ def _heartbeat_response(w: _Walk, c, i, seq, ts):
     if assignment is not None:
         w.assign(m, _tps(assignment, w.names), seq, ts, revoke_now=False)
     w.snapshot(m, seq, ts)
+
+
+def _latency(m: MemberView, c, i, ts):
+    # A folded keep-alive row holds its request's time in ``ts``: no latency in it.
+    request_ts = c["request_ts"][i]
+    if request_ts is not None and ts > request_ts:
+        m.latencies.append(ts - request_ts)
 
 
 def _joined(w: _Walk, m: MemberView, request_ts, seq, ts):
@@ -505,9 +511,7 @@ def _classic(w: _Walk, c, i, key, d, seq, ts):
         return
     m = w.member(member_id, CLASSIC, ts)
     m.protocol = CLASSIC
-    request = w.requests.get(c["request_seq"][i])
-    if request is not None and c["request_ts"][i] is not None:
-        m.latencies.append(ts - c["request_ts"][i])
+    _latency(m, c, i, ts)
     m.last_ts = c["request_ts"][i] if c["request_ts"][i] is not None else ts
     if key == JOIN_GROUP:
         if not m.active or m.epoch is None:

@@ -9,18 +9,18 @@ analysis does: each bucket's groups get their timelines built once
 bucket returns its tables as one (a ``table`` column names each row's
 table), which the driver splits and writes under ``OUT/<table>``.
 
-Two capture-wide inputs come from the decoded frames, not the events: topic
-id → name from the Metadata responses' ``topic_ids`` (a small table handed
-to every task), and the ConsumerGroupDescribe responses, one row per
-described group so that each goes to its group's bucket.
+Topic id → name comes from the decoded frames, capture-wide: the Metadata
+responses' ``topic_ids`` beside their ``topics``, a small table handed to
+every task.  ConsumerGroupDescribe responses are among the events already,
+one row per described group (the ``events`` stage), so each goes to its
+group's bucket.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from kwire.pipeline._consumer_schemas import (CONSUMER_DESCRIBE, CONSUMER_EVENT_COLUMNS, CONSUMER_EXTRA_TYPES,
-                                              CONSUMER_HEARTBEAT, CONSUMER_TABLES)
+from kwire.pipeline._consumer_schemas import CONSUMER_HEARTBEAT, CONSUMER_TABLES
 from kwire.pipeline._consumer_tables import consumer_tables, consumer_timelines
 from kwire.pipeline._events import METADATA, RESPONSE
 from kwire.pipeline._report_consumer import summarize_consumer
@@ -86,32 +86,6 @@ def topic_names(frames) -> pa.Table:
     return pa.Table.from_pylist([r.asDict() for r in pairs], schema=TOPIC_NAME_SCHEMA)
 
 
-def consumer_events(events, frames, spark_schema):
-    """The events of consumer-protocol groups in :data:`CONSUMER_EVENT_COLUMNS`
-    (null where the events lack a column), ConsumerGroupDescribe responses
-    added one row per described group."""
-    from pyspark.sql import functions as F
-
-    def aligned(df):
-        return df.select(*[F.col(c) if c in df.columns
-                           else F.lit(None).cast(spark_schema(pa.schema([(c, CONSUMER_EXTRA_TYPES[c])]))[0].dataType)
-                           .alias(c) for c in CONSUMER_EVENT_COLUMNS])
-
-    out = aligned(events.where(F.col("api_key") != CONSUMER_DESCRIBE))
-    if "described" in frames.columns:
-        described = frames.where((F.col("api_key") == CONSUMER_DESCRIBE) & (F.col("direction") == RESPONSE)
-                                 & F.col("described").isNotNull() & F.col("decode_error").isNull())
-        described = described.select(*[c for c in frames.columns if c not in ("group_id", "described")],
-                                      F.explode("described").alias("d"))
-        described = described.select("*", F.col("d.group_id").alias("group_id"),
-                                     F.array("d").alias("described")).drop("d")
-        described = described.select(*[F.unix_micros(c).alias(c) if c in ("ts", "request_ts") else F.col(c)
-                                       for c in described.columns])
-        groups = out.select("group_id").distinct()
-        out = out.unionByName(aligned(described.join(F.broadcast(groups), "group_id", "left_semi")))
-    return out
-
-
 def consumer_stage(events, frames, out_path, *, buckets, bucketed, spark_schema, archive=None):
     """Analyse the consumer-protocol groups of ``events`` and write every table
     of :data:`CONSUMER_TABLES` under ``out_path``.  ``bucketed`` and
@@ -122,8 +96,7 @@ def consumer_stage(events, frames, out_path, *, buckets, bucketed, spark_schema,
 
     spark = events.sparkSession
     names = topic_names(frames)
-    rows = consumer_events(events, frames, spark_schema)
-    grouped = bucketed(rows, buckets).groupBy("bucket")
+    grouped = bucketed(events, buckets).groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
         run = remote(__name__, "analyse_consumer_bucket", archive)
         wide = grouped.applyInArrow(lambda t: run(t, names), spark_schema(CONSUMER_WIDE_SCHEMA))
