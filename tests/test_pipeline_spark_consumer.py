@@ -4,11 +4,17 @@ and the report's figures come from them."""
 
 import json
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from kwire.pipeline._consumer_schemas import CONSUMER_TABLES
+from kwire.pipeline._consumer_tables import consumer_tables, consumer_timelines
+from kwire.pipeline._decode import decode_capture
 
-from .consumer_events import JOIN, REQUEST, RESPONSE, SYNC, Events, tp
+from .analysis_frames import events_from_frames
+
+from .consumer_events import JOIN, REQUEST, RESPONSE, SYNC, Events, event_schema, tp
 from .test_pipeline_consumer import described, worked_sequence
 
 pytest.importorskip("pyspark")
@@ -69,3 +75,39 @@ def test_the_consumer_stage_routes_groups_and_writes_its_tables(spark, tmp_path)
     assert (c["groups"], c["reconciliations"], s["group_traffic"]) == (1, 2, True)
     assert c["time_to_stable_ms"]["max"] == 5005.0 and c["partition_seconds_unowned"]["total"] == pytest.approx(7.02)
     json.dumps(c)
+
+
+def test_the_pipeline_analyses_both_protocols_in_one_capture(spark, tmp_path):
+    # Two classic groups (tests/pipeline_captures.py) and three consumer-protocol groups made by kwire's own
+    # coordinator and members (tests/consumer_captures.py: three members join, a fourth joins, the first leaves).
+    from kwire.pipeline._spark_stages import run_pipeline
+
+    from .consumer_captures import add_consumer_groups
+    from .pipeline_captures import T0, scripted_capture
+
+    capture = str(tmp_path / "capture.parquet")
+    scripted_capture(capture, extra=lambda out: add_consumer_groups(out, T0, groups=3))
+    out = tmp_path / "out"
+    s = run_pipeline(capture, str(out), spark=spark, buckets=3, partitions=2, log=lambda *_: None)
+    assert s["groups"] == 2          # the classic path keeps the classic groups only
+    doc = json.load(open(out / "report.json"))
+    c = doc["consumer"]
+    assert (c["groups"], c["mixed_groups"], doc["group_traffic"]) == (3, 0, True)
+    # Each group: epoch 1 (the first member), 3 (the next two joined at once: the coordinator's target batching
+    # skips 2, which no response ever carries), 4 (the fourth), 5 (the first leaves).
+    assert c["reconciliations"] == 12 and c["outcomes"] == {"stable": 12}
+    assert c["membership"] == {"join": 12, "leave": 3} and c["anomalies"] == {}
+    assert c["triggers"] == {"initial": 3, "member_joined": 6, "member_left": 3}
+    stages = doc["stages"]["consumer"]
+    assert stages["reconciliations"] == 12 and stages["seconds"] > 0
+    assert stages["consumer_membership"] == 15
+    # The Spark stage's rows are the analysis's in one process, on the same capture's events.
+    events = pa.Table.from_pandas(events_from_frames(decode_capture(capture)), schema=event_schema(),
+                                  preserve_index=False)
+    local = [r for r in consumer_tables(consumer_timelines(events))["reconciliations"].to_pylist()
+             if r["group_id"].startswith("kip848-")]
+    got = pq.read_table(str(out / "reconciliations")).to_pylist()
+    key = lambda r: (r["group_id"], r["group_epoch"])  # noqa: E731
+    assert sorted(got, key=key) == sorted(local, key=key)
+    report = (out / "report.md").read_text()
+    assert "## Consumer-protocol groups (KIP-848)" in report and "## How long rebalances stall" in report
