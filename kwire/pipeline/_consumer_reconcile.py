@@ -55,6 +55,7 @@ def reconciliations(tl: ConsumerTimeline) -> List[dict]:
     c_ts = [t for t, _ in changes]
     bump_ts = [b[1] for b in bumps]
     unowned_of = _unowned_by_bump(tl, bump_ts)
+    times = {m: [s[1] for s in snaps] for m, snaps in tl.snapshots.items()}
     out = []
     # A group first seen at an epoch above 1 was there before the capture: its first sighting is no bump.
     first = 0 if tl.created else 1
@@ -68,8 +69,9 @@ def reconciliations(tl: ConsumerTimeline) -> List[dict]:
         if k == 0 and tl.created:
             triggers.append("initial")
         ranked = sorted(set(triggers), key=TRIGGERS.index) or ["unknown"]
-        participants = _participants(tl, start, end_window)
-        stable_at, targets = _stable_at(tl, epoch, start, end_window, participants)
+        inside = _inside(tl, times, start, end_window)
+        participants = _participants(tl, times, inside, start)
+        stable_at, targets = _stable_at(tl, epoch, inside, participants)
         if not participants:
             outcome, end_ts = "empty", start
         elif stable_at is not None:
@@ -103,42 +105,50 @@ def _unowned_by_bump(tl: ConsumerTimeline, bump_ts):
     return out
 
 
-def _participants(tl: ConsumerTimeline, start, end):
-    """Members in the group during ``[start, end)``."""
+def _inside(tl: ConsumerTimeline, times, start, end):
+    """``{member: its snapshots in [start, end)}`` (``end`` None: to the end)."""
+    out = {}
+    for member_id, snaps in tl.snapshots.items():
+        t = times[member_id]
+        lo = bisect.bisect_left(t, start)
+        hi = len(t) if end is None else bisect.bisect_left(t, end)
+        out[member_id] = snaps[lo:hi]
+    return out
+
+
+def _participants(tl: ConsumerTimeline, times, inside, start):
+    """Members in the group during the reconciliation that starts at ``start``."""
     out = []
     for member_id in tl.member_order:
-        snaps = tl.snapshots.get(member_id, ())
+        snaps = tl.snapshots.get(member_id)
         if not snaps:
             continue
-        times = [s[1] for s in snaps]
-        before = bisect.bisect_right(times, start) - 1
+        before = bisect.bisect_right(times[member_id], start) - 1
         in_group_at_start = before >= 0 and snaps[before][2] is not None and snaps[before][2] > 0
-        inside = [s for s in snaps if s[1] >= start and (end is None or s[1] < end)]
         # A member that left or was fenced during it still counts: it must have reached its target before,
         # or the reconciliation never was stable (its exit then bumps the epoch again).
-        if in_group_at_start or any(s[2] is not None and s[2] > 0 for s in inside):
+        if in_group_at_start or any(s[2] is not None and s[2] > 0 for s in inside[member_id]):
             out.append(member_id)
     return out
 
 
-def _stable_at(tl: ConsumerTimeline, epoch, start, end, participants):
+def _stable_at(tl: ConsumerTimeline, epoch, inside, participants):
     """``(time the last member acknowledged its target or None, {member: target})``."""
-    last = start
+    last = None
     targets = {}
     complete = True
     for member_id in participants:
-        inside = [s for s in tl.snapshots[member_id] if s[1] >= start and (end is None or s[1] < end)]
+        at_epoch = [s for s in inside[member_id] if s[2] == epoch and not s[4]]
         target = tl.described_targets.get((epoch, member_id))
         if target is None:
-            settled = [s for s in inside if s[2] == epoch and not s[4]]
-            target = settled[-1][3] if settled else None
+            target = at_epoch[-1][3] if at_epoch else None
         if target is None:
             complete = False
             continue
         targets[member_id] = target
-        at = next((s[1] for s in inside if s[2] == epoch and not s[4] and s[3] == target), None)
+        at = next((s[1] for s in at_epoch if s[3] == target), None)
         if at is None:
             complete = False
         else:
-            last = max(last, at)
+            last = at if last is None else max(last, at)
     return (last if complete else None), targets

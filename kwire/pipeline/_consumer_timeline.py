@@ -178,9 +178,11 @@ class _Walk:
 
     def snapshot(self, m, seq, ts):
         snaps = self.tl.snapshots[m.member_id]
-        row = (seq, ts, m.epoch, frozenset(m.assigned), frozenset(m.to_revoke))
-        if not snaps or snaps[-1][2:] != row[2:]:
-            snaps.append(row)
+        if snaps:
+            last = snaps[-1]
+            if last[2] == m.epoch and last[3] == m.assigned and last[4] == m.to_revoke:
+                return
+        snaps.append((seq, ts, m.epoch, frozenset(m.assigned), frozenset(m.to_revoke)))
 
     def membership(self, m, seq, ts, kind, error_code=None):
         self.tl.membership.append((m.member_id, m.protocol, seq, ts, kind, error_code, m.epoch))
