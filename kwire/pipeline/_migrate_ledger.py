@@ -81,6 +81,8 @@ class Ledger:
         self.current = rebalance
         if self.starts[rebalance] != self.starts[rebalance]:   # NaN: not started
             self.starts[rebalance] = t
+        if rebalance not in self.open:
+            # A later event of a rebalance that had settled (a second joiner): it settles again later.
             self.open.append(rebalance)
 
     def count_event(self):
@@ -152,5 +154,9 @@ class Ledger:
         self.open.clear()
 
     def result(self, protocol, t_end) -> SimulatedStall:
+        """The stall per rebalance up to ``t_end``.  A rebalance none of whose history events happened here
+        (a cooperative follow-up generation, which has none) took no time to become stable."""
         self.advance(t_end)
-        return SimulatedStall(protocol, self.acc * (self.unit_us / 1e6), self.stable.copy(), self.events.copy())
+        stable = self.stable.copy()
+        stable[np.isnan(self.starts)] = 0
+        return SimulatedStall(protocol, self.acc * (self.unit_us / 1e6), stable, self.events.copy())
