@@ -91,6 +91,10 @@ class Replay:
         """The member's outputs when it leaves cleanly at ``t``."""
         raise NotImplementedError
 
+    def silent_id(self, m):
+        """The id the coordinator knows crashed member ``m`` by, or None if it never knew it."""
+        return m.key
+
     def settled(self):
         """Whether the coordinator's group is stable (or empty)."""
         raise NotImplementedError
@@ -182,7 +186,9 @@ class Replay:
         elif kind == _CRASH:
             ledger.release(m.key, None, t)
             self.gone(m, t)
-            self.silent.add(m.key)
+            silent = self.silent_id(m)
+            if silent is not None:
+                self.silent.add(silent)
 
     def gone(self, m, t):
         m.live = False
@@ -232,10 +238,11 @@ class Replay:
             self.in_flight += 1
             self.push(t + m.latency / 2, RESPOND, m, token, response)
 
-    def request(self, m, token, request, t):
-        """Queue ``request`` to reach the coordinator half ``m``'s latency after ``t``."""
+    def request(self, m, token, payload, t):
+        """Queue ``payload`` (what :meth:`deliver` takes) to reach the coordinator half ``m``'s latency after
+        ``t``."""
         self.in_flight += 1
-        self.push(t + m.latency / 2, DELIVER, m, token, request)
+        self.push(t + m.latency / 2, DELIVER, m, token, payload)
 
     def tick(self, t):
         raise NotImplementedError
@@ -272,6 +279,10 @@ class Replay:
         ledger = self.ledger
         if not ledger.open or ledger.unowned or self.silent:
             return
+        # Every member in its steady state (a joiner still on its way is not), and the coordinator agrees.
+        for m in self.members.values():
+            if not self.steady(m):
+                return
         if not self.members or self.settled():
             ledger.settle(t)
 
