@@ -60,6 +60,7 @@ from kwire.pipeline import _report as report
 from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
 from kwire.pipeline._progress import Progress
 from kwire.pipeline._ship import needs_shipping, remote, ship_kwire
+from kwire.pipeline._spark_migrate import migration_stage
 
 DEFAULT_BUCKETS_PER_CORE = 4
 #: Capture columns the decode stage reads.
@@ -581,6 +582,8 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             counts = tables["whatif"].where(~F.col("observed")).agg(F.sum("member_count").alias("members")).first()
             st.done(members=counts["members"] or 0)
         stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value}
+        s["migration"], stages["migration"] = migration_stage(spark, events, _path(out, "migration"), progress,
+                                                              spark_schema, max_partitions, archive, metadata_counts)
         events.unpersist()
 
         with progress.stage("report") as st:
