@@ -81,7 +81,7 @@ class ClassicReplay(Replay):
 
     def deliver(self, m, token, payload, t):
         request, version = payload
-        self.route(self.coordinator.handle((m, token), request, version, t), t)
+        self.route(self.coordinator.handle((m, token), request, version, t, client_id=m.key), t)
         self.expelled()
 
     def tick(self, t):
