@@ -72,8 +72,8 @@ class ConsumerReplay(Replay):
         self.topic_ids = {topic_id(k): name for k, name in enumerate(self.names)}
 
     def make_machine(self, key, index, topic_names):
-        return ConsumerProtocolMember(self.h.group_id, topic_names, rebalance_timeout_ms=int(self.h.rebalance_timeout_ms),
-                                      topic_names=self.topic_ids, member_id=key)
+        return ConsumerProtocolMember(self.h.group_id, topic_names, topic_names=self.topic_ids, member_id=key,
+                                      rebalance_timeout_ms=int(self.h.rebalance_timeout_ms))
 
     def send(self, m, out, t):
         self.request(m, out.token, out.request, t)
