@@ -150,3 +150,28 @@ def test_the_analysis_of_the_loop_s_frames_encoded_decoded_and_reduced(tmp_path)
     assert {p["topic"] for row in t["consumer_members"] for p in row["assigned"]} == {"a"}
     (tl,) = consumer_timelines(events, session_timeout_ms=3000)
     assert consumer_history(tl).latency_us.tolist() == [LATENCY_US] * 3
+
+
+def test_consumer_histories_feed_the_migration_what_if(tmp_path):
+    # Classic groups (tests/pipeline_captures.py) and two consumer-protocol groups in one bucket: the consumer
+    # analysis gives the consumer groups' histories, the classic path the classic groups', and none is replayed
+    # twice.
+    from kwire.pipeline._consumer_history import bucket_histories
+    from kwire.pipeline._decode import decode_capture
+    from kwire.pipeline._migrate_table import migrate_bucket
+
+    from .consumer_captures import add_consumer_groups
+    from .pipeline_captures import T0, scripted_capture
+
+    capture = str(tmp_path / "capture.parquet")
+    scripted_capture(capture, extra=lambda out: add_consumer_groups(out, T0, groups=2))
+    events = pa.Table.from_pandas(events_from_frames(decode_capture(capture)), schema=event_schema(),
+                                  preserve_index=False)
+    events = events.filter(pa.compute.is_valid(events.column("group_id")))
+    histories = bucket_histories(events)
+    assert [(h.group_id, h.protocol, h.n_members, h.n_rebalances) for h in histories] == [
+        ("kip848-0", "consumer", 4, 4), ("kip848-1", "consumer", 4, 4)]
+    rows = migrate_bucket(events, consumer_histories=bucket_histories).to_pylist()
+    observed = {(r["group_id"], r["observed_protocol"]) for r in rows}
+    assert {g for g, p in observed if p == "consumer"} == {"kip848-0", "kip848-1"}
+    assert {g for g, p in observed if p != "consumer"} == {"orders-app", "coop-app"}

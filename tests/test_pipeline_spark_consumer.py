@@ -57,8 +57,7 @@ def test_the_consumer_stage_routes_groups_and_writes_its_tables(spark, tmp_path)
     consumer, classic = split_protocols(events.where(F.col("group_id").isNotNull()))
     assert {r["group_id"] for r in consumer.select("group_id").distinct().collect()} == {"g"}
     assert {r["group_id"] for r in classic.select("group_id").distinct().collect()} == {"k"}
-    tables, counts = consumer_stage(consumer, frames, str(tmp_path), buckets=2, bucketed=bucketed,
-                                    spark_schema=spark_schema)
+    tables, counts, _names = consumer_stage(bucketed(consumer, 2), frames, str(tmp_path), spark_schema=spark_schema)
     assert set(counts) == set(CONSUMER_TABLES)
     for name in CONSUMER_TABLES:
         assert (tmp_path / name).is_dir()

@@ -174,3 +174,33 @@ def empty_history(group_id: str, protocol: str) -> MembershipHistory:
         event_kind=np.zeros(0, np.int8), event_topics=[], event_rebalance=np.zeros(0, np.int32),
         rebalance_start_us=np.zeros(0, np.int64), rebalance_epoch=np.zeros(0, np.int32),
         rebalance_unowned_ps=np.zeros(0, np.float64), rebalance_stable_us=np.zeros(0, np.int64))
+
+
+def history(group_id: str, protocol: str, topics, members, events, rebalances=(), *, assignor=None,
+            heartbeat_interval_ms=3000, rebalance_timeout_ms=300_000, window=None) -> MembershipHistory:
+    """A validated :class:`MembershipHistory` from rows, for builders and tests.
+
+    ``topics``: ``[(name, partitions)]``; ``members``: ``[(member id, latency µs, session timeout ms)]``;
+    ``events``: ``[(ts µs, member index, MemberEvent, topic indices, rebalance index)]`` in any order (sorted
+    here, stably); ``rebalances``: ``[(start µs, epoch, unowned partition-seconds, time to stable µs)]``;
+    ``window``: ``(start, end)`` µs, else the events' span."""
+    events = sorted(events, key=lambda e: e[0])
+    ts = np.array([e[0] for e in events], np.int64)
+    if window is None:
+        window = (int(ts[0]), int(ts[-1])) if len(ts) else (0, 0)
+    rebalances = list(rebalances)
+    return MembershipHistory(
+        group_id=group_id, protocol=protocol, assignor=assignor, topics=[t for t, _n in topics],
+        partition_counts=np.array([n for _t, n in topics], np.int32), member_ids=[m[0] for m in members],
+        latency_us=np.array([m[1] for m in members], np.int64),
+        session_timeout_ms=np.array([m[2] for m in members], np.int32),
+        heartbeat_interval_ms=int(heartbeat_interval_ms), rebalance_timeout_ms=int(rebalance_timeout_ms),
+        window_start_us=int(window[0]), window_end_us=int(window[1]), event_ts=ts,
+        event_member=np.array([e[1] for e in events], np.int32),
+        event_kind=np.array([int(e[2]) for e in events], np.int8),
+        event_topics=[tuple(sorted(e[3])) for e in events],
+        event_rebalance=np.array([e[4] for e in events], np.int32),
+        rebalance_start_us=np.array([r[0] for r in rebalances], np.int64),
+        rebalance_epoch=np.array([r[1] for r in rebalances], np.int32),
+        rebalance_unowned_ps=np.array([r[2] for r in rebalances], np.float64),
+        rebalance_stable_us=np.array([r[3] for r in rebalances], np.int64)).validate()

@@ -19,6 +19,7 @@ import pandas as pd
 
 from kwire.codec import ErrorCode, error_name
 from kwire.pipeline._report_consumer import NO_GROUP_TRAFFIC, consumer_json, consumer_section, no_group_traffic
+from kwire.pipeline._report_migration import migration_chart, migration_markdown
 
 #: The errors the report names beside their codes: the answers of the group
 #: protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and of finding the
@@ -187,6 +188,7 @@ def report_json(capture_path, s, run):
         "whatif": s["whatif"], "whatif_failures": s["whatif_failures"],
         "reproduced": {"generations": s["reproduced"][1], "exactly": s["reproduced"][0]},
         "top_groups": s["top_groups"],
+        "migration": s.get("migration"),
         "charts": run.get("charts", {}),
         **consumer_json(s),
     }
@@ -216,6 +218,7 @@ def render_markdown(capture_path, s, run):
         _groups(lines, s, run)
         _whatif(lines, s, run)
     consumer_section(lines, s, format_duration, _fmt)
+    migration_markdown(lines, s.get("migration"), run.get("charts", {}).get("migration"))
     _bad(lines, s)
     _stages(lines, run)
     return "\n".join(lines) + "\n"
@@ -323,6 +326,9 @@ def render_charts(s, reb, wi):
         charts["stalls"] = _png(plt, _stall_histogram(plt, stall))
     if s["whatif"]:
         charts["whatif"] = _png(plt, _whatif_bars(plt, s["whatif"]))
+    fig = migration_chart(plt, s.get("migration"))
+    if fig is not None:
+        charts["migration"] = _png(plt, fig)
     return charts
 
 
