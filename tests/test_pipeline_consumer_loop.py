@@ -175,3 +175,20 @@ def test_consumer_histories_feed_the_migration_what_if(tmp_path):
     observed = {(r["group_id"], r["observed_protocol"]) for r in rows}
     assert {g for g, p in observed if p == "consumer"} == {"kip848-0", "kip848-1"}
     assert {g for g, p in observed if p != "consumer"} == {"orders-app", "coop-app"}
+
+
+def test_corrupt_heartbeats_are_bad_frames_and_the_analysis_goes_on(tmp_path):
+    from kwire.pipeline._decode import decode_capture
+
+    frames = []
+    scenario(recorded=frames)
+    # Cut two heartbeat responses short, as a lossy capture would.
+    cut = [i for i, f in enumerate(frames) if f[2] == 1][20:22]
+    for i in cut:
+        ts, conn, direction, frame = frames[i]
+        frames[i] = (ts, conn, direction, frame[: len(frame) // 2])
+    decoded = decode_capture(write_capture(str(tmp_path / "capture.parquet"), frames))
+    assert decoded.num_rows - decoded.column("decode_error").null_count == 2
+    events = pa.Table.from_pandas(events_from_frames(decoded), schema=event_schema(), preserve_index=False)
+    recs = consumer_tables(consumer_timelines(events, session_timeout_ms=3000))["reconciliations"].to_pylist()
+    assert [r["group_epoch"] for r in recs] == [1, 2, 3, 4]
