@@ -244,3 +244,19 @@ def test_the_membership_history_of_a_consumer_group():
     assert list(h.rebalance_unowned_ps) == pytest.approx([0.0, 7.02, 12.02])
     assert list(h.latency_us) == [10_000, 10_000] and list(h.session_timeout_ms) == [3000, 3000]
     assert h.heartbeat_interval_ms == 5000 and h.rebalance_timeout_ms == 300000
+
+
+def test_an_epoch_seen_once_and_gone_back_from_is_a_damaged_frame_not_a_bump():
+    e = worked_sequence()
+    r = e.hb(8000, "A", 2)
+    e.resp(8010, r, "A", 2 + (1 << 16))   # a flipped bit in the epoch decodes to a valid, wrong one
+    r = e.hb(9000, "A", 2)
+    e.resp(9010, r, "A", 2)
+    c = e.join(10_000, "C")
+    e.resp(10_010, c, "C", 3, tp())
+    t = tables(e)
+    assert [r["group_epoch"] for r in t["reconciliations"]] == [1, 2, 3]
+    assert [r["group_epoch"] for r in t["consumer_epochs"]] == [1, 2, 3]
+    (anomaly,) = t["consumer_anomalies"]
+    assert anomaly["kind"] == "epoch_backwards"
+    assert anomaly["detail"] == "member epoch 65538 -> 2 (group epoch 65538, seen nowhere else, left out)"

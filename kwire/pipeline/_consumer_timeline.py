@@ -163,6 +163,7 @@ class _Walk:
         self.requests = {}                  # seq -> (member_id, epoch) of requests kept among the events
         self.expiries = []                  # heap of (expiry ts, token, member_id)
         self.current_bump_ts = None
+        self.bump_seen_by = set()           # who showed the highest group epoch
 
     # -- members ---------------------------------------------------------------------------------
 
@@ -276,21 +277,43 @@ class _Walk:
             self.group_epoch = epoch
             self.current_bump_ts = ts
             self.tl.bumps.append((epoch, ts, seq))
-        elif assignment_epoch is None or (self.assignment_epoch is not None
-                                          and assignment_epoch <= self.assignment_epoch):
-            return
+            self.bump_seen_by = {member_id}
+        else:
+            if epoch == self.group_epoch:
+                self.bump_seen_by.add(member_id)
+            if assignment_epoch is None or (self.assignment_epoch is not None
+                                            and assignment_epoch <= self.assignment_epoch):
+                return
         if assignment_epoch is not None and (self.assignment_epoch is None or assignment_epoch > self.assignment_epoch):
             self.assignment_epoch = assignment_epoch
         self.tl.epochs.append((seq, ts, self.group_epoch, self.assignment_epoch, source, member_id))
 
     def member_epoch(self, m, epoch, seq, ts, joining):
         if (m.epoch is not None and m.epoch > 0 and 0 < epoch < m.epoch and not joining):
-            self.tl.anomalies.append((seq, ts, m.member_id, "epoch_backwards", f"member epoch {m.epoch} -> {epoch}"))
+            detail = f"member epoch {m.epoch} -> {epoch}"
+            if m.epoch == self.group_epoch and self.bump_seen_by == {m.member_id}:
+                detail += self.retract_bump()
+            self.tl.anomalies.append((seq, ts, m.member_id, "epoch_backwards", detail))
         m.epoch = epoch
         if epoch > 0:
             source = "heartbeat" if m.protocol == CONSUMER else "join_group"
             # A member's epoch is never ahead of the target's, which is never ahead of the group's.
             self.group_epoch_seen(epoch, epoch, seq, ts, source, m.member_id)
+
+    def retract_bump(self):
+        """The highest group epoch was seen only in the one member's answers that now go back below it: a
+        damaged frame (a flipped bit decodes to a valid, wrong epoch), not a bump; left out, so that the
+        group's later bumps still count."""
+        epoch = self.group_epoch
+        self.tl.bumps.pop()
+        while self.tl.epochs and self.tl.epochs[-1][2] == epoch:
+            self.tl.epochs.pop()
+        previous = self.tl.bumps[-1] if self.tl.bumps else None
+        self.group_epoch = previous[0] if previous else None
+        self.current_bump_ts = previous[1] if previous else None
+        self.assignment_epoch = self.tl.epochs[-1][3] if self.tl.epochs else None
+        self.bump_seen_by = set()
+        return f" (group epoch {epoch}, seen nowhere else, left out)"
 
     # -- session timeouts ------------------------------------------------------------------------
 
@@ -490,6 +513,7 @@ def _classic(w: _Walk, c, i, key, d, seq, ts):
                 m = w.tl.members.get(gone)
                 if m is not None and m.active:
                     w.drop_member(m, ts)
+                    m.epoch = LEAVE_EPOCH
                     w.snapshot(m, seq, ts)
                     w.membership(m, seq, ts, "leave")
             return
