@@ -121,6 +121,7 @@ def test_the_membership_history_of_the_loop():
     assert kinds == [("member-0001", "JOIN"), ("member-0002", "JOIN"), ("member-0003", "JOIN"),
                      ("member-0001", "LEAVE")]
     assert h.topics == ["a"] and list(h.partition_counts) == [6]
+    assert h.event_topics == [(0,), (0,), (0,), ()]
     assert h.heartbeat_interval_ms == FAST["group.consumer.heartbeat.interval.ms"]
     assert list(h.rebalance_epoch) == [1, 2, 3, 4]
 

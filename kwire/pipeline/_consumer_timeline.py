@@ -392,7 +392,7 @@ def _folded(c, i):
 
 def _heartbeat_request(w: _Walk, c, i, seq, ts):
     member_id, epoch = c["member_id"][i] or "", c["generation_id"][i]
-    w.requests[seq] = (member_id, epoch)
+    w.requests[seq] = (member_id, epoch, c["topics"][i])
     if c["rebalance_timeout_ms"][i] not in (None, -1):
         w.tl.rebalance_timeout_ms = c["rebalance_timeout_ms"][i]
     if not member_id:
@@ -457,6 +457,9 @@ def _heartbeat_response(w: _Walk, c, i, seq, ts):
     joining = request_epoch == JOIN_EPOCH
     if joining or not m.active:
         _joined(w, m, c["request_ts"][i], seq, ts)
+        if request is not None and not request[0] and request[2] is not None:
+            # Its join request had no member id yet: its subscription is known from here.
+            _subscribed(w, m, request[2], c["request_ts"][i] or ts, False)
     # The session is re-armed when the coordinator handles the request (GroupMetadataManager
     # .consumerGroupHeartbeat); a folded keep-alive row's ts is that request's time already.
     m.last_ts = ts if c["request_ts"][i] is None else c["request_ts"][i]
@@ -507,7 +510,7 @@ def _describe(w: _Walk, c, i, seq, ts):
 def _classic(w: _Walk, c, i, key, d, seq, ts):
     member_id, error = c["member_id"][i] or "", c["error_code"][i] or 0
     if d == REQUEST:
-        w.requests[seq] = (member_id, c["generation_id"][i])
+        w.requests[seq] = (member_id, c["generation_id"][i], None)
         if key == LEAVE_GROUP:
             for gone in (c["leaving"][i] or [member_id] if member_id else ()):
                 m = w.tl.members.get(gone)
