@@ -260,3 +260,23 @@ def test_an_epoch_seen_once_and_gone_back_from_is_a_damaged_frame_not_a_bump():
     (anomaly,) = t["consumer_anomalies"]
     assert anomaly["kind"] == "epoch_backwards"
     assert anomaly["detail"] == "member epoch 65538 -> 2 (group epoch 65538, seen nowhere else, left out)"
+
+
+def test_a_group_every_member_left_starts_its_epochs_again():
+    # The coordinator deletes an empty consumer group (GroupMetadataManager.maybeDeleteEmptyConsumerGroup): the
+    # next member to join starts a new group at epoch 1.
+    e = worked_sequence()
+    for ms, member in ((8000, "A"), (8100, "B")):
+        r = e.hb(ms, member, -1)
+        e.resp(ms + 5, r, member, -1)
+    c = e.join(20_000, "C")
+    e.resp(20_010, c, "C", 1, tp(0, 1, 2, 3))
+    e.describe(21_000, 1, 1)
+    t = tables(e)
+    assert t["consumer_anomalies"] == []
+    assert [(r["group_epoch"], r["start_ts"] // 1000, r["outcome"]) for r in t["reconciliations"]] == [
+        (1, 1010, "stable"), (2, 2010, "stable"), (1, 20_010, "stable")]
+    last = t["reconciliations"][-1]
+    assert (last["trigger"], last["joined"], last["left"]) == ("initial", ["C"], ["A", "B"])
+    # Nobody consumed 0 and 1 from A's leave (8 s), 2 and 3 from B's (8.1 s), to C's response (20.01 s).
+    assert last["partition_seconds_unowned"] == pytest.approx(2 * 12.01 + 2 * 11.91)

@@ -66,7 +66,7 @@ def reconciliations(tl: ConsumerTimeline) -> List[dict]:
         causes = [membership[j] for j in _between(m_ts, prev, start)]
         triggers = [_CAUSE[r[4]] for r in causes if r[4] in _CAUSE]
         triggers += ["subscription_change"] * len(_between(c_ts, prev, start))
-        if k == 0 and tl.created:
+        if (k == 0 and tl.created) or k in tl.new_groups:
             triggers.append("initial")
         ranked = sorted(set(triggers), key=TRIGGERS.index) or ["unknown"]
         inside = _inside(tl, times, start, end_window)

@@ -104,6 +104,8 @@ class ConsumerTimeline:
         self.first_ts = None
         self.last_ts = None
         self.created = False                # the group's first epoch (1) was seen
+        #: indices into ``bumps`` of the first bump of a group made anew after every member had left
+        self.new_groups = set()
         self.heartbeat_interval_ms = None
         self.rebalance_timeout_ms = None
         #: member_id -> time of the first request the member sent
@@ -272,7 +274,9 @@ class _Walk:
 
     def group_epoch_seen(self, epoch, assignment_epoch, seq, ts, source, member_id):
         if self.group_epoch is None or epoch > self.group_epoch:
-            if self.group_epoch is None and epoch == 1:
+            if self.group_epoch is None and self.tl.bumps:
+                self.tl.new_groups.add(len(self.tl.bumps))
+            elif self.group_epoch is None and epoch == 1:
                 self.tl.created = True
             self.group_epoch = epoch
             self.current_bump_ts = ts
@@ -299,6 +303,13 @@ class _Walk:
             source = "heartbeat" if m.protocol == CONSUMER else "join_group"
             # A member's epoch is never ahead of the target's, which is never ahead of the group's.
             self.group_epoch_seen(epoch, epoch, seq, ts, source, m.member_id)
+
+    def new_incarnation(self):
+        """A member joins a group that every member had left: the coordinator deleted the empty group (or a
+        classic JoinGroup replaced it, ``GroupMetadataManager.maybeDeleteEmptyConsumerGroup``), so its epochs
+        start again from 0 and a lower one is no epoch going backwards."""
+        self.group_epoch = self.assignment_epoch = self.describe_epoch = None
+        self.bump_seen_by = set()
 
     def retract_bump(self):
         """The highest group epoch was seen only in the one member's answers that now go back below it: a
@@ -482,6 +493,8 @@ def _joined(w: _Walk, m: MemberView, request_ts, seq, ts):
     """``m`` (re)joins: a new incarnation, holding nothing until a response gives it partitions."""
     kind = "rejoin" if m.fenced_before or m.epoch is not None or w.tl.snapshots.get(m.member_id) else "join"
     join_ts = request_ts if request_ts is not None else ts
+    if w.group_epoch is not None and not any(o.active for o in w.tl.members.values() if o is not m):
+        w.new_incarnation()
     if m.active and (m.assigned or m.to_revoke):
         w.drop_member(m, join_ts)   # epoch 0 again without a leave or a fencing seen: it starts over
     m.assigned, m.to_revoke, m.given = set(), set(), set()
