@@ -280,3 +280,20 @@ def test_a_group_every_member_left_starts_its_epochs_again():
     assert (last["trigger"], last["joined"], last["left"]) == ("initial", ["C"], ["A", "B"])
     # Nobody consumed 0 and 1 from A's leave (8 s), 2 and 3 from B's (8.1 s), to C's response (20.01 s).
     assert last["partition_seconds_unowned"] == pytest.approx(2 * 12.01 + 2 * 11.91)
+
+
+def test_a_fencing_told_after_the_bump_it_caused_is_its_trigger():
+    # B stops heartbeating after 7.01 s; the coordinator fences it (unseen) and A's next answer shows epoch 3
+    # at 12.01 s; B hears of it only at 13 s.
+    e = worked_sequence()
+    r = e.hb(12_000, "A", 2)
+    e.resp(12_010, r, "A", 3, tp(0, 1, 2, 3))
+    r = e.hb(13_000, "B", 2)
+    e.resp(13_010, r, "B", 0, error=int(ErrorCode.UNKNOWN_MEMBER_ID))
+    recs = tables(e)["reconciliations"]
+    assert [(r["group_epoch"], r["trigger"], r["fenced"]) for r in recs] == [
+        (1, "initial", []), (2, "member_joined", []), (3, "member_fenced", ["B"])]
+    # A alone is in the group epoch 3 made; it owns everything in its answer at 12.01 s.
+    assert (recs[-1]["members"], recs[-1]["outcome"], recs[-1]["time_to_stable_ms"]) == (1, "stable", 0.0)
+    # B stopped consuming 2 and 3 at the error (13.01 s), after A had them: nothing unowned.
+    assert recs[-1]["partition_seconds_unowned"] == 0.0
