@@ -482,6 +482,12 @@ def _heartbeat_response(w: _Walk, c, i, seq, ts):
     w.snapshot(m, seq, ts)
 
 
+def _alive(m: MemberView, ts):
+    """``m`` may still be in the group at ``ts``: it did not leave, was not fenced, and its last successful
+    heartbeat is less than a session old (one that is older is gone, whatever the capture tells later)."""
+    return m.active and (m.last_ts is None or ts - m.last_ts < m.session_ms * 1000)
+
+
 def _latency(m: MemberView, c, i, ts):
     # A folded keep-alive row holds its request's time in ``ts``: no latency in it.
     request_ts = c["request_ts"][i]
@@ -493,7 +499,7 @@ def _joined(w: _Walk, m: MemberView, request_ts, seq, ts):
     """``m`` (re)joins: a new incarnation, holding nothing until a response gives it partitions."""
     kind = "rejoin" if m.fenced_before or m.epoch is not None or w.tl.snapshots.get(m.member_id) else "join"
     join_ts = request_ts if request_ts is not None else ts
-    if w.group_epoch is not None and not any(o.active for o in w.tl.members.values() if o is not m):
+    if w.group_epoch is not None and not any(_alive(o, join_ts) for o in w.tl.members.values() if o is not m):
         w.new_incarnation()
     if m.active and (m.assigned or m.to_revoke):
         w.drop_member(m, join_ts)   # epoch 0 again without a leave or a fencing seen: it starts over
