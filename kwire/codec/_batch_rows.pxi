@@ -41,7 +41,8 @@ cdef class _Batch:
         self.buf = values
         self.base = &self.buf[0] if self.buf.shape[0] else NULL
         self.mv = memoryview(values).cast("B")
-        self.cols = Columns(self.n, ())
+        # The ConsumerGroupDescribe groups stay Python values (a few rows of a capture).
+        self.cols = Columns(self.n, _OBJECT_NESTED)
         self.frame_len_arr = np.zeros(self.n, np.int32)
         self.frame_len = self.frame_len_arr
         ints = self.cols.ints
@@ -103,6 +104,8 @@ cdef class _Batch:
         if header_version >= 0 and <int32_t>get_be32(&self.buf[start]) == end - start - 4:
             if key == HEARTBEAT and self.heartbeat_request(i, start, end, version, header_version):
                 return 0
+            if key == CONSUMER_GROUP_HEARTBEAT:
+                return self.codec_request(i, start, end, key, version)
             return self.group_request(i, start, end, key, version, header_version)
         return self.codec_request(i, start, end, key, version)
 
@@ -202,6 +205,8 @@ cdef class _Batch:
         self.rts_ok[i] = 1
         if key == HEARTBEAT and heartbeat_response_error(self.buf, start, end, version, &err):
             self.error_v[i] = err; self.error_ok[i] = 1
+        elif key == CONSUMER_GROUP_HEARTBEAT or key == CONSUMER_GROUP_DESCRIBE:
+            return self.codec_response(i, start, end, key, version, req if j < 0 else self.waiting_request(j))
         elif key in RESPONSE_APIS:
             if response_fast_path(key, version, j, req, self.buf, self.mv, start, end, self.trunc_v[i], i, self.r,
                                   self.nested, self.fields):
@@ -215,7 +220,7 @@ cdef class _Batch:
         row = {"group_id": req.group_id, "member_id": req.member_id, "group_instance_id": req.group_instance_id}
         try:
             header, msg = decode_response(self.mv[start:end], key, version)
-            extract_response(key, msg, row)
+            extract_response(key, version, msg, row)
         except (KwireError, ValueError) as exc:
             row["decode_error"] = error_text(exc)
         return self.put_row(i, row)

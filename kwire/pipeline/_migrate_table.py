@@ -109,17 +109,19 @@ def _append(columns, history, observed, name, result, error):
     columns["error"] += [error] * n
 
 
-def migrate_bucket(events, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None,
-                   consumer_histories=None) -> pa.Table:
+def migrate_bucket(events, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None, names=None) -> pa.Table:
     """Runs in the Python worker: one bucket of groups' events (Arrow, or pandas) to its ``migration``
-    rows.  ``counts``: the capture's Metadata counts (an Arrow table of ``COUNT_SCHEMA``), or None.
-    ``consumer_histories``: a function from the bucket's events to its consumer-protocol and mixed groups'
-    histories, or None while the pipeline builds none."""
+    rows.  Classic groups' events, or with ``names`` (the capture's topic id → name pairs, an Arrow table
+    of ``topic_id`` and ``topic``) consumer-protocol and mixed groups' events.  ``counts``: the capture's
+    Metadata counts (an Arrow table of ``COUNT_SCHEMA``) for the classic timelines, or None."""
     if not isinstance(events, pa.Table):
         events = pa.Table.from_pandas(events, preserve_index=False)
     if "bucket" in events.column_names:
         events = events.drop_columns(["bucket"])
-    histories = list(classic_histories(events, max_partitions, counts))
-    if consumer_histories is not None:
-        histories += list(consumer_histories(events))
-    return migration_rows(histories, timer)
+    if names is None:
+        return migration_rows(classic_histories(events, max_partitions, counts), timer)
+    from kwire.pipeline._consumer_history import consumer_histories
+    from kwire.pipeline._consumer_tables import consumer_timelines
+
+    topic_names = dict(zip(names.column("topic_id").to_pylist(), names.column("topic").to_pylist()))
+    return migration_rows(consumer_histories(consumer_timelines(events, topic_names)), timer)

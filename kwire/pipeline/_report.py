@@ -18,6 +18,7 @@ from collections import Counter
 import pandas as pd
 
 from kwire.codec import ErrorCode, error_name
+from kwire.pipeline._report_consumer import NO_GROUP_TRAFFIC, consumer_json, consumer_section, no_group_traffic
 from kwire.pipeline._report_migration import migration_chart, migration_markdown
 
 #: The errors the report names beside their codes: the answers of the group
@@ -189,6 +190,7 @@ def report_json(capture_path, s, run):
         "top_groups": s["top_groups"],
         "migration": s.get("migration"),
         "charts": run.get("charts", {}),
+        **consumer_json(s),
     }
 
 
@@ -204,7 +206,9 @@ def render_markdown(capture_path, s, run):
                  f"{_fmt(s['rebalances'])} generations.")
     if s["frames"] == 0:
         lines += ["", "**The capture holds no frames**: there is nothing to analyse."]
-    elif s["rebalances"] == 0:
+    elif no_group_traffic(s):
+        lines += ["", NO_GROUP_TRAFFIC]
+    elif s["rebalances"] == 0 and not (s.get("consumer") or {}).get("groups"):
         lines += ["", "**The capture holds no consumer-group rebalance**: no JoinGroup that formed a generation "
                   "(group traffic is FindCoordinator, JoinGroup, SyncGroup, Heartbeat and LeaveGroup frames). Was "
                   "the group coordinator's traffic recorded?"]
@@ -213,6 +217,7 @@ def render_markdown(capture_path, s, run):
         _triggers(lines, s)
         _groups(lines, s, run)
         _whatif(lines, s, run)
+    consumer_section(lines, s, format_duration, _fmt)
     migration_markdown(lines, s.get("migration"), run.get("charts", {}).get("migration"))
     _bad(lines, s)
     _stages(lines, run)
