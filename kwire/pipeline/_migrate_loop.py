@@ -38,7 +38,7 @@ DELIVER, RESPOND, POLL, TICK = range(4)
 class Member:
     """One incarnation of a history member: its state machine and what the replay knows of it."""
 
-    __slots__ = ("machine", "index", "key", "latency", "topics", "version", "live")
+    __slots__ = ("machine", "index", "key", "latency", "topics", "version", "live", "poll_at")
 
     def __init__(self, machine, index, key, latency, topics):
         self.machine = machine
@@ -48,6 +48,7 @@ class Member:
         self.topics = topics
         self.version = 0        # bumped when a queued poll goes stale
         self.live = True
+        self.poll_at = None     # when its live queued poll is due
 
 
 class Replay:
@@ -215,6 +216,7 @@ class Replay:
         t, kind, _seq, a, b, c = entry
         if kind == POLL:
             if a.live and a.version == b:
+                a.poll_at = None
                 self.outputs(a, a.machine.poll(t), t)
         elif kind == DELIVER:
             self.in_flight -= 1
@@ -230,7 +232,8 @@ class Replay:
                 self.tick_at = None
                 self.tick(t)
                 self.after_coordinator(t)
-        self.check_stable(t)
+        if self.ledger.open:
+            self.check_stable(t)
 
     def respond(self, m, token, response, t):
         """Queue ``response`` to reach ``m`` half its latency after ``t``."""
@@ -272,8 +275,12 @@ class Replay:
         deadline = m.machine.next_deadline()
         if deadline is None:
             return
+        at = deadline if deadline > t else t
+        if at == m.poll_at:
+            return   # already queued
         m.version += 1
-        self.push(deadline if deadline > t else t, POLL, m, m.version)
+        m.poll_at = at
+        self.push(at, POLL, m, m.version)
 
     def check_stable(self, t):
         ledger = self.ledger
