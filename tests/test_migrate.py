@@ -210,3 +210,53 @@ def test_consumer_histories_replay_under_both_classic_protocols():
     assert [(r["rebalance"], r["simulated_protocol"]) for r in rows] == [
         (0, "classic-eager"), (1, "classic-eager"), (0, "classic-cooperative"), (1, "classic-cooperative")]
     assert rows[1]["unowned_ps_simulated"] == pytest.approx(0.024)
+
+
+def test_no_partition_is_ever_consumed_twice_in_the_replays(scripted_histories):
+    """Each replay's ledger, checked after every step: a protocol gives a partition only once its old owner
+    let it go (the consumer protocol's two-owner invariant; classic: revocation before the next SyncGroup)."""
+    from kwire.pipeline._migrate_classic import ClassicReplay
+    from kwire.pipeline._migrate_consumer import ConsumerReplay
+
+    _sims, histories = scripted_histories
+    for h in histories.values():
+        for replay in (ConsumerReplay(h, 5000, None, 0, None), ClassicReplay(h, False, 3000, 3000, None),
+                       ClassicReplay(h, True, 3000, 3000, None)):
+            handle = replay.handle
+
+            def checked(entry, handle=handle, replay=replay):
+                handle(entry)
+                assert not replay.ledger.double_owned(), (h.group_id, replay.protocol, entry[0])
+
+            replay.handle = checked
+            replay.run()
+
+
+def test_the_report_section_and_its_chart(scripted_histories):
+    from kwire.pipeline._report_migration import migration_chart, migration_markdown, summarize_migration
+
+    _sims, histories = scripted_histories
+    consumer = two_then_three(101000 * MS)._replace(group_id="kip", protocol="consumer")
+    pdf = migration_rows([histories["orders-app"], consumer]).to_pandas()
+    summary = summarize_migration(pdf)
+    assert summary["rows"] == 5 + 2 * 2 and summary["groups"] == 2 and summary["failed_groups"] == 0
+    eager = [d for d in summary["directions"] if d["observed_protocol"] == "classic-eager"][0]
+    assert eager["rebalances"] == 5
+    assert eager["unowned_ps_observed"] == pytest.approx(float(histories["orders-app"].rebalance_unowned_ps.sum()))
+    # every observed rebalance once in the observed distribution, every replayed one in its protocol's
+    assert sum(summary["distribution"]["observed"]["classic-eager"]) == 5
+    assert sum(summary["distribution"]["observed"]["consumer"]) == 2
+    assert sum(summary["distribution"]["simulated"]["classic-cooperative"]) == 2
+    lines = []
+    migration_markdown(lines, summary, "chart-migration.png")
+    text = "\n".join(lines)
+    assert "| classic-eager | consumer | 1 | 5 |" in text and "| orders-app | classic-eager | consumer | 5 |" in text
+    assert "![stall distribution under both protocols](chart-migration.png)" in text
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg", force=True)
+    from matplotlib import pyplot as plt
+
+    fig = migration_chart(plt, summary)
+    # two observed protocols and three simulated ones, a bar per bin each
+    assert len(fig.axes[0].patches) == 5 * (len(summary["distribution"]["bin_edges"]) - 1)
+    plt.close(fig)
