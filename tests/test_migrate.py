@@ -260,3 +260,15 @@ def test_the_report_section_and_its_chart(scripted_histories):
     # two observed protocols and three simulated ones, a bar per bin each
     assert len(fig.axes[0].patches) == 5 * (len(summary["distribution"]["bin_edges"]) - 1)
     plt.close(fig)
+
+
+def test_a_replay_that_does_not_finish_is_an_error_row_not_an_abort(monkeypatch):
+    from kwire.pipeline import _migrate_loop
+
+    monkeypatch.setattr(_migrate_loop, "STEP_BUDGET_BASE", 5)
+    monkeypatch.setattr(_migrate_loop, "STEP_BUDGET_PER_EVENT_MEMBER", 1)
+    with pytest.raises(_migrate_loop.ReplayError, match="did not finish"):
+        simulate_consumer(two_then_three(101000 * MS))
+    rows = migration_rows([two_then_three(101000 * MS)]).to_pylist()
+    assert len(rows) == 2 and all("ReplayError" in r["error"] for r in rows)
+    assert all(r["unowned_ps_simulated"] is None and r["unowned_ps_observed"] == 0.0 for r in rows)
