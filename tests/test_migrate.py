@@ -20,7 +20,8 @@ from kwire.pipeline._migrate_history import classic_histories  # noqa: E402
 from kwire.pipeline._migrate_table import MIGRATION_SCHEMA, migration_rows  # noqa: E402
 
 from tests.analysis_frames import events_from_frames  # noqa: E402
-from tests.pipeline_captures import scripted_capture  # noqa: E402
+from kwire.pipeline._synth import simulate_group, topic_pool  # noqa: E402
+from tests.pipeline_captures import T0, add_bad_metadata, scripted_capture, stale_leader_group  # noqa: E402
 
 MS = 1000            # µs
 SECOND = 1000 * MS
@@ -158,10 +159,19 @@ def test_a_bad_history_is_a_typed_error():
 
 # -- classic histories from a capture ------------------------------------------------------------------
 
+def _extra(out):
+    # generated groups, a group whose Metadata and leader disagree on a topic's size, bad Metadata responses
+    pool = topic_pool(1, n_topics=6)
+    for i in range(3):
+        simulate_group(out, 100 + i, 1, T0, 120.0, pool)
+    stale_leader_group(out)
+    add_bad_metadata(out)
+
+
 @pytest.fixture(scope="module")
 def scripted_histories(tmp_path_factory):
     path = tmp_path_factory.mktemp("migrate") / "capture.parquet"
-    sims = scripted_capture(path)
+    sims = scripted_capture(path, extra=_extra)
     events = events_from_frames(decode_capture(path))
     table = pa.Table.from_pandas(events[EVENT_COLUMNS], preserve_index=False)
     return sims, {h.group_id: h for h in classic_histories(table)}
@@ -272,3 +282,13 @@ def test_a_replay_that_does_not_finish_is_an_error_row_not_an_abort(monkeypatch)
     rows = migration_rows([two_then_three(101000 * MS)]).to_pylist()
     assert len(rows) == 2 and all("ReplayError" in r["error"] for r in rows)
     assert all(r["unowned_ps_simulated"] is None and r["unowned_ps_observed"] == 0.0 for r in rows)
+
+
+def test_every_group_of_a_capture_is_replayed(scripted_histories):
+    _sims, histories = scripted_histories
+    assert len(histories) == 6
+    rows = migration_rows(histories.values()).to_pylist()
+    assert rows and not [r for r in rows if r["error"]]
+    assert len(rows) == sum(h.n_rebalances for h in histories.values())
+    stale = histories["stale-app"]
+    assert stale.partition_counts.tolist() == [12]   # Metadata's size, beyond the leader's view of 8
