@@ -20,7 +20,8 @@ from kwire.pipeline._migrate_history import classic_histories  # noqa: E402
 from kwire.pipeline._migrate_table import MIGRATION_SCHEMA, migration_rows  # noqa: E402
 
 from tests.analysis_frames import events_from_frames  # noqa: E402
-from tests.pipeline_captures import scripted_capture  # noqa: E402
+from kwire.pipeline._synth import simulate_group, topic_pool  # noqa: E402
+from tests.pipeline_captures import T0, add_bad_metadata, scripted_capture, stale_leader_group  # noqa: E402
 
 MS = 1000            # µs
 SECOND = 1000 * MS
@@ -158,10 +159,19 @@ def test_a_bad_history_is_a_typed_error():
 
 # -- classic histories from a capture ------------------------------------------------------------------
 
+def _extra(out):
+    # generated groups, a group whose Metadata and leader disagree on a topic's size, bad Metadata responses
+    pool = topic_pool(1, n_topics=6)
+    for i in range(3):
+        simulate_group(out, 100 + i, 1, T0, 120.0, pool)
+    stale_leader_group(out)
+    add_bad_metadata(out)
+
+
 @pytest.fixture(scope="module")
 def scripted_histories(tmp_path_factory):
     path = tmp_path_factory.mktemp("migrate") / "capture.parquet"
-    sims = scripted_capture(path)
+    sims = scripted_capture(path, extra=_extra)
     events = events_from_frames(decode_capture(path))
     table = pa.Table.from_pandas(events[EVENT_COLUMNS], preserve_index=False)
     return sims, {h.group_id: h for h in classic_histories(table)}
@@ -210,3 +220,75 @@ def test_consumer_histories_replay_under_both_classic_protocols():
     assert [(r["rebalance"], r["simulated_protocol"]) for r in rows] == [
         (0, "classic-eager"), (1, "classic-eager"), (0, "classic-cooperative"), (1, "classic-cooperative")]
     assert rows[1]["unowned_ps_simulated"] == pytest.approx(0.024)
+
+
+def test_no_partition_is_ever_consumed_twice_in_the_replays(scripted_histories):
+    """Each replay's ledger, checked after every step: a protocol gives a partition only once its old owner
+    let it go (the consumer protocol's two-owner invariant; classic: revocation before the next SyncGroup)."""
+    from kwire.pipeline._migrate_classic import ClassicReplay
+    from kwire.pipeline._migrate_consumer import ConsumerReplay
+
+    _sims, histories = scripted_histories
+    for h in histories.values():
+        for replay in (ConsumerReplay(h, 5000, None, 0, None), ClassicReplay(h, False, 3000, 3000, None),
+                       ClassicReplay(h, True, 3000, 3000, None)):
+            handle = replay.handle
+
+            def checked(entry, handle=handle, replay=replay):
+                handle(entry)
+                assert not replay.ledger.double_owned(), (h.group_id, replay.protocol, entry[0])
+
+            replay.handle = checked
+            replay.run()
+
+
+def test_the_report_section_and_its_chart(scripted_histories):
+    from kwire.pipeline._report_migration import migration_chart, migration_markdown, summarize_migration
+
+    _sims, histories = scripted_histories
+    consumer = two_then_three(101000 * MS)._replace(group_id="kip", protocol="consumer")
+    pdf = migration_rows([histories["orders-app"], consumer]).to_pandas()
+    summary = summarize_migration(pdf)
+    assert summary["rows"] == 5 + 2 * 2 and summary["groups"] == 2 and summary["failed_groups"] == 0
+    eager = [d for d in summary["directions"] if d["observed_protocol"] == "classic-eager"][0]
+    assert eager["rebalances"] == 5
+    assert eager["unowned_ps_observed"] == pytest.approx(float(histories["orders-app"].rebalance_unowned_ps.sum()))
+    # every observed rebalance once in the observed distribution, every replayed one in its protocol's
+    assert sum(summary["distribution"]["observed"]["classic-eager"]) == 5
+    assert sum(summary["distribution"]["observed"]["consumer"]) == 2
+    assert sum(summary["distribution"]["simulated"]["classic-cooperative"]) == 2
+    lines = []
+    migration_markdown(lines, summary, "chart-migration.png")
+    text = "\n".join(lines)
+    assert "| classic-eager | consumer | 1 | 5 |" in text and "| orders-app | classic-eager | consumer | 5 |" in text
+    assert "![stall distribution under both protocols](chart-migration.png)" in text
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg", force=True)
+    from matplotlib import pyplot as plt
+
+    fig = migration_chart(plt, summary)
+    # two observed protocols and three simulated ones, a bar per bin each
+    assert len(fig.axes[0].patches) == 5 * (len(summary["distribution"]["bin_edges"]) - 1)
+    plt.close(fig)
+
+
+def test_a_replay_that_does_not_finish_is_an_error_row_not_an_abort(monkeypatch):
+    from kwire.pipeline import _migrate_loop
+
+    monkeypatch.setattr(_migrate_loop, "STEP_BUDGET_BASE", 5)
+    monkeypatch.setattr(_migrate_loop, "STEP_BUDGET_PER_EVENT_MEMBER", 1)
+    with pytest.raises(_migrate_loop.ReplayError, match="did not finish"):
+        simulate_consumer(two_then_three(101000 * MS))
+    rows = migration_rows([two_then_three(101000 * MS)]).to_pylist()
+    assert len(rows) == 2 and all("ReplayError" in r["error"] for r in rows)
+    assert all(r["unowned_ps_simulated"] is None and r["unowned_ps_observed"] == 0.0 for r in rows)
+
+
+def test_every_group_of_a_capture_is_replayed(scripted_histories):
+    _sims, histories = scripted_histories
+    assert len(histories) == 6
+    rows = migration_rows(histories.values()).to_pylist()
+    assert rows and not [r for r in rows if r["error"]]
+    assert len(rows) == sum(h.n_rebalances for h in histories.values())
+    stale = histories["stale-app"]
+    assert stale.partition_counts.tolist() == [12]   # Metadata's size, beyond the leader's view of 8

@@ -154,12 +154,13 @@ def test_the_analysis_of_the_loop_s_frames_encoded_decoded_and_reduced(tmp_path)
 
 
 def test_consumer_histories_feed_the_migration_what_if(tmp_path):
-    # Classic groups (tests/pipeline_captures.py) and two consumer-protocol groups in one bucket: the consumer
-    # analysis gives the consumer groups' histories, the classic path the classic groups', and none is replayed
-    # twice.
-    from kwire.pipeline._consumer_history import bucket_histories
+    # Classic groups (tests/pipeline_captures.py) and two consumer-protocol groups in one capture: the consumer
+    # analysis gives the consumer groups' histories, the classic path the classic groups'.
+    from kwire.pipeline._consumer_history import consumer_histories
+    from kwire.pipeline._consumer_tables import consumer_group_ids
     from kwire.pipeline._decode import decode_capture
     from kwire.pipeline._migrate_table import migrate_bucket
+    from kwire.pipeline._spark_consumer import TOPIC_NAME_SCHEMA
 
     from .consumer_captures import add_consumer_groups
     from .pipeline_captures import T0, scripted_capture
@@ -169,10 +170,13 @@ def test_consumer_histories_feed_the_migration_what_if(tmp_path):
     events = pa.Table.from_pandas(events_from_frames(decode_capture(capture)), schema=event_schema(),
                                   preserve_index=False)
     events = events.filter(pa.compute.is_valid(events.column("group_id")))
-    histories = bucket_histories(events)
+    is_848 = pa.compute.is_in(events.column("group_id"), pa.array(consumer_group_ids(events), pa.string()))
+    kip848, classic = events.filter(is_848), events.filter(pa.compute.invert(is_848))
+    histories = consumer_histories(consumer_timelines(kip848))
     assert [(h.group_id, h.protocol, h.n_members, h.n_rebalances) for h in histories] == [
         ("kip848-0", "consumer", 4, 4), ("kip848-1", "consumer", 4, 4)]
-    rows = migrate_bucket(events, consumer_histories=bucket_histories).to_pylist()
+    rows = (migrate_bucket(classic).to_pylist()
+            + migrate_bucket(kip848, names=TOPIC_NAME_SCHEMA.empty_table()).to_pylist())
     observed = {(r["group_id"], r["observed_protocol"]) for r in rows}
     assert {g for g, p in observed if p == "consumer"} == {"kip848-0", "kip848-1"}
     assert {g for g, p in observed if p != "consumer"} == {"orders-app", "coop-app"}

@@ -20,7 +20,6 @@ import numpy as np
 
 from kwire.pipeline._consumer_reconcile import reconciliations
 from kwire.pipeline._consumer_schemas import CONSUMER_HEARTBEAT_INTERVAL_MS, DEFAULT_REBALANCE_TIMEOUT_MS
-from kwire.pipeline._consumer_tables import consumer_group_ids, consumer_timelines
 from kwire.pipeline._consumer_timeline import ConsumerTimeline, median
 from kwire.pipeline._membership import MemberEvent, MembershipHistory
 
@@ -107,26 +106,3 @@ def consumer_histories(timelines: Iterable[ConsumerTimeline], counts=None) -> Li
     """The history of every timeline, in their order."""
     return [consumer_history(tl, None, counts) for tl in timelines]
 
-
-def bucket_histories(events, counts=None, names=None) -> List[MembershipHistory]:
-    """Runs in the Python worker: the histories of a bucket's consumer-protocol and mixed groups (those with a
-    ConsumerGroupHeartbeat among ``events``, an Arrow table; classic-only groups are left to the classic
-    histories).  ``counts``: the capture's Metadata counts (an Arrow table of ``COUNT_SCHEMA``; a topic's
-    largest count is its size); ``names``: topic id → name (an Arrow table of ``topic_id``, ``topic``)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not isinstance(events, pa.Table):
-        events = pa.Table.from_pandas(events, preserve_index=False)
-    groups = consumer_group_ids(events)
-    if not groups:
-        return []
-    events = events.filter(pc.is_in(events.column("group_id"), pa.array(groups, pa.string())))
-    sizes = {}
-    if counts is not None:
-        for topic, n in zip(counts.column("topic").to_pylist(), counts.column("partitions").to_pylist()):
-            if topic is not None and n is not None:
-                sizes[topic] = max(sizes.get(topic, 0), n)
-    topic_names = None if names is None else dict(zip(names.column("topic_id").to_pylist(),
-                                                      names.column("topic").to_pylist()))
-    return consumer_histories(consumer_timelines(events, topic_names), sizes)

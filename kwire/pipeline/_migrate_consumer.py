@@ -16,8 +16,10 @@ and the codec is proven elsewhere.
 
 from __future__ import annotations
 
-from kwire.group import ConsumerGroupCoordinator, ConsumerGroupState, ConsumerMembershipState, ConsumerProtocolMember
-from kwire.group import MemberFenced
+from functools import lru_cache
+
+from kwire.group import (ConsumerGroupConfig, ConsumerGroupCoordinator, ConsumerGroupState, ConsumerMembershipState,
+                         ConsumerProtocolMember, MemberFenced)
 from kwire.pipeline._membership import MembershipHistory
 from kwire.pipeline._migrate_ledger import SimulatedStall
 from kwire.pipeline._migrate_loop import Replay, median_session_ms
@@ -29,6 +31,22 @@ CONSUMER_HEARTBEAT_INTERVAL_MS = 5000
 
 _STEADY = ConsumerMembershipState.STABLE
 _SETTLED = (ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY)
+
+
+@lru_cache(maxsize=64)
+def _config(session, interval, assignment_interval):
+    """The coordinator's configuration, made once per set of values: checking one costs as much as a small
+    group's replay.  The broker's bounds are widened to take the values asked for: the replay sets them, no
+    client does."""
+    return ConsumerGroupConfig({
+        "group.consumer.session.timeout.ms": session,
+        "group.consumer.min.session.timeout.ms": min(session, 45000),
+        "group.consumer.max.session.timeout.ms": max(session, 60000),
+        "group.consumer.heartbeat.interval.ms": interval,
+        "group.consumer.min.heartbeat.interval.ms": min(interval, 5000),
+        "group.consumer.max.heartbeat.interval.ms": max(interval, 15000),
+        "group.consumer.assignment.interval.ms": assignment_interval,
+        "group.consumer.assignors": "uniform"})
 
 
 def topic_id(index: int) -> bytes:
@@ -56,18 +74,9 @@ class ConsumerReplay(Replay):
     def __init__(self, history, heartbeat_interval_ms, session_timeout_ms, assignment_interval_ms, settle_us):
         session = int(session_timeout_ms) if session_timeout_ms is not None else median_session_ms(history)
         super().__init__(history, heartbeat_interval_ms, settle_us, session)
-        interval = int(heartbeat_interval_ms)
-        # The broker's bounds are widened to take the values asked for: the replay sets them, no client does.
-        config = {"group.consumer.session.timeout.ms": session,
-                  "group.consumer.min.session.timeout.ms": min(session, 45000),
-                  "group.consumer.max.session.timeout.ms": max(session, 60000),
-                  "group.consumer.heartbeat.interval.ms": interval,
-                  "group.consumer.min.heartbeat.interval.ms": min(interval, 5000),
-                  "group.consumer.max.heartbeat.interval.ms": max(interval, 15000),
-                  "group.consumer.assignment.interval.ms": int(assignment_interval_ms),
-                  "group.consumer.assignors": "uniform"}
+        self.coordinator_config = _config(session, int(heartbeat_interval_ms), int(assignment_interval_ms))
         self.coordinator = ConsumerGroupCoordinator(
-            config, topics={name: (topic_id(k), int(n)) for k, (name, n)
+            self.coordinator_config, topics={name: (topic_id(k), int(n)) for k, (name, n)
                             in enumerate(zip(self.names, history.partition_counts))})
         self.topic_ids = {topic_id(k): name for k, name in enumerate(self.names)}
 

@@ -154,7 +154,16 @@ def classic_history(tl: Timeline, times: MemberTimes):
         starts.append(first)
         prev = gg
     events.sort(key=lambda e: e[0])
-    unowned = _observed_unowned(gens, events, times, index, all_topics, tl.partition_counts, starts)
+    # A topic's size is its largest over the generations: the what-if replays the group on the topics as
+    # they were at their largest (a generation's assignment never reaches beyond its own sizes).
+    sizes = dict(tl.partition_counts)
+    for gg in gens:
+        for t, n in gg.partition_counts.items():
+            sizes[t] = max(sizes.get(t, 0), n)
+        for tps in (gg.assignment or gg.leader_assignment).values():
+            for t, p in tps:
+                sizes[t] = max(sizes.get(t, 0), p + 1)
+    unowned = _observed_unowned(gens, events, times, index, all_topics, sizes, starts)
     stable = np.array([(gg.end - s) if gg.end is not None else -1 for gg, s in zip(gens, starts)], np.int64)
     latency = np.array([int(np.median(times.latency[m])) if times.latency.get(m) else DEFAULT_LATENCY_US
                         for m in member_ids], np.int64)
@@ -164,7 +173,7 @@ def classic_history(tl: Timeline, times: MemberTimes):
     names = [g.protocol_name for g in gens if g.protocol_name]
     return MembershipHistory(
         group_id=tl.group_id, protocol="classic", assignor=names[-1] if names else None, topics=all_topics,
-        partition_counts=np.array([tl.partition_counts.get(t, 0) for t in all_topics], np.int32),
+        partition_counts=np.array([sizes.get(t, 0) for t in all_topics], np.int32),
         member_ids=member_ids, latency_us=np.maximum(latency, 0), session_timeout_ms=np.maximum(session, 1),
         heartbeat_interval_ms=CLASSIC_HEARTBEAT_INTERVAL_MS, rebalance_timeout_ms=CLASSIC_REBALANCE_TIMEOUT_MS,
         window_start_us=int(window[0]), window_end_us=int(window[1]),

@@ -108,9 +108,10 @@ class Ledger:
         self.advance(t)
         mine = self.owned_by.setdefault(member, set())
         consumers, free, subscribers = self.consumers, self.free, self.subscribers
+        counts = self.counts
         for k, p in tps:
-            if (k, p) in mine:
-                continue
+            if (k, p) in mine or not 0 <= p < counts[k]:
+                continue   # already consumed, or beyond the topic's size (nothing to count)
             mine.add((k, p))
             row = consumers[k]
             if row[p] == 0:

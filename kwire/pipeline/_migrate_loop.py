@@ -25,6 +25,7 @@ import heapq
 
 import numpy as np
 
+from kwire.errors import KwireError
 from kwire.group import PartitionsAssigned, PartitionsLost, PartitionsRevoked, Send
 from kwire.pipeline._membership import MemberEvent, MembershipHistory
 from kwire.pipeline._migrate_ledger import Ledger, SimulatedStall
@@ -33,12 +34,20 @@ _JOIN, _LEAVE, _CRASH, _SUBSCRIBE = (int(k) for k in (MemberEvent.JOIN, MemberEv
                                                       MemberEvent.SUBSCRIBE))
 # Heap entry kinds, in the order simultaneous entries are handled.
 DELIVER, RESPOND, POLL, TICK = range(4)
+#: Steps (heap entries) a replay may take per membership event and member, beyond a base: a replay past it
+#: is stuck (a state machine that keeps asking to be polled and does nothing), and stops with an error.
+STEP_BUDGET_PER_EVENT_MEMBER = 20_000
+STEP_BUDGET_BASE = 1_000_000
+
+
+class ReplayError(KwireError, RuntimeError):
+    """A replay that did not finish within its step budget: its group's rows carry this error."""
 
 
 class Member:
     """One incarnation of a history member: its state machine and what the replay knows of it."""
 
-    __slots__ = ("machine", "index", "key", "latency", "topics", "version", "live")
+    __slots__ = ("machine", "index", "key", "latency", "topics", "version", "live", "poll_at")
 
     def __init__(self, machine, index, key, latency, topics):
         self.machine = machine
@@ -48,6 +57,7 @@ class Member:
         self.topics = topics
         self.version = 0        # bumped when a queued poll goes stale
         self.live = True
+        self.poll_at = None     # when its live queued poll is due
 
 
 class Replay:
@@ -117,7 +127,13 @@ class Replay:
         heap = self.heap
         t = 0.0
         end = None
+        budget = STEP_BUDGET_BASE + STEP_BUDGET_PER_EVENT_MEMBER * (n + 1) * max(h.n_members, 1)
+        steps = 0
         while True:
+            steps += 1
+            if steps > budget:
+                raise ReplayError(f"the {self.protocol} replay of group {h.group_id!r} did not finish within "
+                                  f"{budget:,} steps")
             next_history = (int(ts[i]) - self.t0) / 1000.0 - self.offset if i < n else None
             if next_history is None and self.quiet():
                 break   # nothing left to happen but steady heartbeats
@@ -215,7 +231,14 @@ class Replay:
         t, kind, _seq, a, b, c = entry
         if kind == POLL:
             if a.live and a.version == b:
-                self.outputs(a, a.machine.poll(t), t)
+                a.poll_at = None
+                outs = a.machine.poll(t)
+                if outs:
+                    self.outputs(a, outs, t)
+                else:
+                    # Nothing to do at its deadline (a backoff that ends now): asked again a millisecond on,
+                    # not at once, so that no member can hold the clock still.
+                    self.schedule_poll(a, t + 1.0)
         elif kind == DELIVER:
             self.in_flight -= 1
             self.ledger.count_event()
@@ -230,7 +253,8 @@ class Replay:
                 self.tick_at = None
                 self.tick(t)
                 self.after_coordinator(t)
-        self.check_stable(t)
+        if self.ledger.open:
+            self.check_stable(t)
 
     def respond(self, m, token, response, t):
         """Queue ``response`` to reach ``m`` half its latency after ``t``."""
@@ -272,8 +296,12 @@ class Replay:
         deadline = m.machine.next_deadline()
         if deadline is None:
             return
+        at = deadline if deadline > t else t
+        if at == m.poll_at:
+            return   # already queued
         m.version += 1
-        self.push(deadline if deadline > t else t, POLL, m, m.version)
+        m.poll_at = at
+        self.push(at, POLL, m, m.version)
 
     def check_stable(self, t):
         ledger = self.ledger

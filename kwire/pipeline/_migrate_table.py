@@ -13,10 +13,9 @@ import time
 from typing import Iterable, List
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kwire.errors import KwireError
-from kwire.pipeline._events import CONSUMER_GROUP_HEARTBEAT, DEFAULT_MAX_PARTITIONS
+from kwire.pipeline._events import DEFAULT_MAX_PARTITIONS
 from kwire.pipeline._membership import MembershipHistory
 from kwire.pipeline._migrate_history import COOPERATIVE_ASSIGNORS, classic_histories
 
@@ -110,24 +109,19 @@ def _append(columns, history, observed, name, result, error):
     columns["error"] += [error] * n
 
 
-def migrate_bucket(events, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None,
-                   consumer_histories=None) -> pa.Table:
+def migrate_bucket(events, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None, names=None) -> pa.Table:
     """Runs in the Python worker: one bucket of groups' events (Arrow, or pandas) to its ``migration``
-    rows.  ``counts``: the capture's Metadata counts (an Arrow table of ``COUNT_SCHEMA``), or None.
-    ``consumer_histories``: a function from the bucket's events to its consumer-protocol and mixed groups'
-    histories, or None while the pipeline builds none."""
+    rows.  Classic groups' events, or with ``names`` (the capture's topic id → name pairs, an Arrow table
+    of ``topic_id`` and ``topic``) consumer-protocol and mixed groups' events.  ``counts``: the capture's
+    Metadata counts (an Arrow table of ``COUNT_SCHEMA``) for the classic timelines, or None."""
     if not isinstance(events, pa.Table):
         events = pa.Table.from_pandas(events, preserve_index=False)
     if "bucket" in events.column_names:
         events = events.drop_columns(["bucket"])
-    if consumer_histories is not None:
-        # Consumer-protocol and mixed groups are the consumer analysis's: a mixed group's classic members alone
-        # are no classic group.
-        consumer = consumer_histories(events)
-        is_consumer = pc.fill_null(pc.equal(events.column("api_key"), CONSUMER_GROUP_HEARTBEAT), False)
-        taken = pc.unique(events.filter(is_consumer).column("group_id"))
-        classic = events.filter(pc.invert(pc.fill_null(pc.is_in(events.column("group_id"), taken), False)))
-        histories = list(classic_histories(classic, max_partitions, counts)) + list(consumer)
-    else:
-        histories = list(classic_histories(events, max_partitions, counts))
-    return migration_rows(histories, timer)
+    if names is None:
+        return migration_rows(classic_histories(events, max_partitions, counts), timer)
+    from kwire.pipeline._consumer_history import consumer_histories
+    from kwire.pipeline._consumer_tables import consumer_timelines
+
+    topic_names = dict(zip(names.column("topic_id").to_pylist(), names.column("topic").to_pylist()))
+    return migration_rows(consumer_histories(consumer_timelines(events, topic_names)), timer)

@@ -116,15 +116,6 @@ def consumer_stage(events, frames, out_path, *, spark_schema, archive=None):
     return tables, counts, names
 
 
-def consumer_histories_in(archive, counts, names):
-    """What the migration what-if calls on a bucket's events for its
-    consumer-protocol and mixed groups' membership histories
-    (:func:`kwire.pipeline._consumer_history.bucket_histories`), with the
-    capture's Metadata ``counts`` and topic ``names``, callable on a worker."""
-    run = remote("kwire.pipeline._consumer_history", "bucket_histories", archive)
-    return lambda events: run(events, counts, names)
-
-
 def consumer_summary(s, tables, events):
     """Fill ``s`` with the consumer-protocol figures of the report
     (:func:`kwire.pipeline._report_consumer.summarize_consumer`) from the

@@ -18,31 +18,36 @@ _TABLE = "kwire.pipeline._migrate_table"
 
 
 def migration_rows_stage(events, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None,
-                         counts=None, consumer_histories=None):
+                         counts=None, names=None):
     """The ``migration`` rows of every bucket of ``events`` (a DataFrame with a ``bucket`` column).
     ``spark_schema``: the pipeline's Arrow-to-Spark schema function.  ``counts``: the capture's Metadata
-    counts, an Arrow table (None for none)."""
+    counts, an Arrow table (None for none).  ``names``: None for classic groups' events; for
+    consumer-protocol groups' events, the capture's topic id → name pairs (an Arrow table)."""
     counts = COUNT_SCHEMA.empty_table() if counts is None else counts
     grouped = events.groupBy("bucket")
     run = remote(_TABLE, "migrate_bucket", archive)
     if hasattr(grouped, "applyInArrow"):
-        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, consumer_histories),
+        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, names),
                                     spark_schema(MIGRATION_SCHEMA))
-    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, consumer_histories).to_pandas(),
+    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, names).to_pandas(),
                                  spark_schema(MIGRATION_SCHEMA))
 
 
 def migration_stage(spark, events, path, progress, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS,
-                    archive=None, counts=None, consumer_histories=None):
-    """Write the ``migration`` table to ``path``; returns ``(report summary, stage figures)``.
-    ``consumer_histories``: see :func:`kwire.pipeline._migrate_table.migrate_bucket`."""
+                    archive=None, counts=None, consumer_events=None, names=None):
+    """Write the ``migration`` table to ``path``: classic groups' ``events`` replayed under the consumer
+    protocol, and ``consumer_events`` (bucketed too, consumer-protocol and mixed groups; None for none)
+    under classic rebalances, with ``names`` their topic ids' names.  Returns ``(report summary, stage
+    figures)``."""
     from pyspark.sql import functions as F
 
     timer = spark.sparkContext.accumulator(0.0)
     with progress.stage("migration") as st:
-        migration_rows_stage(events, spark_schema, max_partitions, archive, timer, counts,
-                             consumer_histories).write.mode(
-            "overwrite").parquet(path)
+        rows = migration_rows_stage(events, spark_schema, max_partitions, archive, timer, counts)
+        if consumer_events is not None:
+            rows = rows.unionByName(migration_rows_stage(consumer_events, spark_schema, max_partitions, archive,
+                                                         timer, counts, names))
+        rows.write.mode("overwrite").parquet(path)
         table = spark.read.parquet(path)
         row = table.agg(F.count(F.lit(1)).alias("rows"), F.sum("member_events").alias("events")).first()
         st.done(rows=row["rows"], member_events=row["events"] or 0)

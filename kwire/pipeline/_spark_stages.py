@@ -63,7 +63,7 @@ from kwire.pipeline._whatif_pack import pack_replayed, replayed_rows
 from kwire.pipeline import _report as report
 from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
 from kwire.pipeline._progress import Progress
-from kwire.pipeline._spark_consumer import consumer_histories_in, consumer_stage, consumer_summary, split_protocols
+from kwire.pipeline._spark_consumer import consumer_stage, consumer_summary, split_protocols
 from kwire.pipeline._ship import needs_shipping, remote, ship_kwire
 from kwire.pipeline._spark_migrate import migration_stage
 
@@ -596,8 +596,8 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             st.done(**consumer_rows)
         stages["consumer"] = {"seconds": st.seconds, **st.counts}
         s["migration"], stages["migration"] = migration_stage(
-            spark, events.unionByName(kip848), _path(out, "migration"), progress, spark_schema, max_partitions,
-            archive, metadata_counts, consumer_histories_in(archive, metadata_counts, topic_ids))
+            spark, events, _path(out, "migration"), progress, spark_schema, max_partitions, archive, metadata_counts,
+            kip848, topic_ids)
         events.unpersist()
         kip848.unpersist()
 
