@@ -297,3 +297,37 @@ def test_a_fencing_told_after_the_bump_it_caused_is_its_trigger():
     assert (recs[-1]["members"], recs[-1]["outcome"], recs[-1]["time_to_stable_ms"]) == (1, "stable", 0.0)
     # B stopped consuming 2 and 3 at the error (13.01 s), after A had them: nothing unowned.
     assert recs[-1]["partition_seconds_unowned"] == 0.0
+
+
+def test_the_report_section_and_report_json_keys():
+    import json
+
+    from kwire.pipeline._report import render_markdown, report_json
+    from kwire.pipeline._report_consumer import summarize_consumer
+
+    e = worked_sequence()
+    r = e.hb(9000, "B", 5)
+    e.resp(9010, r, "B", 0, error=int(ErrorCode.FENCED_MEMBER_EPOCH))
+    t = consumer_tables(consumer_timelines(e.table()))
+    recs = t["reconciliations"].to_pandas()
+    membership = [(r["kind"], r["error_code"], 1) for r in t["consumer_membership"].to_pylist()]
+    s = {"frames": 30, "connections": 2, "bad_frames": 0, "decode_errors": 0, "inconsistent_frames": 0,
+         "groups": 0, "rebalances": 0, "group_traffic": True, "bad_frame_kinds": [], "stall": {}, "triggers": [],
+         "errors": [], "whatif": [], "whatif_failures": [], "reproduced": (0, 0), "top_groups": []}
+    summarize_consumer(s, recs, membership, [], {"consumer": 1})
+    c = s["consumer"]
+    assert (c["groups"], c["reconciliations"], c["outcomes"]) == (1, 2, {"stable": 2})
+    assert c["time_to_stable_ms"] == {"p50": 2500.0, "p95": 4750.0, "max": 5000.0}
+    assert c["fencing"] == {"fenced": 1, "session_timeout": 0, "errors": {str(int(ErrorCode.FENCED_MEMBER_EPOCH)): 1}}
+    md = render_markdown("c.parquet", s, {"stages": {}})
+    assert "## Consumer-protocol groups (KIP-848)" in md and "110 FENCED_MEMBER_EPOCH" in md
+    assert "With the consumer protocol: 1 groups (0 mixed), 2 reconciliations." in md
+    assert "no consumer-group rebalance" not in md and "no consumer-group traffic" not in md
+    doc = json.loads(json.dumps(report_json("c.parquet", s, {"spark": {}, "stages": {}})))
+    assert doc["consumer"]["partition_seconds_unowned"]["total"] == pytest.approx(7.02) and doc["group_traffic"]
+    # A capture with frames and no group at all says there was nothing to analyse.
+    s.update(group_traffic=False)
+    summarize_consumer(s, recs.iloc[:0], [], [], {})
+    md = render_markdown("c.parquet", s, {"stages": {}})
+    assert "no consumer-group traffic at all" in md and "nothing to analyse" in md
+    assert "## Consumer-protocol groups" not in md

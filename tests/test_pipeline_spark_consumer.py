@@ -109,3 +109,4 @@ def test_the_pipeline_analyses_both_protocols_in_one_capture(spark, tmp_path):  
     assert sorted(got, key=key) == sorted(local, key=key)
     report = (out / "report.md").read_text()
     assert "## Consumer-protocol groups (KIP-848)" in report and "## How long rebalances stall" in report
+    assert "## Classic-protocol groups" in report and "With the consumer protocol: 3 groups" in report
