@@ -213,7 +213,7 @@ def _empty(path):
 
 
 @pytest.mark.parametrize("make, says", [(_empty, "The capture holds no frames"),
-                                        (_no_group_traffic, "The capture holds no consumer-group rebalance")])
+                                        (_no_group_traffic, "The capture holds no consumer-group traffic at all")])
 def test_a_capture_without_rebalances_gets_a_report(spark, tmp_path, make, says):
     from kwire.pipeline._spark_stages import run_pipeline
 

@@ -18,6 +18,9 @@ from collections import Counter
 import pandas as pd
 
 from kwire.codec import ErrorCode, error_name
+from kwire.pipeline._report_consumer import (NO_GROUP_TRAFFIC, consumer_headline, consumer_json, consumer_section,
+                                             no_group_traffic)
+from kwire.pipeline._report_migration import migration_chart, migration_markdown
 
 #: The errors the report names beside their codes: the answers of the group
 #: protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and of finding the
@@ -186,7 +189,9 @@ def report_json(capture_path, s, run):
         "whatif": s["whatif"], "whatif_failures": s["whatif_failures"],
         "reproduced": {"generations": s["reproduced"][1], "exactly": s["reproduced"][0]},
         "top_groups": s["top_groups"],
+        "migration": s.get("migration"),
         "charts": run.get("charts", {}),
+        **consumer_json(s),
     }
 
 
@@ -199,18 +204,25 @@ def render_markdown(capture_path, s, run):
     lines.append(f"{_fmt(s['frames'])} frames on {_fmt(s['connections'])} connections, "
                  f"{_fmt(s['bad_frames'])} bad ({_fmt(s['decode_errors'])} not decodable, "
                  f"{_fmt(s['inconsistent_frames'])} inconsistent); {_fmt(s['groups'])} groups, "
-                 f"{_fmt(s['rebalances'])} generations.")
+                 f"{_fmt(s['rebalances'])} generations." + consumer_headline(s, _fmt))
     if s["frames"] == 0:
         lines += ["", "**The capture holds no frames**: there is nothing to analyse."]
-    elif s["rebalances"] == 0:
+    elif no_group_traffic(s):
+        lines += ["", NO_GROUP_TRAFFIC]
+    elif s["rebalances"] == 0 and not (s.get("consumer") or {}).get("groups"):
         lines += ["", "**The capture holds no consumer-group rebalance**: no JoinGroup that formed a generation "
                   "(group traffic is FindCoordinator, JoinGroup, SyncGroup, Heartbeat and LeaveGroup frames). Was "
                   "the group coordinator's traffic recorded?"]
+    if s["rebalances"] and (s.get("consumer") or {}).get("groups"):
+        lines += ["", "## Classic-protocol groups", "", "These sections, up to the consumer protocol's, cover the "
+                  "groups on the classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."]
     if s["rebalances"]:
         _stalls(lines, s, run)
         _triggers(lines, s)
         _groups(lines, s, run)
         _whatif(lines, s, run)
+    consumer_section(lines, s, format_duration, _fmt)
+    migration_markdown(lines, s.get("migration"), run.get("charts", {}).get("migration"))
     _bad(lines, s)
     _stages(lines, run)
     return "\n".join(lines) + "\n"
@@ -318,6 +330,9 @@ def render_charts(s, reb, wi):
         charts["stalls"] = _png(plt, _stall_histogram(plt, stall))
     if s["whatif"]:
         charts["whatif"] = _png(plt, _whatif_bars(plt, s["whatif"]))
+    fig = migration_chart(plt, s.get("migration"))
+    if fig is not None:
+        charts["migration"] = _png(plt, fig)
     return charts
 
 

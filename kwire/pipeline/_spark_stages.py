@@ -63,7 +63,9 @@ from kwire.pipeline._whatif_pack import pack_replayed, replayed_rows
 from kwire.pipeline import _report as report
 from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
 from kwire.pipeline._progress import Progress
+from kwire.pipeline._spark_consumer import consumer_stage, consumer_summary, split_protocols
 from kwire.pipeline._ship import needs_shipping, remote, ship_kwire
+from kwire.pipeline._spark_migrate import migration_stage
 
 DEFAULT_BUCKETS_PER_CORE = 4
 #: Capture columns the decode stage reads.
@@ -557,7 +559,10 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             st.done(topics=len(pc.unique(metadata_counts.column("topic"))))
         stages["metadata"] = {"seconds": st.seconds, **st.counts}
 
-        events = bucketed(events_stage(frames), buckets).persist()
+        # Groups with ConsumerGroupHeartbeat traffic (consumer and mixed) go to the consumer-protocol analysis.
+        kip848_events, classic_events = split_protocols(events_stage(frames))
+        events = bucketed(classic_events, buckets).persist()
+        kip848 = bucketed(kip848_events, buckets).persist()
         tables = {}
         replay = sc.accumulator(0.0)
         with progress.stage("timelines") as st:
@@ -585,7 +590,16 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             counts = tables["whatif"].where(~F.col("observed")).agg(F.sum("member_count").alias("members")).first()
             st.done(members=counts["members"] or 0)
         stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value}
+        with progress.stage("consumer") as st:
+            consumer_tables, consumer_rows, topic_ids = consumer_stage(kip848, frames, out, spark_schema=spark_schema,
+                                                                       archive=archive)
+            st.done(**consumer_rows)
+        stages["consumer"] = {"seconds": st.seconds, **st.counts}
+        s["migration"], stages["migration"] = migration_stage(
+            spark, events, _path(out, "migration"), progress, spark_schema, max_partitions, archive, metadata_counts,
+            kip848, topic_ids)
         events.unpersist()
+        kip848.unpersist()
 
         with progress.stage("report") as st:
             error_kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
@@ -597,6 +611,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             wi = tables["whatif"].toPandas()
             bad = tables["bad_frames"].where(F.col("kind") == "inconsistent").select("reason").toPandas()
             report.summarize(s, reb, wi, bad)
+            consumer_summary(s, consumer_tables, kip848_events.unionByName(classic_events))
             stages["report"] = {"seconds": time.perf_counter() - st.t0}  # so far: the files are written next
             run = {"spark": {"master": sc.master, "app_id": sc.applicationId, "version": spark.version,
                              "default_parallelism": par}, "stages": stages}

@@ -1,0 +1,321 @@
+"""The replay loop both migration simulations share: a membership history on an injected clock.
+
+:class:`Replay` owns the clock (a heap of timed entries), the history's events, the members' state
+machines as a protocol module makes them, and the :class:`~kwire.pipeline._migrate_ledger.Ledger`.  It
+does, for either protocol:
+
+* members join, leave, crash and change subscription at the history's times; a crashed member goes
+  silent (nothing more is sent to or from it) and what it consumed is no longer consumed;
+* a request reaches the coordinator half the member's observed latency after it was sent, and the answer
+  reaches the member the other half later (the latency is the capture's request-to-response time);
+* a member is polled when its state machine's ``next_deadline`` says, the coordinator ticked when its
+  ``next_deadline`` says;
+* the members' revoke, lose and assign events go to the ledger.
+
+A protocol module (:mod:`kwire.pipeline._migrate_consumer`, :mod:`kwire.pipeline._migrate_classic`)
+subclasses it with how a member is made, how a request reaches the coordinator, and what stable means.
+
+The clock is ms (the state machines' unit) as floats, counted from the history's first event: a member's
+deadline is then the very number it is polled at.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from kwire.errors import KwireError
+from kwire.group import PartitionsAssigned, PartitionsLost, PartitionsRevoked, Send
+from kwire.pipeline._membership import MemberEvent, MembershipHistory
+from kwire.pipeline._migrate_ledger import Ledger, SimulatedStall
+
+_JOIN, _LEAVE, _CRASH, _SUBSCRIBE = (int(k) for k in (MemberEvent.JOIN, MemberEvent.LEAVE, MemberEvent.CRASH,
+                                                      MemberEvent.SUBSCRIBE))
+# Heap entry kinds, in the order simultaneous entries are handled.
+DELIVER, RESPOND, POLL, TICK = range(4)
+#: Steps (heap entries) a replay may take per membership event and member, beyond a base: a replay past it
+#: is stuck (a state machine that keeps asking to be polled and does nothing), and stops with an error.
+STEP_BUDGET_PER_EVENT_MEMBER = 20_000
+STEP_BUDGET_BASE = 1_000_000
+
+
+class ReplayError(KwireError, RuntimeError):
+    """A replay that did not finish within its step budget: its group's rows carry this error."""
+
+
+class Member:
+    """One incarnation of a history member: its state machine and what the replay knows of it."""
+
+    __slots__ = ("machine", "index", "key", "latency", "topics", "version", "live", "poll_at")
+
+    def __init__(self, machine, index, key, latency, topics):
+        self.machine = machine
+        self.index = index
+        self.key = key
+        self.latency = latency  # ms
+        self.topics = topics
+        self.version = 0        # bumped when a queued poll goes stale
+        self.live = True
+        self.poll_at = None     # when its live queued poll is due
+
+
+class Replay:
+    """One history's replay; subclasses set ``protocol``, ``coordinator`` and the hooks below."""
+
+    protocol = ""
+
+    def __init__(self, history: MembershipHistory, heartbeat_interval_ms, settle_us, session_timeout_ms):
+        self.h = history
+        self.interval = float(heartbeat_interval_ms)
+        self.names = list(history.topics)
+        self.topic_index = {name: k for k, name in enumerate(self.names)}
+        self.ledger = Ledger(history.partition_counts, history.n_rebalances, unit_us=1000)
+        self.heap = []
+        self.seq = 0
+        self.members = {}          # history index -> its current Member
+        self.incarnations = {}     # history index -> how many times it joined
+        self.silent = set()        # keys of crashed members the coordinator has not removed yet
+        self.in_flight = 0         # requests and answers on their way
+        self.tick_at = None        # the coordinator tick queued
+        self.offset = 0.0          # ms of steady state skipped so far
+        self.t0 = int(history.event_ts[0]) if history.n_events else 0
+        longest = max([int(session_timeout_ms), int(history.rebalance_timeout_ms)]
+                      + [int(s) for s in history.session_timeout_ms])
+        self.settle = settle_us / 1000.0 if settle_us is not None else 2.0 * longest
+
+    # -- hooks ------------------------------------------------------------------------------------------
+
+    def make_machine(self, key, index, topic_names):
+        raise NotImplementedError
+
+    def send(self, m, out, t):
+        """A member's Send output at ``t``: queue it (``DELIVER``) or answer it."""
+        raise NotImplementedError
+
+    def deliver(self, m, token, request, t):
+        """A request reaches the coordinator at ``t``."""
+        raise NotImplementedError
+
+    def leave(self, m, t):
+        """The member's outputs when it leaves cleanly at ``t``."""
+        raise NotImplementedError
+
+    def silent_id(self, m):
+        """The id the coordinator knows crashed member ``m`` by, or None if it never knew it."""
+        return m.key
+
+    def settled(self):
+        """Whether the coordinator's group is stable (or empty)."""
+        raise NotImplementedError
+
+    def steady(self, m):
+        """Whether member ``m`` is in its protocol's steady state (heartbeating, nothing to do)."""
+        raise NotImplementedError
+
+    # -- the clock --------------------------------------------------------------------------------------
+
+    def push(self, t, kind, a=None, b=None, c=None):
+        self.seq += 1
+        heapq.heappush(self.heap, (t, kind, self.seq, a, b, c))
+
+    def run(self) -> SimulatedStall:
+        h = self.h
+        ts, who, kinds, rebalance = h.event_ts, h.event_member, h.event_kind, h.event_rebalance
+        n = len(ts)
+        i = 0
+        heap = self.heap
+        t = 0.0
+        end = None
+        budget = STEP_BUDGET_BASE + STEP_BUDGET_PER_EVENT_MEMBER * (n + 1) * max(h.n_members, 1)
+        steps = 0
+        while True:
+            steps += 1
+            if steps > budget:
+                raise ReplayError(f"the {self.protocol} replay of group {h.group_id!r} did not finish within "
+                                  f"{budget:,} steps")
+            next_history = (int(ts[i]) - self.t0) / 1000.0 - self.offset if i < n else None
+            if next_history is None and self.quiet():
+                break   # nothing left to happen but steady heartbeats
+            if heap and (next_history is None or heap[0][0] < next_history):
+                if next_history is not None and next_history - t > 2 * self.interval and self.quiet():
+                    self.skip_steady(t, next_history)
+                    continue
+                entry = heapq.heappop(heap)
+                t = entry[0]
+                if end is not None and t > end:
+                    break
+                self.handle(entry)
+                continue
+            if next_history is None:
+                break
+            t = max(t, next_history)
+            self.history_event(t, int(who[i]), int(kinds[i]), h.event_topics[i], int(rebalance[i]))
+            i += 1
+            if i == n:
+                end = t + self.settle
+        return self.ledger.result(self.protocol, min(t, end) if end is not None else t)
+
+    def quiet(self):
+        """True when nothing but steady heartbeats can happen before the next history event: every member
+        steady with nothing on its way, no crashed member waiting to be removed, the group stable."""
+        if self.in_flight or self.silent or self.ledger.open:
+            return False
+        for m in self.members.values():
+            if not self.steady(m):
+                return False
+        return not self.members or self.settled()
+
+    def skip_steady(self, now, next_history):
+        """Skip whole heartbeat intervals of steady state up to ``next_history``.
+
+        In a stable group a heartbeat only re-arms its member's session timer: the coordinator answers it
+        with nothing new, and no other timer is armed (no revocation or rebalance timeout, no deferred
+        assignment).  Every member heartbeats once per interval, the same interval for all, so moving the
+        history's remaining events earlier by a whole number of intervals leaves every member's and every
+        timer's phase relative to them as it was: the replay after the gap is the one it would have been.
+        The skipped time is added to ``offset`` and the history's times are read minus it."""
+        skip = (next_history - now) // self.interval - 1
+        if skip > 0:
+            self.offset += skip * self.interval
+
+    # -- what happens ------------------------------------------------------------------------------------
+
+    def history_event(self, t, index, kind, topics, rebalance):
+        ledger = self.ledger
+        ledger.enter(rebalance, t)
+        if kind == _JOIN:
+            self.join(t, index, topics)
+            return
+        m = self.members.get(index)
+        if m is None or not m.live:
+            return
+        if kind == _SUBSCRIBE:
+            ledger.subscribe(m.topics, t, -1)
+            m.topics = tuple(topics)
+            ledger.subscribe(m.topics, t, 1)
+            m.machine.subscribe([self.names[k] for k in topics])
+            self.schedule_poll(m, t)
+        elif kind == _LEAVE:
+            self.outputs(m, self.leave(m, t), t)
+            self.gone(m, t)
+        elif kind == _CRASH:
+            ledger.release(m.key, None, t)
+            self.gone(m, t)
+            silent = self.silent_id(m)
+            if silent is not None:
+                self.silent.add(silent)
+
+    def gone(self, m, t):
+        m.live = False
+        m.version += 1
+        self.ledger.subscribe(m.topics, t, -1)
+        del self.members[m.index]
+
+    def join(self, t, index, topics):
+        old = self.members.get(index)
+        if old is not None:
+            self.gone(old, t)
+        k = self.incarnations.get(index, 0)
+        self.incarnations[index] = k + 1
+        h = self.h
+        # A member back after leaving or crashing is a new member to the coordinator.
+        key = h.member_ids[index] if k == 0 else f"{h.member_ids[index]}#{k}"
+        machine = self.make_machine(key, index, [self.names[j] for j in topics])
+        m = Member(machine, index, key, int(h.latency_us[index]) / 1000.0, tuple(topics))
+        self.members[index] = m
+        self.ledger.subscribe(m.topics, t, 1)
+        self.outputs(m, machine.poll(t), t)
+
+    def handle(self, entry):
+        t, kind, _seq, a, b, c = entry
+        if kind == POLL:
+            if a.live and a.version == b:
+                a.poll_at = None
+                outs = a.machine.poll(t)
+                if outs:
+                    self.outputs(a, outs, t)
+                else:
+                    # Nothing to do at its deadline (a backoff that ends now): asked again a millisecond on,
+                    # not at once, so that no member can hold the clock still.
+                    self.schedule_poll(a, t + 1.0)
+        elif kind == DELIVER:
+            self.in_flight -= 1
+            self.ledger.count_event()
+            self.deliver(a, b, c, t)
+            self.after_coordinator(t)
+        elif kind == RESPOND:
+            self.in_flight -= 1
+            if a.live:
+                self.outputs(a, a.machine.receive(b, c, t), t)
+        elif kind == TICK:
+            if self.tick_at == t:
+                self.tick_at = None
+                self.tick(t)
+                self.after_coordinator(t)
+        if self.ledger.open:
+            self.check_stable(t)
+
+    def respond(self, m, token, response, t):
+        """Queue ``response`` to reach ``m`` half its latency after ``t``."""
+        if m.live:
+            self.in_flight += 1
+            self.push(t + m.latency / 2, RESPOND, m, token, response)
+
+    def request(self, m, token, payload, t):
+        """Queue ``payload`` (what :meth:`deliver` takes) to reach the coordinator half ``m``'s latency after
+        ``t``."""
+        self.in_flight += 1
+        self.push(t + m.latency / 2, DELIVER, m, token, payload)
+
+    def tick(self, t):
+        raise NotImplementedError
+
+    def after_coordinator(self, t):
+        deadline = self.coordinator.next_deadline()
+        if deadline is not None:
+            at = deadline if deadline > t else t
+            if self.tick_at is None or at < self.tick_at:
+                self.tick_at = at
+                self.push(at, TICK)
+
+    def outputs(self, m, outs, t):
+        ledger, index = self.ledger, self.topic_index
+        for out in outs:
+            kind = type(out)
+            if kind is Send:
+                self.send(m, out, t)
+            elif kind is PartitionsAssigned:
+                ledger.consume(m.key, [(index[topic], p) for topic, p in out.partitions], t)
+            elif kind is PartitionsRevoked or kind is PartitionsLost:
+                ledger.release(m.key, [(index[topic], p) for topic, p in out.partitions], t)
+        if m.live:
+            self.schedule_poll(m, t)
+
+    def schedule_poll(self, m, t):
+        deadline = m.machine.next_deadline()
+        if deadline is None:
+            return
+        at = deadline if deadline > t else t
+        if at == m.poll_at:
+            return   # already queued
+        m.version += 1
+        m.poll_at = at
+        self.push(at, POLL, m, m.version)
+
+    def check_stable(self, t):
+        ledger = self.ledger
+        if not ledger.open or ledger.unowned or self.silent:
+            return
+        # Every member in its steady state (a joiner still on its way is not), and the coordinator agrees.
+        for m in self.members.values():
+            if not self.steady(m):
+                return
+        if not self.members or self.settled():
+            ledger.settle(t)
+
+
+def median_session_ms(history: MembershipHistory, default=45000) -> int:
+    """The group's session timeout for a protocol that has one per group: the members' median."""
+    sessions = history.session_timeout_ms
+    return int(np.median(sessions)) if len(sessions) else default

@@ -1,0 +1,127 @@
+"""The ``migration`` table: each observed rebalance's stall beside its stall under the other protocol.
+
+One bucket of groups' events in, the bucket's ``migration`` rows out (:func:`migrate_bucket`, what the Spark
+stage runs per bucket): classic groups are replayed under the consumer protocol
+(:mod:`kwire.pipeline._migrate_consumer`), consumer-protocol groups under classic eager and cooperative
+rebalances (:mod:`kwire.pipeline._migrate_classic`).  A group whose history the simulation refuses gets rows
+with its error, and the bucket goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable, List
+
+import pyarrow as pa
+
+from kwire.errors import KwireError
+from kwire.pipeline._events import DEFAULT_MAX_PARTITIONS
+from kwire.pipeline._membership import MembershipHistory
+from kwire.pipeline._migrate_history import COOPERATIVE_ASSIGNORS, classic_histories
+
+MIGRATION_SCHEMA = pa.schema([
+    ("group_id", pa.string()),
+    # The observed rebalance: its index in the group's history, and its generation (classic) or group epoch.
+    ("rebalance", pa.int32()), ("epoch", pa.int32()),
+    # "classic-eager", "classic-cooperative", "consumer" (or "mixed" for the observed protocol).
+    ("observed_protocol", pa.string()), ("simulated_protocol", pa.string()),
+    # Partition-seconds unowned, and the difference simulated minus observed (negative: the other protocol
+    # stalls less).
+    ("unowned_ps_observed", pa.float64()), ("unowned_ps_simulated", pa.float64()),
+    ("unowned_ps_difference", pa.float64()),
+    # Time to a stable group, ms; null when the group was not stable again (observed: before the capture
+    # ended; simulated: within the settling time after the history's last event).
+    ("stable_ms_observed", pa.float64()), ("stable_ms_simulated", pa.float64()),
+    ("stable_ms_difference", pa.float64()),
+    # Member-events the simulation ran in this rebalance's window: requests a simulated member sent that
+    # the simulated coordinator handled.
+    ("member_events", pa.int64()),
+    ("error", pa.string()),
+])
+
+
+def observed_protocol(history: MembershipHistory) -> str:
+    if history.protocol == "classic":
+        return "classic-cooperative" if history.assignor in COOPERATIVE_ASSIGNORS else "classic-eager"
+    return history.protocol
+
+
+def simulations_of(history: MembershipHistory):
+    """``[(simulated protocol name, function)]`` for ``history``: the protocol it did not use."""
+    from kwire.pipeline._migrate_classic import COOPERATIVE, EAGER, simulate_classic
+    from kwire.pipeline._migrate_consumer import CONSUMER, simulate_consumer
+
+    if history.protocol == "classic":
+        return [(CONSUMER, simulate_consumer)]
+    return [(EAGER, lambda h: simulate_classic(h, cooperative=False)),
+            (COOPERATIVE, lambda h: simulate_classic(h, cooperative=True))]
+
+
+def _ms(us):
+    return None if us < 0 else us / 1000.0
+
+
+def migration_rows(histories: Iterable[MembershipHistory], timer=None) -> pa.Table:
+    """The ``migration`` rows of ``histories``.  ``timer``: something with ``add(seconds)`` (a Spark
+    accumulator) that gets the seconds spent inside the simulations, nothing else."""
+    columns = {name: [] for name in MIGRATION_SCHEMA.names}
+    spent = 0.0
+    for history in histories:
+        observed = observed_protocol(history)
+        for name, simulate in simulations_of(history):
+            t = time.perf_counter()
+            try:
+                result, error = simulate(history.validate()), None
+            except KwireError as exc:
+                result, error = None, f"{type(exc).__name__}: {exc}"
+            spent += time.perf_counter() - t
+            _append(columns, history, observed, name, result, error)
+    if timer is not None:
+        timer.add(spent)
+    return pa.table(columns, schema=MIGRATION_SCHEMA)
+
+
+def _append(columns, history, observed, name, result, error):
+    n = history.n_rebalances
+    obs_stable = [_ms(int(v)) for v in history.rebalance_stable_us]
+    obs_unowned = [float(v) for v in history.rebalance_unowned_ps]
+    if result is None:
+        sim_unowned: List = [None] * n
+        sim_stable: List = [None] * n
+        events: List = [None] * n
+    else:
+        sim_unowned = [float(v) for v in result.unowned_ps]
+        sim_stable = [_ms(int(v)) for v in result.stable_us]
+        events = [int(v) for v in result.member_events]
+    columns["group_id"] += [history.group_id] * n
+    columns["rebalance"] += list(range(n))
+    columns["epoch"] += [int(v) for v in history.rebalance_epoch]
+    columns["observed_protocol"] += [observed] * n
+    columns["simulated_protocol"] += [name] * n
+    columns["unowned_ps_observed"] += obs_unowned
+    columns["unowned_ps_simulated"] += sim_unowned
+    columns["unowned_ps_difference"] += [None if s is None else s - o for s, o in zip(sim_unowned, obs_unowned)]
+    columns["stable_ms_observed"] += obs_stable
+    columns["stable_ms_simulated"] += sim_stable
+    columns["stable_ms_difference"] += [None if s is None or o is None else s - o
+                                        for s, o in zip(sim_stable, obs_stable)]
+    columns["member_events"] += events
+    columns["error"] += [error] * n
+
+
+def migrate_bucket(events, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None, names=None) -> pa.Table:
+    """Runs in the Python worker: one bucket of groups' events (Arrow, or pandas) to its ``migration``
+    rows.  Classic groups' events, or with ``names`` (the capture's topic id → name pairs, an Arrow table
+    of ``topic_id`` and ``topic``) consumer-protocol and mixed groups' events.  ``counts``: the capture's
+    Metadata counts (an Arrow table of ``COUNT_SCHEMA``) for the classic timelines, or None."""
+    if not isinstance(events, pa.Table):
+        events = pa.Table.from_pandas(events, preserve_index=False)
+    if "bucket" in events.column_names:
+        events = events.drop_columns(["bucket"])
+    if names is None:
+        return migration_rows(classic_histories(events, max_partitions, counts), timer)
+    from kwire.pipeline._consumer_history import consumer_histories
+    from kwire.pipeline._consumer_tables import consumer_timelines
+
+    topic_names = dict(zip(names.column("topic_id").to_pylist(), names.column("topic").to_pylist()))
+    return migration_rows(consumer_histories(consumer_timelines(events, topic_names)), timer)

@@ -1,0 +1,59 @@
+"""The ``migration`` stage: the migration what-if over every bucket of groups, as the classic what-if runs.
+
+The bucketed events (one bucket a partition, balanced by the groups' event counts) go through
+``applyInArrow`` to :func:`kwire.pipeline._migrate_table.migrate_bucket`, which builds each group's
+membership history and replays it under the other protocol.  The seconds spent inside the simulations
+are summed over the tasks in an accumulator: ``stages.migration.replay_seconds``, and the simulation's
+speed is ``member_events / replay_seconds``.
+"""
+
+from __future__ import annotations
+
+from kwire.pipeline._events import COUNT_SCHEMA, DEFAULT_MAX_PARTITIONS
+from kwire.pipeline._migrate_table import MIGRATION_SCHEMA
+from kwire.pipeline._report_migration import summarize_migration
+from kwire.pipeline._ship import remote
+
+_TABLE = "kwire.pipeline._migrate_table"
+
+
+def migration_rows_stage(events, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None,
+                         counts=None, names=None):
+    """The ``migration`` rows of every bucket of ``events`` (a DataFrame with a ``bucket`` column).
+    ``spark_schema``: the pipeline's Arrow-to-Spark schema function.  ``counts``: the capture's Metadata
+    counts, an Arrow table (None for none).  ``names``: None for classic groups' events; for
+    consumer-protocol groups' events, the capture's topic id → name pairs (an Arrow table)."""
+    counts = COUNT_SCHEMA.empty_table() if counts is None else counts
+    grouped = events.groupBy("bucket")
+    run = remote(_TABLE, "migrate_bucket", archive)
+    if hasattr(grouped, "applyInArrow"):
+        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, names),
+                                    spark_schema(MIGRATION_SCHEMA))
+    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, names).to_pandas(),
+                                 spark_schema(MIGRATION_SCHEMA))
+
+
+def migration_stage(spark, events, path, progress, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS,
+                    archive=None, counts=None, consumer_events=None, names=None):
+    """Write the ``migration`` table to ``path``: classic groups' ``events`` replayed under the consumer
+    protocol, and ``consumer_events`` (bucketed too, consumer-protocol and mixed groups; None for none)
+    under classic rebalances, with ``names`` their topic ids' names.  Returns ``(report summary, stage
+    figures)``."""
+    from pyspark.sql import functions as F
+
+    timer = spark.sparkContext.accumulator(0.0)
+    with progress.stage("migration") as st:
+        rows = migration_rows_stage(events, spark_schema, max_partitions, archive, timer, counts)
+        if consumer_events is not None:
+            rows = rows.unionByName(migration_rows_stage(consumer_events, spark_schema, max_partitions, archive,
+                                                         timer, counts, names))
+        rows.write.mode("overwrite").parquet(path)
+        table = spark.read.parquet(path)
+        row = table.agg(F.count(F.lit(1)).alias("rows"), F.sum("member_events").alias("events")).first()
+        st.done(rows=row["rows"], member_events=row["events"] or 0)
+        summary = summarize_migration(table.toPandas())
+    seconds = timer.value
+    events_n = row["events"] or 0
+    stage = {"seconds": st.seconds, **st.counts, "replay_seconds": seconds,
+             "member_events_per_second": events_n / seconds if seconds > 0 else None}
+    return summary, stage
