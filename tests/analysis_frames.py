@@ -47,7 +47,7 @@ def events_from_frames(frames: pa.Table) -> pd.DataFrame:
 
 def consumer_events_from_frames(frames: pd.DataFrame) -> pd.DataFrame:
     """The consumer protocol's events, as the contract words the reduction and the Spark stage's
-    :func:`~kwire.pipeline._spark_stages.consumer_events` must give them: each response paired with its request
+    :func:`~kwire.pipeline._spark_events.consumer_events` must give them: each response paired with its request
     here (by ``request_seq``), where the Spark stage finds the epoch changes without that join."""
     c = frames[(frames["api_key"] == CONSUMER_GROUP_HEARTBEAT) & frames["group_id"].notna()]
     requests, responses = c[c["direction"] == REQUEST], c[c["direction"] == RESPONSE]

@@ -4,7 +4,7 @@ response encoded as the frames a capture of that traffic holds, one connection p
 topic ids) and ConsumerGroupDescribe exchanges can be added to the same capture."""
 
 import kwire
-from kwire.codec import ConsumerGroupDescribeRequest, encode_request, encode_response
+from kwire.codec import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, encode_request, encode_response
 from kwire.pipeline._capture import CaptureWriter
 
 from tests.consumer_group_loop import ConsumerLoop
@@ -63,27 +63,34 @@ class RecordingLoop(ConsumerLoop):
 
 
 def consumer_group_frames(frames, group_id, topics, members=3, seconds=30, leave=True, conn_base=0, describe=True):
-    """One group's traffic into ``frames``: ``members`` clients join, run for ``seconds`` (heartbeats), a fourth
-    joins, and with ``leave`` the first leaves and the group settles again.  Returns the loop."""
+    """One group's traffic into ``frames``: ``members`` clients join (the second a static member), run for
+    ``seconds`` (heartbeats), one more joins, and with ``leave`` the first leaves, the group settles again and
+    the first sends one more heartbeat, refused.  Returns the loop."""
     loop = RecordingLoop(topics, group_id=group_id, conn_base=conn_base, frames=frames)
     loop.topic_sizes = dict(topics)
     loop.metadata()
     for i in range(members):
-        loop.add(f"{group_id}-c{i}", sorted(topics))
+        # The second client is a static member (group.instance.id set).
+        loop.add(f"{group_id}-c{i}", sorted(topics), instance_id=f"{group_id}-static" if i == 1 else None)
     loop.run(loop.settled)
     if describe:
         loop.describe()
     start = loop.now
-    loop.run(lambda: loop.now - start >= seconds * 1000 // 2)
+    loop.run(lambda: loop.now - start >= seconds * 1000 // 2, max_ms=seconds * 1000, ms=500)
     loop.add(f"{group_id}-c{members}", sorted(topics))
     loop.run(loop.settled)
     start = loop.now
-    loop.run(lambda: loop.now - start >= seconds * 1000 // 2)
+    loop.run(lambda: loop.now - start >= seconds * 1000 // 2, max_ms=seconds * 1000, ms=500)
     if leave:
         first = f"{group_id}-c0"
-        loop.handle(first, loop.members[first].leave(loop.now))
+        gone = loop.members[first]
+        member_id, epoch = gone.member_id, gone.member_epoch
+        loop.handle(first, gone.leave(loop.now))
         loop.members.pop(first)
         loop.run(loop.settled)
+        # A late heartbeat of the member that left, answered UNKNOWN_MEMBER_ID: an error row.
+        loop.coordinator.heartbeat(ConsumerGroupHeartbeatRequest(group_id=group_id, member_id=member_id,
+                                                                 member_epoch=epoch), 0, loop.now, client_id=first)
     if describe:
         loop.describe()
     return loop

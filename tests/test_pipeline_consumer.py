@@ -244,3 +244,90 @@ def test_the_membership_history_of_a_consumer_group():
     assert list(h.rebalance_unowned_ps) == pytest.approx([0.0, 7.02, 12.02])
     assert list(h.latency_us) == [10_000, 10_000] and list(h.session_timeout_ms) == [3000, 3000]
     assert h.heartbeat_interval_ms == 5000 and h.rebalance_timeout_ms == 300000
+
+
+def test_an_epoch_seen_once_and_gone_back_from_is_a_damaged_frame_not_a_bump():
+    e = worked_sequence()
+    r = e.hb(8000, "A", 2)
+    e.resp(8010, r, "A", 2 + (1 << 16))   # a flipped bit in the epoch decodes to a valid, wrong one
+    r = e.hb(9000, "A", 2)
+    e.resp(9010, r, "A", 2)
+    c = e.join(10_000, "C")
+    e.resp(10_010, c, "C", 3, tp())
+    t = tables(e)
+    assert [r["group_epoch"] for r in t["reconciliations"]] == [1, 2, 3]
+    assert [r["group_epoch"] for r in t["consumer_epochs"]] == [1, 2, 3]
+    (anomaly,) = t["consumer_anomalies"]
+    assert anomaly["kind"] == "epoch_backwards"
+    assert anomaly["detail"] == "member epoch 65538 -> 2 (group epoch 65538, seen nowhere else, left out)"
+
+
+def test_a_group_every_member_left_starts_its_epochs_again():
+    # The coordinator deletes an empty consumer group (GroupMetadataManager.maybeDeleteEmptyConsumerGroup): the
+    # next member to join starts a new group at epoch 1.
+    e = worked_sequence()
+    for ms, member in ((8000, "A"), (8100, "B")):
+        r = e.hb(ms, member, -1)
+        e.resp(ms + 5, r, member, -1)
+    c = e.join(20_000, "C")
+    e.resp(20_010, c, "C", 1, tp(0, 1, 2, 3))
+    e.describe(21_000, 1, 1)
+    t = tables(e)
+    assert t["consumer_anomalies"] == []
+    assert [(r["group_epoch"], r["start_ts"] // 1000, r["outcome"]) for r in t["reconciliations"]] == [
+        (1, 1010, "stable"), (2, 2010, "stable"), (1, 20_010, "stable")]
+    last = t["reconciliations"][-1]
+    assert (last["trigger"], last["joined"], last["left"]) == ("initial", ["C"], ["A", "B"])
+    # Nobody consumed 0 and 1 from A's leave (8 s), 2 and 3 from B's (8.1 s), to C's response (20.01 s).
+    assert last["partition_seconds_unowned"] == pytest.approx(2 * 12.01 + 2 * 11.91)
+
+
+def test_a_fencing_told_after_the_bump_it_caused_is_its_trigger():
+    # B stops heartbeating after 7.01 s; the coordinator fences it (unseen) and A's next answer shows epoch 3
+    # at 12.01 s; B hears of it only at 13 s.
+    e = worked_sequence()
+    r = e.hb(12_000, "A", 2)
+    e.resp(12_010, r, "A", 3, tp(0, 1, 2, 3))
+    r = e.hb(13_000, "B", 2)
+    e.resp(13_010, r, "B", 0, error=int(ErrorCode.UNKNOWN_MEMBER_ID))
+    recs = tables(e)["reconciliations"]
+    assert [(r["group_epoch"], r["trigger"], r["fenced"]) for r in recs] == [
+        (1, "initial", []), (2, "member_joined", []), (3, "member_fenced", ["B"])]
+    # A alone is in the group epoch 3 made; it owns everything in its answer at 12.01 s.
+    assert (recs[-1]["members"], recs[-1]["outcome"], recs[-1]["time_to_stable_ms"]) == (1, "stable", 0.0)
+    # B stopped consuming 2 and 3 at the error (13.01 s), after A had them: nothing unowned.
+    assert recs[-1]["partition_seconds_unowned"] == 0.0
+
+
+def test_the_report_section_and_report_json_keys():
+    import json
+
+    from kwire.pipeline._report import render_markdown, report_json
+    from kwire.pipeline._report_consumer import summarize_consumer
+
+    e = worked_sequence()
+    r = e.hb(9000, "B", 5)
+    e.resp(9010, r, "B", 0, error=int(ErrorCode.FENCED_MEMBER_EPOCH))
+    t = consumer_tables(consumer_timelines(e.table()))
+    recs = t["reconciliations"].to_pandas()
+    membership = [(r["kind"], r["error_code"], 1) for r in t["consumer_membership"].to_pylist()]
+    s = {"frames": 30, "connections": 2, "bad_frames": 0, "decode_errors": 0, "inconsistent_frames": 0,
+         "groups": 0, "rebalances": 0, "group_traffic": True, "bad_frame_kinds": [], "stall": {}, "triggers": [],
+         "errors": [], "whatif": [], "whatif_failures": [], "reproduced": (0, 0), "top_groups": []}
+    summarize_consumer(s, recs, membership, [], {"consumer": 1})
+    c = s["consumer"]
+    assert (c["groups"], c["reconciliations"], c["outcomes"]) == (1, 2, {"stable": 2})
+    assert c["time_to_stable_ms"] == {"p50": 2500.0, "p95": 4750.0, "max": 5000.0}
+    assert c["fencing"] == {"fenced": 1, "session_timeout": 0, "errors": {str(int(ErrorCode.FENCED_MEMBER_EPOCH)): 1}}
+    md = render_markdown("c.parquet", s, {"stages": {}})
+    assert "## Consumer-protocol groups (KIP-848)" in md and "110 FENCED_MEMBER_EPOCH" in md
+    assert "With the consumer protocol: 1 groups (0 mixed), 2 reconciliations." in md
+    assert "no consumer-group rebalance" not in md and "no consumer-group traffic" not in md
+    doc = json.loads(json.dumps(report_json("c.parquet", s, {"spark": {}, "stages": {}})))
+    assert doc["consumer"]["partition_seconds_unowned"]["total"] == pytest.approx(7.02) and doc["group_traffic"]
+    # A capture with frames and no group at all says there was nothing to analyse.
+    s.update(group_traffic=False)
+    summarize_consumer(s, recs.iloc[:0], [], [], {})
+    md = render_markdown("c.parquet", s, {"stages": {}})
+    assert "no consumer-group traffic at all" in md and "nothing to analyse" in md
+    assert "## Consumer-protocol groups" not in md

@@ -121,6 +121,7 @@ def test_the_membership_history_of_the_loop():
     assert kinds == [("member-0001", "JOIN"), ("member-0002", "JOIN"), ("member-0003", "JOIN"),
                      ("member-0001", "LEAVE")]
     assert h.topics == ["a"] and list(h.partition_counts) == [6]
+    assert h.event_topics == [(0,), (0,), (0,), ()]
     assert h.heartbeat_interval_ms == FAST["group.consumer.heartbeat.interval.ms"]
     assert list(h.rebalance_epoch) == [1, 2, 3, 4]
 
@@ -150,3 +151,49 @@ def test_the_analysis_of_the_loop_s_frames_encoded_decoded_and_reduced(tmp_path)
     assert {p["topic"] for row in t["consumer_members"] for p in row["assigned"]} == {"a"}
     (tl,) = consumer_timelines(events, session_timeout_ms=3000)
     assert consumer_history(tl).latency_us.tolist() == [LATENCY_US] * 3
+
+
+def test_consumer_histories_feed_the_migration_what_if(tmp_path):
+    # Classic groups (tests/pipeline_captures.py) and two consumer-protocol groups in one capture: the consumer
+    # analysis gives the consumer groups' histories, the classic path the classic groups'.
+    from kwire.pipeline._consumer_history import consumer_histories
+    from kwire.pipeline._consumer_tables import consumer_group_ids
+    from kwire.pipeline._decode import decode_capture
+    from kwire.pipeline._migrate_table import migrate_bucket
+    from kwire.pipeline._spark_consumer import TOPIC_NAME_SCHEMA
+
+    from .consumer_captures import add_consumer_groups
+    from .pipeline_captures import T0, scripted_capture
+
+    capture = str(tmp_path / "capture.parquet")
+    scripted_capture(capture, extra=lambda out: add_consumer_groups(out, T0, groups=2))
+    events = pa.Table.from_pandas(events_from_frames(decode_capture(capture)), schema=event_schema(),
+                                  preserve_index=False)
+    events = events.filter(pa.compute.is_valid(events.column("group_id")))
+    is_848 = pa.compute.is_in(events.column("group_id"), pa.array(consumer_group_ids(events), pa.string()))
+    kip848, classic = events.filter(is_848), events.filter(pa.compute.invert(is_848))
+    histories = consumer_histories(consumer_timelines(kip848))
+    assert [(h.group_id, h.protocol, h.n_members, h.n_rebalances) for h in histories] == [
+        ("kip848-0", "consumer", 4, 4), ("kip848-1", "consumer", 4, 4)]
+    rows = (migrate_bucket(classic).to_pylist()
+            + migrate_bucket(kip848, names=TOPIC_NAME_SCHEMA.empty_table()).to_pylist())
+    observed = {(r["group_id"], r["observed_protocol"]) for r in rows}
+    assert {g for g, p in observed if p == "consumer"} == {"kip848-0", "kip848-1"}
+    assert {g for g, p in observed if p != "consumer"} == {"orders-app", "coop-app"}
+
+
+def test_corrupt_heartbeats_are_bad_frames_and_the_analysis_goes_on(tmp_path):
+    from kwire.pipeline._decode import decode_capture
+
+    frames = []
+    scenario(recorded=frames)
+    # Cut two heartbeat responses short, as a lossy capture would.
+    cut = [i for i, f in enumerate(frames) if f[2] == 1][20:22]
+    for i in cut:
+        ts, conn, direction, frame = frames[i]
+        frames[i] = (ts, conn, direction, frame[: len(frame) // 2])
+    decoded = decode_capture(write_capture(str(tmp_path / "capture.parquet"), frames))
+    assert decoded.num_rows - decoded.column("decode_error").null_count == 2
+    events = pa.Table.from_pandas(events_from_frames(decoded), schema=event_schema(), preserve_index=False)
+    recs = consumer_tables(consumer_timelines(events, session_timeout_ms=3000))["reconciliations"].to_pylist()
+    assert [r["group_epoch"] for r in recs] == [1, 2, 3, 4]

@@ -20,8 +20,7 @@ from .test_pipeline_consumer import described, worked_sequence
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-
-from .test_pipeline_spark import spark  # noqa: F401  (the local[2] session fixture)
+from .test_pipeline_spark import spark  # noqa: E402, F401  (the local[2] session fixture)
 
 
 def capture_events():
@@ -43,7 +42,7 @@ def capture_events():
     return e.table()
 
 
-def test_the_consumer_stage_routes_groups_and_writes_its_tables(spark, tmp_path):
+def test_the_consumer_stage_routes_groups_and_writes_its_tables(spark, tmp_path):  # noqa: F811 (the fixture)
     from pyspark.sql import functions as F
 
     from kwire.pipeline._spark_consumer import consumer_stage, consumer_summary, split_protocols
@@ -57,8 +56,7 @@ def test_the_consumer_stage_routes_groups_and_writes_its_tables(spark, tmp_path)
     consumer, classic = split_protocols(events.where(F.col("group_id").isNotNull()))
     assert {r["group_id"] for r in consumer.select("group_id").distinct().collect()} == {"g"}
     assert {r["group_id"] for r in classic.select("group_id").distinct().collect()} == {"k"}
-    tables, counts = consumer_stage(consumer, frames, str(tmp_path), buckets=2, bucketed=bucketed,
-                                    spark_schema=spark_schema)
+    tables, counts, _names = consumer_stage(bucketed(consumer, 2), frames, str(tmp_path), spark_schema=spark_schema)
     assert set(counts) == set(CONSUMER_TABLES)
     for name in CONSUMER_TABLES:
         assert (tmp_path / name).is_dir()
@@ -77,7 +75,7 @@ def test_the_consumer_stage_routes_groups_and_writes_its_tables(spark, tmp_path)
     json.dumps(c)
 
 
-def test_the_pipeline_analyses_both_protocols_in_one_capture(spark, tmp_path):
+def test_the_pipeline_analyses_both_protocols_in_one_capture(spark, tmp_path):  # noqa: F811 (the fixture)
     # Two classic groups (tests/pipeline_captures.py) and three consumer-protocol groups made by kwire's own
     # coordinator and members (tests/consumer_captures.py: three members join, a fourth joins, the first leaves).
     from kwire.pipeline._spark_stages import run_pipeline
@@ -111,3 +109,4 @@ def test_the_pipeline_analyses_both_protocols_in_one_capture(spark, tmp_path):
     assert sorted(got, key=key) == sorted(local, key=key)
     report = (out / "report.md").read_text()
     assert "## Consumer-protocol groups (KIP-848)" in report and "## How long rebalances stall" in report
+    assert "## Classic-protocol groups" in report and "With the consumer protocol: 3 groups" in report

@@ -4,8 +4,9 @@
 Same contract as the pure twin.  What is compiled:
 
 - the loop, and the size / header reads straight from the Arrow values buffer;
-- Heartbeat requests and responses, the bulk of any capture: a well-formed,
-  all-ASCII one is read here without creating a message object or a string;
+- Heartbeat and ConsumerGroupHeartbeat requests and responses, the bulk of
+  any capture of either protocol: a well-formed, all-ASCII one is read here
+  without creating a message object or a string (``_batch_consumer.pxi``);
 - the string columns, written straight into Arrow's layout (:class:`_StrColumn`);
 - request pairing: a request answered within its own batch is found by its
   row, and its response copies the request's strings row to row;
@@ -40,7 +41,7 @@ from kwire.codec._batch_common import (Assignment, Columns, FRAMES_SCHEMA, GROUP
                                        uuid_text)
 from kwire.codec._batch_common import STRING_COLUMNS as _STRING_COLUMNS
 # The nested columns this twin keeps as Python values, converted at the end as the pure twin's are.
-_OBJECT_NESTED = ("topic_partitions", "described")
+_OBJECT_NESTED = ("described",)
 from kwire.codec._framing import DEFAULT as _FRAMING, decode_response, message_class, split_request
 from kwire.codec import _schema
 from kwire.errors import KwireError
@@ -393,13 +394,14 @@ cdef class _Nested:
     cdef _ListColumn protocols, topics, leaving, partition_counts, topic_ids
     cdef _MemberColumn members
     cdef _AssignmentColumn assignments
+    cdef _TopicPartitionsColumn topic_partitions
     cdef dict by_name
-    cdef Py_ssize_t marks[7]
+    cdef Py_ssize_t marks[8]
 
     def __cinit__(self):
         kind = {"protocols": _ListColumn, "topics": _ListColumn, "leaving": _ListColumn,
                 "partition_counts": _ListColumn, "members": _MemberColumn, "assignments": _AssignmentColumn,
-                "topic_ids": _ListColumn}
+                "topic_ids": _ListColumn, "topic_partitions": _TopicPartitionsColumn}
         self.by_name = {f.name: kind[f.name](f.type) for f in FRAMES_SCHEMA if f.name in kind}
         self.protocols, self.topics, self.leaving = (self.by_name["protocols"], self.by_name["topics"],
                                                      self.by_name["leaving"])
@@ -407,6 +409,7 @@ cdef class _Nested:
         self.members = self.by_name["members"]
         self.assignments = self.by_name["assignments"]
         self.topic_ids = self.by_name["topic_ids"]
+        self.topic_partitions = self.by_name["topic_partitions"]
 
     cdef inline void mark(self) noexcept:
         """Remember where every column stands, for :meth:`undo`."""
@@ -417,6 +420,7 @@ cdef class _Nested:
         self.marks[4] = self.members.mark()
         self.marks[5] = self.assignments.mark()
         self.marks[6] = self.topic_ids.mark()
+        self.marks[7] = self.topic_partitions.mark()
 
     cdef int undo(self, Py_ssize_t row) except -1:
         """Forget what a declined fast path wrote for row ``row`` since :meth:`mark`."""
@@ -426,6 +430,7 @@ cdef class _Nested:
         self.partition_counts.undo(row, self.marks[3])
         self.members.undo(row, self.marks[4])
         self.topic_ids.undo(row, self.marks[6])
+        self.topic_partitions.undo(row, self.marks[7])
         return self.assignments.undo(row, self.marks[5])
 
     def finish(self, Py_ssize_t n):
@@ -649,6 +654,7 @@ cdef bint response_fast_path(int key, int version, Py_ssize_t j, object req, con
     return 1
 
 
+include "_batch_consumer.pxi"
 include "_batch_rows.pxi"
 
 

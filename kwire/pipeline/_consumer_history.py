@@ -31,7 +31,7 @@ def consumer_history(tl: ConsumerTimeline, recs: Optional[List[dict]] = None,
                      counts: Optional[Dict[str, int]] = None) -> MembershipHistory:
     """The membership history of ``tl``.  ``recs``: its reconciliation rows
     (computed when None); ``counts``: ``{topic: partitions}`` from Metadata."""
-    recs = reconciliations(tl) if recs is None else recs
+    recs = sorted(reconciliations(tl) if recs is None else recs, key=lambda r: r["start_ts"])
     counts = counts or {}
     highest = {}
     for snaps in tl.snapshots.values():
@@ -105,3 +105,4 @@ def consumer_history(tl: ConsumerTimeline, recs: Optional[List[dict]] = None,
 def consumer_histories(timelines: Iterable[ConsumerTimeline], counts=None) -> List[MembershipHistory]:
     """The history of every timeline, in their order."""
     return [consumer_history(tl, None, counts) for tl in timelines]
+

@@ -56,6 +56,7 @@ def reconciliations(tl: ConsumerTimeline) -> List[dict]:
     bump_ts = [b[1] for b in bumps]
     unowned_of = _unowned_by_bump(tl, bump_ts)
     times = {m: [s[1] for s in snaps] for m, snaps in tl.snapshots.items()}
+    early = set()   # membership rows counted as an earlier bump's cause (a fencing told after it)
     out = []
     # A group first seen at an epoch above 1 was there before the capture: its first sighting is no bump.
     first = 0 if tl.created else 1
@@ -63,14 +64,19 @@ def reconciliations(tl: ConsumerTimeline) -> List[dict]:
         epoch, start, _seq = bumps[k]
         prev = bump_ts[k - 1] if k > 0 else None
         end_window = bump_ts[k + 1] if k + 1 < len(bumps) else None
-        causes = [membership[j] for j in _between(m_ts, prev, start)]
+        causes = [membership[j] for j in _between(m_ts, prev, start) if j not in early]
+        later = [j for j in _between(m_ts, start, end_window or tl.last_ts)]
+        unseen = _fenced_unseen(tl, times, [membership[j] for j in later], start)
+        early.update(j for j in later if membership[j] in unseen)
+        causes += unseen
         triggers = [_CAUSE[r[4]] for r in causes if r[4] in _CAUSE]
         triggers += ["subscription_change"] * len(_between(c_ts, prev, start))
-        if k == 0 and tl.created:
+        if (k == 0 and tl.created) or k in tl.new_groups:
             triggers.append("initial")
         ranked = sorted(set(triggers), key=TRIGGERS.index) or ["unknown"]
         inside = _inside(tl, times, start, end_window)
-        participants = _participants(tl, times, inside, start)
+        # A member fenced before the bump (told after it) is not in the group the bump made.
+        participants = [m for m in _participants(tl, times, inside, start) if m not in {r[0] for r in unseen}]
         stable_at, targets = _stable_at(tl, epoch, inside, participants)
         if not participants:
             outcome, end_ts = "empty", start
@@ -102,6 +108,23 @@ def _unowned_by_bump(tl: ConsumerTimeline, bump_ts):
     for _topic, _p, s, e in tl.unowned:
         e = max(last, s) if e is None else e
         out.setdefault(max(bisect.bisect_right(bump_ts, e) - 1, 0), []).append((s, e))
+    return out
+
+
+def _fenced_unseen(tl: ConsumerTimeline, times, exits, start):
+    """Of the fencings told after ``start``, those of members silent since
+    before it: the coordinator had fenced them already (a session or
+    revocation timeout), which is what bumped the epoch; the member learns
+    it from its next answer."""
+    out = []
+    for row in exits:
+        member_id, ts = row[0], row[3]
+        if row[4] != "fenced":
+            continue
+        t = times.get(member_id, ())
+        lo, hi = bisect.bisect_left(t, start), bisect.bisect_left(t, ts)
+        if not any(s[2] is not None and s[2] > 0 for s in tl.snapshots[member_id][lo:hi]):
+            out.append(row)
     return out
 
 

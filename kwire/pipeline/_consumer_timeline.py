@@ -104,6 +104,8 @@ class ConsumerTimeline:
         self.first_ts = None
         self.last_ts = None
         self.created = False                # the group's first epoch (1) was seen
+        #: indices into ``bumps`` of the first bump of a group made anew after every member had left
+        self.new_groups = set()
         self.heartbeat_interval_ms = None
         self.rebalance_timeout_ms = None
         #: member_id -> time of the first request the member sent
@@ -163,6 +165,7 @@ class _Walk:
         self.requests = {}                  # seq -> (member_id, epoch) of requests kept among the events
         self.expiries = []                  # heap of (expiry ts, token, member_id)
         self.current_bump_ts = None
+        self.bump_seen_by = set()           # who showed the highest group epoch
 
     # -- members ---------------------------------------------------------------------------------
 
@@ -271,26 +274,57 @@ class _Walk:
 
     def group_epoch_seen(self, epoch, assignment_epoch, seq, ts, source, member_id):
         if self.group_epoch is None or epoch > self.group_epoch:
-            if self.group_epoch is None and epoch == 1:
+            if self.group_epoch is None and self.tl.bumps:
+                self.tl.new_groups.add(len(self.tl.bumps))
+            elif self.group_epoch is None and epoch == 1:
                 self.tl.created = True
             self.group_epoch = epoch
             self.current_bump_ts = ts
             self.tl.bumps.append((epoch, ts, seq))
-        elif assignment_epoch is None or (self.assignment_epoch is not None
-                                          and assignment_epoch <= self.assignment_epoch):
-            return
+            self.bump_seen_by = {member_id}
+        else:
+            if epoch == self.group_epoch:
+                self.bump_seen_by.add(member_id)
+            if assignment_epoch is None or (self.assignment_epoch is not None
+                                            and assignment_epoch <= self.assignment_epoch):
+                return
         if assignment_epoch is not None and (self.assignment_epoch is None or assignment_epoch > self.assignment_epoch):
             self.assignment_epoch = assignment_epoch
         self.tl.epochs.append((seq, ts, self.group_epoch, self.assignment_epoch, source, member_id))
 
     def member_epoch(self, m, epoch, seq, ts, joining):
         if (m.epoch is not None and m.epoch > 0 and 0 < epoch < m.epoch and not joining):
-            self.tl.anomalies.append((seq, ts, m.member_id, "epoch_backwards", f"member epoch {m.epoch} -> {epoch}"))
+            detail = f"member epoch {m.epoch} -> {epoch}"
+            if m.epoch == self.group_epoch and self.bump_seen_by == {m.member_id}:
+                detail += self.retract_bump()
+            self.tl.anomalies.append((seq, ts, m.member_id, "epoch_backwards", detail))
         m.epoch = epoch
         if epoch > 0:
             source = "heartbeat" if m.protocol == CONSUMER else "join_group"
             # A member's epoch is never ahead of the target's, which is never ahead of the group's.
             self.group_epoch_seen(epoch, epoch, seq, ts, source, m.member_id)
+
+    def new_incarnation(self):
+        """A member joins a group that every member had left: the coordinator deleted the empty group (or a
+        classic JoinGroup replaced it, ``GroupMetadataManager.maybeDeleteEmptyConsumerGroup``), so its epochs
+        start again from 0 and a lower one is no epoch going backwards."""
+        self.group_epoch = self.assignment_epoch = self.describe_epoch = None
+        self.bump_seen_by = set()
+
+    def retract_bump(self):
+        """The highest group epoch was seen only in the one member's answers that now go back below it: a
+        damaged frame (a flipped bit decodes to a valid, wrong epoch), not a bump; left out, so that the
+        group's later bumps still count."""
+        epoch = self.group_epoch
+        self.tl.bumps.pop()
+        while self.tl.epochs and self.tl.epochs[-1][2] == epoch:
+            self.tl.epochs.pop()
+        previous = self.tl.bumps[-1] if self.tl.bumps else None
+        self.group_epoch = previous[0] if previous else None
+        self.current_bump_ts = previous[1] if previous else None
+        self.assignment_epoch = self.tl.epochs[-1][3] if self.tl.epochs else None
+        self.bump_seen_by = set()
+        return f" (group epoch {epoch}, seen nowhere else, left out)"
 
     # -- session timeouts ------------------------------------------------------------------------
 
@@ -369,7 +403,7 @@ def _folded(c, i):
 
 def _heartbeat_request(w: _Walk, c, i, seq, ts):
     member_id, epoch = c["member_id"][i] or "", c["generation_id"][i]
-    w.requests[seq] = (member_id, epoch)
+    w.requests[seq] = (member_id, epoch, c["topics"][i])
     if c["rebalance_timeout_ms"][i] not in (None, -1):
         w.tl.rebalance_timeout_ms = c["rebalance_timeout_ms"][i]
     if not member_id:
@@ -434,6 +468,9 @@ def _heartbeat_response(w: _Walk, c, i, seq, ts):
     joining = request_epoch == JOIN_EPOCH
     if joining or not m.active:
         _joined(w, m, c["request_ts"][i], seq, ts)
+        if request is not None and not request[0] and request[2] is not None:
+            # Its join request had no member id yet: its subscription is known from here.
+            _subscribed(w, m, request[2], c["request_ts"][i] or ts, False)
     # The session is re-armed when the coordinator handles the request (GroupMetadataManager
     # .consumerGroupHeartbeat); a folded keep-alive row's ts is that request's time already.
     m.last_ts = ts if c["request_ts"][i] is None else c["request_ts"][i]
@@ -443,6 +480,12 @@ def _heartbeat_response(w: _Walk, c, i, seq, ts):
     if assignment is not None:
         w.assign(m, _tps(assignment, w.names), seq, ts, revoke_now=False)
     w.snapshot(m, seq, ts)
+
+
+def _alive(m: MemberView, ts):
+    """``m`` may still be in the group at ``ts``: it did not leave, was not fenced, and its last successful
+    heartbeat is less than a session old (one that is older is gone, whatever the capture tells later)."""
+    return m.active and (m.last_ts is None or ts - m.last_ts < m.session_ms * 1000)
 
 
 def _latency(m: MemberView, c, i, ts):
@@ -456,6 +499,8 @@ def _joined(w: _Walk, m: MemberView, request_ts, seq, ts):
     """``m`` (re)joins: a new incarnation, holding nothing until a response gives it partitions."""
     kind = "rejoin" if m.fenced_before or m.epoch is not None or w.tl.snapshots.get(m.member_id) else "join"
     join_ts = request_ts if request_ts is not None else ts
+    if w.group_epoch is not None and not any(_alive(o, join_ts) for o in w.tl.members.values() if o is not m):
+        w.new_incarnation()
     if m.active and (m.assigned or m.to_revoke):
         w.drop_member(m, join_ts)   # epoch 0 again without a leave or a fencing seen: it starts over
     m.assigned, m.to_revoke, m.given = set(), set(), set()
@@ -484,12 +529,13 @@ def _describe(w: _Walk, c, i, seq, ts):
 def _classic(w: _Walk, c, i, key, d, seq, ts):
     member_id, error = c["member_id"][i] or "", c["error_code"][i] or 0
     if d == REQUEST:
-        w.requests[seq] = (member_id, c["generation_id"][i])
+        w.requests[seq] = (member_id, c["generation_id"][i], None)
         if key == LEAVE_GROUP:
             for gone in (c["leaving"][i] or [member_id] if member_id else ()):
                 m = w.tl.members.get(gone)
                 if m is not None and m.active:
                     w.drop_member(m, ts)
+                    m.epoch = LEAVE_EPOCH
                     w.snapshot(m, seq, ts)
                     w.membership(m, seq, ts, "leave")
             return

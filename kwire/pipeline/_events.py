@@ -6,7 +6,7 @@ reduced by the Spark stage: heartbeat requests are dropped and successful
 heartbeat responses are folded into one row per (group, member,
 generation) carrying the last such heartbeat's request time in ``ts``.
 ConsumerGroupHeartbeat traffic is reduced the same way, keeping every row
-that tells something (see :func:`kwire.pipeline._spark_stages.consumer_events`),
+that tells something (see :func:`kwire.pipeline._spark_events.consumer_events`),
 and each group a ConsumerGroupDescribe response describes is a row of that
 group.  Timestamps are integer microseconds.
 """

@@ -18,7 +18,8 @@ from collections import Counter
 import pandas as pd
 
 from kwire.codec import ErrorCode, error_name
-from kwire.pipeline._report_consumer import NO_GROUP_TRAFFIC, consumer_json, consumer_section, no_group_traffic
+from kwire.pipeline._report_consumer import (NO_GROUP_TRAFFIC, consumer_headline, consumer_json, consumer_section,
+                                             no_group_traffic)
 from kwire.pipeline._report_migration import migration_chart, migration_markdown
 
 #: The errors the report names beside their codes: the answers of the group
@@ -203,7 +204,7 @@ def render_markdown(capture_path, s, run):
     lines.append(f"{_fmt(s['frames'])} frames on {_fmt(s['connections'])} connections, "
                  f"{_fmt(s['bad_frames'])} bad ({_fmt(s['decode_errors'])} not decodable, "
                  f"{_fmt(s['inconsistent_frames'])} inconsistent); {_fmt(s['groups'])} groups, "
-                 f"{_fmt(s['rebalances'])} generations.")
+                 f"{_fmt(s['rebalances'])} generations." + consumer_headline(s, _fmt))
     if s["frames"] == 0:
         lines += ["", "**The capture holds no frames**: there is nothing to analyse."]
     elif no_group_traffic(s):
@@ -212,6 +213,9 @@ def render_markdown(capture_path, s, run):
         lines += ["", "**The capture holds no consumer-group rebalance**: no JoinGroup that formed a generation "
                   "(group traffic is FindCoordinator, JoinGroup, SyncGroup, Heartbeat and LeaveGroup frames). Was "
                   "the group coordinator's traffic recorded?"]
+    if s["rebalances"] and (s.get("consumer") or {}).get("groups"):
+        lines += ["", "## Classic-protocol groups", "", "These sections, up to the consumer protocol's, cover the "
+                  "groups on the classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."]
     if s["rebalances"]:
         _stalls(lines, s, run)
         _triggers(lines, s)

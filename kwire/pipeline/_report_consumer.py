@@ -92,6 +92,16 @@ def no_group_traffic(s):
     return s.get("frames", 0) > 0 and not s.get("group_traffic", True)
 
 
+def consumer_headline(s, fmt):
+    """What the report's first line adds for the consumer protocol ("" when no group used it): the classic
+    figures before it count classic groups only."""
+    c = s.get("consumer")
+    if not c or not c["groups"]:
+        return ""
+    return (f" With the consumer protocol: {fmt(c['groups'])} groups ({fmt(c['mixed_groups'])} mixed), "
+            f"{fmt(c['reconciliations'])} reconciliations.")
+
+
 def consumer_section(lines, s, format_duration, fmt):
     """The consumer protocol's section of report.md (nothing when no group used it)."""
     c = s.get("consumer")

@@ -86,17 +86,18 @@ def topic_names(frames) -> pa.Table:
     return pa.Table.from_pylist([r.asDict() for r in pairs], schema=TOPIC_NAME_SCHEMA)
 
 
-def consumer_stage(events, frames, out_path, *, buckets, bucketed, spark_schema, archive=None):
-    """Analyse the consumer-protocol groups of ``events`` and write every table
-    of :data:`CONSUMER_TABLES` under ``out_path``.  ``bucketed`` and
-    ``spark_schema``: the pipeline's bucketing and schema conversion
-    (:mod:`kwire.pipeline._spark_stages`).  Returns ``{table: DataFrame read
-    back}`` and ``{table: rows}``."""
+def consumer_stage(events, frames, out_path, *, spark_schema, archive=None):
+    """Analyse the consumer-protocol groups of ``events`` (bucketed: a
+    ``bucket`` column, as :func:`kwire.pipeline._spark_stages.bucketed`
+    gives them) and write every table of :data:`CONSUMER_TABLES` under
+    ``out_path``.  ``spark_schema``: the pipeline's schema conversion.
+    Returns ``{table: DataFrame read back}``, ``{table: rows}`` and the
+    topic id → name table (:func:`topic_names`)."""
     from pyspark.sql import functions as F
 
     spark = events.sparkSession
     names = topic_names(frames)
-    grouped = bucketed(events, buckets).groupBy("bucket")
+    grouped = events.groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
         run = remote(__name__, "analyse_consumer_bucket", archive)
         wide = grouped.applyInArrow(lambda t: run(t, names), spark_schema(CONSUMER_WIDE_SCHEMA))
@@ -112,7 +113,7 @@ def consumer_stage(events, frames, out_path, *, buckets, bucketed, spark_schema,
         tables[name] = spark.read.parquet(path)
         counts[name] = tables[name].count()
     wide.unpersist()
-    return tables, counts
+    return tables, counts, names
 
 
 def consumer_summary(s, tables, events):

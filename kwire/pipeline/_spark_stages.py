@@ -14,7 +14,7 @@
    heartbeats folded into the last one per (group, member, generation) --
    the bulk of the traffic, reduced in the JVM before Python sees it.
    ConsumerGroupHeartbeat keep-alives are folded alike per (group, member,
-   member epoch) (:func:`consumer_events`), and ConsumerGroupDescribe
+   member epoch) (:func:`kwire.pipeline._spark_events.consumer_events`), and ConsumerGroupDescribe
    responses give a row per group they describe.
 3. **timelines / what-if**: ``applyInArrow`` over buckets of groups (not
    one task per group) balanced by the groups' event counts, each bucket
@@ -51,19 +51,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kwire.errors import ArgumentTypeError, CaptureFormatError
-from kwire.pipeline._events import (ASSIGNMENT_SCHEMA, BAD_FRAME_SCHEMA, CONSUMER_GROUP_DESCRIBE,
-                                    CONSUMER_GROUP_HEARTBEAT, COUNT_SCHEMA, DEFAULT_MAX_PARTITIONS, EVENT_COLUMNS,
-                                    GROUP_API_KEYS, HEARTBEAT, METADATA, REBALANCE_SCHEMA, REQUEST, RESPONSE,
-                                    WHATIF_SCHEMA)
+from kwire.pipeline._events import (ASSIGNMENT_SCHEMA, BAD_FRAME_SCHEMA, COUNT_SCHEMA, DEFAULT_MAX_PARTITIONS,
+                                    EVENT_COLUMNS, GROUP_API_KEYS, HEARTBEAT, METADATA, REBALANCE_SCHEMA, REQUEST,
+                                    RESPONSE, WHATIF_SCHEMA)
 from kwire.pipeline._metadata import count_changes, metadata_partition_counts
 from kwire.pipeline._rebalances import timeline_tables
+from kwire.pipeline._spark_events import consumer_events
 from kwire.pipeline._timeline import timelines_of, timelines_of_arrow
 from kwire.pipeline._whatif_batch import timed_replay
 from kwire.pipeline._whatif_pack import pack_replayed, replayed_rows
 from kwire.pipeline import _report as report
 from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
 from kwire.pipeline._progress import Progress
-from kwire.pipeline._spark_consumer import consumer_stage, consumer_summary, split_protocols, topic_names
+from kwire.pipeline._spark_consumer import consumer_stage, consumer_summary, split_protocols
 from kwire.pipeline._ship import needs_shipping, remote, ship_kwire
 from kwire.pipeline._spark_migrate import migration_stage
 
@@ -294,82 +294,6 @@ def metadata_stage(frames, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None):
     is_bad = pc.is_valid(table.column("kind"))
     counts = count_changes(table.filter(pc.invert(is_bad)).select(COUNT_SCHEMA.names))
     return counts, table.filter(is_bad).select(BAD_FRAME_SCHEMA.names)
-
-
-def _event_columns(frames, **given):
-    """:data:`EVENT_COLUMNS` of ``frames``, times in µs; ``given``: columns' values instead of the frames' own."""
-    from pyspark.sql import functions as F
-
-    return frames.select(*[given[c].alias(c) if c in given
-                           else F.unix_micros(c).alias(c) if c in ("ts", "request_ts") else F.col(c)
-                           for c in EVENT_COLUMNS])
-
-
-def consumer_events(frames):
-    """The events of the consumer protocol's traffic (``frames`` decoded without error).
-
-    Every ConsumerGroupHeartbeat row that tells something is kept: requests
-    that join or leave (member epoch <= 0) or change what the member
-    subscribes to or owns (a field that is null when unchanged is set), and
-    responses with an error, an assignment, or a member epoch other than the
-    request's.  The rest are keep-alives, folded as classic heartbeats are:
-    one row per (group, member, member epoch), the last response's, with its
-    request's time in ``ts``.
-
-    A response's request epoch is not among its columns, and pairing every
-    response with its request would cost a join of the bulk of the traffic.
-    A member learns a new epoch from a response and sends it from then on, so
-    the first plain response of a (group, member, epoch) is the one that
-    brought the epoch exactly when its request came before every request of
-    that member at that epoch: one aggregation finds both, and also the last
-    keep-alive.  ConsumerGroupDescribe responses give a row per group they
-    describe (``group_id`` set, ``described`` holding that group)."""
-    from pyspark.sql import functions as F
-
-    cgh = frames.where((F.col("api_key") == CONSUMER_GROUP_HEARTBEAT) & F.col("group_id").isNotNull())
-    is_request = F.col("direction") == REQUEST
-    informs = F.when(is_request, (F.col("generation_id") <= 0) | F.col("topics").isNotNull()
-                     | F.col("subscribed_regex").isNotNull() | F.col("topic_partitions").isNotNull()).otherwise(
-        (F.col("error_code") != 0) | F.col("topic_partitions").isNotNull())
-    informs = F.coalesce(informs, F.lit(True))  # a null where a value was due: not a keep-alive
-    kept = _event_columns(cgh.where(informs))
-    # The columns a keep-alive response can have; the rest of its row is null.
-    plain = ["seq", "ts", "request_seq", "request_ts", "member_id", "group_instance_id", "error_code",
-             "heartbeat_interval_ms"]
-    response = F.struct(*[F.unix_micros(c).alias(c) if c in ("ts", "request_ts") else F.col(c) for c in plain])
-    responses = F.when(~is_request, response)
-    folded = cgh.where(is_request | ~informs).groupBy("group_id", "member_id", "generation_id").agg(
-        F.min(F.when(is_request, F.col("seq"))).alias("first_request"),
-        F.min(responses).alias("first"), F.max(responses).alias("last")).where(F.col("first").isNotNull())
-    new_epoch = F.coalesce(F.col("first_request").isNull() | (F.col("first.request_seq") < F.col("first_request")),
-                           F.lit(True))
-    fixed = {"group_id": F.col("group_id"), "generation_id": F.col("generation_id"),
-             "api_key": F.lit(CONSUMER_GROUP_HEARTBEAT).cast("short"), "direction": F.lit(RESPONSE).cast("byte")}
-    schema = frames.schema
-
-    def response_row(which, **given):
-        cols = {c: F.col(f"{which}.{c}") for c in plain}
-        cols.update(fixed)
-        cols.update(given)
-        return F.struct(*[cols.get(c, F.lit(None).cast(_event_type(schema, c))).alias(c) for c in EVENT_COLUMNS])
-
-    rows = F.array_compact(F.array(
-        F.when(new_epoch, response_row("first")),
-        F.when(~new_epoch | (F.col("first.seq") != F.col("last.seq")),
-               response_row("last", ts=F.col("last.request_ts")))))
-    keep_alive = folded.select(F.explode(rows).alias("e")).select("e.*")
-    described = frames.where((F.col("api_key") == CONSUMER_GROUP_DESCRIBE) & (F.col("direction") == RESPONSE)
-                             & F.col("described").isNotNull())
-    described = described.withColumn("d", F.explode("described")).where(F.col("d.group_id").isNotNull())
-    described = _event_columns(described, group_id=F.col("d.group_id"), described=F.array(F.col("d")))
-    return kept.unionByName(keep_alive).unionByName(described)
-
-
-def _event_type(schema, column):
-    """The Spark type of an event column (times are µs)."""
-    from pyspark.sql import types as T
-
-    return T.LongType() if column in ("ts", "request_ts") else schema[column].dataType
 
 
 def events_stage(frames):
@@ -636,8 +560,9 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         stages["metadata"] = {"seconds": st.seconds, **st.counts}
 
         # Groups with ConsumerGroupHeartbeat traffic (consumer and mixed) go to the consumer-protocol analysis.
-        consumer_events, classic_events = split_protocols(events_stage(frames))
+        kip848_events, classic_events = split_protocols(events_stage(frames))
         events = bucketed(classic_events, buckets).persist()
+        kip848 = bucketed(kip848_events, buckets).persist()
         tables = {}
         replay = sc.accumulator(0.0)
         with progress.stage("timelines") as st:
@@ -665,16 +590,16 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             counts = tables["whatif"].where(~F.col("observed")).agg(F.sum("member_count").alias("members")).first()
             st.done(members=counts["members"] or 0)
         stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value}
-        s["migration"], stages["migration"] = migration_stage(
-            spark, events, _path(out, "migration"), progress, spark_schema, max_partitions, archive, metadata_counts,
-            bucketed(consumer_events, buckets), topic_names(frames))
-        events.unpersist()
         with progress.stage("consumer") as st:
-            consumer_tables, consumer_rows = consumer_stage(consumer_events, frames, out, buckets=buckets,
-                                                            bucketed=bucketed, spark_schema=spark_schema,
-                                                            archive=archive)
+            consumer_tables, consumer_rows, topic_ids = consumer_stage(kip848, frames, out, spark_schema=spark_schema,
+                                                                       archive=archive)
             st.done(**consumer_rows)
         stages["consumer"] = {"seconds": st.seconds, **st.counts}
+        s["migration"], stages["migration"] = migration_stage(
+            spark, events, _path(out, "migration"), progress, spark_schema, max_partitions, archive, metadata_counts,
+            kip848, topic_ids)
+        events.unpersist()
+        kip848.unpersist()
 
         with progress.stage("report") as st:
             error_kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
@@ -686,7 +611,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             wi = tables["whatif"].toPandas()
             bad = tables["bad_frames"].where(F.col("kind") == "inconsistent").select("reason").toPandas()
             report.summarize(s, reb, wi, bad)
-            consumer_summary(s, consumer_tables, consumer_events.unionByName(classic_events))
+            consumer_summary(s, consumer_tables, kip848_events.unionByName(classic_events))
             stages["report"] = {"seconds": time.perf_counter() - st.t0}  # so far: the files are written next
             run = {"spark": {"master": sc.master, "app_id": sc.applicationId, "version": spark.version,
                              "default_parallelism": par}, "stages": stages}
