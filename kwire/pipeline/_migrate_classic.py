@@ -61,7 +61,6 @@ class ClassicReplay(Replay):
             initial_rebalance_delay_ms=int(initial_rebalance_delay_ms),
             min_session_timeout_ms=min(sessions), max_session_timeout_ms=max(sessions),
             member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
-        self.by_key = {}
 
     def make_machine(self, key, index, topic_names):
         h = self.h
@@ -112,7 +111,6 @@ class ClassicReplay(Replay):
 
     def steady(self, m):
         return m.machine.state == _STEADY
-
 
 
 def _found(request, version):

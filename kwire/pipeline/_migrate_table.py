@@ -9,6 +9,7 @@ with its error, and the bucket goes on.
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Iterable, List
 
@@ -65,6 +66,22 @@ def migration_rows(histories: Iterable[MembershipHistory], timer=None) -> pa.Tab
     """The ``migration`` rows of ``histories``.  ``timer``: something with ``add(seconds)`` (a Spark
     accumulator) that gets the seconds spent inside the simulations, nothing else."""
     columns = {name: [] for name in MIGRATION_SCHEMA.names}
+    # Python's cycle collector is off while the bucket replays, as for the classic analysis
+    # (``_spark_stages.collector_paused``): a replay makes many short-lived objects without cycles, and each
+    # collection would walk everything the worker holds and free nothing.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _replay_all(histories, columns, timer)
+    finally:
+        if collecting:
+            gc.enable()
+    return pa.table(columns, schema=MIGRATION_SCHEMA)
+
+
+def _replay_all(histories, columns, timer):
+    """Replay each history under its other protocols into ``columns``; the seconds inside the
+    simulations go to ``timer``."""
     spent = 0.0
     for history in histories:
         observed = observed_protocol(history)
@@ -78,7 +95,6 @@ def migration_rows(histories: Iterable[MembershipHistory], timer=None) -> pa.Tab
             _append(columns, history, observed, name, result, error)
     if timer is not None:
         timer.add(spent)
-    return pa.table(columns, schema=MIGRATION_SCHEMA)
 
 
 def _append(columns, history, observed, name, result, error):
