@@ -6,7 +6,8 @@ import json
 import pathlib
 
 from kwire.assignors import ServerMember, TopicMetadata
-from kwire.assignors._server_common import kafka_uuid_text, topic_id_bytes
+from kwire.assignors._server_common import topic_id_bytes
+from kwire.codec import topic_id_text
 
 GOLDEN848_PATH = pathlib.Path(__file__).parent / "data" / "golden" / "java848-assignors.jsonl"
 
@@ -39,4 +40,4 @@ def case_input(case, key=str):
 def as_expected(result):
     """A member-level result in the golden file's form: topic ids as Kafka's
     base64 text, whatever form the call used."""
-    return {m: {kafka_uuid_text(topic_id_bytes(t)): list(ps) for t, ps in a.items()} for m, a in result.items()}
+    return {m: {topic_id_text(topic_id_bytes(t)): list(ps) for t, ps in a.items()} for m, a in result.items()}

@@ -8,6 +8,7 @@ import pyarrow as pa
 from kwire.codec import ApiKey
 from kwire.pipeline._decode import FRAMES_SCHEMA
 from kwire.pipeline._events import EVENT_COLUMNS
+from kwire.codec import topic_id_text
 
 HB, DESCRIBE, METADATA = int(ApiKey.CONSUMER_GROUP_HEARTBEAT), int(ApiKey.CONSUMER_GROUP_DESCRIBE), int(ApiKey.METADATA)
 JOIN, SYNC, LEAVE = int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.LEAVE_GROUP)
@@ -86,20 +87,13 @@ class Events:
         return pa.Table.from_pylist([{c: r.get(c) for c in schema.names} for r in self.rows], schema=schema)
 
 
-def uuid_text(raw: bytes) -> str:
-    """Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, without padding."""
-    import base64
-
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-
 def record_heartbeats(coordinator, events: Events):
     """Record every ConsumerGroupHeartbeat ``coordinator`` answers as a request row and a response row of
     ``events``, at the loop's clock, with the fields the batch decoder reads from each."""
     answer = coordinator.heartbeat
 
     def tps(value):
-        return None if value is None else [{"topic_id": uuid_text(t.topic_id), "partitions": list(t.partitions)}
+        return None if value is None else [{"topic_id": topic_id_text(t.topic_id), "partitions": list(t.partitions)}
                                            for t in value]
 
     def heartbeat(req, version, now, **kw):

@@ -13,7 +13,7 @@ from kwire.pipeline._membership import MemberEvent
 
 from .analysis_frames import events_from_frames
 from .consumer_captures import LATENCY_US, RecordingLoop, write_capture
-from .consumer_events import Events, event_schema, folded, record_heartbeats, uuid_text
+from .consumer_events import Events, event_schema, folded, record_heartbeats, topic_id_text
 from .consumer_group_loop import ConsumerLoop
 from .test_consumer_group_loop import FAST
 
@@ -63,7 +63,7 @@ def scenario(recorded=None):
     events = Events()
     if recorded is None:
         loop = ConsumerLoop(topics, FAST)
-        events.metadata(0, {uuid_text(tid): name for name, tid in loop.ids.items()})
+        events.metadata(0, {topic_id_text(tid): name for name, tid in loop.ids.items()})
         record_heartbeats(loop.coordinator, events)
     else:
         loop = RecordingLoop(topics, FAST, frames=recorded)

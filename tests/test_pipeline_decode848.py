@@ -3,6 +3,7 @@ ConsumerGroupDescribe rows against the messages that made them, both twins alike
 lengths that the frame cannot hold."""
 
 import random
+import string
 import struct
 import tracemalloc
 
@@ -12,7 +13,8 @@ pa = pytest.importorskip("pyarrow")
 
 import kwire  # noqa: E402
 from kwire import _impl  # noqa: E402
-from kwire.assignors._server_common import kafka_uuid_text  # noqa: E402
+from kwire.assignors._server_common import topic_id_bytes  # noqa: E402
+from kwire.codec import topic_id_text  # noqa: E402
 from kwire.codec import ApiKey, message_class  # noqa: E402
 from kwire.pipeline._decode import decode_capture, decode_table  # noqa: E402
 from kwire.pipeline._capture import read_capture  # noqa: E402
@@ -34,7 +36,7 @@ def _body(frame, direction, version, key):
 
 
 def _topic_partitions(tps):
-    return None if tps is None else [{"topic_id": kafka_uuid_text(tp.topic_id), "partitions": list(tp.partitions)}
+    return None if tps is None else [{"topic_id": topic_id_text(tp.topic_id), "partitions": list(tp.partitions)}
                                      for tp in tps]
 
 
@@ -106,19 +108,20 @@ def test_describe_and_metadata_rows(capture, impl):
     for r in metadata:
         # consumer_group_loop.topic_ids: the sorted names' 1-based index, big-endian in 16 bytes.
         assert r["topics"] == ["audit", "orders"]
-        assert r["topic_ids"] == [kafka_uuid_text((i + 1).to_bytes(16, "big")) for i in range(2)]
+        assert r["topic_ids"] == [topic_id_text((i + 1).to_bytes(16, "big")) for i in range(2)]
 
 
-def test_uuid_text_is_kafkas():
-    from kwire.codec._batch_common import uuid_text
-
+def test_topic_id_text_is_kafkas():
     rnd = random.Random(3)
     for raw in [bytes(16), b"\xff" * 16] + [rnd.randbytes(16) for _ in range(200)]:
-        text = uuid_text(raw)
-        assert len(text) == 22 and text == kafka_uuid_text(raw)
+        text = topic_id_text(raw)
+        # 22 characters of the URL-safe alphabet, which the assignors' parser takes back to the same bytes.
+        assert len(text) == 22 and set(text) <= set(string.ascii_letters + string.digits + "-_")
+        assert topic_id_bytes(text) == raw
     # Uuid.ZERO_UUID and Uuid.METADATA_TOPIC_ID (0..01) as Kafka prints them.
-    assert uuid_text(bytes(16)) == "AAAAAAAAAAAAAAAAAAAAAA"
-    assert uuid_text((1).to_bytes(16, "big")) == "AAAAAAAAAAAAAAAAAAAAAQ"
+    assert topic_id_text(bytes(16)) == "AAAAAAAAAAAAAAAAAAAAAA"
+    assert topic_id_text((1).to_bytes(16, "big")) == "AAAAAAAAAAAAAAAAAAAAAQ"
+    assert topic_id_text(b"\xfb" * 16) == "-_v7-_v7-_v7-_v7-_v7-w"
 
 
 def _exchanges():

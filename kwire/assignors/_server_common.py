@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from kwire.codec import topic_id_text
 from kwire.errors import ArgumentTypeError, ArgumentValueError, AssignmentError
 
 from ._javaorder import hashset_capacity_from, integer_hash_iteration, uuid_hash_iteration
@@ -103,11 +104,6 @@ class ServerAssignment:
 
 # -- topic ids ---------------------------------------------------------------
 
-def kafka_uuid_text(topic_id: bytes) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, without padding."""
-    return base64.urlsafe_b64encode(bytes(topic_id)).decode("ascii").rstrip("=")
-
-
 def topic_id_bytes(topic_id) -> bytes:
     """16 bytes from a topic id as the codec gives it (bytes), a ``uuid.UUID``
     or Kafka's base64 text form."""
@@ -124,7 +120,7 @@ def topic_id_bytes(topic_id) -> bytes:
                 raw = base64.urlsafe_b64decode(topic_id + "==")
             except ValueError:
                 raw = b""
-            if len(raw) == 16 and kafka_uuid_text(raw) == topic_id:
+            if len(raw) == 16 and topic_id_text(raw) == topic_id:
                 return raw
         raise ArgumentValueError(f"not a Kafka topic id (22 characters of URL-safe base64): {topic_id!r}")
     raise ArgumentTypeError(f"a topic id is 16 bytes, a uuid.UUID or Kafka's base64 text, not {type(topic_id).__name__}")
@@ -145,7 +141,7 @@ def topic_id_matrix(topic_ids) -> np.ndarray:
 
 def unknown_topic_error(topic_id: bytes) -> AssignmentError:
     """``UniformAssignor``'s builders on a subscribed id absent from the metadata."""
-    return AssignmentError(f"PartitionAssignorException: Members are subscribed to topic {kafka_uuid_text(topic_id)} "
+    return AssignmentError(f"PartitionAssignorException: Members are subscribed to topic {topic_id_text(topic_id)} "
                            "which doesn't exist in the topic metadata.")
 
 

@@ -34,6 +34,7 @@ from kwire._impl import IMPLEMENTATION
 from kwire.codec._api_keys import API_VERSIONS_RANGE, ApiKey
 from kwire.codec._error_codes import ErrorCode, error_name
 from kwire.codec._batch import batch_decoder
+from kwire.codec._topic_ids import topic_id_text
 from kwire.codec._records import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     BatchInfo,
@@ -243,7 +244,7 @@ __all__ = [
     "IMPLEMENTATION", *_MESSAGE_NAMES,
     "DEFAULT", "DEFAULT_MAX_FRAME_SIZE", "FrameSplitter", "Framing", "decode_request", "decode_request_header",
     "decode_response", "encode_request", "encode_response", "message_class", "split_frames",
-    "split_request", "batch_decoder", "API_VERSIONS_RANGE", "ApiKey", "ErrorCode", "error_name",
+    "split_request", "batch_decoder", "API_VERSIONS_RANGE", "ApiKey", "ErrorCode", "error_name", "topic_id_text",
     # Record batches, the payload of Produce and Fetch.
     "RecordBatch", "Record", "Header", "BatchInfo", "BatchList", "read_batch_infos", "set_base_offset",
     "decode_record_batches", "encode_record_batches", "crc32c", "crc32c_backend", "records_module", "DEFAULT_MAX_DECOMPRESSED_SIZE",

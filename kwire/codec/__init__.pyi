@@ -158,6 +158,7 @@ from kwire.codec._records_c import (
     set_base_offset as set_base_offset,
 )
 from kwire.codec._records import records_module as records_module
+from kwire.codec._topic_ids import topic_id_text as topic_id_text
 
 IMPLEMENTATION: Literal["cython", "python"]
 __all__: list[str]

@@ -38,7 +38,7 @@ from kwire.codec._bytes cimport (Growable, get_be16, get_be32, grow_extend, grow
 from kwire.codec import _batch_common
 from kwire.codec._batch_common import (Assignment, Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, PendingRequest,
                                        RequestHeader, Subscription, error_text, extract_request, extract_response, partition_count,
-                                       uuid_text)
+                                       topic_id_text)
 from kwire.codec._batch_common import STRING_COLUMNS as _STRING_COLUMNS
 # The nested columns this twin keeps as Python values, converted at the end as the pure twin's are.
 _OBJECT_NESTED = ("described",)
@@ -560,7 +560,7 @@ cdef int response_row(int key, int version, msg, _Row r, _Nested nested, Py_ssiz
                 nested.topics.push_element(t.name)
                 nested.partition_counts.push_element(partition_count(t.partitions))
                 if with_ids:
-                    nested.topic_ids.push_element(uuid_text(t.topic_id))
+                    nested.topic_ids.push_element(topic_id_text(t.topic_id))
         nested.topics.close(i)
         nested.partition_counts.close(i)
         if with_ids:

@@ -12,7 +12,6 @@ column (``tests/test_pipeline_decode.py``).
 
 from __future__ import annotations
 
-import base64
 from typing import NamedTuple
 
 import numpy as np
@@ -20,6 +19,7 @@ import pyarrow as pa
 
 from kwire.codec._api_keys import ApiKey
 from kwire.codec._framing import DEFAULT
+from kwire.codec._topic_ids import topic_id_text
 
 # The message classes of the codec the switch selected.
 RequestHeader = DEFAULT.codec.RequestHeader
@@ -108,14 +108,10 @@ def error_text(exc):
     return f"{type(exc).__name__}: {exc}"
 
 
-def uuid_text(raw):
-    """Kafka's text form of a Uuid (``Uuid.toString``): the 16 bytes in URL-safe base64, unpadded (22 characters)."""
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
 
 def topic_partitions(tps):
     """The ``topic_partitions`` value of a list of (TopicId, Partitions) structs."""
-    return [{"topic_id": uuid_text(tp.topic_id), "partitions": list(tp.partitions)} for tp in tps]
+    return [{"topic_id": topic_id_text(tp.topic_id), "partitions": list(tp.partitions)} for tp in tps]
 
 
 def described_groups(groups):
@@ -226,7 +222,7 @@ def extract_response(api_key, version, msg, row):
         row["topics"] = names
         row["partition_counts"] = counts
         if version >= METADATA_TOPIC_ID_VERSION:
-            row["topic_ids"] = [uuid_text(i) for i in ids]
+            row["topic_ids"] = [topic_id_text(i) for i in ids]
         return
     if api_key == CONSUMER_GROUP_DESCRIBE:
         # An error code per group, none of the response's own.

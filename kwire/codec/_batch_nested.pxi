@@ -16,7 +16,7 @@ cdef const char* _URL_SAFE_BASE64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop
 
 
 cdef inline void uuid_text_c(const unsigned char* raw, char* out) noexcept nogil:
-    """``_batch_common.uuid_text`` of the 16 bytes at ``raw``, into ``out`` (22 bytes): five 3-byte groups of
+    """``kwire.codec.topic_id_text`` of the 16 bytes at ``raw``, into ``out`` (22 bytes): five 3-byte groups of
     four characters, then the last byte's two."""
     cdef int k
     cdef unsigned int v
