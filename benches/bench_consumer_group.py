@@ -16,8 +16,7 @@ member's epoch is ahead of the target epoch.  The goal is <= 2 s of coordinator 
 (b) **Steady heartbeats.**  A stable group of M members (default 1,000) heartbeats H times (delta requests,
 built before timing): heartbeats per CPU second, request object in, response object out.  Goal >= 200,000/s.
 
-The assignor is ``kwire.assignors.assign_server`` when the tree has it, otherwise the coordinator's
-labelled stand-in; the report says which.
+The target assignment is the coordinator's own: ``uniform`` through ``kwire.assignors``.
 """
 
 import argparse
@@ -165,7 +164,7 @@ def main(argv=None):
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     storm = join_storm(args.members, args.topics, args.partitions)
     print(f"(a) join storm: {args.members} members, {args.topics} topics x {args.partitions} partitions, "
-          f"assignor {storm['assignor']}")
+          "assignor uniform")
     print(f"    coordinator CPU {storm['coordinator_cpu_s']:.3f} s (goal <= 2 s); all CPU incl. clients "
           f"{storm['total_cpu_s']:.3f} s")
     print(f"    target assignments computed: {storm['targets_computed']} (Kafka 4.0: one per joiner); "
