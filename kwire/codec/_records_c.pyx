@@ -19,6 +19,7 @@ and ``compress``, over cramjam and zlib).
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromLongLong
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport PyObject, Py_INCREF
@@ -177,7 +178,7 @@ cdef inline int _blob(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit,
     return 0
 
 
-cdef int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t where,
+cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t where,
                       _Rec* r) except -1:
     """One record (DefaultRecord.readFrom), checked whole; its fields' positions into ``r``."""
     cdef Py_ssize_t start = pos[0], body, limit, kat, klen
@@ -226,8 +227,12 @@ cdef object _walk_records(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end
     cdef int32_t j
     cdef int64_t ts, last_ts = 0
     cdef Record rec
-    cdef list out = [] if build else None
+    cdef list out = None
+    cdef bint sized = count <= (end - pos) // MIN_RECORD_SIZE  # a count the bytes can hold: one list of that size
+    if build:
+        out = PyList_New(count) if sized else []
     cdef tuple keys = None
+    cdef _Keys k
     cdef object last_ts_o = None
     for j in range(count):
         if pos >= end:
@@ -249,12 +254,16 @@ cdef object _walk_records(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end
                 <const char*>b + r.value_pos, r.value_len)
             if r.hdr_count:
                 if keys is None:
-                    keys = _batch_keys(b, r.hdr_pos, r.hdr_end, r.hdr_count)
-                rec.headers = _read_headers(b, r.hdr_pos, r.hdr_end, r.hdr_count, keys)
+                    keys = _batch_keys(b, r.hdr_pos, r.hdr_end, r.hdr_count, &k)
+                rec.headers = _read_headers(b, r.hdr_pos, r.hdr_end, r.hdr_count, keys, &k)
             else:
                 rec.headers = ()
             rec.attributes = r.attributes
-            out.append(rec)
+            if sized:
+                Py_INCREF(rec)
+                PyList_SET_ITEM(out, j, rec)
+            else:  # a count beyond what the bytes hold: the walk raises before its end (no list of that size)
+                out.append(rec)
     if pos != end:
         raise _fail(f"bytes after the {count} records the batch declares", pos, where)
     return out

@@ -53,29 +53,35 @@ cdef class Header:
         refuse_deletion(self, name)
 
 
-cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, tuple keys):
+cdef enum:
+    KEYS_MAX = 16  # header keys of a batch remembered (see _read_headers)
+
+
+cdef struct _Keys:
+    # The UTF-8 of the batch's remembered header keys: the bytes a str keeps with it, valid while the str lives.
+    int n
+    const char* p[KEYS_MAX]
+    Py_ssize_t len[KEYS_MAX]
+
+
+cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, tuple keys,
+                          _Keys* k):
     """The headers of a record the walk has already checked: a tuple of Header.
 
-    ``keys`` holds the header keys of the batch's first record that has headers, as str: a producer usually
-    sends the same keys in the same order on every record, so the i-th key is first compared with the i-th of
-    those, and the str is shared when the bytes are the same (str is immutable)."""
+    ``keys`` holds the header keys of the batch's first record that has headers, as str (their UTF-8 in ``k``):
+    a producer usually sends the same keys in the same order on every record, so the i-th key is first compared
+    with the i-th of those, and the str is shared when the bytes are the same (str is immutable)."""
     cdef int32_t i, n = 0
-    cdef Py_ssize_t klen = 0
-    cdef const char* kp
     cdef Header h
-    cdef object key
     out = PyTuple_New(count)
     rd_varint(b, &pos, limit, &n)  # the count
     for i in range(count):
         rd_varint(b, &pos, limit, &n)
         h = Header.__new__(Header)
-        key = None
-        if keys is not None and i < PyTuple_GET_SIZE(keys):
-            key = <object>PyTuple_GET_ITEM(keys, i)
-            kp = PyUnicode_AsUTF8AndSize(key, &klen)  # ASCII keys: the str's own bytes, nothing made
-            if klen != n or memcmp(kp, b + pos, n) != 0:
-                key = None
-        h.key = key if key is not None else PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+        if i < k.n and k.len[i] == n and memcmp(k.p[i], b + pos, n) == 0:
+            h.key = <object>PyTuple_GET_ITEM(keys, i)
+        else:
+            h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n < 0:
@@ -91,19 +97,21 @@ cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t lim
     return out
 
 
-cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count):
+cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, _Keys* k):
     """The keys of one record's headers (checked by the walk), as str: the batch's guess at its header keys."""
     cdef int32_t i, n = 0
     cdef list out = []
     rd_varint(b, &pos, limit, &n)
-    for i in range(min(count, 16)):
+    k.n = 0
+    for i in range(min(count, KEYS_MAX)):
         rd_varint(b, &pos, limit, &n)
         key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
         try:
-            PyUnicode_AsUTF8AndSize(key, NULL)  # a key with a lone surrogate has no UTF-8: not shared
+            k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a key with a lone surrogate has no UTF-8: not shared
         except UnicodeEncodeError:
             break
         out.append(key)
+        k.n = i + 1
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n > 0:
