@@ -134,12 +134,19 @@ def test_record_count_that_disagrees_with_the_records():
 def test_unknown_and_legacy_magic(magic):
     _, reason, offset, _ = _same_error(_batch(_plain_record(), 1, magic=magic), UnsupportedRecordFormatError, 16)
     assert ("legacy message format" in reason) == (magic in (0, 1))
+    for R in RECORDS:
+        with pytest.raises(UnsupportedRecordFormatError) as info:
+            R.read_batch_infos(_batch(_plain_record(), 1, magic=magic))
+        assert info.value.magic == magic
 
 
 def test_unknown_codec():
     for codec in (5, 6, 7):
         _, reason, _, _ = _same_error(_batch(_plain_record(), 1, attributes=codec), UnsupportedRecordFormatError, 21)
         assert f"unknown compression codec {codec}" in reason
+        with pytest.raises(UnsupportedRecordFormatError) as info:
+            RECORDS[0].decode_record_batches(_batch(_plain_record(), 1, attributes=codec))
+        assert info.value.magic is None
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
