@@ -216,9 +216,21 @@ def library_line(R):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="shorter timings (noisier)")
+    ap.add_argument("--json", metavar="BUDGET", type=float,
+                    help="print the report's rows as JSON instead, with this time budget per case (benches/report.py)")
+    ap.add_argument("--codecs", default=",".join(CODECS))
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     args = ap.parse_args()
     budget = 0.15 if args.quick else 0.6
-    R = _impl.load("records", "cython", package="kwire.codec")
+    R = _impl.load("records", "python" if os.environ.get("KWIRE_NO_EXTENSIONS", "") not in ("", "0") else "cython",
+                   package="kwire.codec")
+    if args.json is not None:
+        import json
+
+        codecs, sizes = args.codecs.split(","), [int(n) for n in args.sizes.split(",")]
+        print(json.dumps({"library": library_line(R), "decode": decode_rows(R, args.json, codecs, sizes),
+                          "encode": encode_rows(R, args.json, codecs, sizes), "crc": crc_rates(R, args.json)}))
+        return
     print(library_line(R) + "\n")
     print(render_decode(decode_rows(R, budget)))
     print()
