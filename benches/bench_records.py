@@ -1,15 +1,16 @@
 """Record batch benchmarks: kwire's compiled record codec against aiokafka's compiled record classes and
 kafka-python's, on the same bytes.
 
-Run: ``python benches/bench_records.py [--quick]``; prints Markdown tables and the load average.
+Run: ``python benches/bench_records.py [--quick]``; prints Markdown tables and the load average.  ``benches/report.py``
+runs the same cases for the published report (``decode_rows``, ``encode_rows``).
 
 The batches: 1, 100 and 10,000 records, each a 12-byte key, a 100-byte value and two headers, uncompressed and
 with each codec.  aiokafka's builder writes them (real client bytes); every library decodes those bytes.
 
 * **decode** = read the batch, check its CRC (aiokafka and kafka-python: ``validate_crc()``, which their consumers
   call by default), and read every record's offset, timestamp, key, value and headers;
-* the same, reading only each record's key and value (what most consumers read), and reading no field: kwire
-  creates a field's object when it is first read, the others when the record is made;
+* the same, reading only each record's key and value (what most consumers read), and reading no field: both
+  kwire and aiokafka make every field's object when they make the record, so these differ by the reads alone;
 * **encode** = from Python values (key, value, headers, offset, timestamp) to the batch's bytes;
 * compressed cases also give the decompression alone (cramjam or zlib on the same payload, the same library for
   everyone) and kwire's own share, its time minus that.
@@ -21,6 +22,7 @@ Goals (compiled kwire, uncompressed, 100 and 10,000 records): decode >= 2x aioka
 import argparse
 import os
 import sys
+import time
 import timeit
 import zlib
 
@@ -49,21 +51,27 @@ def aiokafka_bytes(codec, n):
     return bytes(b.build())
 
 
+def _time(fn, number):
+    # CPU time of this process, not wall time: on a machine with more runnable work than cores, the time other
+    # processes hold the CPU would otherwise be counted against whichever library was running.
+    return timeit.Timer(fn, timer=time.process_time).timeit(number)
+
+
 def _number(fn, budget):
     number = 1
-    while timeit.timeit(fn, number=number) < budget / 20 and number < 1 << 20:
+    while _time(fn, number) < budget / 20 and number < 1 << 20:
         number *= 4
     return number
 
 
 def best(*fns, budget):
-    """Best time of one call (s) of each of ``fns``, timed in turns (A B C A B C ...) for about ``budget`` seconds
-    in all: on a shared machine, load that comes and goes then falls on every library alike."""
+    """Best CPU time of one call (s) of each of ``fns``, timed in turns (A B C A B C ...) for about ``budget``
+    seconds in all: on a shared machine, load that comes and goes then falls on every library alike."""
     numbers = [_number(fn, budget / len(fns)) for fn in fns]
     out = [float("inf")] * len(fns)
     for _ in range(7):
         for i, fn in enumerate(fns):
-            out[i] = min(out[i], timeit.timeit(fn, number=numbers[i]) / numbers[i])
+            out[i] = min(out[i], _time(fn, numbers[i]) / numbers[i])
     return out
 
 
@@ -138,27 +146,20 @@ def crc_rates(R, budget):
     return {label: (1 << 20) / t / 1e9 for label, t in zip(fns, best(*fns.values(), budget=budget))}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="shorter timings (noisier)")
-    args = ap.parse_args()
-    budget = 0.15 if args.quick else 0.6
-
+def decode_rows(R, budget, codecs=CODECS, sizes=SIZES):
+    """One row per codec and size: kwire's, aiokafka's and kafka-python's decode times (s) of the same bytes,
+    the key-and-value and no-field variants against aiokafka's, and the decompression alone."""
     import aiokafka.record.default_records as aio
     import kafka.record.default_records as kp
 
-    R = _impl.load("records", "cython", package="kwire.codec")
-    aio_batch, aio_builder = aio.DefaultRecordBatch, aio.DefaultRecordBatchBuilder
+    aio_batch = aio.DefaultRecordBatch
     # aiokafka falls back to pure Python without its extension: the comparison is with the compiled classes.
     assert "_crecords" in aio_batch.__module__, f"aiokafka's record classes are not compiled ({aio_batch.__module__})"
-    print(f"kwire {R.__name__} (CRC-32C: {R.crc32c_backend()}), aiokafka {aio_batch.__module__}, "
-          f"kafka-python {kp.DefaultRecordBatch.__module__}\n")
-
-    print("| codec | records | kwire decode µs | aiokafka | kafka-python | × aiokafka | × kafka-python "
-          "| × aiokafka, key and value read | × aiokafka, no field read | decompress µs | kwire own µs |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
     for codec, name in enumerate(CODECS):
-        for n in SIZES:
+        if name not in codecs:
+            continue
+        for n in sizes:
             data = aiokafka_bytes(codec, n)
             fns = [kwire_decode(R, data), peer_decode(aio_batch, data), peer_decode(kp.DefaultRecordBatch, data),
                    kwire_decode(R, data, "key-value"), peer_decode(aio_batch, data, "key-value"),
@@ -166,19 +167,81 @@ def main():
             if codec:
                 fns.append(decompress_only(codec, data))
             k, a, p, k_kv, a_kv, k_lazy, a_lazy, *d = best(*fns, budget=budget * 4)
-            d = d[0] if d else 0.0
-            own = f"{(k - d) * 1e6:.1f}" if codec else "–"
-            print(f"| {name} | {n} | {k * 1e6:.1f} | {a * 1e6:.1f} | {p * 1e6:.1f} | {a / k:.2f} | {p / k:.1f} "
-                  f"| {a_kv / k_kv:.2f} | {a_lazy / k_lazy:.2f} | {d * 1e6:.1f} | {own} |")
-    print()
-    print("| codec | records | kwire encode µs | aiokafka | kafka-python | × aiokafka | × kafka-python |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+            rows.append({"codec": name, "records": n, "kwire": k, "aiokafka": a, "kafka-python": p, "kwire_kv": k_kv,
+                         "aiokafka_kv": a_kv, "kwire_none": k_lazy, "aiokafka_none": a_lazy,
+                         "decompress": d[0] if d else None})
+    return rows
+
+
+def encode_rows(R, budget, codecs=CODECS, sizes=SIZES):
+    """One row per codec and size: the encode times (s) of kwire, aiokafka and kafka-python."""
+    import aiokafka.record.default_records as aio
+    import kafka.record.default_records as kp
+
+    rows = []
     for codec, name in enumerate(CODECS):
-        for n in SIZES:
+        if name not in codecs:
+            continue
+        for n in sizes:
             vals = values(n)
-            k, a, p = best(kwire_encode(R, name, vals), peer_encode(aio_builder, codec, vals),
+            k, a, p = best(kwire_encode(R, name, vals), peer_encode(aio.DefaultRecordBatchBuilder, codec, vals),
                            peer_encode(kp.DefaultRecordBatchBuilder, codec, vals), budget=budget * 2)
-            print(f"| {name} | {n} | {k * 1e6:.1f} | {a * 1e6:.1f} | {p * 1e6:.1f} | {a / k:.2f} | {p / k:.1f} |")
+            rows.append({"codec": name, "records": n, "kwire": k, "aiokafka": a, "kafka-python": p})
+    return rows
+
+
+def render_decode(rows):
+    out = ["| codec | records | kwire decode µs | aiokafka | kafka-python | × aiokafka | × kafka-python "
+           "| × aiokafka, key and value read | × aiokafka, no field read | decompress µs | kwire own µs |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        k, a, p, d = r["kwire"], r["aiokafka"], r["kafka-python"], r["decompress"]
+        out.append(f"| {r['codec']} | {r['records']} | {k * 1e6:.1f} | {a * 1e6:.1f} | {p * 1e6:.1f} | {a / k:.2f} "
+                   f"| {p / k:.1f} | {r['aiokafka_kv'] / r['kwire_kv']:.2f} | {r['aiokafka_none'] / r['kwire_none']:.2f} "
+                   f"| {(d or 0.0) * 1e6:.1f} | {'–' if d is None else f'{(k - d) * 1e6:.1f}'} |")
+    return "\n".join(out)
+
+
+def render_encode(rows):
+    out = ["| codec | records | kwire encode µs | aiokafka | kafka-python | × aiokafka | × kafka-python |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        k, a, p = r["kwire"], r["aiokafka"], r["kafka-python"]
+        out.append(f"| {r['codec']} | {r['records']} | {k * 1e6:.1f} | {a * 1e6:.1f} | {p * 1e6:.1f} | {a / k:.2f} "
+                   f"| {p / k:.1f} |")
+    return "\n".join(out)
+
+
+def library_line(R):
+    import aiokafka.record.default_records as aio
+    import kafka.record.default_records as kp
+
+    return (f"kwire {R.__name__} (CRC-32C: {R.crc32c_backend()}), aiokafka {aio.DefaultRecordBatch.__module__}, "
+            f"kafka-python {kp.DefaultRecordBatch.__module__}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="shorter timings (noisier)")
+    ap.add_argument("--json", metavar="BUDGET", type=float,
+                    help="print the report's rows as JSON instead, with this time budget per case (benches/report.py)")
+    ap.add_argument("--codecs", default=",".join(CODECS))
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    args = ap.parse_args()
+    budget = 0.15 if args.quick else 0.6
+    R = _impl.load("records", "python" if os.environ.get("KWIRE_NO_EXTENSIONS", "") not in ("", "0") else "cython",
+                   package="kwire.codec")
+    if args.json is not None:
+        import json
+
+        codecs, sizes = args.codecs.split(","), [int(n) for n in args.sizes.split(",")]
+        print(json.dumps({"library": library_line(R), "decode": decode_rows(R, args.json, codecs, sizes),
+                          "encode": encode_rows(R, args.json, codecs, sizes), "crc": crc_rates(R, args.json)}))
+        return
+    print(library_line(R) + "\n")
+    print(render_decode(decode_rows(R, budget)))
+    print()
+    print(render_encode(encode_rows(R, budget)))
     print()
     for label, rate in crc_rates(R, budget).items():
         print(f"CRC over 1 MiB, {label}: {rate:.2f} GB/s")

@@ -115,6 +115,46 @@ def librdkafka_mock(records, value_bytes, partitions):
     return {"produce_s": produce_s, "consume_s": consume_s, "partitions": partitions, "got": got}
 
 
+def measure(records=1_000_000, value_bytes=100, partitions=4, brokers=3):
+    """Both clusters, one after the other, with the load average before and after."""
+    import confluent_kafka
+
+    load_before = os.getloadavg()
+    kw = kwire_serve(records, value_bytes, partitions, brokers)
+    rd = librdkafka_mock(records, value_bytes, partitions)
+    return {"records": records, "value_bytes": value_bytes, "brokers": brokers, "kwire": kw, "librdkafka": rd,
+            "confluent_kafka": confluent_kafka.__version__, "librdkafka_version": confluent_kafka.libversion()[0],
+            "load_before": load_before, "load_after": os.getloadavg()}
+
+
+def _rates(r, n):
+    return n / r["produce_s"], r["got"] / max(r["consume_s"], 1e-9)
+
+
+def render(result):
+    """A Markdown table of ``measure``'s result: records per second each way, and kwire's memory and CPU."""
+    n, kw, rd = result["records"], result["kwire"], result["librdkafka"]
+    out = ["| cluster | produce, records/s | consume, records/s | partitions | server peak RSS | server CPU |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for name, r in (("`kwire serve`", kw), ("librdkafka's mock cluster", rd)):
+        produce, consume = _rates(r, n)
+        stalled = "" if r["got"] == n else f" (stalled after {r['got']:,})"
+        mem = (f"{r['peak_rss'] / 2**20:,.1f} MiB, {r['peak_rss'] / max(r['stored'], 1):.2f}× the "
+               f"{r['stored'] / 2**20:,.1f} MiB stored" if "peak_rss" in r else "inside the client")
+        cpu = f"{r['cpu']:.2f} s" if "cpu" in r else "–"
+        out.append(f"| {name} | {produce:,.0f} | {consume:,.0f}{stalled} | {r['partitions']} | {mem} | {cpu} |")
+    (kp, kc), (rp, rc) = _rates(kw, n), _rates(rd, n)
+    out.append(f"| kwire ÷ librdkafka's mock | {kp / rp:.2f}× | {kc / max(rc, 1e-9):.2f}× | | | |")
+    return "\n".join(out)
+
+
+def summary(result):
+    return (f"{result['records']:,} records of {result['value_bytes']} bytes, {result['brokers']} brokers, one "
+            f"confluent-kafka {result['confluent_kafka']} producer and consumer (librdkafka "
+            f"{result['librdkafka_version']}); load average {result['load_before'][0]:.2f} before, "
+            f"{result['load_after'][0]:.2f} after")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -122,23 +162,9 @@ def main(argv=None):
     parser.add_argument("--partitions", type=int, default=4, help="kwire's num.partitions (the mock's is 4)")
     parser.add_argument("--brokers", type=int, default=3, help="kwire's brokers (the mock runs 3)")
     args = parser.parse_args(argv)
-    import confluent_kafka
-    n = args.records
-    print(f"{n:,} records of {args.value_bytes} bytes, {args.brokers} brokers, confluent-kafka "
-          f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
-          f"load average {os.getloadavg()[0]:.2f}")
-    kw = kwire_serve(n, args.value_bytes, args.partitions, args.brokers)
-    rd = librdkafka_mock(n, args.value_bytes, args.partitions)
-    for name, r in (("kwire serve", kw), ("librdkafka mock", rd)):
-        stalled = "" if r["got"] == n else f", STALLED after {r['got']:,} records"
-        print(f"  {name:16} produce {n / r['produce_s']:>10,.0f} records/s   consume "
-              f"{r['got'] / max(r['consume_s'], 1e-9):>10,.0f} records/s   ({r['partitions']} partitions{stalled})")
-    print(f"  kwire / librdkafka: produce {rd['produce_s'] / kw['produce_s']:.2f}x, consume "
-          f"{(kw['got'] / kw['consume_s']) / max(rd['got'] / max(rd['consume_s'], 1e-9), 1e-9):.2f}x")
-    print(f"  kwire serve: stored {kw['stored'] / 2**20:,.1f} MiB, RSS {kw['rss0'] / 2**20:,.1f} MiB at start, "
-          f"peak {kw['peak_rss'] / 2**20:,.1f} MiB ({kw['peak_rss'] / max(kw['stored'], 1):.2f}x stored), "
-          f"server CPU {kw['cpu']:.2f} s")
-    print(f"  load average after: {os.getloadavg()[0]:.2f}")
+    result = measure(args.records, args.value_bytes, args.partitions, args.brokers)
+    print(summary(result) + "\n")
+    print(render(result))
     return 0
 
 

@@ -11,10 +11,12 @@ between two medians of this run; the only figures not measured here are Java's, 
 The cases are the other benchmark files' own: the codec cases and library adapters of ``bench_codec.py``
 (timed by ``codec_ratios.measure``), the shapes and kafka-python inputs of ``bench_assignors.py``, the
 sticky groups of ``bench_sticky.py``, the leader's whole path of ``bench_leader.py`` (JoinGroupResponse
-frame to SyncGroupRequest frame, beside the array core on the same group), and the coordinator's KIP-848
-assignors of ``bench_server_assignors.py``.  Run it on a quiet machine: the full run times 1M-partition groups and
-kafka-python's pure-Python assignors, and both cores' load shows up in the numbers (the load average before
-and after is printed in the report).
+frame to SyncGroupRequest frame, beside the array core on the same group), the coordinator's KIP-848
+assignors of ``bench_server_assignors.py``, the record-batch codec of ``bench_records.py`` (against aiokafka's
+compiled record classes and kafka-python's) and records through ``kwire serve`` next to librdkafka's mock
+cluster (``bench_records_server.py``, one million records with confluent-kafka's clients).  Run it on a quiet
+machine: the full run times 1M-partition groups and kafka-python's pure-Python assignors, and both cores' load
+shows up in the numbers (the load average before and after is printed in the report).
 
 ``KWIRE_NO_EXTENSIONS=1`` benchmarks the pure-Python twins as "kwire" instead (the report says which).
 The chart needs matplotlib (``pip install matplotlib``); ``--no-chart`` skips it.
@@ -39,6 +41,8 @@ if REPO not in sys.path:
 
 from benches import bench_assignors as BA  # noqa: E402
 from benches import bench_leader as BL  # noqa: E402
+from benches import bench_records as BR  # noqa: E402
+from benches import bench_records_server as BRS  # noqa: E402
 from benches import bench_server_assignors as BSA  # noqa: E402
 from benches import bench_sticky as BS  # noqa: E402
 from benches import codec_ratios  # noqa: E402
@@ -307,6 +311,40 @@ def run_leader(quick, log):
     return rows
 
 
+def run_records(quick, log):
+    """The record-batch codec against aiokafka's compiled record classes and kafka-python's
+    (``bench_records``): decode and encode of 1, 100 and 10,000 records, uncompressed and with each codec.
+
+    In a process of its own: this one holds the assignor cases' million-partition groups by now, and a decode
+    that keeps 10,000 records alive pays for the collector's passes over that heap, which a consumer does not."""
+    import json
+    import subprocess
+
+    codecs, sizes, budget = (("none", "lz4"), (100,), 0.05) if quick else (BR.CODECS, BR.SIZES, 0.4)
+    log("records: decode and encode")
+    out = subprocess.run([sys.executable, os.path.join(REPO, "benches", "bench_records.py"), "--json", str(budget),
+                          "--codecs", ",".join(codecs), "--sizes", ",".join(map(str, sizes))],
+                         capture_output=True, text=True, check=True, cwd=REPO, timeout=3600)
+    return json.loads(out.stdout)
+
+
+def render_records(rec):
+    crc = ", ".join(f"{label} {rate:.2f} GB/s" for label, rate in rec["crc"].items())
+    return "\n".join([f"{rec['library']}.", "", "Decode (read every batch, check its CRC, read every record's offset, "
+                      "timestamp, key, value and headers; \"decompress\" is the codec library alone on the same "
+                      "payload, \"kwire own\" kwire's time minus it):", "", BR.render_decode(rec["decode"]), "",
+                      "Encode, from the same Python values to bytes:", "", BR.render_encode(rec["encode"]), "",
+                      f"CRC-32C over 1 MiB: {crc}."])
+
+
+def run_records_server(quick, log):
+    """One confluent-kafka producer and consumer through ``kwire serve`` and librdkafka's mock cluster
+    (``bench_records_server``), one after the other."""
+    n = 100_000 if quick else 1_000_000
+    log(f"records through the server: {n:,} records")
+    return BRS.measure(records=n)
+
+
 # --------------------------------------------------------------------------------------------------------
 # Rendering
 # --------------------------------------------------------------------------------------------------------
@@ -519,6 +557,8 @@ def main(argv=None):
     ap.add_argument("--server-only", action="store_true",
                     help="measure only the KIP-848 assignors and replace that section of REPORT.md (and, with "
                          "--readme, of README.md), saying when and at what load it was re-measured")
+    ap.add_argument("--no-records", action="store_true",
+                    help="skip the record-batch codec and the records-through-the-server sections")
     args = ap.parse_args(argv)
     if args.readme and args.quick:
         ap.error("--readme publishes: not from a --quick run")
@@ -553,6 +593,8 @@ def main(argv=None):
     log("leader path")
     leader_rows = run_leader(args.quick, log)
     server_rows = run_server(args.quick, log)
+    records = run_records(args.quick, log) if not args.no_records else None
+    through_server = run_records_server(args.quick, log) if not args.no_records else None
     load_after = os.getloadavg()
 
     v = _versions()
@@ -578,6 +620,14 @@ def main(argv=None):
     md += ["## The leader's whole path", "", "Bytes to bytes, as a group leader calls it (cases: "
            "`benches/bench_leader.py`).", "", render_leader(leader_rows), ""]
     md += ["## " + SERVER_HEADING, "", SERVER_INTRO + ".", "", render_server(server_rows), ""]
+    if records is not None:
+        md += ["## Record batches", "", "The same batches (a 12-byte key, a 100-byte value and two headers per "
+               "record) decoded and encoded by each library, the bytes written by aiokafka's builder (cases: "
+               "`benches/bench_records.py`).", "", render_records(records), ""]
+        md += ["## Records through the server", "", "`kwire serve` (its own process, 3 brokers) and librdkafka's "
+               "mock cluster (inside a client process, 3 brokers), the same clients one after the other "
+               f"(`benches/bench_records_server.py`): {BRS.summary(through_server)}.", "",
+               BRS.render(through_server), ""]
     md += ["## Java's figures (reference, not measured in this run)", ""]
     if anchor_lines:
         md += [f"Quoted from `{os.path.relpath(args.anchors, REPO)}`, section D: single-shot wall times of the "

@@ -103,7 +103,10 @@ class RecordCrcError(CorruptRecordError):
 
 class UnsupportedRecordFormatError(CorruptRecordError):
     """A record batch kwire does not read: the legacy message formats (magic 0
-    and 1), an unknown magic, or an unknown compression codec."""
+    and 1), an unknown magic, or an unknown compression codec.  ``magic`` is
+    the batch's magic when that is what kwire does not read, else None."""
+
+    magic = None
 
 
 class DecompressionLimitError(CorruptRecordError, LimitExceededError):

@@ -49,6 +49,37 @@ def test_null_client_id():
     assert kwire.decode_request(frame)[0].client_id is None
 
 
+@pytest.mark.parametrize("field,value,match", [
+    ("client_id", "\ud800", "UTF-8"),
+    ("client_id", "c" * 32768, "exceeds 32767"),
+    ("client_id", b"bytes", "expected str"),
+    ("client_id", 7, "expected str"),
+    ("correlation_id", 2 ** 31, "out of range"),
+    ("correlation_id", -(2 ** 31) - 1, "out of range"),
+    ("correlation_id", "1", "expected an integer"),
+    ("correlation_id", None, "expected an integer"),
+])
+def test_bad_header_values_are_named_in_both_twins(codec, field, value, match):
+    # The frame writer takes plain values without a try block of its own; anything else still gets the
+    # header field's name in its error.
+    args = {"correlation_id": 1, "client_id": "c", field: value}
+    with pytest.raises(kwire.EncodeError, match=match) as info:
+        codec.encode_request(codec.HeartbeatRequest(), 4, args["correlation_id"], args["client_id"])
+    assert info.value.path == field
+
+
+def test_header_values_of_other_int_and_str_types(codec):
+    import numpy as np
+
+    class Name(str):
+        pass
+
+    frame = codec.encode_request(codec.HeartbeatRequest(), 4, np.int32(-5), Name("client-é"))
+    header, _msg = codec.decode_request(frame)
+    assert (header.correlation_id, header.client_id) == (-5, "client-é")
+    assert codec.decode_request(codec.encode_request(codec.HeartbeatRequest(), 4, True, None))[0].correlation_id == 1
+
+
 def test_wrong_kind_of_message_is_refused():
     with pytest.raises(kwire.EncodeError):
         kwire.encode_request(kwire.HeartbeatResponse(), 0, 1)

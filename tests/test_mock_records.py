@@ -2,6 +2,7 @@
 storage caps, checked against what Kafka answers."""
 
 import asyncio
+import struct
 import threading
 import time
 
@@ -246,3 +247,46 @@ def test_mutated_produce_and_fetch_requests_are_answered_or_refused_and_the_serv
         assert produce(client, "t", 0, batch(1)).base_offset == (before[-1].offset + 1 if before else 0)
         stored = RecordBatch.decode(batch(3)).records
         assert all((r.key, r.value) in {(s.key, s.value) for s in stored} | {(b"k0", b"v0")} for r in before)
+
+
+def _legacy_message_set(value=b"v"):
+    # One magic-1 message (LegacyRecord): offset, size, then crc, magic 1, attributes, timestamp, key, value.
+    import zlib
+
+    body = struct.pack(">bbq", 1, 0, 1_000) + struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
+    return struct.pack(">qi", 0, 4 + len(body)) + struct.pack(">I", zlib.crc32(body)) + body
+
+
+def _legacy_produce(version, acks, correlation_id):
+    # ProduceRequest v0-2: request header v1, then acks, timeout_ms, [topic, [partition, message set]] (v3
+    # without its transactional id in front).
+    records = _legacy_message_set()
+    body = (struct.pack(">hi", acks, 1000) + struct.pack(">ih", 1, 1) + b"t" + struct.pack(">iii", 1, 0, len(records))
+            + records)
+    head = struct.pack(">hhih", codec.ApiKey.PRODUCE, version, correlation_id, 1) + b"c"
+    return struct.pack(">i", len(head) + len(body)) + head + body
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_produce_below_v3_is_answered_unsupported_version_in_its_own_layout(cluster, version):
+    client = Client(cluster)
+    client.send_raw(_legacy_produce(version, 1, 41))
+    frame = client.read_frame()
+    # ProduceResponse v0: correlation id, [topic, [partition, error code, base offset]]; v1 adds the throttle
+    # time after the topics, v2 the log append time after the base offset.
+    expected = struct.pack(">ii", 41, 1) + struct.pack(">h", 1) + b"t" + struct.pack(">iihq", 1, 0, E.UNSUPPORTED_VERSION, -1)
+    expected += struct.pack(">q", -1) if version >= 2 else b""
+    expected += struct.pack(">i", 0) if version >= 1 else b""
+    assert frame == struct.pack(">i", len(expected)) + expected
+    # The connection goes on, and nothing was stored.
+    assert produce(client, "t", 0, batch(1), version=3).base_offset == 0
+    assert [r.offset for r in cluster.records("t", 0)] == [0]
+    client.send_raw(_legacy_produce(version, 0, 42))  # acks 0: no answer to carry the error, so the close does
+    assert client.is_closed()
+
+
+def test_a_legacy_message_set_in_produce_v3_and_later_is_invalid_record(cluster):
+    client = Client(cluster)
+    for version in (3, 9):
+        assert produce(client, "t", 0, _legacy_message_set(), version=version).error_code == E.INVALID_RECORD
+    assert cluster.records("t", 0) == []

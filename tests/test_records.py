@@ -165,6 +165,26 @@ def test_a_decoded_record_can_be_changed_and_re_encoded(R):
     assert again.records[0] == batch.records[0]
 
 
+def test_record_and_header_fields_are_slots_in_both_twins(R):
+    # The compiled classes expose their fields as member descriptors, as the pure twin's __slots__ do: the
+    # interpreter reads them without a call.  Every field is set, deletion of each is refused in both classes.
+    import types
+
+    for cls, fields in ((R.Record, ("offset", "timestamp", "key", "value", "headers", "attributes")),
+                        (R.Header, ("key", "value"))):
+        assert all(type(cls.__dict__[f]) is types.MemberDescriptorType for f in fields), cls
+    record = R.RecordBatch.decode(R.RecordBatch(_records(R, 2)).encode()).records[1]
+    for f in ("offset", "timestamp", "key", "value", "headers", "attributes"):
+        with pytest.raises(FieldDeletionError):
+            delattr(record, f)
+        setattr(record, f, getattr(record, f))
+    header = record.headers[0]
+    header.value = b"v"
+    with pytest.raises(FieldDeletionError):
+        del header.key
+    assert (header.key, header.value) == ("trace", b"v") and record.headers[0] is header
+
+
 def test_many_batches_and_a_partial_tail(R):
     a = R.RecordBatch(_records(R, 3), base_offset=0).encode()
     b = R.RecordBatch(_records(R, 2, base=3), base_offset=3, compression="zstd").encode()

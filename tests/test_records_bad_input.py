@@ -134,12 +134,19 @@ def test_record_count_that_disagrees_with_the_records():
 def test_unknown_and_legacy_magic(magic):
     _, reason, offset, _ = _same_error(_batch(_plain_record(), 1, magic=magic), UnsupportedRecordFormatError, 16)
     assert ("legacy message format" in reason) == (magic in (0, 1))
+    for R in RECORDS:
+        with pytest.raises(UnsupportedRecordFormatError) as info:
+            R.read_batch_infos(_batch(_plain_record(), 1, magic=magic))
+        assert info.value.magic == magic
 
 
 def test_unknown_codec():
     for codec in (5, 6, 7):
         _, reason, _, _ = _same_error(_batch(_plain_record(), 1, attributes=codec), UnsupportedRecordFormatError, 21)
         assert f"unknown compression codec {codec}" in reason
+        with pytest.raises(UnsupportedRecordFormatError) as info:
+            RECORDS[0].decode_record_batches(_batch(_plain_record(), 1, attributes=codec))
+        assert info.value.magic is None
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
@@ -238,10 +245,19 @@ def test_a_decode_builds_no_more_per_byte_than_json_loads():
 
     doc = ("[" + ",".join(["{}"] * 20000) + "]").encode()
     json_ratio = _peak(lambda: json.loads(doc))[0] / len(doc)
+    big = 1 << 40
     for R in RECORDS:
         data = R.RecordBatch([R.Record(None, None, offset=i % 2) for i in range(20000)],
                              last_offset_delta=0).encode()
         peak, out = _peak(lambda: R.decode_record_batches(data))
         assert len(out[0].records) == 20000
+        assert peak / len(data) <= json_ratio, (R.__name__, peak / len(data), json_ratio)
+        # Offsets and timestamps above CPython's shared small ints, a new value on every record: two int objects
+        # more per 7 bytes, still within the bound.
+        data = R.RecordBatch([R.Record(None, None, offset=1000 + i % 2, timestamp=big + i % 2) for i in range(20000)],
+                             base_offset=1000, last_offset_delta=0, base_timestamp=big, max_timestamp=big).encode()
+        assert len(data) == len(out[0].records) * 7 + 61
+        peak, out = _peak(lambda: R.decode_record_batches(data))
+        assert out[0].records[1].offset == 1001 and out[0].records[1].timestamp == big + 1
         assert peak / len(data) <= json_ratio, (R.__name__, peak / len(data), json_ratio)
         assert _peak(lambda: R.read_batch_infos(data, check_records=True))[0] < 64 * 1024

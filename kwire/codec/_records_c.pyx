@@ -7,10 +7,9 @@ Same names, same results, same errors at the same offsets.  What is compiled:
   extension where the CPU has them, tables elsewhere);
 - the record walk, which checks every record of a batch without creating an
   object (``read_batch_infos(check_records=True)`` is nothing else);
-- the objects: a decoded :class:`Record` holds its batch's bytes and the
-  positions of its key, value and headers, and creates each Python object the
-  first time it is read (then keeps it).  Decoding checks the whole record
-  first, so reading a field later cannot fail;
+- the objects: a decode checks each record whole, then makes its
+  :class:`Record` with every field; the fields are slots that the interpreter
+  reads without a call (see ``_slot_members``);
 - encoding, straight into one buffer.
 
 Compression is a library call in both twins (``_records_common.decompress``
@@ -20,9 +19,10 @@ and ``compress``, over cramjam and zlib).
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromLongLong
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
-from cpython.ref cimport Py_INCREF
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.ref cimport PyObject, Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.limits cimport LLONG_MAX, LLONG_MIN
 from libc.string cimport memcmp, memcpy
@@ -75,13 +75,6 @@ cdef enum:
     TRANSACTIONAL_FLAG = 0x10
     CONTROL_FLAG = 0x20
     DELETE_HORIZON_FLAG = 0x40
-    # Which of a Record's fields hold their Python object (the others are read from the batch's bytes).
-    HAVE_OFFSET = 1
-    HAVE_TIMESTAMP = 2
-    HAVE_KEY = 4
-    HAVE_VALUE = 8
-    HAVE_HEADERS = 16
-    HAVE_ALL = 31
 
 
 # --- CRC-32C -------------------------------------------------------------------------------------------------------
@@ -185,7 +178,7 @@ cdef inline int _blob(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit,
     return 0
 
 
-cdef int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t where,
+cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t where,
                       _Rec* r) except -1:
     """One record (DefaultRecord.readFrom), checked whole; its fields' positions into ``r``."""
     cdef Py_ssize_t start = pos[0], body, limit, kat, klen
@@ -227,14 +220,20 @@ cdef int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, P
     return 0
 
 
-cdef object _walk_records(object owner, const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
+cdef object _walk_records(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
                           int64_t base_offset, int64_t base_timestamp, Py_ssize_t where, bint build):
     """Check (and with ``build``, decode) ``count`` records in ``b[pos:end]``; a list of Record or None."""
     cdef _Rec r
     cdef int32_t j
+    cdef int64_t ts, last_ts = 0
     cdef Record rec
-    cdef list out = [] if build else None
+    cdef list out = None
+    cdef bint sized = count <= (end - pos) // MIN_RECORD_SIZE  # a count the bytes can hold: one list of that size
+    if build:
+        out = PyList_New(count) if sized else []
     cdef tuple keys = None
+    cdef _Keys k
+    cdef object last_ts_o = None
     for j in range(count):
         if pos >= end:
             raise _fail(f"record count {count} but only {j} records are present", pos, where)
@@ -244,18 +243,27 @@ cdef object _walk_records(object owner, const unsigned char* b, Py_ssize_t pos, 
             raise exc.prepend_path(j).prepend_path("records") from None
         if build:
             rec = Record.__new__(Record)
-            rec.buf_owner = owner
-            rec.buf = b
-            rec.offset_c = <int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>r.offset_delta)
-            rec.timestamp_c = <int64_t>(<uint64_t>base_timestamp + <uint64_t>r.ts_delta)
+            rec.offset = PyLong_FromLongLong(<int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>r.offset_delta))
+            ts = <int64_t>(<uint64_t>base_timestamp + <uint64_t>r.ts_delta)
+            if last_ts_o is None or ts != last_ts:  # records of one batch often share a millisecond: one int
+                last_ts_o = PyLong_FromLongLong(ts)
+                last_ts = ts
+            rec.timestamp = last_ts_o
+            rec.key = None if r.key_len < 0 else PyBytes_FromStringAndSize(<const char*>b + r.key_pos, r.key_len)
+            rec.value = None if r.value_len < 0 else PyBytes_FromStringAndSize(
+                <const char*>b + r.value_pos, r.value_len)
+            if r.hdr_count:
+                if keys is None:
+                    keys = _batch_keys(b, r.hdr_pos, r.hdr_end, r.hdr_count, &k)
+                rec.headers = _read_headers(b, r.hdr_pos, r.hdr_end, r.hdr_count, keys, &k)
+            else:
+                rec.headers = ()
             rec.attributes = r.attributes
-            rec.key_pos, rec.key_len = r.key_pos, <int32_t>r.key_len
-            rec.value_pos, rec.value_len = r.value_pos, <int32_t>r.value_len
-            rec.hdr_pos, rec.hdr_count = r.hdr_pos, r.hdr_count
-            if keys is None and r.hdr_count:
-                keys = _batch_keys(b, r.hdr_pos, r.hdr_end, r.hdr_count)
-            rec.keys = keys
-            out.append(rec)
+            if sized:
+                Py_INCREF(rec)
+                PyList_SET_ITEM(out, j, rec)
+            else:  # a count beyond what the bytes hold: the walk raises before its end (no list of that size)
+                out.append(rec)
     if pos != end:
         raise _fail(f"bytes after the {count} records the batch declares", pos, where)
     return out
@@ -332,19 +340,17 @@ cdef int _header(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, bint ch
     return 1
 
 
-cdef object _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
+cdef object _records_of(const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
                         bint build):
     cdef Py_ssize_t start = pos + HEADER_SIZE, batch_end = pos + LOG_OVERHEAD + h.length
     cdef int codec = h.attributes & COMPRESSION_MASK
     cdef _View plain_view
     if not codec:
-        return _walk_records(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, build)
+        return _walk_records(b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, build)
     payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
     plain = decompress(codec, payload, limit, start)
     plain_view = _View(plain)
-    # The memoryview ``plain`` holds its bytearray's buffer for as long as a Record refers to it, so the pointer
-    # taken here stays valid after ``plain_view`` is released.
-    return _walk_records(plain, plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, build)
+    return _walk_records(plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, build)
 
 
 cdef object _info(Py_ssize_t pos, _Head* h):
@@ -393,7 +399,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
                 out.partial_tail = v.n - pos
                 break
             if walk:
-                _records_of(None, v.p, pos, &h, limit, False)
+                _records_of(v.p, pos, &h, limit, False)
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         out.append(_info(pos, &h))
@@ -407,8 +413,7 @@ def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
                           max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
     """Every batch in ``data`` decoded to a :class:`RecordBatch`, as a :class:`BatchList`.
 
-    The records refer to ``data`` for their keys, values and headers until those are read, so input that is not
-    ``bytes`` (and could change under them) is copied once first."""
+    Input that is not ``bytes`` (and could change while it is read) is copied once first."""
     cdef _Head h
     cdef Py_ssize_t pos = 0, index = 0, n
     cdef const unsigned char* p
@@ -427,7 +432,7 @@ def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
             if not _header(p, pos, n, check_crc, allow_partial_tail, &h):
                 out.partial_tail = n - pos
                 break
-            records = _records_of(data, p, pos, &h, limit, True)
+            records = _records_of(p, pos, &h, limit, True)
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         batch = RecordBatch.__new__(RecordBatch)

@@ -97,10 +97,13 @@ def make_info(position, size, fields):
 
 def unsupported_magic(magic, offset):
     if magic in (0, 1):
-        return UnsupportedRecordFormatError(
+        error = UnsupportedRecordFormatError(
             f"record batch magic {magic} is the legacy message format, which kwire does not read "
             "(only magic 2, Kafka 0.11 and later)", offset)
-    return UnsupportedRecordFormatError(f"unknown record batch magic {magic} (kwire reads magic 2)", offset)
+    else:
+        error = UnsupportedRecordFormatError(f"unknown record batch magic {magic} (kwire reads magic 2)", offset)
+    error.magic = magic
+    return error
 
 
 def unknown_codec(codec, offset):

@@ -25,8 +25,7 @@ from kwire.codec._records_common import (
 cdef class Header:
     """A record header: ``key`` (str) and ``value`` (bytes or None).  Unpacks as ``key, value = header``."""
 
-    cdef public object key
-    cdef public object value
+    cdef object key, value  # read and written from Python through slot descriptors (see _slot_members)
 
     def __init__(self, key, value=None):
         self.key = key
@@ -54,31 +53,35 @@ cdef class Header:
         refuse_deletion(self, name)
 
 
-cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, tuple keys):
+cdef enum:
+    KEYS_MAX = 16  # header keys of a batch remembered (see _read_headers)
+
+
+cdef struct _Keys:
+    # The UTF-8 of the batch's remembered header keys: the bytes a str keeps with it, valid while the str lives.
+    int n
+    const char* p[KEYS_MAX]
+    Py_ssize_t len[KEYS_MAX]
+
+
+cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, tuple keys,
+                          _Keys* k):
     """The headers of a record the walk has already checked: a tuple of Header.
 
-    ``keys`` holds the header keys of the batch's first record that has headers, as str: a producer usually
-    sends the same keys in the same order on every record, so the i-th key is first compared with the i-th of
-    those, and the str is shared when the bytes are the same (str is immutable)."""
+    ``keys`` holds the header keys of the batch's first record that has headers, as str (their UTF-8 in ``k``):
+    a producer usually sends the same keys in the same order on every record, so the i-th key is first compared
+    with the i-th of those, and the str is shared when the bytes are the same (str is immutable)."""
     cdef int32_t i, n = 0
-    cdef Py_ssize_t klen = 0
-    cdef const char* kp
     cdef Header h
-    cdef object key
-    if count == 0:
-        return ()
     out = PyTuple_New(count)
     rd_varint(b, &pos, limit, &n)  # the count
     for i in range(count):
         rd_varint(b, &pos, limit, &n)
         h = Header.__new__(Header)
-        key = None
-        if keys is not None and i < PyTuple_GET_SIZE(keys):
-            key = <object>PyTuple_GET_ITEM(keys, i)
-            kp = PyUnicode_AsUTF8AndSize(key, &klen)  # ASCII keys: the str's own bytes, nothing made
-            if klen != n or memcmp(kp, b + pos, n) != 0:
-                key = None
-        h.key = key if key is not None else PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+        if i < k.n and k.len[i] == n and memcmp(k.p[i], b + pos, n) == 0:
+            h.key = <object>PyTuple_GET_ITEM(keys, i)
+        else:
+            h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n < 0:
@@ -94,19 +97,21 @@ cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t lim
     return out
 
 
-cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count):
+cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, _Keys* k):
     """The keys of one record's headers (checked by the walk), as str: the batch's guess at its header keys."""
     cdef int32_t i, n = 0
     cdef list out = []
     rd_varint(b, &pos, limit, &n)
-    for i in range(min(count, 16)):
+    k.n = 0
+    for i in range(min(count, KEYS_MAX)):
         rd_varint(b, &pos, limit, &n)
         key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
         try:
-            PyUnicode_AsUTF8AndSize(key, NULL)  # a key with a lone surrogate has no UTF-8: not shared
+            k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a key with a lone surrogate has no UTF-8: not shared
         except UnicodeEncodeError:
             break
         out.append(key)
+        k.n = i + 1
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n > 0:
@@ -119,105 +124,21 @@ cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit,
 cdef class Record:
     """One record: its absolute ``offset`` and ``timestamp`` (the batch's base plus the record's deltas, wrapping
     as Java's long arithmetic does), ``key`` and ``value`` (bytes or None), ``headers`` (a tuple of
-    :class:`Header`; pairs are converted) and ``attributes`` (unused by Kafka, kept).
+    :class:`Header`; pairs are converted) and ``attributes`` (unused by Kafka, kept)."""
 
-    A decoded record creates each field's object when it is first read."""
-
-    cdef object buf_owner  # the bytes the positions below point into (None once every field has its object)
-    cdef const unsigned char* buf
-    cdef int64_t offset_c, timestamp_c
-    cdef Py_ssize_t key_pos, value_pos, hdr_pos  # the end of the headers is not kept: the walk checked them
-    cdef int32_t key_len, value_len, hdr_count
-    cdef int have
-    cdef tuple keys  # the batch's header keys, shared (see _read_headers)
-    cdef object offset_o, timestamp_o, key_o, value_o, headers_o
-    cdef public object attributes
+    # Read and written from Python through slot descriptors (see _slot_members).  A decode fills every field
+    # when it makes the record: reading all of them is the usual case, and a field that is a slot is read by
+    # the interpreter's specialised attribute load, far cheaper than a property's call.
+    cdef object offset, timestamp, key, value, headers, attributes
 
     def __init__(self, key=None, value=None, headers=(), *, offset=0, timestamp=0, attributes=0):
-        self.offset_o = offset
-        self.timestamp_o = timestamp
-        self.key_o = key
-        self.value_o = value
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
         # as_headers, in C: this runs once per record a producer builds.
-        self.headers_o = tuple([h if type(h) is Header else Header(*h) for h in headers]) if headers else ()
+        self.headers = tuple([h if type(h) is Header else Header(*h) for h in headers]) if headers else ()
         self.attributes = attributes
-        self.have = HAVE_ALL
-        self.buf_owner = None
-
-    cdef inline void got(self, int field):
-        self.have |= field
-        if self.have & (HAVE_KEY | HAVE_VALUE | HAVE_HEADERS) == HAVE_KEY | HAVE_VALUE | HAVE_HEADERS:
-            self.buf_owner = None
-            self.buf = NULL
-            self.keys = None
-
-    # A first read creates and stores the field's object: under a critical section, so that two threads of a
-    # free-threaded interpreter reading one record at once cannot both replace it (no cost with the GIL).
-    @property
-    def offset(self):
-        with cython.critical_section(self):
-            return self.offset_o if self.have & HAVE_OFFSET else PyLong_FromLongLong(self.offset_c)
-
-    @offset.setter
-    def offset(self, value):
-        with cython.critical_section(self):
-            self.offset_o = value
-            self.have |= HAVE_OFFSET
-
-    @property
-    def timestamp(self):
-        with cython.critical_section(self):
-            return self.timestamp_o if self.have & HAVE_TIMESTAMP else PyLong_FromLongLong(self.timestamp_c)
-
-    @timestamp.setter
-    def timestamp(self, value):
-        with cython.critical_section(self):
-            self.timestamp_o = value
-            self.have |= HAVE_TIMESTAMP
-
-    @property
-    def key(self):
-        with cython.critical_section(self):
-            if not self.have & HAVE_KEY:
-                self.key_o = None if self.key_len < 0 else PyBytes_FromStringAndSize(
-                    <const char*>self.buf + self.key_pos, self.key_len)
-                self.got(HAVE_KEY)
-            return self.key_o
-
-    @key.setter
-    def key(self, value):
-        with cython.critical_section(self):
-            self.key_o = value
-            self.got(HAVE_KEY)
-
-    @property
-    def value(self):
-        with cython.critical_section(self):
-            if not self.have & HAVE_VALUE:
-                self.value_o = None if self.value_len < 0 else PyBytes_FromStringAndSize(
-                    <const char*>self.buf + self.value_pos, self.value_len)
-                self.got(HAVE_VALUE)
-            return self.value_o
-
-    @value.setter
-    def value(self, value):
-        with cython.critical_section(self):
-            self.value_o = value
-            self.got(HAVE_VALUE)
-
-    @property
-    def headers(self):
-        with cython.critical_section(self):
-            if not self.have & HAVE_HEADERS:
-                self.headers_o = _read_headers(self.buf, self.hdr_pos, PY_SSIZE_T_MAX, self.hdr_count, self.keys)
-                self.got(HAVE_HEADERS)
-            return self.headers_o
-
-    @headers.setter
-    def headers(self, value):
-        with cython.critical_section(self):
-            self.headers_o = value
-            self.got(HAVE_HEADERS)
 
     def __eq__(self, other):
         return fields_eq(self, other, RECORD_FIELDS)
@@ -236,6 +157,79 @@ cdef class Record:
 
     def __delattr__(self, name):
         refuse_deletion(self, name)
+
+
+# --- Slot descriptors ---------------------------------------------------------------------------------------------
+# Cython exposes a cdef class's object fields through properties (getset descriptors), which the interpreter calls
+# like a function on every read.  A member descriptor of type T_OBJECT_EX over the same field is what a Python
+# class's __slots__ gets, and CPython's specialising interpreter reads such a field straight from the object
+# (LOAD_ATTR_SLOT): with five fields read per record, that is a third of a decode.  The fields are never NULL (the
+# type's tp_new fills them with None and deletion is refused), so the descriptors behave as the properties did.
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        const char* name
+        int type
+        Py_ssize_t offset
+        int flags
+        const char* doc
+    int T_OBJECT_EX
+
+cdef extern from "Python.h":
+    ctypedef struct _TypeFields "PyTypeObject":
+        Py_ssize_t tp_basicsize
+        PyObject* tp_dict
+    object PyDescr_NewMember(_TypeFields*, PyMemberDef*)
+    void PyType_Modified(_TypeFields*)
+
+
+cdef Py_ssize_t _field_offset(object obj, object marker) except -1:
+    """Where in ``obj``'s memory the field holding ``marker`` is (Cython names its struct, not its offsets)."""
+    cdef PyObject** p = <PyObject**><PyObject*>obj
+    cdef Py_ssize_t i
+    cdef type cls = type(obj)
+    for i in range(2, (<_TypeFields*><PyObject*>cls).tp_basicsize // <Py_ssize_t>sizeof(PyObject*)):
+        if p[i] == <PyObject*>marker:
+            return i * <Py_ssize_t>sizeof(PyObject*)
+    raise ImportError(f"{type(obj).__name__}: a field's slot was not found")
+
+
+cdef list _kept = []  # the member definitions and their names live as long as the types
+
+
+cdef int _slot_members(type cls, tuple names, object obj, tuple markers) except -1:
+    """Replaces ``cls``'s properties ``names`` by member descriptors over the fields that hold ``markers`` in
+    ``obj`` (an instance whose fields were set to them)."""
+    cdef _TypeFields* t = <_TypeFields*><PyObject*>cls
+    cdef PyMemberDef* defs = <PyMemberDef*>PyMem_Malloc(len(names) * sizeof(PyMemberDef))
+    cdef Py_ssize_t i
+    if defs == NULL:
+        raise MemoryError()
+    for i, name in enumerate(names):
+        encoded = name.encode()
+        _kept.append(encoded)
+        defs[i].name = PyBytes_AS_STRING(encoded)
+        defs[i].type = T_OBJECT_EX
+        defs[i].offset = _field_offset(obj, markers[i])
+        defs[i].flags = 0
+        defs[i].doc = NULL
+        (<dict><object>t.tp_dict)[name] = PyDescr_NewMember(t, &defs[i])
+    PyType_Modified(t)
+    return 0
+
+
+cdef int _install_slots() except -1:
+    cdef Record r = Record.__new__(Record)
+    cdef Header h = Header.__new__(Header)
+    markers = tuple([object() for _ in RECORD_FIELDS])
+    r.offset, r.timestamp, r.key, r.value, r.headers, r.attributes = markers
+    _slot_members(Record, RECORD_FIELDS, r, markers)
+    h.key, h.value = markers[:2]
+    _slot_members(Header, HEADER_FIELDS, h, markers[:2])
+    return 0
+
+
+_install_slots()
 
 
 cdef class RecordBatch:
@@ -413,110 +407,53 @@ cdef inline void _put_blob(_Out* o, object v) noexcept:
     o.n += n
 
 
-cdef inline void _put_raw(_Out* o, const unsigned char* p, Py_ssize_t pos, Py_ssize_t n) noexcept:
-    if n < 0:
-        o.p[o.n] = 1
-        o.n += 1
-        return
-    o.n += wr_varint(o.p + o.n, n)
-    memcpy(o.p + o.n, p + pos, n)
-    o.n += n
-
-
-cdef inline Py_ssize_t _raw_size(Py_ssize_t n) noexcept:
-    return 1 if n < 0 else varint_size(n) + n
-
-
 cdef int _encode_record(_Out* o, object obj, Py_ssize_t index, int64_t base_offset, int64_t base_ts) except -1:
-    """Appends one record.  A compiled Record whose fields are untouched or plain (int, bytes or None, a tuple of
-    Header with str keys) is written here, its untouched fields straight from the bytes it was decoded from;
-    anything else goes through ``check_record``, the checks both twins share, and is written from its result."""
+    """Appends one record.  A compiled Record whose fields are plain (int, bytes or None, a tuple of Header with
+    str keys) is written here; anything else goes through ``check_record``, the checks both twins share, and is
+    written from its result."""
     cdef Record rec
     cdef int64_t offset, ts
     cdef int attributes
-    cdef Py_ssize_t size, klen = 0, hpos
-    cdef int32_t hcount = 0, i, n = 0
-    cdef const unsigned char* p = NULL
+    cdef Py_ssize_t size, klen = 0
     cdef const char* kp
-    cdef int have
     cdef bint p_plain = type(obj) is Record and _plain(<Record>obj)
-    key = value = headers = None
     if p_plain:
         rec = <Record>obj
-        p = rec.buf
-        offset = rec.offset_o if rec.have & HAVE_OFFSET else rec.offset_c
-        ts = rec.timestamp_o if rec.have & HAVE_TIMESTAMP else rec.timestamp_c
-        attributes = rec.attributes
-        key, value, headers = rec.key_o, rec.value_o, rec.headers_o
-        have = rec.have
+        offset, ts, attributes = rec.offset, rec.timestamp, rec.attributes
+        key, value, headers = rec.key, rec.value, rec.headers
     else:
         offset, ts, key, value, headers, attributes = check_record(obj, ("records", index))
-        have = HAVE_ALL
     delta64 = <int64_t>(<uint64_t>offset - <uint64_t>base_offset)
     if delta64 < -2147483648 or delta64 > 2147483647:
         offset_delta(offset, base_offset, index)  # raises the pure twin's EncodeError
     # The body's size first: it is written before the body.
     size = 1 + varint_size(<int64_t>(<uint64_t>ts - <uint64_t>base_ts)) + varint_size(delta64)
-    size += _blob_size(key) if have & HAVE_KEY else _raw_size(rec.key_len)
-    size += _blob_size(value) if have & HAVE_VALUE else _raw_size(rec.value_len)
-    if have & HAVE_HEADERS:
-        size += varint_size(len(headers))
-        for h in headers:
-            if p_plain:  # Header objects whose str keys _plain has checked: their UTF-8 is cached in the str
-                PyUnicode_AsUTF8AndSize((<Header>h).key, &klen)
-                size += varint_size(klen) + klen + _blob_size((<Header>h).value)
-            else:  # check_record's (bytes, bytes or None) pairs
-                size += _blob_size(h[0]) + _blob_size(h[1])
-    else:
-        hpos = rec.hdr_pos
-        rd_varint(p, &hpos, PY_SSIZE_T_MAX, &hcount)
-        size += varint_size(hcount)
-        for i in range(hcount):
-            rd_varint(p, &hpos, PY_SSIZE_T_MAX, &n)
-            size += _raw_size(n)
-            hpos += n
-            rd_varint(p, &hpos, PY_SSIZE_T_MAX, &n)
-            size += _raw_size(n)
-            if n > 0:
-                hpos += n
+    size += _blob_size(key) + _blob_size(value) + varint_size(len(headers))
+    for h in headers:
+        if p_plain:  # Header objects whose str keys _plain has checked: their UTF-8 is cached in the str
+            PyUnicode_AsUTF8AndSize((<Header>h).key, &klen)
+            size += varint_size(klen) + klen + _blob_size((<Header>h).value)
+        else:  # check_record's (bytes, bytes or None) pairs
+            size += _blob_size(h[0]) + _blob_size(h[1])
     _reserve(o, size + 10)
     o.n += wr_varint(o.p + o.n, size)
     o.p[o.n] = <unsigned char>attributes
     o.n += 1
     o.n += wr_varint(o.p + o.n, <int64_t>(<uint64_t>ts - <uint64_t>base_ts))
     o.n += wr_varint(o.p + o.n, delta64)
-    if have & HAVE_KEY:
-        _put_blob(o, key)
-    else:
-        _put_raw(o, p, rec.key_pos, rec.key_len)
-    if have & HAVE_VALUE:
-        _put_blob(o, value)
-    else:
-        _put_raw(o, p, rec.value_pos, rec.value_len)
-    if have & HAVE_HEADERS:
-        o.n += wr_varint(o.p + o.n, len(headers))
-        for h in headers:
-            if p_plain:
-                kp = PyUnicode_AsUTF8AndSize((<Header>h).key, &klen)
-                o.n += wr_varint(o.p + o.n, klen)
-                memcpy(o.p + o.n, kp, klen)
-                o.n += klen
-                _put_blob(o, (<Header>h).value)
-            else:
-                _put_blob(o, h[0])
-                _put_blob(o, h[1])
-    else:
-        hpos = rec.hdr_pos
-        rd_varint(p, &hpos, PY_SSIZE_T_MAX, &hcount)
-        o.n += wr_varint(o.p + o.n, hcount)
-        for i in range(hcount):
-            rd_varint(p, &hpos, PY_SSIZE_T_MAX, &n)
-            _put_raw(o, p, hpos, n)
-            hpos += n
-            rd_varint(p, &hpos, PY_SSIZE_T_MAX, &n)
-            _put_raw(o, p, hpos, n)
-            if n > 0:
-                hpos += n
+    _put_blob(o, key)
+    _put_blob(o, value)
+    o.n += wr_varint(o.p + o.n, len(headers))
+    for h in headers:
+        if p_plain:
+            kp = PyUnicode_AsUTF8AndSize((<Header>h).key, &klen)
+            o.n += wr_varint(o.p + o.n, klen)
+            memcpy(o.p + o.n, kp, klen)
+            o.n += klen
+            _put_blob(o, (<Header>h).value)
+        else:
+            _put_blob(o, h[0])
+            _put_blob(o, h[1])
     return 0
 
 
@@ -563,24 +500,16 @@ cdef bint _batch_plain(RecordBatch b):
 
 
 cdef bint _plain(Record rec):
-    """Whether every field ``rec`` holds as an object has the type the fast path writes without a check."""
-    cdef int have = rec.have
-    if have & HAVE_OFFSET and not _fits64(rec.offset_o):
-        return False
-    if have & HAVE_TIMESTAMP and not _fits64(rec.timestamp_o):
+    """Whether every field of ``rec`` has the type the fast path writes without a check."""
+    if not (_fits64(rec.offset) and _fits64(rec.timestamp)):
         return False
     if not (type(rec.attributes) is int and -128 <= rec.attributes <= 127):
         return False
-    if have & HAVE_KEY and not _is_blob(rec.key_o):
+    if not (_is_blob(rec.key) and _is_blob(rec.value)) or type(rec.headers) is not tuple:
         return False
-    if have & HAVE_VALUE and not _is_blob(rec.value_o):
-        return False
-    if have & HAVE_HEADERS:
-        if type(rec.headers_o) is not tuple:
+    for h in rec.headers:
+        if type(h) is not Header or not _utf8_ok((<Header>h).key) or not _is_blob((<Header>h).value):
             return False
-        for h in rec.headers_o:
-            if type(h) is not Header or not _utf8_ok((<Header>h).key) or not _is_blob((<Header>h).value):
-                return False
     return True
 
 

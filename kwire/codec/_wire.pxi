@@ -27,6 +27,11 @@ from libc.stdint cimport INT64_MIN, INT64_MAX, int8_t, int16_t, int32_t, int64_t
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+    # The same function unchecked (NULL with an exception set), for w_string: its caller tests the result itself
+    # instead of opening a try block, whose entry costs every call (Cython saves the thread's exception state).
+    const char* _utf8_or_null "PyUnicode_AsUTF8AndSize"(object, Py_ssize_t*)
+    bint PyErr_ExceptionMatches(object)
+    void PyErr_Clear()
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
     object PyUnicode_New(Py_ssize_t, Py_UCS4)
     ctypedef struct PyASCIIObject:

@@ -209,15 +209,22 @@ cdef int w_string(Writer* w, object v, bint compact, bint nullable) except -1:
     if not PyUnicode_Check(v):
         raise EncodeError(f"expected str, got {type(v).__name__}")
     cdef Py_ssize_t n
-    cdef const char* p
-    try:
-        p = PyUnicode_AsUTF8AndSize(v, &n)
-    except UnicodeEncodeError:
-        raise EncodeError("string is not encodable as UTF-8") from None
+    cdef const char* p = _utf8_or_null(v, &n)
+    if p == NULL:
+        return _w_string_failed()
     if n > MAX_STRING:
         raise EncodeError(f"string of {n} UTF-8 bytes exceeds {MAX_STRING}")
     w_length(w, n, compact, 0)
     return w_raw(w, p, n)
+
+
+cdef int _w_string_failed() except -1:
+    # PyUnicode_AsUTF8AndSize's error: a str with a lone surrogate has no UTF-8 (the value's fault); any other
+    # error (MemoryError) is left to propagate.
+    if PyErr_ExceptionMatches(UnicodeEncodeError):
+        PyErr_Clear()
+        raise EncodeError("string is not encodable as UTF-8") from None
+    return -1
 
 
 cdef int w_bytes_raw(Writer* w, const void* p, Py_ssize_t n, bint compact) except -1:

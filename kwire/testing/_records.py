@@ -9,6 +9,8 @@ Transactions are not supported: a transactional producer is refused with TRANSAC
 (its InitProducerId, and any Produce with a transactional id or a transactional batch).
 """
 
+import struct
+
 from kwire.codec import (
     ApiKey,
     ErrorCode,
@@ -23,14 +25,18 @@ from kwire.codec import (
     PartitionProduceResponse,
     ProduceLeaderIdAndEpoch,
     ProduceNodeEndpoint,
+    ProduceRequest,
     ProduceResponse,
     RecordBatch,
     TopicProduceResponse,
     read_batch_infos,
 )
-from kwire.errors import DecodeError
+from kwire.errors import DecodeError, UnsupportedRecordFormatError
 
 from ._log import AppendError
+
+_I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+_PARTITION = struct.Struct(">ihq")
 
 # Fetch waits at most this long whatever the client asks.
 MAX_FETCH_WAIT_MS = 30_000
@@ -119,6 +125,21 @@ class RecordApis:
         endpoints = [ProduceNodeEndpoint(node_id=b, host=self.host, port=self.ports[b]) for b in sorted(leaders) if b >= 0]
         fill(ProduceResponse(responses=responses, node_endpoints=endpoints))
 
+    def _legacy_produce(self, conn, body, version, correlation_id):
+        """Produce v0-2 (the message formats 0 and 1 era, removed from Kafka 4.0 by KIP-896): every partition is
+        answered UNSUPPORTED_VERSION in a response of the request's own version, which the codec's tables do not
+        hold, so it is written here.  Its request is v3 without the transactional id in front, read as such."""
+        try:
+            req = ProduceRequest.decode(b"\xff\xff" + bytes(body), 3)  # a null transactional id, then v0-2's body
+        except DecodeError as e:
+            conn.close(f"malformed Produce v{version} request: {e}", graceful=True)
+            return
+        if req.acks == 0:
+            # As in _produce: with acks 0 an error is told by closing the connection.
+            conn.close(f"Produce v{version} is not supported (acks 0: no answer)", graceful=True)
+            return
+        conn.slot()(legacy_produce_response(req, version, correlation_id))
+
     def _append(self, name, partition, records, version, now):
         """Store one partition's records; returns ``(base offset, log start offset)``."""
         if not records:
@@ -126,14 +147,16 @@ class RecordApis:
         try:
             infos = read_batch_infos(records)
         except DecodeError as e:
+            if isinstance(e, UnsupportedRecordFormatError) and e.magic is not None:
+                # ProduceRequest.validateRecords: from v3 only magic 2; a legacy message set is INVALID_RECORD.
+                raise _Refused(ErrorCode.INVALID_RECORD,
+                               f"Produce v{version} carries only record batches of magic 2, not {e.magic}") from None
             raise _Refused(ErrorCode.CORRUPT_MESSAGE, f"the record batch cannot be read: {e}") from None
         if len(infos) != 1:
             # ProduceRequest.validateRecords: from v3 exactly one batch per partition.
             raise _Refused(ErrorCode.INVALID_RECORD,
                            f"Produce v{version} must carry exactly one record batch per partition, not {len(infos)}")
         info = infos[0]
-        if info.magic != 2:
-            raise _Refused(ErrorCode.INVALID_RECORD, f"record batches of magic {info.magic} are not supported")
         if info.compression == _ZSTD and version < 7:
             raise _Refused(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
         if info.is_control:
@@ -306,3 +329,23 @@ def _first_record_at_least(log, i, target):
         if record.timestamp >= target:
             return record.timestamp, record.offset
     return log.max_timestamps[i], log.lasts[i]
+
+
+def legacy_produce_response(req, version, correlation_id):
+    """The frame answering Produce ``req`` at ``version`` 0-2 with UNSUPPORTED_VERSION for each partition.
+
+    ProduceResponse v0: [topic name (string), [partition index (int32), error code (int16), base offset (int64)]];
+    v1 adds throttle_time_ms (int32) after the topics, v2 log_append_time_ms (int64) after each base offset.
+    The response header is v0, the correlation id alone."""
+    out = [_I32.pack(correlation_id), _I32.pack(len(req.topic_data))]
+    for t in req.topic_data:
+        name = t.name.encode()
+        out += [_I16.pack(len(name)), name, _I32.pack(len(t.partition_data))]
+        for p in t.partition_data:
+            out.append(_PARTITION.pack(p.index, ErrorCode.UNSUPPORTED_VERSION, -1))
+            if version >= 2:
+                out.append(_I64.pack(-1))
+    if version >= 1:
+        out.append(_I32.pack(0))
+    frame = b"".join(out)
+    return _I32.pack(len(frame)) + frame

@@ -278,6 +278,10 @@ class ClusterServer(TopicApis, RecordApis):
             response = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=self._api_list())
             conn.slot()(DEFAULT.encode_response(response, 0, header.correlation_id))
             return
+        if key == ApiKey.PRODUCE and version < span[0]:
+            # KIP-896: a version Kafka 4.0 removed is answered UNSUPPORTED_VERSION, not dropped.
+            self._legacy_produce(conn, body, version, header.correlation_id)
+            return
         if not span[0] <= version <= span[1]:
             conn.close(f"api key {key} version {version} is not supported (versions {span[0]}-{span[1]})",
                        graceful=True)
