@@ -359,7 +359,7 @@ class ConsumerGroupSim:
         if client.gone:
             return
         self.truth["events"].append((self.now, client.name, "resume", client.member_id))
-        client.poll_at = None
+        client.poll_at = self.now
         self._poll(client, self.now)
 
     def flaky(self, client, t, for_us):
