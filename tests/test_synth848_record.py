@@ -1,0 +1,238 @@
+"""``kwire record`` between real consumer-protocol clients and ``kwire serve``.
+
+``kwire serve`` advertises the recorder's address (``--advertise``), so every connection of the clients, the
+coordinator's included, goes through ``kwire record``.  Three confluent-kafka consumers with
+``group.protocol=consumer`` (tests/consumer848_client.py, each its own process) join; one closes (a leave
+heartbeat at epoch -1), one is killed with SIGKILL (fenced after the session timeout), the last one is then
+given everything and asked for the group's state with ConsumerGroupDescribe.  The capture must hold their
+ConsumerGroupHeartbeat traffic, paired by the batch decoder (``kwire.codec.batch_decoder()``), with the member
+epochs and assignments the server gave: what the clients' own callbacks saw and what the server describes.
+
+Every process listens on 127.0.0.1, is bounded in time and is stopped by its pid.
+"""
+
+import collections
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from kwire import codec  # noqa: E402
+from kwire.codec import ApiKey  # noqa: E402
+from tests.processes import Lines, stop_process  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLIENT = os.path.join(ROOT, "tests", "consumer848_client.py")
+HAVE_CONFLUENT = importlib.util.find_spec("confluent_kafka") is not None
+TOPIC, PARTITIONS = "orders", 6
+SESSION_MS, HEARTBEAT_MS = 6000, 500
+TIMEOUT_S = 40
+KIP848 = [f"group.consumer.session.timeout.ms={SESSION_MS}", "group.consumer.min.session.timeout.ms=1000",
+          f"group.consumer.heartbeat.interval.ms={HEARTBEAT_MS}", "group.consumer.min.heartbeat.interval.ms=100"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, timeout=TIMEOUT_S):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def test_serve_advertises_the_address_it_is_given(tmp_path):
+    # Quick: Metadata and FindCoordinator name the advertised address, not the listener.
+    proc = subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", "--topic", "t:2",
+                             "--advertise", "127.0.0.1:4242"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=ROOT))
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("kwire serve: listening on "), line
+        host, _, port = line[len("kwire serve: listening on "):].split()[0].rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=10) as s:
+            f = s.makefile("rb")
+            for corr, (req, version) in enumerate([(codec.MetadataRequest(topics=None), 9),
+                                                   (codec.FindCoordinatorRequest(key="g"), 2)]):
+                s.sendall(codec.encode_request(req, version, corr, "t"))
+                size = int.from_bytes(f.read(4), "big")
+                _, resp = codec.decode_response(size.to_bytes(4, "big") + f.read(size), req.api_key, version)
+                if isinstance(resp, codec.MetadataResponse):
+                    assert [(b.host, b.port) for b in resp.brokers] == [("127.0.0.1", 4242)]
+                else:
+                    assert (resp.host, resp.port) == ("127.0.0.1", 4242)
+    finally:
+        stop_process(proc)
+
+
+class Client:
+    """One tests/consumer848_client.py process; ``owned`` and ``member_id`` from its own callbacks."""
+
+    def __init__(self, name, bootstrap, tmp_path):
+        self.name = name
+        self.log = open(tmp_path / f"{name}.log", "w")
+        self.proc = subprocess.Popen([sys.executable, CLIENT, "--bootstrap", bootstrap, "--group", "rec848",
+                                      "--topic", TOPIC, "--run-seconds", "90"], stdout=subprocess.PIPE,
+                                     stderr=self.log, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+        self.lines = Lines(self.proc.stdout)
+        self.events, self.owned, self.member_id = [], set(), None
+
+    def drain(self):
+        while (line := self.lines.take(0)) is not None:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            self.events.append(e)
+            if e["event"] == "assigned":
+                self.owned.update(e["partitions"])
+                self.member_id = e.get("member_id") or self.member_id
+            elif e["event"] in ("revoked", "lost"):
+                self.owned.difference_update(e["partitions"])
+
+    def stop(self):
+        stop_process(self.proc)
+        self.log.close()
+
+
+def wait_for(clients, predicate, what, timeout=TIMEOUT_S):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for c in clients:
+            c.drain()
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"not {what} in {timeout} s: " + "; ".join(f"{c.name}: {c.events[-5:]}" for c in clients))
+
+
+def describe(bootstrap):
+    host, _, port = bootstrap.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        f = s.makefile("rb")
+        req = codec.ConsumerGroupDescribeRequest(group_ids=["rec848"])
+        s.sendall(codec.encode_request(req, 0, 1, "test"))
+        size = int.from_bytes(f.read(4), "big")
+        return codec.decode_response(size.to_bytes(4, "big") + f.read(size), req.api_key, 0)[1].groups[0]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_CONFLUENT, reason="confluent-kafka is not installed")
+def test_record_captures_consumer_protocol_heartbeats(tmp_path):
+    from kwire.pipeline import decode_capture
+
+    proxy_port = free_port()
+    capture = tmp_path / "capture.parquet"
+    procs, clients = [], []
+    serve = subprocess.Popen([sys.executable, "-m", "kwire", "serve", "--listen", "127.0.0.1:0", "--topic",
+                              f"{TOPIC}:{PARTITIONS}", "--advertise", f"127.0.0.1:{proxy_port}",
+                              *[a for kv in KIP848 for a in ("--config", kv)]],
+                             stdout=subprocess.PIPE, stderr=open(tmp_path / "serve.log", "w"), text=True, cwd=ROOT,
+                             env=dict(os.environ, PYTHONPATH=ROOT))
+    procs.append(serve)
+    try:
+        line = serve.stdout.readline()
+        assert line.startswith("kwire serve: listening on "), line
+        upstream = line[len("kwire serve: listening on "):].split()[0]
+        record = subprocess.Popen([sys.executable, "-m", "kwire", "record", str(capture), "--upstream", upstream,
+                                   "--listen-port", str(proxy_port), "--duration", "120"],
+                                  stdout=subprocess.DEVNULL, stderr=open(tmp_path / "record.log", "w"), cwd=ROOT,
+                                  env=dict(os.environ, PYTHONPATH=ROOT))
+        procs.append(record)
+        wait_port(proxy_port, record)
+        bootstrap = f"127.0.0.1:{proxy_port}"
+        for name in "ABC":
+            clients.append(Client(name, bootstrap, tmp_path))
+            if name == "A":
+                wait_for(clients, lambda: len(clients[0].owned) == PARTITIONS, "A owns everything")
+        a, b, c = clients
+        wait_for(clients, lambda: all(x.owned for x in clients) and
+                 sum(len(x.owned) for x in clients) == PARTITIONS, "three members share the topic")
+        owned_by_id = {x.member_id: set(x.owned) for x in clients}
+        c.proc.send_signal(signal.SIGTERM)   # closes: a leave heartbeat at -1
+        c.proc.wait(TIMEOUT_S)
+        b.proc.kill()                        # SIGKILL: fenced after the session timeout
+        b.proc.wait(TIMEOUT_S)
+        wait_for([a], lambda: len(a.owned) == PARTITIONS, "A owns everything again", SESSION_MS / 1000 + TIMEOUT_S)
+        time.sleep(2 * HEARTBEAT_MS / 1000)
+        described = describe(bootstrap)
+        a.proc.send_signal(signal.SIGTERM)
+        a.proc.wait(TIMEOUT_S)
+        a.drain()
+        record.send_signal(signal.SIGINT)
+        record.wait(TIMEOUT_S)
+    finally:
+        for x in clients:
+            x.stop()
+        for p in reversed(procs):
+            stop_process(p)
+
+    frames = decode_capture(capture)   # kwire.codec.batch_decoder(): every response paired with its request
+    rows = frames.to_pydict()
+    assert not [e for e in rows["decode_error"] if e], "undecodable frames"
+    raw = {r["seq"]: r["frame"] for r in _capture_rows(capture)}
+    hb = [i for i, k in enumerate(rows["api_key"]) if k == ApiKey.CONSUMER_GROUP_HEARTBEAT]
+    requests = {rows["seq"][i]: _decode_request(raw[rows["seq"][i]]) for i in hb if rows["direction"][i] == 0}
+    answered = []
+    for i in hb:
+        if rows["direction"][i] == 1:
+            req = requests[rows["request_seq"][i]]
+            resp = codec.decode_response(raw[rows["seq"][i]], ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                                         rows["api_version"][i])[1]
+            answered.append((rows["ts"][i], req, resp))
+    assert 0 <= len(requests) - len(answered) <= 1   # only the killed member's last may be unanswered
+    assert {r.group_id for r in requests.values()} == {"rec848"}
+    joins = [r for r in requests.values() if r.member_epoch == 0]
+    leaves = [r for r in requests.values() if r.member_epoch == -1]
+    assert len({r.member_id for r in joins}) >= 3 and [r.member_id for r in leaves].count(c.member_id) == 1
+    assert a.member_id in {r.member_id for r in leaves}
+    # Per member, the epochs the server gave only go up, and the last assignment it gave before each member's
+    # end is what the member's own callbacks held.
+    epochs = collections.defaultdict(list)
+    last_assignment = {}
+    ids = set()
+    for _ts, req, resp in answered:
+        if resp.error_code or req.member_epoch < 0:
+            continue
+        epochs[resp.member_id].append(resp.member_epoch)
+        if resp.assignment is not None:
+            last_assignment[resp.member_id] = {p for tp in resp.assignment.topic_partitions for p in tp.partitions}
+            ids.update(tp.topic_id for tp in resp.assignment.topic_partitions)
+    for member_id, es in epochs.items():
+        assert es == sorted(es) and es[-1] > 0, (member_id, es)
+    assert last_assignment[a.member_id] == set(range(PARTITIONS))
+    # B, killed while it held its share: the last assignment the server sent it is what its callbacks held then.
+    assert last_assignment[b.member_id] == owned_by_id[b.member_id]
+    # The server's own account at the end: A alone, at the epoch its last heartbeat answer carried.
+    assert described.error_code == 0 and [m.member_id for m in described.members] == [a.member_id]
+    assert described.members[0].member_epoch == epochs[a.member_id][-1] == described.assignment_epoch
+    # Metadata v10+ through the recorder names the topic id the assignments use.
+    meta = [codec.decode_response(raw[rows["seq"][i]], ApiKey.METADATA, rows["api_version"][i])[1]
+            for i, k in enumerate(rows["api_key"]) if k == ApiKey.METADATA and rows["direction"][i] == 1
+            and rows["api_version"][i] >= 10]
+    assert meta and ids and ids <= {t.topic_id for m in meta for t in m.topics if t.name == TOPIC}
+
+
+def _capture_rows(path):
+    from kwire.pipeline import read_capture
+
+    return read_capture(path).select(["seq", "frame"]).to_pylist()
+
+
+def _decode_request(frame):
+    return codec.decode_request(frame)[1]
