@@ -236,3 +236,32 @@ def _capture_rows(path):
 
 def _decode_request(frame):
     return codec.decode_request(frame)[1]
+
+
+def test_the_committed_sample_holds_what_its_readme_says():
+    # examples/sample848: A joins, B and C join, C leaves (-1), B is fenced after its session timeout, A leaves.
+    from kwire.pipeline import decode_capture, read_capture
+
+    path = os.path.join(ROOT, "examples", "sample848", "capture.parquet")
+    rows = decode_capture(path).to_pydict()
+    raw = {r["seq"]: r["frame"] for r in read_capture(path).select(["seq", "frame"]).to_pylist()}
+    requests, answers = {}, []
+    for i, key in enumerate(rows["api_key"]):
+        if key != ApiKey.CONSUMER_GROUP_HEARTBEAT:
+            continue
+        if rows["direction"][i] == 0:
+            header, req = codec.decode_request(raw[rows["seq"][i]])
+            assert header.request_api_version == 1   # librdkafka 2.16's version
+            requests[rows["seq"][i]] = req
+        else:
+            answers.append((requests[rows["request_seq"][i]], codec.decode_response(
+                raw[rows["seq"][i]], key, rows["api_version"][i])[1]))
+    joins = [req.member_id for req in requests.values() if req.member_epoch == 0]
+    leaves = [req.member_id for req in requests.values() if req.member_epoch == -1]
+    assert len(joins) == 3 and len(leaves) == 2 and set(leaves) < set(joins)
+    a = joins[0]
+    epochs = [resp.member_epoch for req, resp in answers if req.member_epoch >= 0 and not resp.error_code]
+    assert sorted(set(epochs)) == [1, 2, 3, 4, 5] and not [r for _, r in answers if r.error_code]
+    given = [(req.member_id, sorted((tp.topic_id, p) for tp in resp.assignment.topic_partitions
+                                    for p in tp.partitions)) for req, resp in answers if resp.assignment is not None]
+    assert given[0][0] == a and len(given[0][1]) == 9 and given[-1] == given[0]

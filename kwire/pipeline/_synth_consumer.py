@@ -234,7 +234,9 @@ class ConsumerGroupSim:
             instance_id = f"{client_id}-static"
         timeout = rebalance_timeout_ms or self.rebalance_timeout_ms
         if protocol == "consumer":
-            member_id = self._uuid() if self.versions["client_ids"] else ""
+            # librdkafka's own ids are a random Uuid in standard base64 ('+', '/'), not Kafka's URL-safe form.
+            member_id = base64.b64encode(self.rng.getrandbits(128).to_bytes(16, "big")).rstrip(b"=").decode() \
+                if self.versions["client_ids"] else ""
             machine = ConsumerProtocolMember(self.group_id, (), instance_id=instance_id, rebalance_timeout_ms=timeout,
                                              server_assignor=self.server_assignor, topic_names=self.names,
                                              member_id=member_id)
