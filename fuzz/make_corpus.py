@@ -169,6 +169,67 @@ def seeds():
     out.append(("api", "ApiVersionsResponse-v3-bool-2", bytes([av]) + avr[:-1] + b"\x02"))
     out.append(("api", "ApiVersionsResponse-v3-default-tag", bytes([av]) + avr[:-4] + b"\x01\x03\x01\x00"))
     out += captured_seeds()
+    out += consumer_protocol_batch_seeds()
+    return out
+
+
+def consumer_protocol_batch_seeds():
+    """Batch seeds of the consumer protocol (KIP-848), which the sample capture predates: a member's
+    ConsumerGroupHeartbeat exchanges from its join to its leave at both versions, ConsumerGroupDescribe at both,
+    and the Metadata v12 response that names the topic ids."""
+    import batch_oracle
+
+    hb_req, hb_resp = _schema.CONSUMER_GROUP_HEARTBEAT_REQUEST, _schema.CONSUMER_GROUP_HEARTBEAT_RESPONSE
+    tid = bytes(range(1, 17))
+
+    def owned(*parts):
+        return [P.ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=tid, partitions=list(parts))]
+
+    def assignment(*parts):
+        return P.ConsumerGroupHeartbeatAssignment(topic_partitions=[
+            P.ConsumerGroupHeartbeatResponseTopicPartitions(topic_id=tid, partitions=list(parts))])
+
+    out = []
+    for v in (0, 1):
+        exchanges = [
+            (P.ConsumerGroupHeartbeatRequest(group_id="g", member_id="", member_epoch=0, rebalance_timeout_ms=300000,
+                                             subscribed_topic_names=["t"], subscribed_topic_regex="t.*" if v else None,
+                                             server_assignor="uniform", topic_partitions=[]),
+             P.ConsumerGroupHeartbeatResponse(member_id="m-1", member_epoch=1, heartbeat_interval_ms=5000,
+                                              assignment=assignment(0, 1, 2))),
+            (P.ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=1, topic_partitions=owned(0, 1, 2)),
+             P.ConsumerGroupHeartbeatResponse(member_id="m-1", member_epoch=1, heartbeat_interval_ms=5000)),
+            (P.ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=1, instance_id="i-1"),
+             P.ConsumerGroupHeartbeatResponse(member_id="m-1", member_epoch=2, heartbeat_interval_ms=5000,
+                                              assignment=assignment(0))),
+            (P.ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=2),
+             P.ConsumerGroupHeartbeatResponse(error_code=25, error_message="fenced", member_epoch=-1)),
+            (P.ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=-1),
+             P.ConsumerGroupHeartbeatResponse(member_id="m-1", member_epoch=-1)),
+        ]
+        records = []
+        for request, response in exchanges:
+            records += [(0, 1, False, _request_frame(request, hb_req, v)), (1, 1, False, _response_frame(response, hb_resp, v))]
+        out.append(("batch", f"consumer-heartbeats-v{v}", bytes([0]) + batch_oracle.encode(records, len(records) // 2)))
+        group = P.ConsumerGroupDescribedGroup(group_id="g", group_state="Stable", group_epoch=2, assignment_epoch=2,
+                                              assignor_name="uniform", members=[P.ConsumerGroupDescribedMember(
+                                                  member_id="m-1", instance_id="i-1", member_epoch=2, client_id="c",
+                                                  client_host="/h", subscribed_topic_names=["t"],
+                                                  assignment=P.ConsumerGroupDescribeAssignment(topic_partitions=[
+                                                      P.ConsumerGroupDescribeTopicPartitions(
+                                                          topic_id=tid, topic_name="t", partitions=[0])]),
+                                                  target_assignment=P.ConsumerGroupDescribeAssignment(
+                                                      topic_partitions=[]))])
+        describe = [(0, 2, False, _request_frame(P.ConsumerGroupDescribeRequest(group_ids=["g", "h"]),
+                                                 _schema.CONSUMER_GROUP_DESCRIBE_REQUEST, v)),
+                    (1, 2, False, _response_frame(P.ConsumerGroupDescribeResponse(groups=[group, P.ConsumerGroupDescribedGroup(
+                        group_id="h", error_code=69, group_state="Dead")]), _schema.CONSUMER_GROUP_DESCRIBE_RESPONSE, v))]
+        out.append(("batch", f"consumer-describe-v{v}", bytes([0]) + batch_oracle.encode(describe)))
+    metadata = P.MetadataResponse(topics=[P.MetadataResponseTopic(name="t", topic_id=tid, partitions=[
+        P.MetadataResponsePartition(partition_index=p) for p in range(3)])])
+    out.append(("batch", "consumer-metadata-v12", bytes([0]) + batch_oracle.encode([
+        (0, 3, False, _request_frame(P.MetadataRequest(topics=None), _schema.METADATA_REQUEST, 12)),
+        (1, 3, False, _response_frame(metadata, _schema.METADATA_RESPONSE, 12))])))
     return out
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from kwire.pipeline._events import (ASSIGNMENT_SCHEMA, BAD_FRAME_SCHEMA, DEFAULT_MAX_PARTITIONS, EVENT_COLUMNS,
-                                    GROUP_API_KEYS, HEARTBEAT, METADATA, REBALANCE_SCHEMA, REQUEST, RESPONSE)
+from kwire.pipeline._events import (ASSIGNMENT_SCHEMA, BAD_FRAME_SCHEMA, CONSUMER_GROUP_DESCRIBE,
+                                    CONSUMER_GROUP_HEARTBEAT, DEFAULT_MAX_PARTITIONS, EVENT_COLUMNS, GROUP_API_KEYS,
+                                    HEARTBEAT, METADATA, REBALANCE_SCHEMA, REQUEST, RESPONSE)
 from kwire.pipeline._rebalances import assignment_columns, rebalance_rows
 from kwire.pipeline._timeline import split_metadata, timelines_of, timelines_of_records
 from kwire.pipeline._whatif_batch import whatif_table
@@ -37,11 +38,33 @@ def events_from_frames(frames: pa.Table) -> pd.DataFrame:
     hb["api_key"] = HEARTBEAT
     hb["direction"] = RESPONSE
     hb["error_code"] = 0
-    out = pd.concat([keep, hb], ignore_index=True)
+    out = pd.concat([keep, hb, consumer_events_from_frames(frames[frames["decode_error"].isna()])], ignore_index=True)
     for c in EVENT_COLUMNS:
         if c not in out:
             out[c] = None
     return out[EVENT_COLUMNS]
+
+
+def consumer_events_from_frames(frames: pd.DataFrame) -> pd.DataFrame:
+    """The consumer protocol's events, as the contract words the reduction and the Spark stage's
+    :func:`~kwire.pipeline._spark_stages.consumer_events` must give them: each response paired with its request
+    here (by ``request_seq``), where the Spark stage finds the epoch changes without that join."""
+    c = frames[(frames["api_key"] == CONSUMER_GROUP_HEARTBEAT) & frames["group_id"].notna()]
+    requests, responses = c[c["direction"] == REQUEST], c[c["direction"] == RESPONSE]
+    request_epoch = dict(zip(requests["seq"], requests["generation_id"]))
+    informative_request = ((requests["generation_id"] <= 0) | requests["topics"].notna()
+                           | requests["subscribed_regex"].notna() | requests["topic_partitions"].notna())
+    informative_response = ((responses["error_code"] != 0) | responses["topic_partitions"].notna()
+                            | (responses["generation_id"] != responses["request_seq"].map(request_epoch)))
+    plain = responses[~informative_response].sort_values("seq")
+    last = plain.groupby(["group_id", "member_id", "generation_id"], dropna=False).tail(1).copy()
+    last["ts"] = last["request_ts"]
+    d = frames[(frames["api_key"] == CONSUMER_GROUP_DESCRIBE) & (frames["direction"] == RESPONSE)
+               & frames["described"].notna()].explode("described")
+    d = d[d["described"].map(lambda g: isinstance(g, dict) and g["group_id"] is not None).astype(bool)].copy()
+    d["group_id"] = d["described"].map(lambda g: g["group_id"])
+    d["described"] = d["described"].map(lambda g: [g])
+    return pd.concat([requests[informative_request], responses[informative_response], last, d], ignore_index=True)
 
 
 def _frame(rows, schema):

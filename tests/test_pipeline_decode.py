@@ -19,6 +19,9 @@ from tests._twins import IMPLS  # noqa: E402
 
 from tests.pipeline_captures import metadata_request, metadata_response  # noqa: E402
 
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = (int(kwire.codec.ApiKey.CONSUMER_GROUP_HEARTBEAT),
+                                                     int(kwire.codec.ApiKey.CONSUMER_GROUP_DESCRIBE))
+
 
 def _write(path, rows):
     """rows: (conn, direction, frame[, truncated]) in capture order; ts = 1000 * index."""
@@ -355,6 +358,8 @@ def test_twins_agree_on_metadata_frames(tmp_path):
         assert r["topics"] == ["t", "u", "holes", "none"], r["api_version"]
         assert r["partition_counts"] == [8, 3, None, None]
         assert r["error_code"] is None and r["group_id"] is None
+        # Topic ids from v10 on, beside their names (these topics have the null id, all zero bytes).
+        assert r["topic_ids"] == (["A" * 22] * 4 if r["api_version"] >= 10 else None), r["api_version"]
     assert responses[-1]["topics"] == [] and responses[-1]["partition_counts"] == []
     errors = [r["decode_error"] for r in rows if r["api_key"] == 3 and r["decode_error"]]
     assert len(errors) == 2 and all(e.startswith("DecodeError") for e in errors), errors
@@ -369,7 +374,8 @@ def _group_exchanges(rnd):
     """Request/response frame pairs of every group api at every version, with fields drawn at random:
     ids ASCII or not, empty or null where allowed, consumer and other protocol types, Subscription and
     Assignment payloads sound, empty or junk, LeaveGroup with and without its member list, FindCoordinator
-    by group or by transaction id."""
+    by group or by transaction id; ConsumerGroupHeartbeat with each nullable field null (unchanged) or set,
+    partition lists past one varint byte and tagged fields, and ConsumerGroupDescribe of several groups."""
     c = kwire.codec
 
     def text():
@@ -391,8 +397,49 @@ def _group_exchanges(rnd):
     def protocol_type():
         return rnd.choice(["consumer", "consumer", "connect", ""])
 
+    def topic_partitions(cls):
+        return [cls(topic_id=rnd.randbytes(16), partitions=rnd.sample(range(300), rnd.choice([0, 1, 3, 130])))
+                for _ in range(rnd.randrange(3))]
+
+    def tagged(msg):
+        if rnd.random() < 0.1:
+            msg.unknown_tagged_fields = {rnd.randrange(5): b"ab"}
+        return msg
+
+    def consumer_messages(key, v):
+        if key == CONSUMER_GROUP_HEARTBEAT:
+            req = c.ConsumerGroupHeartbeatRequest(
+                group_id=text(), member_id=text(), member_epoch=rnd.choice([-2, -1, 0, 1, 7]),
+                instance_id=maybe(text()), rack_id=maybe(text()), rebalance_timeout_ms=rnd.choice([-1, 300000]),
+                subscribed_topic_names=maybe([text() for _ in range(rnd.randrange(3))]),
+                subscribed_topic_regex=maybe(text()) if v >= 1 else None, server_assignor=maybe(text()),
+                topic_partitions=maybe(topic_partitions(c.ConsumerGroupHeartbeatRequestTopicPartitions)))
+            resp = c.ConsumerGroupHeartbeatResponse(
+                error_code=rnd.choice([0, 0, 25, 110]), error_message=maybe(text()), member_id=maybe(text()),
+                member_epoch=rnd.choice([-1, 1, 8]), heartbeat_interval_ms=rnd.choice([0, 5000]),
+                assignment=maybe(c.ConsumerGroupHeartbeatAssignment(
+                    topic_partitions=topic_partitions(c.ConsumerGroupHeartbeatResponseTopicPartitions))))
+            return tagged(req), tagged(resp)
+
+        def assignment():
+            return c.ConsumerGroupDescribeAssignment(topic_partitions=[c.ConsumerGroupDescribeTopicPartitions(
+                topic_id=rnd.randbytes(16), topic_name=text(), partitions=[0, 2]) for _ in range(rnd.randrange(2))])
+
+        req = c.ConsumerGroupDescribeRequest(group_ids=[text() for _ in range(rnd.randrange(3))])
+        resp = c.ConsumerGroupDescribeResponse(groups=[c.ConsumerGroupDescribedGroup(
+            error_code=rnd.choice([0, 69]), group_id=text(), group_state=rnd.choice(["Stable", "Reconciling"]),
+            group_epoch=rnd.randrange(9), assignment_epoch=rnd.randrange(9), assignor_name="uniform",
+            members=[c.ConsumerGroupDescribedMember(
+                member_id=text(), instance_id=maybe(text()), member_epoch=rnd.randrange(9), client_id=text(),
+                client_host="/h", subscribed_topic_names=["t"], assignment=assignment(),
+                target_assignment=assignment(), member_type=rnd.choice([-1, 0, 1]) if v >= 1 else -1)
+                for _ in range(rnd.randrange(3))]) for _ in range(rnd.randrange(3))])
+        return req, resp
+
     def messages(key, v):
         ptype = protocol_type()
+        if key in (CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE):
+            return consumer_messages(key, v)
         if key == 11:
             req = c.JoinGroupRequest(group_id=text(), session_timeout_ms=rnd.randrange(10**6),
                                      rebalance_timeout_ms=rnd.randrange(10**6), member_id=text(),
@@ -433,7 +480,7 @@ def _group_exchanges(rnd):
         return req, resp
 
     corr = 0
-    for key in (10, 11, 12, 13, 14):
+    for key in (10, 11, 12, 13, 14, CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE):
         cls = kwire.codec.message_class(key, "request")
         for v in range(cls.min_version, cls.max_version + 1):
             made = 0
@@ -477,6 +524,11 @@ def test_every_group_message_is_read_alike_by_the_fast_paths_and_the_codecs_path
         assert any(r["decode_error"] and r["api_key"] == key and r["group_id"] is not None for r in values), key
     assert any(r["assignments"] == [] for r in values) and any(r["members"] for r in values)
     assert any(r["leaving"] for r in values) and any(r["topics"] for r in values)
+    consumer = [r for r in values if r["api_key"] == CONSUMER_GROUP_HEARTBEAT and r["decode_error"] is None]
+    assert any(r["topic_partitions"] for r in consumer) and any(r["topic_partitions"] == [] for r in consumer)
+    assert any(r["direction"] == 1 and r["heartbeat_interval_ms"] == 5000 for r in consumer)
+    assert any(r["subscribed_regex"] is not None for r in consumer)
+    assert any(r["described"] for r in values)
     for batch_rows in (65536, 7, 2):
         compiled = decode_table(table, "cython", batch_rows=batch_rows)
         for name in compiled.schema.names:

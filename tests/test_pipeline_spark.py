@@ -263,3 +263,43 @@ def test_partition_labels_hash_as_spark_does(spark):
     values = [0, 1, -1, 7, 42, 2**31 - 1, -2**31, 123456789]
     rows = spark.createDataFrame([(v,) for v in values], "v int").select("v", F.hash("v").alias("h")).collect()
     assert {r["v"]: r["h"] for r in rows} == {v: spark_int_hash(v) for v in values}
+
+
+def _event_rows(rows):
+    """Event dicts comparable across pandas and Arrow: NaN as None, whole floats as ints, arrays as lists."""
+    import math
+
+    def norm(v):
+        if isinstance(v, float):
+            return None if math.isnan(v) else int(v) if v.is_integer() else v
+        if hasattr(v, "tolist") and not isinstance(v, (int, str)):
+            v = v.tolist()
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in v.items()}
+        return v
+
+    out = [{k: norm(v) for k, v in r.items()} for r in rows]
+    return sorted(out, key=lambda r: (r["seq"], r["group_id"] or ""))
+
+
+def test_consumer_protocol_traffic_is_reduced_as_the_contract_says(spark, tmp_path):
+    # Classic and consumer-protocol groups in one capture: the Spark stage's events equal the contract's
+    # reduction (tests/analysis_frames.py pairs every response with its request; the stage does without).
+    from kwire.pipeline._events import CONSUMER_GROUP_HEARTBEAT, EVENT_COLUMNS, METADATA
+    from kwire.pipeline._spark_stages import events_stage
+    from tests.consumer_captures import add_consumer_groups
+
+    capture = str(tmp_path / "capture.parquet")
+    scripted_capture(capture, extra=lambda out: add_consumer_groups(out, T0, groups=3))
+    frames = decode_capture(capture)
+    pq.write_table(frames, str(tmp_path / "frames.parquet"))
+    got = events_stage(spark.read.parquet(str(tmp_path / "frames.parquet"))).toArrow()
+    assert got.schema.names == EVENT_COLUMNS
+    want = events_from_frames(frames)
+    want = want[want["api_key"] != METADATA]  # read apart by the Spark stage (metadata_stage)
+    assert _event_rows(got.to_pylist()) == _event_rows(want.to_dict("records"))
+    heartbeats = [r for r in got.to_pylist() if r["api_key"] == CONSUMER_GROUP_HEARTBEAT]
+    in_frames = sum(k == CONSUMER_GROUP_HEARTBEAT for k in frames.column("api_key").to_pylist())
+    assert 0 < len(heartbeats) < in_frames / 2

@@ -4,8 +4,9 @@
 Same contract as the pure twin.  What is compiled:
 
 - the loop, and the size / header reads straight from the Arrow values buffer;
-- Heartbeat requests and responses, the bulk of any capture: a well-formed,
-  all-ASCII one is read here without creating a message object or a string;
+- Heartbeat and ConsumerGroupHeartbeat requests and responses, the bulk of
+  any capture of either protocol: a well-formed, all-ASCII one is read here
+  without creating a message object or a string (``_batch_consumer.pxi``);
 - the string columns, written straight into Arrow's layout (:class:`_StrColumn`);
 - request pairing: a request answered within its own batch is found by its
   row, and its response copies the request's strings row to row;
@@ -36,8 +37,11 @@ from kwire.codec._bytes cimport (Growable, get_be16, get_be32, grow_extend, grow
 
 from kwire.codec import _batch_common
 from kwire.codec._batch_common import (Assignment, Columns, FRAMES_SCHEMA, GROUP_APIS, RESPONSE_APIS, PendingRequest,
-                                       RequestHeader, Subscription, error_text, extract_request, extract_response, partition_count)
+                                       RequestHeader, Subscription, error_text, extract_request, extract_response, partition_count,
+                                       uuid_text)
 from kwire.codec._batch_common import STRING_COLUMNS as _STRING_COLUMNS
+# The nested columns this twin keeps as Python values, converted at the end as the pure twin's are.
+_OBJECT_NESTED = ("described",)
 from kwire.codec._framing import DEFAULT as _FRAMING, decode_response, message_class, split_request
 from kwire.codec import _schema
 from kwire.errors import KwireError
@@ -55,17 +59,22 @@ cdef int JOIN_GROUP = _batch_common.JOIN_GROUP
 cdef int HEARTBEAT = _batch_common.HEARTBEAT
 cdef int LEAVE_GROUP = _batch_common.LEAVE_GROUP
 cdef int SYNC_GROUP = _batch_common.SYNC_GROUP
+cdef int CONSUMER_GROUP_HEARTBEAT = _batch_common.CONSUMER_GROUP_HEARTBEAT
+cdef int CONSUMER_GROUP_DESCRIBE = _batch_common.CONSUMER_GROUP_DESCRIBE
+cdef int METADATA_TOPIC_ID_VERSION = _batch_common.METADATA_TOPIC_ID_VERSION
 
 ResponseHeader = _FRAMING.codec.ResponseHeader
 
 # Header version of every (api key, version) of the group apis (and, for
 # responses, Metadata), -1 elsewhere: the fast paths look it up instead of
 # asking the schema per frame.
-cdef int HEADER_VERSION[32 * 16]
-cdef int RESPONSE_HEADER_VERSION[32 * 16]
+cdef enum:
+    KEYS = 128  # api keys below this have a row in the tables (the schema's highest group api key is 69)
+cdef int HEADER_VERSION[KEYS * 16]
+cdef int RESPONSE_HEADER_VERSION[KEYS * 16]
 REQUEST_CLASS = {}
 RESPONSE_CLASS = {}
-for _k in range(32):
+for _k in range(KEYS):
     for _v in range(16):
         HEADER_VERSION[_k * 16 + _v] = -1
         RESPONSE_HEADER_VERSION[_k * 16 + _v] = -1
@@ -382,21 +391,25 @@ cdef int put_row(Py_ssize_t i, dict row, bint truncated, dict strings, _Nested n
 @cython.final
 cdef class _Nested:
     """The batch's nested columns."""
-    cdef _ListColumn protocols, topics, leaving, partition_counts
+    cdef _ListColumn protocols, topics, leaving, partition_counts, topic_ids
     cdef _MemberColumn members
     cdef _AssignmentColumn assignments
+    cdef _TopicPartitionsColumn topic_partitions
     cdef dict by_name
-    cdef Py_ssize_t marks[6]
+    cdef Py_ssize_t marks[8]
 
     def __cinit__(self):
         kind = {"protocols": _ListColumn, "topics": _ListColumn, "leaving": _ListColumn,
-                "partition_counts": _ListColumn, "members": _MemberColumn, "assignments": _AssignmentColumn}
+                "partition_counts": _ListColumn, "members": _MemberColumn, "assignments": _AssignmentColumn,
+                "topic_ids": _ListColumn, "topic_partitions": _TopicPartitionsColumn}
         self.by_name = {f.name: kind[f.name](f.type) for f in FRAMES_SCHEMA if f.name in kind}
         self.protocols, self.topics, self.leaving = (self.by_name["protocols"], self.by_name["topics"],
                                                      self.by_name["leaving"])
         self.partition_counts = self.by_name["partition_counts"]
         self.members = self.by_name["members"]
         self.assignments = self.by_name["assignments"]
+        self.topic_ids = self.by_name["topic_ids"]
+        self.topic_partitions = self.by_name["topic_partitions"]
 
     cdef inline void mark(self) noexcept:
         """Remember where every column stands, for :meth:`undo`."""
@@ -406,6 +419,8 @@ cdef class _Nested:
         self.marks[3] = self.partition_counts.mark()
         self.marks[4] = self.members.mark()
         self.marks[5] = self.assignments.mark()
+        self.marks[6] = self.topic_ids.mark()
+        self.marks[7] = self.topic_partitions.mark()
 
     cdef int undo(self, Py_ssize_t row) except -1:
         """Forget what a declined fast path wrote for row ``row`` since :meth:`mark`."""
@@ -414,6 +429,8 @@ cdef class _Nested:
         self.leaving.undo(row, self.marks[2])
         self.partition_counts.undo(row, self.marks[3])
         self.members.undo(row, self.marks[4])
+        self.topic_ids.undo(row, self.marks[6])
+        self.topic_partitions.undo(row, self.marks[7])
         return self.assignments.undo(row, self.marks[5])
 
     def finish(self, Py_ssize_t n):
@@ -533,16 +550,21 @@ cdef int request_row(int key, msg, _Row r, _Nested nested, Py_ssize_t i) except 
     return 0
 
 
-cdef int response_row(int key, msg, _Row r, _Nested nested, Py_ssize_t i) except -1:
+cdef int response_row(int key, int version, msg, _Row r, _Nested nested, Py_ssize_t i) except -1:
     """``extract_response``'s reading of response ``msg``, into ``r`` and the nested columns."""
+    cdef bint with_ids = version >= METADATA_TOPIC_ID_VERSION
     if key == METADATA:
         # Only the topics answered without an error have a size.
         for t in msg.topics:
             if t.error_code == 0 and t.name is not None:
                 nested.topics.push_element(t.name)
                 nested.partition_counts.push_element(partition_count(t.partitions))
+                if with_ids:
+                    nested.topic_ids.push_element(uuid_text(t.topic_id))
         nested.topics.close(i)
         nested.partition_counts.close(i)
+        if with_ids:
+            nested.topic_ids.close(i)
         return 0
     r.error_code, r.has_error = msg.error_code, True
     if key == JOIN_GROUP:
@@ -607,7 +629,7 @@ cdef bint response_fast_path(int key, int version, Py_ssize_t j, object req, con
     carried ``req``), decoded by the compiled message class and written; 0
     (nothing written) where the frame is not well formed or a field is bad,
     for the codec's path to give its row and error."""
-    cdef int header_version = RESPONSE_HEADER_VERSION[key * 16 + version] if 0 <= key < 32 and 0 <= version < 16 else -1
+    cdef int header_version = RESPONSE_HEADER_VERSION[key * 16 + version] if 0 <= key < KEYS and 0 <= version < 16 else -1
     if header_version < 0 or <int32_t>get_be32(&buf[start]) != end - start - 4:
         return 0
     payload = mv[start + 4:end]
@@ -624,7 +646,7 @@ cdef bint response_fast_path(int key, int version, Py_ssize_t j, object req, con
         r.member_id = fields.member_id.get(j)
     nested.mark()
     try:
-        response_row(key, msg, r, nested, i)
+        response_row(key, version, msg, r, nested, i)
     except (KwireError, ValueError):
         nested.undo(i)
         return 0
@@ -632,6 +654,7 @@ cdef bint response_fast_path(int key, int version, Py_ssize_t j, object req, con
     return 1
 
 
+include "_batch_consumer.pxi"
 include "_batch_rows.pxi"
 
 

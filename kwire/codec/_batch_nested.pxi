@@ -1,5 +1,5 @@
 # Included by _batch_c.pyx: the batch's nested columns (protocols, topics,
-# partition_counts, members, assignments, leaving), built in Arrow's layout as
+# partition_counts, members, assignments, leaving, topic_ids, topic_partitions), built in Arrow's layout as
 # rows are decoded.  The pure twin collects a Python list or dict per row and
 # converts them all at the end; here each value goes straight into offsets,
 # bytes and validity flags, so a row leaves nothing behind but its bytes.
@@ -7,6 +7,27 @@
 # Every builder can be cut back to an earlier length: a row that a fast path
 # starts and then declines (bad Subscription bytes, say) is undone and decoded
 # again by the codec's path, which gives the pure twin's partial row and error.
+
+
+cdef enum:
+    UUID_TEXT_LENGTH = 22  # Kafka's text form of a Uuid: 16 bytes in unpadded base64
+
+cdef const char* _URL_SAFE_BASE64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+cdef inline void uuid_text_c(const unsigned char* raw, char* out) noexcept nogil:
+    """``_batch_common.uuid_text`` of the 16 bytes at ``raw``, into ``out`` (22 bytes): five 3-byte groups of
+    four characters, then the last byte's two."""
+    cdef int k
+    cdef unsigned int v
+    for k in range(5):
+        v = (<unsigned int>raw[3 * k] << 16) | (<unsigned int>raw[3 * k + 1] << 8) | raw[3 * k + 2]
+        out[4 * k] = _URL_SAFE_BASE64[(v >> 18) & 63]
+        out[4 * k + 1] = _URL_SAFE_BASE64[(v >> 12) & 63]
+        out[4 * k + 2] = _URL_SAFE_BASE64[(v >> 6) & 63]
+        out[4 * k + 3] = _URL_SAFE_BASE64[v & 63]
+    out[20] = _URL_SAFE_BASE64[raw[15] >> 2]
+    out[21] = _URL_SAFE_BASE64[(raw[15] & 3) << 4]
 
 
 cdef object _buffer(Growable* values):
@@ -71,13 +92,18 @@ cdef class _Strs(_Values):
         if value is None:
             grow_push_u8(&self.valid, 0)
             self.nulls += 1
-        else:
-            p = PyUnicode_AsUTF8AndSize(value, &length)
-            if self.data.n + length > INT32_MAX:
-                raise OverflowError("more than 2 GiB of nested strings in one batch: "
-                                    "decode the capture in smaller batches")
-            memcpy(grow_extend(&self.data, length), p, length)
-            grow_push_u8(&self.valid, 1)
+            grow_push_i32(&self.offsets, <int32_t>self.data.n)
+            return 0
+        p = PyUnicode_AsUTF8AndSize(value, &length)
+        return self.push_bytes(p, length)
+
+    cdef int push_bytes(self, const char* p, Py_ssize_t length) except -1:
+        """One string, the ``length`` bytes (valid UTF-8) at ``p``."""
+        if self.data.n + length > INT32_MAX:
+            raise OverflowError("more than 2 GiB of nested strings in one batch: "
+                                "decode the capture in smaller batches")
+        memcpy(grow_extend(&self.data, length), p, length)
+        grow_push_u8(&self.valid, 1)
         grow_push_i32(&self.offsets, <int32_t>self.data.n)
         return 0
 
@@ -116,9 +142,12 @@ cdef class _I32s(_Values):
             grow_push_u8(&self.valid, 0)
             self.nulls += 1
         else:
-            grow_push_i32(&self.data, value)
-            grow_push_u8(&self.valid, 1)
+            self.push_int(value)
         return 0
+
+    cdef inline int push_int(self, int32_t value) except -1:
+        grow_push_i32(&self.data, value)
+        return grow_push_u8(&self.valid, 1)
 
     cdef int truncate(self, Py_ssize_t count) except -1:
         self.nulls -= _nulls_from(&self.valid, count)
@@ -342,4 +371,46 @@ cdef class _AssignmentColumn(_NestedColumn):
     cdef object elements_array(self):
         return pa.StructArray.from_arrays(
             [self.member_id.array(), self.topic.array(), self.partitions.array(self.partition.array(), pa.int32())],
+            fields=list(self.arrow_type.value_type))
+
+
+@cython.final
+cdef class _TopicPartitionsColumn(_NestedColumn):
+    """The ``topic_partitions`` column: a ConsumerGroupHeartbeat's topics by id (Kafka's text form), each with
+    its partitions."""
+    cdef _Strs topic_id
+    cdef _Lists partitions
+    cdef _I32s partition
+
+    def __init__(self, arrow_type):
+        self.arrow_type = arrow_type
+        self.topic_id, self.partitions, self.partition = _Strs(), _Lists(), _I32s()
+
+    cdef Py_ssize_t elements(self) noexcept:
+        return self.topic_id.count()
+
+    cdef int truncate_elements(self, Py_ssize_t count) except -1:
+        self.topic_id.truncate(count)
+        self.partition.truncate(self.partitions.values_before(count))
+        return self.partitions.truncate(count)
+
+    cdef int add_wire(self, const unsigned char* uuid, const unsigned char* partitions, Py_ssize_t n) except -1:
+        """One topic as the frame holds it: the Uuid's 16 bytes, and ``n`` big-endian int32 partitions."""
+        cdef char text[UUID_TEXT_LENGTH]
+        cdef Py_ssize_t k
+        uuid_text_c(uuid, text)
+        self.topic_id.push_bytes(text, UUID_TEXT_LENGTH)
+        for k in range(n):
+            self.partition.push_int(<int32_t>get_be32(partitions + 4 * k))
+        return self.partitions.close(self.partition.count(), True)
+
+    cdef int push_element(self, object value) except -1:
+        self.topic_id.push(value["topic_id"])
+        for p in value["partitions"]:
+            self.partition.push(p)
+        return self.partitions.close(self.partition.count(), True)
+
+    cdef object elements_array(self):
+        return pa.StructArray.from_arrays(
+            [self.topic_id.array(), self.partitions.array(self.partition.array(), pa.int32())],
             fields=list(self.arrow_type.value_type))

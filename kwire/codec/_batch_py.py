@@ -121,6 +121,6 @@ def _decode_response(frame, conn, pending, row):
         return
     try:
         header, msg = decode_response(frame, req.api_key, req.api_version)
-        extract_response(req.api_key, msg, row)
+        extract_response(req.api_key, req.api_version, msg, row)
     except (KwireError, ValueError) as exc:
         row["decode_error"] = error_text(exc)

@@ -19,11 +19,11 @@ cdef class _Batch:
     cdef object cols, frame_len_arr
     cdef int[:] frame_len
     cdef short[:] api_key_v, api_version_v, error_v
-    cdef int[:] corr_v, gen_v
+    cdef int[:] corr_v, gen_v, rebalance_v, interval_v
     cdef long long[:] rseq_v, rts_v
-    cdef cnp.npy_bool[:] api_key_ok, api_version_ok, corr_ok, error_ok, gen_ok, rseq_ok, rts_ok
+    cdef cnp.npy_bool[:] api_key_ok, api_version_ok, corr_ok, error_ok, gen_ok, rseq_ok, rts_ok, rebalance_ok, interval_ok
     cdef dict strings
-    cdef _StrColumn client_col, group_col, member_col, instance_col, error_col
+    cdef _StrColumn client_col, group_col, member_col, instance_col, error_col, regex_col, assignor_col
     cdef _Nested nested
     cdef _Fields fields
     cdef _Row r
@@ -41,13 +41,15 @@ cdef class _Batch:
         self.buf = values
         self.base = &self.buf[0] if self.buf.shape[0] else NULL
         self.mv = memoryview(values).cast("B")
-        self.cols = Columns(self.n, ())
+        # The ConsumerGroupDescribe groups stay Python values (a few rows of a capture).
+        self.cols = Columns(self.n, _OBJECT_NESTED)
         self.frame_len_arr = np.zeros(self.n, np.int32)
         self.frame_len = self.frame_len_arr
         ints = self.cols.ints
         self.api_key_v, self.api_version_v = ints["api_key"], ints["api_version"]
         self.corr_v, self.error_v, self.gen_v = ints["correlation_id"], ints["error_code"], ints["generation_id"]
         self.rseq_v, self.rts_v = ints["request_seq"], ints["request_ts"]
+        self.rebalance_v, self.interval_v = ints["rebalance_timeout_ms"], ints["heartbeat_interval_ms"]
         valid = self.cols.valid
         self.api_key_ok = valid["api_key"].view(np.uint8)
         self.api_version_ok = valid["api_version"].view(np.uint8)
@@ -56,12 +58,15 @@ cdef class _Batch:
         self.gen_ok = valid["generation_id"].view(np.uint8)
         self.rseq_ok = valid["request_seq"].view(np.uint8)
         self.rts_ok = valid["request_ts"].view(np.uint8)
+        self.rebalance_ok = valid["rebalance_timeout_ms"].view(np.uint8)
+        self.interval_ok = valid["heartbeat_interval_ms"].view(np.uint8)
         self.strings = {name: _StrColumn(self.n) for name in _STRING_COLUMNS}
         self.client_col = self.strings["client_id"]
         self.group_col = self.strings["group_id"]
         self.member_col = self.strings["member_id"]
         self.instance_col = self.strings["group_instance_id"]
         self.error_col = self.strings["decode_error"]
+        self.regex_col, self.assignor_col = self.strings["subscribed_regex"], self.strings["protocol_name"]
         self.nested = _Nested()
         self.fields = _Fields(self.strings, self.cols)
         self.r = _Row()
@@ -99,10 +104,14 @@ cdef class _Batch:
         # Every request is entered by its row: the columns of that row
         # hold what its response inherits, whatever path wrote them.
         self.table.put(self.conn_v[i], corr, i)
-        cdef int header_version = HEADER_VERSION[key * 16 + version] if 0 <= key < 32 and 0 <= version < 16 else -1
+        cdef int header_version = HEADER_VERSION[key * 16 + version] if 0 <= key < KEYS and 0 <= version < 16 else -1
         if header_version >= 0 and <int32_t>get_be32(&self.buf[start]) == end - start - 4:
             if key == HEARTBEAT and self.heartbeat_request(i, start, end, version, header_version):
                 return 0
+            if key == CONSUMER_GROUP_HEARTBEAT:
+                if self.consumer_request(i, start, end, version):
+                    return 0
+                return self.codec_request(i, start, end, key, version)
             return self.group_request(i, start, end, key, version, header_version)
         return self.codec_request(i, start, end, key, version)
 
@@ -120,6 +129,45 @@ cdef class _Batch:
         if self.trunc_v[i]:
             self.error_col.put_obj(i, "truncated frame")
         return 1
+
+    cdef bint consumer_request(self, Py_ssize_t i, Py_ssize_t start, Py_ssize_t end, int version) except -1:
+        """Row ``i`` written from a well-formed ConsumerGroupHeartbeat request's bytes; 0 to fall back."""
+        cdef ConsumerRequest f
+        cdef Span topic
+        cdef Py_ssize_t p
+        cdef int k
+        cdef _Strs topics
+        if not consumer_request(self.base, start, end, version, &f):
+            return 0
+        put_span(self.client_col, i, self.base, f.client_id)
+        put_span(self.group_col, i, self.base, f.group_id)
+        put_span(self.member_col, i, self.base, f.member_id)
+        put_span(self.instance_col, i, self.base, f.instance_id)
+        put_span(self.regex_col, i, self.base, f.regex)
+        put_span(self.assignor_col, i, self.base, f.assignor)
+        self.gen_v[i] = f.epoch; self.gen_ok[i] = 1
+        self.rebalance_v[i] = f.rebalance_timeout_ms; self.rebalance_ok[i] = 1
+        if f.topics_n >= 0:
+            topics = <_Strs>self.nested.topics.values
+            p = f.topics_at
+            for k in range(f.topics_n):
+                p = compact_string(self.base, p, end, False, &topic)
+                topics.push_bytes(<const char*>self.base + topic.start, topic.length)
+            self.nested.topics.close(i)
+        if f.owned_n >= 0:
+            self.put_topic_partitions(i, f.owned_at, f.owned_n)
+        if self.trunc_v[i]:
+            self.error_col.put_obj(i, "truncated frame")
+        return 1
+
+    cdef int put_topic_partitions(self, Py_ssize_t i, Py_ssize_t p, int n) except -1:
+        """Row ``i``'s ``topic_partitions``: the ``n`` structs at ``p``, checked by the frame's reader."""
+        cdef int k, parts
+        for k in range(n):
+            parts = <int>self.base[p + 16] - 1
+            self.nested.topic_partitions.add_wire(self.base + p, self.base + p + 17, parts)
+            p += 17 + 4 * parts + 1
+        return self.nested.topic_partitions.close(i)
 
     cdef int group_request(self, Py_ssize_t i, Py_ssize_t start, Py_ssize_t end, int key, int version,
                            int header_version) except -1:
@@ -202,6 +250,11 @@ cdef class _Batch:
         self.rts_ok[i] = 1
         if key == HEARTBEAT and heartbeat_response_error(self.buf, start, end, version, &err):
             self.error_v[i] = err; self.error_ok[i] = 1
+        elif key == CONSUMER_GROUP_HEARTBEAT or key == CONSUMER_GROUP_DESCRIBE:
+            if key == CONSUMER_GROUP_HEARTBEAT and 0 <= version < 16 \
+                    and RESPONSE_HEADER_VERSION[key * 16 + version] == 1 and self.consumer_response(i, start, end, j, req):
+                return 0
+            return self.codec_response(i, start, end, key, version, req if j < 0 else self.waiting_request(j))
         elif key in RESPONSE_APIS:
             if response_fast_path(key, version, j, req, self.buf, self.mv, start, end, self.trunc_v[i], i, self.r,
                                   self.nested, self.fields):
@@ -209,13 +262,40 @@ cdef class _Batch:
             return self.codec_response(i, start, end, key, version, req if j < 0 else self.waiting_request(j))
         return self.inherit_strings(i, j, req)
 
+    cdef bint consumer_response(self, Py_ssize_t i, Py_ssize_t start, Py_ssize_t end, Py_ssize_t j,
+                                object req) except -1:
+        """Row ``i`` written from a well-formed ConsumerGroupHeartbeat response's bytes, its member fields
+        inherited as :meth:`inherit_strings` does, but its own member id when it names one; 0 to fall back."""
+        cdef ConsumerResponse f
+        if not consumer_response(self.base, start, end, &f):
+            return 0
+        self.error_v[i] = f.error_code; self.error_ok[i] = 1
+        self.gen_v[i] = f.epoch; self.gen_ok[i] = 1
+        self.interval_v[i] = f.interval_ms; self.interval_ok[i] = 1
+        if j >= 0:
+            self.group_col.copy_row(i, j)
+            if f.member_id.start < 0:
+                self.member_col.copy_row(i, j)
+            self.instance_col.copy_row(i, j)
+        else:
+            self.group_col.put_obj(i, req.group_id)
+            if f.member_id.start < 0:
+                self.member_col.put_obj(i, req.member_id)
+            self.instance_col.put_obj(i, req.group_instance_id)
+        put_span(self.member_col, i, self.base, f.member_id)
+        if f.assigned_n >= 0:
+            self.put_topic_partitions(i, f.assigned_at, f.assigned_n)
+        if self.trunc_v[i]:
+            self.error_col.put_obj(i, "truncated frame")
+        return 1
+
     cdef int codec_response(self, Py_ssize_t i, Py_ssize_t start, Py_ssize_t end, int key, int version,
                             object req) except -1:
         """Row ``i`` by the pure twin's path, with the request's context ``req`` as values."""
         row = {"group_id": req.group_id, "member_id": req.member_id, "group_instance_id": req.group_instance_id}
         try:
             header, msg = decode_response(self.mv[start:end], key, version)
-            extract_response(key, msg, row)
+            extract_response(key, version, msg, row)
         except (KwireError, ValueError) as exc:
             row["decode_error"] = error_text(exc)
         return self.put_row(i, row)

@@ -5,7 +5,10 @@ Events are rows of the decoded frames table (see ``kwire.codec._batch_py``),
 reduced by the Spark stage: heartbeat requests are dropped and successful
 heartbeat responses are folded into one row per (group, member,
 generation) carrying the last such heartbeat's request time in ``ts``.
-Timestamps are integer microseconds.
+ConsumerGroupHeartbeat traffic is reduced the same way, keeping every row
+that tells something (see :func:`kwire.pipeline._spark_stages.consumer_events`),
+and each group a ConsumerGroupDescribe response describes is a row of that
+group.  Timestamps are integer microseconds.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ from kwire.codec import ApiKey
 
 # The api keys the analysis reads, as plain ints: a timeline compares one per
 # event, and an IntEnum member there costs more than an int.
-METADATA, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (int(k) for k in (
-    ApiKey.METADATA, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP))
-#: The group protocol's requests, whose frames (and their responses) the analysis reads.
+METADATA, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = (
+    int(k) for k in (ApiKey.METADATA, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
+                     ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE))
+#: The classic group protocol's requests, whose frames (and their responses) the classic analysis reads.
 GROUP_API_KEYS = (JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP)
+#: The consumer group protocol's (KIP-848) apis among the events.
+CONSUMER_API_KEYS = (CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE)
 #: The decoded frames' ``direction``.
 REQUEST, RESPONSE = 0, 1
 
@@ -39,9 +45,16 @@ DEFAULT_MAX_PARTITIONS = 100_000
 # Columns the Spark stage passes in (and tests build by hand).  Metadata
 # responses may be among the events (no group), with their
 # ``topics`` and ``partition_counts``: see :func:`kwire.pipeline._metadata.metadata_partition_counts`.
-EVENT_COLUMNS = ["group_id", "seq", "ts", "request_seq", "request_ts", "direction", "api_key", "member_id",
-                 "group_instance_id", "generation_id", "error_code", "protocol_name", "leader", "session_timeout_ms", "topics",
-                 "partition_counts", "members", "assignments", "leaving"]
+CLASSIC_EVENT_COLUMNS = ["group_id", "seq", "ts", "request_seq", "request_ts", "direction", "api_key", "member_id",
+                         "group_instance_id", "generation_id", "error_code", "protocol_name", "leader",
+                         "session_timeout_ms", "topics", "partition_counts", "members", "assignments", "leaving"]
+# What the consumer protocol adds (docs/PIPELINE.md, "Decoded columns"): a member's
+# owned or assigned partitions by topic id, the coordinator's heartbeat interval,
+# the rebalance timeout and regex a member asks for, Metadata's topic ids beside
+# their names, and ConsumerGroupDescribe's groups.
+CONSUMER_EVENT_COLUMNS = ["topic_partitions", "heartbeat_interval_ms", "rebalance_timeout_ms", "subscribed_regex",
+                          "topic_ids", "described"]
+EVENT_COLUMNS = CLASSIC_EVENT_COLUMNS + CONSUMER_EVENT_COLUMNS
 
 REBALANCE_SCHEMA = pa.schema([
     ("group_id", pa.string()), ("generation_id", pa.int32()), ("protocol_name", pa.string()),

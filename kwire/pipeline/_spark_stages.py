@@ -13,6 +13,9 @@
    **events**: group frames only; heartbeat requests dropped and successful
    heartbeats folded into the last one per (group, member, generation) --
    the bulk of the traffic, reduced in the JVM before Python sees it.
+   ConsumerGroupHeartbeat keep-alives are folded alike per (group, member,
+   member epoch) (:func:`consumer_events`), and ConsumerGroupDescribe
+   responses give a row per group they describe.
 3. **timelines / what-if**: ``applyInArrow`` over buckets of groups (not
    one task per group) balanced by the groups' event counts, each bucket
    analysed by :mod:`kwire.pipeline._timeline`,
@@ -48,9 +51,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kwire.errors import ArgumentTypeError, CaptureFormatError
-from kwire.pipeline._events import (ASSIGNMENT_SCHEMA, BAD_FRAME_SCHEMA, COUNT_SCHEMA, DEFAULT_MAX_PARTITIONS,
-                                    EVENT_COLUMNS, GROUP_API_KEYS, HEARTBEAT, METADATA, REBALANCE_SCHEMA, REQUEST,
-                                    RESPONSE, WHATIF_SCHEMA)
+from kwire.pipeline._events import (ASSIGNMENT_SCHEMA, BAD_FRAME_SCHEMA, CONSUMER_GROUP_DESCRIBE,
+                                    CONSUMER_GROUP_HEARTBEAT, COUNT_SCHEMA, DEFAULT_MAX_PARTITIONS, EVENT_COLUMNS,
+                                    GROUP_API_KEYS, HEARTBEAT, METADATA, REBALANCE_SCHEMA, REQUEST, RESPONSE,
+                                    WHATIF_SCHEMA)
 from kwire.pipeline._metadata import count_changes, metadata_partition_counts
 from kwire.pipeline._rebalances import timeline_tables
 from kwire.pipeline._timeline import timelines_of, timelines_of_arrow
@@ -290,11 +294,87 @@ def metadata_stage(frames, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None):
     return counts, table.filter(is_bad).select(BAD_FRAME_SCHEMA.names)
 
 
+def _event_columns(frames, **given):
+    """:data:`EVENT_COLUMNS` of ``frames``, times in µs; ``given``: columns' values instead of the frames' own."""
+    from pyspark.sql import functions as F
+
+    return frames.select(*[given[c].alias(c) if c in given
+                           else F.unix_micros(c).alias(c) if c in ("ts", "request_ts") else F.col(c)
+                           for c in EVENT_COLUMNS])
+
+
+def consumer_events(frames):
+    """The events of the consumer protocol's traffic (``frames`` decoded without error).
+
+    Every ConsumerGroupHeartbeat row that tells something is kept: requests
+    that join or leave (member epoch <= 0) or change what the member
+    subscribes to or owns (a field that is null when unchanged is set), and
+    responses with an error, an assignment, or a member epoch other than the
+    request's.  The rest are keep-alives, folded as classic heartbeats are:
+    one row per (group, member, member epoch), the last response's, with its
+    request's time in ``ts``.
+
+    A response's request epoch is not among its columns, and pairing every
+    response with its request would cost a join of the bulk of the traffic.
+    A member learns a new epoch from a response and sends it from then on, so
+    the first plain response of a (group, member, epoch) is the one that
+    brought the epoch exactly when its request came before every request of
+    that member at that epoch: one aggregation finds both, and also the last
+    keep-alive.  ConsumerGroupDescribe responses give a row per group they
+    describe (``group_id`` set, ``described`` holding that group)."""
+    from pyspark.sql import functions as F
+
+    cgh = frames.where((F.col("api_key") == CONSUMER_GROUP_HEARTBEAT) & F.col("group_id").isNotNull())
+    is_request = F.col("direction") == REQUEST
+    informs = F.when(is_request, (F.col("generation_id") <= 0) | F.col("topics").isNotNull()
+                     | F.col("subscribed_regex").isNotNull() | F.col("topic_partitions").isNotNull()).otherwise(
+        (F.col("error_code") != 0) | F.col("topic_partitions").isNotNull())
+    informs = F.coalesce(informs, F.lit(True))  # a null where a value was due: not a keep-alive
+    kept = _event_columns(cgh.where(informs))
+    # The columns a keep-alive response can have; the rest of its row is null.
+    plain = ["seq", "ts", "request_seq", "request_ts", "member_id", "group_instance_id", "error_code",
+             "heartbeat_interval_ms"]
+    response = F.struct(*[F.unix_micros(c).alias(c) if c in ("ts", "request_ts") else F.col(c) for c in plain])
+    responses = F.when(~is_request, response)
+    folded = cgh.where(is_request | ~informs).groupBy("group_id", "member_id", "generation_id").agg(
+        F.min(F.when(is_request, F.col("seq"))).alias("first_request"),
+        F.min(responses).alias("first"), F.max(responses).alias("last")).where(F.col("first").isNotNull())
+    new_epoch = F.coalesce(F.col("first_request").isNull() | (F.col("first.request_seq") < F.col("first_request")),
+                           F.lit(True))
+    fixed = {"group_id": F.col("group_id"), "generation_id": F.col("generation_id"),
+             "api_key": F.lit(CONSUMER_GROUP_HEARTBEAT).cast("short"), "direction": F.lit(RESPONSE).cast("byte")}
+    schema = frames.schema
+
+    def response_row(which, **given):
+        cols = {c: F.col(f"{which}.{c}") for c in plain}
+        cols.update(fixed)
+        cols.update(given)
+        return F.struct(*[cols.get(c, F.lit(None).cast(_event_type(schema, c))).alias(c) for c in EVENT_COLUMNS])
+
+    rows = F.array_compact(F.array(
+        F.when(new_epoch, response_row("first")),
+        F.when(~new_epoch | (F.col("first.seq") != F.col("last.seq")),
+               response_row("last", ts=F.col("last.request_ts")))))
+    keep_alive = folded.select(F.explode(rows).alias("e")).select("e.*")
+    described = frames.where((F.col("api_key") == CONSUMER_GROUP_DESCRIBE) & (F.col("direction") == RESPONSE)
+                             & F.col("described").isNotNull())
+    described = described.withColumn("d", F.explode("described")).where(F.col("d.group_id").isNotNull())
+    described = _event_columns(described, group_id=F.col("d.group_id"), described=F.array(F.col("d")))
+    return kept.unionByName(keep_alive).unionByName(described)
+
+
+def _event_type(schema, column):
+    """The Spark type of an event column (times are µs)."""
+    from pyspark.sql import types as T
+
+    return T.LongType() if column in ("ts", "request_ts") else schema[column].dataType
+
+
 def events_stage(frames):
     from pyspark.sql import functions as F
 
-    f = frames.where(F.col("group_id").isNotNull() & F.col("api_key").isin(*GROUP_API_KEYS)
-                     & F.col("decode_error").isNull())
+    frames = frames.where(F.col("decode_error").isNull())
+    f = frames.where(F.col("group_id").isNotNull() & F.col("api_key").isin(*GROUP_API_KEYS))
     is_hb = F.col("api_key") == HEARTBEAT
     hb_ok = is_hb & (F.col("direction") == RESPONSE) & (F.col("error_code") == 0)
     keep = f.where(~hb_ok & ~(is_hb & (F.col("direction") == REQUEST))).select(
@@ -308,7 +388,7 @@ def events_stage(frames):
               else F.lit(0).cast("short").alias(c) if c == "error_code"
               else F.lit(None).cast(keep.schema[c].dataType).alias(c))
         for c in EVENT_COLUMNS])
-    return keep.unionByName(hb)
+    return keep.unionByName(hb).unionByName(consumer_events(frames))
 
 
 def balanced_buckets(sizes, buckets):

@@ -22,8 +22,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kwire.pipeline._events import (BAD_FRAME_SCHEMA, DEFAULT_MAX_PARTITIONS, EVENT_COLUMNS, HEARTBEAT, JOIN_GROUP,
-                                    LEAVE_GROUP, METADATA, METADATA_EVENT_SCHEMA, REQUEST, RESPONSE, SYNC_GROUP)
+from kwire.pipeline._events import (BAD_FRAME_SCHEMA, CLASSIC_EVENT_COLUMNS, DEFAULT_MAX_PARTITIONS, GROUP_API_KEYS,
+                                    HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, METADATA, METADATA_EVENT_SCHEMA, REQUEST,
+                                    RESPONSE, SYNC_GROUP)
 from kwire.pipeline._metadata import MetadataCounts, metadata_partition_counts
 
 
@@ -128,7 +129,10 @@ def _assignment_problem(rows, member_id, subscriptions, known: MetadataCounts, s
 # The columns a timeline reads (the group is given apart, the members'
 # instance ids come from the JoinGroup response's member list, and topic
 # sizes from Metadata), and which of them hold ints.
-_TIMELINE_COLUMNS = [c for c in EVENT_COLUMNS if c not in ("group_id", "group_instance_id", "partition_counts")]
+_TIMELINE_COLUMNS = [c for c in CLASSIC_EVENT_COLUMNS if c not in ("group_id", "group_instance_id", "partition_counts")]
+# The classic protocol's apis: a consumer-protocol group's events (ConsumerGroupHeartbeat and
+# Describe, the analysis of kwire.pipeline._consumer_*) are not a classic timeline's.
+_CLASSIC_KEYS = frozenset(GROUP_API_KEYS)
 _INT_COLUMNS = frozenset(("seq", "ts", "request_seq", "request_ts", "direction", "api_key", "generation_id",
                           "error_code", "session_timeout_ms"))
 _LIST_COLUMNS = frozenset(("topics", "members", "assignments", "leaving"))
@@ -189,6 +193,8 @@ def _timeline(group_id, columns, rows, max_partitions, known_counts, source=None
     last_seq = 0
     for i in rows:
         key, direction = api_keys[i], directions[i]
+        if key not in _CLASSIC_KEYS:
+            continue
         err = error_codes[i]
         g = generation_ids[i]
         ts = tss[i]
