@@ -19,9 +19,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
-from sample_capture import free_port, wait_port
+from sample_capture import free_port, membership_scenario, stop_all, wait_members, wait_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -77,7 +76,7 @@ def main():
         serve += ["--topic", f"{topic}:{n}"]
     for key, value in BROKER_CONFIG.items():
         serve += ["--config", f"{key}={value}"]
-    broker = spawn(serve, stdout=subprocess.DEVNULL)
+    spawn(serve, stdout=subprocess.DEVNULL)
     proxy = spawn([sys.executable, "-m", "kwire", "record", capture, "--upstream", f"127.0.0.1:{broker_port}",
                    "--listen-port", str(proxy_port), "--duration", "600"])
     try:
@@ -89,35 +88,13 @@ def main():
         def start(tag):
             members[tag] = spawn([sys.executable, __file__, "--consumer", bootstrap, "--name", f"{GROUP}-{tag}"])
 
-        start("A")
-        time.sleep(args.step * 1.5)
-        start("B")
-        time.sleep(args.step)
-        start("C")
-        time.sleep(args.step)
-        members["C"].send_signal(signal.SIGTERM)  # clean leave
-        time.sleep(args.step)
-        members["B"].kill()  # crash: no leave heartbeat
-        time.sleep(SESSION_TIMEOUT_MS / 1000 + args.step)
-        members["A"].send_signal(signal.SIGTERM)
-        for p in members.values():
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        def signal_member(tag, sig):
+            members[tag].send_signal(sig)
+
+        membership_scenario(start, signal_member, args.step, SESSION_TIMEOUT_MS)
+        wait_members(members.values())
     finally:
-        proxy.send_signal(signal.SIGINT)
-        try:
-            proxy.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proxy.kill()
-        broker.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=10)
+        stop_all(proxy, procs)
     print(f"wrote {capture}")
 
 

@@ -357,3 +357,59 @@ def test_mixed_fleet_has_both_protocols_in_one_group():
         apis = by_group[sim.group_id]
         found |= {"JoinGroupRequest", CG.__name__} <= apis and "consumer" in {k for _, k, *_ in sim.truth["group"]}
     assert found
+
+
+# -- the batch decoder's columns -------------------------------------------------------------------------------
+
+def test_batch_decoder_columns_are_the_ground_truth(tmp_path):
+    # kwire.codec.batch_decoder() on a scripted capture: each heartbeat answer's member, epoch and assignment
+    # (topic ids named through the Metadata responses' topic_ids) and each Describe are the coordinator's state.
+    from kwire.pipeline import decode_capture
+
+    out, sim = scripted(describe_every_ms=2000)
+    a = sim.start(0, ["orders", "payments"])
+    b = sim.start(3 * SECOND, ["orders"])
+    sim.start(6 * SECOND, ["orders", "audit"])
+    sim.run_until(12 * SECOND)
+    sim.leave(b, 12 * SECOND)
+    sim.subscribe(a, 15 * SECOND, ["payments"])
+    sim.run_until(25 * SECOND)
+    path = tmp_path / "scripted.parquet"
+    out.write(path)
+    frames = decode_capture(path)
+    rows = frames.set_column(1, "ts", frames.column("ts").cast(pa.int64())).to_pylist()
+    assert not [r for r in rows if r["decode_error"]]
+    names = {}
+    for r in rows:
+        if r["api_key"] == codec.ApiKey.METADATA and r["direction"] == 1:
+            assert r["topic_ids"] is not None and len(r["topic_ids"]) == len(r["topics"])
+            names.update(zip(r["topic_ids"], r["topics"]))
+    assert set(names.values()) == set(POOL)
+
+    def truth_at(member_id, ts):
+        return [h for h in sim.truth["members"][member_id] if h[0] <= ts][-1]
+
+    checked = 0
+    for r in rows:
+        if r["api_key"] != codec.ApiKey.CONSUMER_GROUP_HEARTBEAT or r["direction"] != 1 or r["error_code"]:
+            continue
+        if r["generation_id"] < 0:
+            continue   # a leave's answer
+        assert r["heartbeat_interval_ms"] == 1000 and r["group_id"] == "g"
+        _, epoch, assigned = truth_at(r["member_id"], r["ts"])
+        assert r["generation_id"] == epoch
+        if r["topic_partitions"] is not None:
+            got = sorted((names[tp["topic_id"]], p) for tp in r["topic_partitions"] for p in tp["partitions"])
+            assert got == assigned
+            checked += 1
+    assert checked >= 6
+    describes = [r for r in rows if r["api_key"] == codec.ApiKey.CONSUMER_GROUP_DESCRIBE and r["direction"] == 1]
+    assert len(describes) >= 10
+    for r in describes:
+        (g,) = r["described"]
+        at = r["request_ts"].timestamp() * SECOND   # answered when the request arrived
+        state = [s for s in sim.truth["group"] if s[0] <= at]
+        assert (g["group_epoch"], g["assignment_epoch"]) == (state[-1][2:] if state else (0, 0))
+        live = {m: truth_at(m, at)[1] for m, h in sim.truth["members"].items() if h[0][0] <= at}
+        assert {m["member_id"]: m["member_epoch"] for m in g["members"]} == {
+            m: e for m, e in live.items() if e is not None}

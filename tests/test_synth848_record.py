@@ -13,7 +13,6 @@ Every process listens on 127.0.0.1, is bounded in time and is stopped by its pid
 
 import collections
 import importlib.util
-import json
 import os
 import signal
 import socket
@@ -27,7 +26,8 @@ pytest.importorskip("pyarrow")
 
 from kwire import codec  # noqa: E402
 from kwire.codec import ApiKey  # noqa: E402
-from tests.processes import Lines, stop_process  # noqa: E402
+from tests.processes import stop_process  # noqa: E402
+from tests.test_consumer848_clients import Member  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIENT = os.path.join(ROOT, "tests", "consumer848_client.py")
@@ -80,34 +80,10 @@ def test_serve_advertises_the_address_it_is_given(tmp_path):
         stop_process(proc)
 
 
-class Client:
-    """One tests/consumer848_client.py process; ``owned`` and ``member_id`` from its own callbacks."""
-
-    def __init__(self, name, bootstrap, tmp_path):
-        self.name = name
-        self.log = open(tmp_path / f"{name}.log", "w")
-        self.proc = subprocess.Popen([sys.executable, CLIENT, "--bootstrap", bootstrap, "--group", "rec848",
-                                      "--topic", TOPIC, "--run-seconds", "90"], stdout=subprocess.PIPE,
-                                     stderr=self.log, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
-        self.lines = Lines(self.proc.stdout)
-        self.events, self.owned, self.member_id = [], set(), None
-
-    def drain(self):
-        while (line := self.lines.take(0)) is not None:
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            self.events.append(e)
-            if e["event"] == "assigned":
-                self.owned.update(e["partitions"])
-                self.member_id = e.get("member_id") or self.member_id
-            elif e["event"] in ("revoked", "lost"):
-                self.owned.difference_update(e["partitions"])
-
-    def stop(self):
-        stop_process(self.proc)
-        self.log.close()
+def member(name, bootstrap, tmp_path):
+    """One tests/consumer848_client.py process (its events, ``owned`` and ``member_id`` from its callbacks)."""
+    return Member([sys.executable, CLIENT, "--bootstrap", bootstrap, "--group", "rec848", "--topic", TOPIC,
+                   "--run-seconds", "90"], str(tmp_path / f"{name}.log"), str(tmp_path / "serve.log"))
 
 
 def wait_for(clients, predicate, what, timeout=TIMEOUT_S):
@@ -157,23 +133,19 @@ def test_record_captures_consumer_protocol_heartbeats(tmp_path):
         wait_port(proxy_port, record)
         bootstrap = f"127.0.0.1:{proxy_port}"
         for name in "ABC":
-            clients.append(Client(name, bootstrap, tmp_path))
+            clients.append(member(name, bootstrap, tmp_path))
             if name == "A":
                 wait_for(clients, lambda: len(clients[0].owned) == PARTITIONS, "A owns everything")
         a, b, c = clients
         wait_for(clients, lambda: all(x.owned for x in clients) and
                  sum(len(x.owned) for x in clients) == PARTITIONS, "three members share the topic")
         owned_by_id = {x.member_id: set(x.owned) for x in clients}
-        c.proc.send_signal(signal.SIGTERM)   # closes: a leave heartbeat at -1
-        c.proc.wait(TIMEOUT_S)
-        b.proc.kill()                        # SIGKILL: fenced after the session timeout
-        b.proc.wait(TIMEOUT_S)
+        c.close()   # SIGTERM: the consumer closes, a leave heartbeat at -1
+        b.kill()    # SIGKILL: fenced after the session timeout
         wait_for([a], lambda: len(a.owned) == PARTITIONS, "A owns everything again", SESSION_MS / 1000 + TIMEOUT_S)
         time.sleep(2 * HEARTBEAT_MS / 1000)
         described = describe(bootstrap)
-        a.proc.send_signal(signal.SIGTERM)
-        a.proc.wait(TIMEOUT_S)
-        a.drain()
+        a.close()
         record.send_signal(signal.SIGINT)
         record.wait(TIMEOUT_S)
     finally:
@@ -182,37 +154,31 @@ def test_record_captures_consumer_protocol_heartbeats(tmp_path):
         for p in reversed(procs):
             stop_process(p)
 
-    frames = decode_capture(capture)   # kwire.codec.batch_decoder(): every response paired with its request
-    rows = frames.to_pydict()
-    assert not [e for e in rows["decode_error"] if e], "undecodable frames"
-    raw = {r["seq"]: r["frame"] for r in _capture_rows(capture)}
-    hb = [i for i, k in enumerate(rows["api_key"]) if k == ApiKey.CONSUMER_GROUP_HEARTBEAT]
-    requests = {rows["seq"][i]: _decode_request(raw[rows["seq"][i]]) for i in hb if rows["direction"][i] == 0}
-    answered = []
-    for i in hb:
-        if rows["direction"][i] == 1:
-            req = requests[rows["request_seq"][i]]
-            resp = codec.decode_response(raw[rows["seq"][i]], ApiKey.CONSUMER_GROUP_HEARTBEAT,
-                                         rows["api_version"][i])[1]
-            answered.append((rows["ts"][i], req, resp))
+    # kwire.codec.batch_decoder(), through the pipeline's decode: every response paired with its request, the
+    # consumer protocol's columns (member epoch in generation_id, assignment in topic_partitions).
+    rows = decode_capture(capture).to_pylist()
+    assert not [r for r in rows if r["decode_error"]], "undecodable frames"
+    hb = [r for r in rows if r["api_key"] == ApiKey.CONSUMER_GROUP_HEARTBEAT]
+    requests = {r["seq"]: r for r in hb if r["direction"] == 0}
+    answered = [(requests[r["request_seq"]], r) for r in hb if r["direction"] == 1]
     assert 0 <= len(requests) - len(answered) <= 1   # only the killed member's last may be unanswered
-    assert {r.group_id for r in requests.values()} == {"rec848"}
-    joins = [r for r in requests.values() if r.member_epoch == 0]
-    leaves = [r for r in requests.values() if r.member_epoch == -1]
-    assert len({r.member_id for r in joins}) >= 3 and [r.member_id for r in leaves].count(c.member_id) == 1
-    assert a.member_id in {r.member_id for r in leaves}
+    assert {r["group_id"] for r in hb} == {"rec848"}
+    joins = [r["member_id"] for r in requests.values() if r["generation_id"] == 0]
+    leaves = [r["member_id"] for r in requests.values() if r["generation_id"] == -1]
+    assert len(set(joins)) >= 3 and leaves.count(c.member_id) == 1 and a.member_id in leaves
     # Per member, the epochs the server gave only go up, and the last assignment it gave before each member's
     # end is what the member's own callbacks held.
     epochs = collections.defaultdict(list)
     last_assignment = {}
     ids = set()
-    for _ts, req, resp in answered:
-        if resp.error_code or req.member_epoch < 0:
+    for req, resp in answered:
+        if resp["error_code"] or req["generation_id"] < 0:
             continue
-        epochs[resp.member_id].append(resp.member_epoch)
-        if resp.assignment is not None:
-            last_assignment[resp.member_id] = {p for tp in resp.assignment.topic_partitions for p in tp.partitions}
-            ids.update(tp.topic_id for tp in resp.assignment.topic_partitions)
+        assert resp["heartbeat_interval_ms"] == HEARTBEAT_MS
+        epochs[resp["member_id"]].append(resp["generation_id"])
+        if resp["topic_partitions"] is not None:
+            last_assignment[resp["member_id"]] = {p for tp in resp["topic_partitions"] for p in tp["partitions"]}
+            ids.update(tp["topic_id"] for tp in resp["topic_partitions"])
     for member_id, es in epochs.items():
         assert es == sorted(es) and es[-1] > 0, (member_id, es)
     assert last_assignment[a.member_id] == set(range(PARTITIONS))
@@ -222,46 +188,27 @@ def test_record_captures_consumer_protocol_heartbeats(tmp_path):
     assert described.error_code == 0 and [m.member_id for m in described.members] == [a.member_id]
     assert described.members[0].member_epoch == epochs[a.member_id][-1] == described.assignment_epoch
     # Metadata v10+ through the recorder names the topic id the assignments use.
-    meta = [codec.decode_response(raw[rows["seq"][i]], ApiKey.METADATA, rows["api_version"][i])[1]
-            for i, k in enumerate(rows["api_key"]) if k == ApiKey.METADATA and rows["direction"][i] == 1
-            and rows["api_version"][i] >= 10]
-    assert meta and ids and ids <= {t.topic_id for m in meta for t in m.topics if t.name == TOPIC}
-
-
-def _capture_rows(path):
-    from kwire.pipeline import read_capture
-
-    return read_capture(path).select(["seq", "frame"]).to_pylist()
-
-
-def _decode_request(frame):
-    return codec.decode_request(frame)[1]
+    named = {i for r in rows if r["api_key"] == ApiKey.METADATA and r["direction"] == 1 and r["topic_ids"]
+             for i, name in zip(r["topic_ids"], r["topics"]) if name == TOPIC}
+    assert len(ids) == 1 and ids == named
 
 
 def test_the_committed_sample_holds_what_its_readme_says():
     # examples/sample848: A joins, B and C join, C leaves (-1), B is fenced after its session timeout, A leaves.
-    from kwire.pipeline import decode_capture, read_capture
+    from kwire.pipeline import decode_capture
 
-    path = os.path.join(ROOT, "examples", "sample848", "capture.parquet")
-    rows = decode_capture(path).to_pydict()
-    raw = {r["seq"]: r["frame"] for r in read_capture(path).select(["seq", "frame"]).to_pylist()}
-    requests, answers = {}, []
-    for i, key in enumerate(rows["api_key"]):
-        if key != ApiKey.CONSUMER_GROUP_HEARTBEAT:
-            continue
-        if rows["direction"][i] == 0:
-            header, req = codec.decode_request(raw[rows["seq"][i]])
-            assert header.request_api_version == 1   # librdkafka 2.16's version
-            requests[rows["seq"][i]] = req
-        else:
-            answers.append((requests[rows["request_seq"][i]], codec.decode_response(
-                raw[rows["seq"][i]], key, rows["api_version"][i])[1]))
-    joins = [req.member_id for req in requests.values() if req.member_epoch == 0]
-    leaves = [req.member_id for req in requests.values() if req.member_epoch == -1]
+    rows = decode_capture(os.path.join(ROOT, "examples", "sample848", "capture.parquet")).to_pylist()
+    hb = [r for r in rows if r["api_key"] == ApiKey.CONSUMER_GROUP_HEARTBEAT]
+    assert {r["api_version"] for r in hb} == {1}   # librdkafka 2.16's version
+    requests = {r["seq"]: r for r in hb if r["direction"] == 0}
+    answers = [(requests[r["request_seq"]], r) for r in hb if r["direction"] == 1]
+    joins = [r["member_id"] for r in requests.values() if r["generation_id"] == 0]
+    leaves = [r["member_id"] for r in requests.values() if r["generation_id"] == -1]
     assert len(joins) == 3 and len(leaves) == 2 and set(leaves) < set(joins)
     a = joins[0]
-    epochs = [resp.member_epoch for req, resp in answers if req.member_epoch >= 0 and not resp.error_code]
-    assert sorted(set(epochs)) == [1, 2, 3, 4, 5] and not [r for _, r in answers if r.error_code]
-    given = [(req.member_id, sorted((tp.topic_id, p) for tp in resp.assignment.topic_partitions
-                                    for p in tp.partitions)) for req, resp in answers if resp.assignment is not None]
+    epochs = [resp["generation_id"] for req, resp in answers if req["generation_id"] >= 0]
+    assert sorted(set(epochs)) == [1, 2, 3, 4, 5] and not [r for _, r in answers if r["error_code"]]
+    given = [(resp["member_id"], sorted((tp["topic_id"], p) for tp in resp["topic_partitions"]
+                                        for p in tp["partitions"])) for _, resp in answers
+             if resp["topic_partitions"] is not None]
     assert given[0][0] == a and len(given[0][1]) == 9 and given[-1] == given[0]

@@ -23,7 +23,7 @@ import base64
 import hashlib
 import heapq
 import random
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import kwire
 from kwire import codec
@@ -40,7 +40,7 @@ from kwire.group import (
     Send,
 )
 from kwire.pipeline._capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER
-from kwire.pipeline._synth_stream import MS, SECOND, Frames
+from kwire.pipeline._synth_stream import MS, Frames
 
 __all__ = ["ConsumerGroupSim", "Client", "PROFILES848", "topic_id"]
 
