@@ -413,3 +413,28 @@ def test_batch_decoder_columns_are_the_ground_truth(tmp_path):
         live = {m: truth_at(m, at)[1] for m, h in sim.truth["members"].items() if h[0][0] <= at}
         assert {m["member_id"]: m["member_epoch"] for m in g["members"]} == {
             m: e for m, e in live.items() if e is not None}
+
+
+@pytest.mark.parametrize("protocol", ["consumer", "mixed"])
+def test_ground_truth_of_a_whole_capture(tmp_path, protocol):
+    # ground_truth() re-simulates what synth() wrote: per group, the epochs the answers carry are the truth's.
+    from kwire.pipeline import decode_capture
+    from kwire.pipeline._synth_fleet import ground_truth
+
+    kw = dict(groups=8, seed=9, duration_s=240)
+    synth(tmp_path / "c.parquet", protocol=protocol, **kw)
+    truths = ground_truth(protocol, **kw)
+    assert sorted(truths) == [f"group-{i:05d}" for i in range(8)]
+    rows = decode_capture(tmp_path / "c.parquet").select(
+        ["api_key", "direction", "group_id", "member_id", "generation_id", "error_code"]).to_pylist()
+    answered = collections.defaultdict(set)
+    for r in rows:
+        if r["api_key"] == codec.ApiKey.CONSUMER_GROUP_HEARTBEAT and r["direction"] == 1 and not r["error_code"] \
+                and r["generation_id"] > 0:
+            answered[(r["group_id"], r["member_id"])].add(r["generation_id"])
+    assert answered
+    for (group_id, member_id), epochs in answered.items():
+        truth = {e for _, e, _ in truths[group_id]["members"][member_id] if e is not None}
+        assert epochs <= truth
+    with pytest.raises(ArgumentValueError):
+        ground_truth("classic", groups=1)

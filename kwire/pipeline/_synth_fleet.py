@@ -32,9 +32,9 @@ from kwire.errors import ArgumentValueError
 from kwire.pipeline._synth import synth as synth_classic
 from kwire.pipeline._synth import topic_pool
 from kwire.pipeline._synth_consumer import ConsumerGroupSim
-from kwire.pipeline._synth_stream import MS, SECOND, stream_groups
+from kwire.pipeline._synth_stream import MS, SECOND, Frames, group_starts, stream_groups
 
-__all__ = ["PROTOCOLS", "simulate_consumer_group", "synth"]
+__all__ = ["PROTOCOLS", "ground_truth", "simulate_consumer_group", "synth"]
 
 PROTOCOLS = ("classic", "consumer", "mixed")
 
@@ -121,6 +121,23 @@ def simulate_consumer_group(out, index, seed, t0, duration_s, pool, heartbeat_in
             start(t + int(rng.uniform(1, 4) * SECOND), victim.topics,
                   "consumer" if victim.protocol == "classic" else "classic", victim.instance_id)
     return sim
+
+
+def ground_truth(protocol, groups, seed=0, duration_s=600.0, heartbeat_interval_ms=3000, describe_every_ms=0,
+                 start_us=1_767_225_600 * SECOND):
+    """``{group id: truth}`` of the consumer or mixed groups that :func:`synth` with the same arguments writes,
+    simulated again (``ConsumerGroupSim.truth``: what the analysis should find in the capture)."""
+    if protocol not in ("consumer", "mixed"):
+        raise ArgumentValueError(f"ground truth is kept for consumer and mixed groups, not {protocol!r}")
+    pool = topic_pool(seed)
+    out = Frames()
+    truths = {}
+    for i, t0 in enumerate(group_starts(groups, seed, duration_s, start_us)):
+        sim = simulate_consumer_group(out, i, seed, t0, duration_s, pool, heartbeat_interval_ms, describe_every_ms,
+                                      protocol == "mixed")
+        truths[sim.group_id] = sim.truth
+        out.clear()
+    return truths
 
 
 def synth(path, protocol="classic", groups=1000, seed=0, duration_s=600.0, heartbeat_interval_ms=3000,

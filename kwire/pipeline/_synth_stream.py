@@ -162,6 +162,13 @@ def corrupt_frames(out: Frames, rng, rate):
 
 
 
+def group_starts(groups, seed, duration_s, start_us):
+    """Each group's start (µs): within the first tenth of the window, drawn from the seed alone."""
+    rng = random.Random(seed)
+    for _ in range(groups):
+        yield start_us + rng.randrange(int(duration_s * SECOND * 0.1) + 1)
+
+
 def stream_groups(path, groups, simulate, *, seed=0, duration_s=600.0, corrupt_rate=0.0,
                   start_us=1_767_225_600 * SECOND, chunk_groups=250, batch_rows=8192):
     """Write the frames of ``groups`` groups to the capture ``path``; returns the frame count.
@@ -177,11 +184,9 @@ def stream_groups(path, groups, simulate, *, seed=0, duration_s=600.0, corrupt_r
     if batch_rows < 1:
         raise ArgumentValueError(f"batch_rows must be positive, not {batch_rows}")
     out = Frames()
-    rng = random.Random(seed)
     count = 0
     with SortedRuns(os.path.dirname(os.path.abspath(path)), batch_rows=batch_rows) as runs:
-        for i in range(groups):
-            t0 = start_us + rng.randrange(int(duration_s * SECOND * 0.1) + 1)
+        for i, t0 in enumerate(group_starts(groups, seed, duration_s, start_us)):
             before = len(out.frame)
             simulate(out, i, t0)
             if corrupt_rate:
