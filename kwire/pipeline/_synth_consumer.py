@@ -154,7 +154,6 @@ class ConsumerGroupSim:
         self._tick_at = None
         self._clients: List[Client] = []
         self._client_seq = 0
-        self._next_conn_host = 0
         self.describe_every_ms = describe_every_ms
         self._admin_conn = None
         self._admin_corr = 0
