@@ -13,7 +13,10 @@ simulated clock) and a script of what happens to its processes over the capture 
 * a process that fails on a fatal error is started again ten seconds later, as a supervisor would;
 * a member's connection keeps breaking for a while during a rebalance: answers the coordinator wrote are
   lost, the member retries with a full heartbeat at its old epoch, accepted when the coordinator can tell the
-  answer was lost, answered FENCED_MEMBER_EPOCH when not;
+  answer was lost, answered FENCED_MEMBER_EPOCH when not; the fenced member rejoins at once at epoch 0 with its
+  id, which the coordinator answers FENCED_MEMBER_EPOCH too while it still knows the member
+  (``GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid``), so the client's immediate retries storm
+  until its session times out;
 * some members are slow revokers: their revocation callback takes seconds, so the acknowledging heartbeat comes
   late, and past a short ``max.poll.interval.ms`` the coordinator fences them (the revocation timeout);
 * with ``describe_every_ms`` an admin client polls ConsumerGroupDescribe.
