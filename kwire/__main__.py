@@ -64,11 +64,16 @@ def _pipeline_import(what):
 def cmd_synth(args):
     import time
 
-    synth = _pipeline_import("synth")
+    synth = _pipeline_import("synth_fleet")
     t = time.perf_counter()
-    n = synth.synth(args.out, groups=args.groups, seed=args.seed, duration_s=args.duration,
-                    heartbeat_interval_ms=args.heartbeat_ms, corrupt_rate=args.corrupt_rate)
-    print(f"{args.out}: {n:,} frames from {args.groups:,} groups in {time.perf_counter() - t:.1f}s")
+    try:
+        n = synth.synth(args.out, protocol=args.protocol, groups=args.groups, seed=args.seed,
+                        duration_s=args.duration, heartbeat_interval_ms=args.heartbeat_ms,
+                        corrupt_rate=args.corrupt_rate, describe_every_ms=args.describe_ms)
+    except kwire.KwireError as exc:
+        print(f"kwire synth: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.out}: {n:,} frames from {args.groups:,} groups ({args.protocol}) in {time.perf_counter() - t:.1f}s")
     return 0
 
 
@@ -196,6 +201,11 @@ def main(argv=None):
     s.add_argument("--heartbeat-ms", type=_positive_int, default=3000, help="heartbeat.interval.ms (default 3000)")
     s.add_argument("--corrupt-rate", type=_rate, default=0.0,
                    help="fraction of frames to damage (cut short or bit-flipped), to exercise error handling")
+    s.add_argument("--protocol", choices=["classic", "consumer", "mixed"], default="classic",
+                   help="classic groups (default), KIP-848 consumer-protocol groups, or groups mid-upgrade with "
+                        "members of both")
+    s.add_argument("--describe-ms", type=_non_negative_int, default=0,
+                   help="consumer and mixed: an admin client polls ConsumerGroupDescribe this often (0: never)")
 
     p = sub.add_parser("pipeline", help="analyse a capture on Spark: rebalances, ownership, what-if assignors")
     add_pipeline_arguments(p)

@@ -57,6 +57,44 @@ def wait_port(port, timeout=30):
     raise SystemExit(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
+def membership_scenario(start, signal_member, step, session_timeout_ms):
+    """Member A starts, B and C join, C leaves cleanly, B is killed with SIGKILL (a crash: the coordinator drops
+    it after the session timeout), then A stops.  ``start(tag)`` starts member ``tag``; ``signal_member(tag, sig)``
+    signals it."""
+    start("A")
+    time.sleep(step * 1.5)
+    start("B")
+    time.sleep(step)
+    start("C")
+    time.sleep(step)
+    signal_member("C", signal.SIGTERM)  # clean leave
+    time.sleep(step)
+    signal_member("B", signal.SIGKILL)  # crash: no leave
+    time.sleep(session_timeout_ms / 1000 + step)
+    signal_member("A", signal.SIGTERM)
+
+
+def wait_members(procs, timeout=30):
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def stop_all(proxy, procs):
+    """Stop the recording proxy with SIGINT (it writes what is queued and closes the file), then the rest."""
+    proxy.send_signal(signal.SIGINT)
+    try:
+        proxy.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proxy.kill()
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=10)
+
+
 # -- consumer processes ----------------------------------------------------------------------
 
 
@@ -140,35 +178,14 @@ def main():
                 members[(group, tag)] = spawn([sys.executable, __file__, "--consumer", lib, bootstrap, group,
                                                strategy, "--name", f"{group}-{tag}"])
 
-        start("A")
-        time.sleep(args.step * 1.5)
-        start("B")
-        time.sleep(args.step)
-        start("C")
-        time.sleep(args.step)
-        for lib, group, _ in groups:
-            members[(group, "C")].send_signal(signal.SIGTERM)  # clean leave
-        time.sleep(args.step)
-        for lib, group, _ in groups:
-            members[(group, "B")].kill()  # crash: no LeaveGroup
-        time.sleep(SESSION_TIMEOUT_MS / 1000 + args.step)
-        for lib, group, _ in groups:
-            members[(group, "A")].send_signal(signal.SIGTERM)
-        for (group, tag), p in members.items():
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        def signal_member(tag, sig):
+            for lib, group, _ in groups:
+                members[(group, tag)].send_signal(sig)
+
+        membership_scenario(start, signal_member, args.step, SESSION_TIMEOUT_MS)
+        wait_members(members.values())
     finally:
-        proxy.send_signal(signal.SIGINT)
-        try:
-            proxy.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proxy.kill()
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=10)
+        stop_all(proxy, procs)
     print(f"wrote {capture}")
 
 

@@ -3,8 +3,9 @@
 The flow, one private module a stage:
 
 - sources write captures in one Arrow schema (``_capture``): the recording
-  proxy (``_record``), a pcap importer (``_pcap``) and a generator of
-  synthetic groups (``_synth``);
+  proxy (``_record``), a pcap importer (``_pcap``) and generators of
+  synthetic groups (``_synth`` classic; ``_synth_fleet`` KIP-848 and mixed
+  groups through kwire.group's state machines, ``_synth_consumer``);
 - ``_decode`` hands capture batches to the codec's batch decoder
   (``kwire.codec._batch_c`` / ``_batch_py``);
 - the analysis reads decoded frames as events (``_events``, topic sizes from

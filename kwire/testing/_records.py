@@ -122,7 +122,8 @@ class RecordApis:
             if failed:
                 conn.close("a Produce with acks 0 failed", graceful=True)
             return
-        endpoints = [ProduceNodeEndpoint(node_id=b, host=self.host, port=self.ports[b]) for b in sorted(leaders) if b >= 0]
+        endpoints = [ProduceNodeEndpoint(node_id=b, host=h, port=p) for b in sorted(leaders) if b >= 0
+                     for h, p in [self.address(b)]]
         fill(ProduceResponse(responses=responses, node_endpoints=endpoints))
 
     def _legacy_produce(self, conn, body, version, correlation_id):

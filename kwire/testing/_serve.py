@@ -47,6 +47,10 @@ def add_serve_parser(sub):
     s.add_argument("--topic", action="append", default=[], metavar="NAME:PARTITIONS",
                    help="a topic and its partition count (repeatable)")
     s.add_argument("--brokers", type=int, default=1, help="how many brokers (listeners) to run (default 1)")
+    s.add_argument("--advertise", action="append", default=[], metavar="HOST:PORT",
+                   help="the address the next broker names in Metadata and FindCoordinator instead of its own "
+                        "(repeatable, one per broker in order; Kafka's advertised.listeners), for a proxy in front "
+                        "such as kwire record")
     s.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="a broker config key, Kafka's name (repeatable; docs/MOCK_CLUSTER.md lists them)")
     s.add_argument("--initial-rebalance-delay-ms", type=int, help="alias of group.initial.rebalance.delay.ms (0)")
@@ -69,10 +73,10 @@ def add_serve_parser(sub):
     return s
 
 
-def _host_port(text):
+def _host_port(text, option="--listen"):
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit():
-        raise SystemExit(f"kwire serve: --listen wants HOST:PORT, not {text!r}")
+        raise SystemExit(f"kwire serve: {option} wants HOST:PORT, not {text!r}")
     return host, int(port)
 
 
@@ -131,7 +135,8 @@ def _server(args):
     try:
         config = with_aliases(parse_assignments(args.config), {
             alias: getattr(args, alias) for alias in ALIASES})
-        return ClusterServer(_topics(args.topic), host=host, port=port, brokers=args.brokers, config=config)
+        return ClusterServer(_topics(args.topic), host=host, port=port, brokers=args.brokers, config=config,
+                             advertised=[_host_port(a, "--advertise") for a in args.advertise])
     except ValueError as e:
         raise SystemExit(f"kwire serve: {e}") from None
 

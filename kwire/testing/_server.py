@@ -96,10 +96,13 @@ class ClusterServer(TopicApis, RecordApis):
 
     ``topics``: ``{name: partitions}`` created at start.  ``brokers``: how many brokers (listeners).  ``port``:
     the first broker's port (0: any free one); the others take free ports.  ``config``: Kafka's broker config
-    keys (``_config.py``).  ``limits``: a :class:`Limits`, overriding the config's.
+    keys (``_config.py``).  ``limits``: a :class:`Limits`, overriding the config's.  ``advertised``: the
+    ``(host, port)`` each broker, in order, names in Metadata and FindCoordinator instead of its own listener
+    (Kafka's ``advertised.listeners``: clients then connect through a proxy in front, such as ``kwire record``).
     """
 
-    def __init__(self, topics=None, *, host="127.0.0.1", port=0, brokers=1, config=None, limits=None):
+    def __init__(self, topics=None, *, host="127.0.0.1", port=0, brokers=1, config=None, limits=None,
+                 advertised=()):
         if isinstance(brokers, bool) or not isinstance(brokers, int) or not 1 <= brokers <= 64:
             raise ArgumentValueError(f"brokers must be an int in [1, 64], not {brokers!r}")
         self.config = resolve(config)
@@ -108,6 +111,9 @@ class ClusterServer(TopicApis, RecordApis):
         self.host = host
         self.ports = {b: 0 for b in range(brokers)}
         self.ports[0] = port
+        if len(advertised) > brokers:
+            raise ArgumentValueError(f"{len(advertised)} advertised addresses for {brokers} brokers")
+        self.advertised = dict(enumerate(advertised))
         self.topics = TopicTable(brokers)
         for name, n in (topics or {}).items():
             self.topics.create(name, int(n))
@@ -154,6 +160,10 @@ class ClusterServer(TopicApis, RecordApis):
     port = property(lambda self: self.ports[0], doc="The first broker's port.")
     topic_ids = property(lambda self: self.topics.ids, doc="``{topic name: topic id}``.")
     topic_names = property(lambda self: self.topics.names, doc="``{topic id: topic name}``.")
+
+    def address(self, broker):
+        """``(host, port)`` that clients are told to connect to for ``broker``."""
+        return self.advertised.get(broker) or (self.host, self.ports[broker])
 
     def partition_exists(self, topic, partition):
         return self.topics.exists(topic, partition)
@@ -379,14 +389,14 @@ class ClusterServer(TopicApis, RecordApis):
 
     def _find_coordinator(self, req, version, fill, conn):
         node = self.coordinator_node
-        port = self.ports[node]
+        host, port = self.address(node)
         if version >= 4:
             keys = list(req.coordinator_keys)
             for key in keys:
                 self.moved.discard(key)
             fill(FindCoordinatorResponse(coordinators=[
-                Coordinator(key=key, node_id=node, host=self.host, port=port, error_code=ErrorCode.NONE)
+                Coordinator(key=key, node_id=node, host=host, port=port, error_code=ErrorCode.NONE)
                 for key in keys]))
             return
         self.moved.discard(req.key)
-        fill(FindCoordinatorResponse(error_code=ErrorCode.NONE, node_id=node, host=self.host, port=port))
+        fill(FindCoordinatorResponse(error_code=ErrorCode.NONE, node_id=node, host=host, port=port))

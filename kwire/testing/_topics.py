@@ -165,7 +165,8 @@ class TopicApis:
     ``topics``, ``store``, ``config`` and the brokers' addresses)."""
 
     def _broker_list(self):
-        return [MetadataResponseBroker(node_id=b, host=self.host, port=self.ports[b]) for b in self.topics.live()]
+        return [MetadataResponseBroker(node_id=b, host=h, port=p)
+                for b in self.topics.live() for h, p in [self.address(b)]]
 
     def _topic_metadata(self, name):
         table = self.topics
