@@ -129,7 +129,7 @@ class ClassicMembers:
         names = {tid: name for name, (tid, _n) in self._topics.items()}
         return Assignment(assigned_partitions=[
             AssignmentTopicPartition(topic=names[tid], partitions=sorted(ps))
-            for tid, ps in assigned.items() if tid in names]).encode(version)
+            for tid, ps in sorted(assigned.items()) if tid in names]).encode(version)
 
     # -- JoinGroup (classicGroupJoinToConsumerGroup) ----------------------------------------------------------
 

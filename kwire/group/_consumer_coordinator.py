@@ -141,8 +141,10 @@ def _is_subset(owned_partitions, assigned):
 
 
 def _assignment_message(assigned):
+    # Topics in id order: the assignors' dicts carry their twin's own iteration order, and an answer's bytes
+    # must not depend on which twin computed the target (clients read it as a set).
     return ConsumerGroupHeartbeatAssignment(
-        topic_partitions=[_TP(topic_id=t, partitions=sorted(ps)) for t, ps in assigned.items()])
+        topic_partitions=[_TP(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(assigned.items())])
 
 
 class ConsumerGroupCoordinator(ClassicMembers):

@@ -293,7 +293,11 @@ class ConsumerGroup:
     def compute_subscription_metadata(self, topics):
         """``{name: (topic id, partition count)}`` for every subscribed name that exists in ``topics``."""
         out = {}
-        for name in self.subscribed_names:
+        # Names in sorted order, not the set's: the metadata's order becomes the assignors' topic order, and with
+        # it the order of each target's topics, which the next target's stickiness reads.  A set of str iterates
+        # in an order that changes with the interpreter's hash seed, so the same traffic would not give the same
+        # answers from one run to the next.
+        for name in sorted(self.subscribed_names):
             meta = topics.get(name)
             if meta is not None:
                 out[name] = meta

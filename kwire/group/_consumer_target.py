@@ -87,7 +87,7 @@ def prospective_metadata(group, topics, old_names, new_names):
     added = new_names - union
     removed = (group.names_only_in(old_names) - new_names) if old_names and old_names != new_names else ()
     if group.metadata_expired:
-        base = {n: topics[n] for n in union if n in topics}
+        base = {n: topics[n] for n in sorted(union) if n in topics}  # sorted: see compute_subscription_metadata
     else:
         base = group.subscription_metadata
         if not removed and not any(n in topics for n in added):
@@ -95,7 +95,7 @@ def prospective_metadata(group, topics, old_names, new_names):
         base = dict(base)
     for name in removed:
         base.pop(name, None)
-    for name in added:
+    for name in sorted(added):
         meta = topics.get(name)
         if meta is not None:
             base[name] = meta

@@ -30,7 +30,7 @@ def _assignment(assigned, names):
     # Topics missing from the metadata are left out, as ConsumerGroupMember.asConsumerGroupDescribeMember does.
     return ConsumerGroupDescribeAssignment(topic_partitions=[
         ConsumerGroupDescribeTopicPartitions(topic_id=tid, topic_name=names[tid], partitions=sorted(ps))
-        for tid, ps in assigned.items() if tid in names])
+        for tid, ps in sorted(assigned.items()) if tid in names])
 
 
 def described_group(group_id, group, topic_names, default_assignor):
