@@ -462,10 +462,11 @@ def collector_paused():
             gc.enable()
 
 
-def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None):
+def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None, cpu_timer=None):
     """One bucket of groups' events (Arrow, or pandas) to its
     :data:`WIDE_SCHEMA` rows: every table of :data:`TIMELINE_TABLES` from one
-    timeline build per group."""
+    timeline build per group.  ``timer``, ``cpu_timer``: get the what-if
+    replay's seconds and CPU seconds (:func:`~kwire.pipeline._whatif_batch.timed_replay`)."""
     # What the what-if reads of each generation it replays: a few ints (rows
     # of the bucket's events), taken as the one pass goes by each timeline;
     # the generations are packed from the event columns together at the end.
@@ -478,11 +479,11 @@ def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None):
 
     with collector_paused():
         tables = timeline_tables(noting(_timelines_of(events, max_partitions, counts)))
-        tables["whatif"] = timed_replay(pack_replayed(replayed), timer=timer)
+        tables["whatif"] = timed_replay(pack_replayed(replayed), timer=timer, cpu_timer=cpu_timer)
         return _wide(tables)
 
 
-def analyse_partition(batches, max_partitions, timer=None, counts=None):
+def analyse_partition(batches, max_partitions, timer=None, counts=None, cpu_timer=None):
     """Runs in the Python worker: a partition of :func:`bucketed` events (one
     bucket) to its :data:`WIDE_SCHEMA` rows, as :func:`analyse_bucket_arrow`
     gives them.  Every group's events are in one partition, so the bucket
@@ -490,22 +491,24 @@ def analyse_partition(batches, max_partitions, timer=None, counts=None):
     batches = list(batches)
     if batches:
         yield from analyse_bucket_arrow(pa.Table.from_batches(batches), max_partitions, timer,
-                                        counts).to_batches()
+                                        counts, cpu_timer).to_batches()
 
 
-def bucket_stage(events, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None, counts=None):
+def bucket_stage(events, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None, counts=None,
+                 cpu_timer=None):
     """The :data:`WIDE_SCHEMA` rows of every bucket of :func:`bucketed`
     events, a partition each: ``mapInArrow`` over the partitions as they
     are, where a ``groupBy("bucket")`` would sort every bucket's events by
-    its one bucket first.  ``timer``: an
-    accumulator of the what-if's replay seconds.  ``counts``: the capture's
+    its one bucket first.  ``timer``, ``cpu_timer``: accumulators of the
+    what-if's replay seconds and CPU seconds.  ``counts``: the capture's
     Metadata counts, an Arrow table (a kwire object in the closure would make
     the workers import kwire before :func:`~kwire.pipeline._ship.remote` can
     find it); None for none."""
     counts = COUNT_SCHEMA.empty_table() if counts is None else counts
     if hasattr(events, "mapInArrow"):
         run = remote(__name__, "analyse_partition", archive)
-        return events.mapInArrow(lambda it: run(it, max_partitions, timer, counts), spark_schema(WIDE_SCHEMA))
+        return events.mapInArrow(lambda it: run(it, max_partitions, timer, counts, cpu_timer),
+                                 spark_schema(WIDE_SCHEMA))
     grouped = events.groupBy("bucket")
     run = remote(__name__, "analyse_bucket", archive)
     return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts), spark_schema(WIDE_SCHEMA))
@@ -592,7 +595,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         stages["metadata"] = {"seconds": st.seconds, **st.counts}
 
         tables = {}
-        replay = sc.accumulator(0.0)
+        replay, replay_cpu = sc.accumulator(0.0), sc.accumulator(0.0)
         with progress.stage("timelines") as st:
             # Read twice (each group's size for the buckets, then the
             # buckets), the events are reduced from the frames once.
@@ -601,7 +604,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             # Each group's timeline is built once here for every table of
             # TIMELINE_TABLES, the what-if's included (its replay is timed
             # by ``replay``); the first write computes and caches them all.
-            wide = bucket_stage(events, max_partitions, archive, replay, metadata_counts).persist()
+            wide = bucket_stage(events, max_partitions, archive, replay, metadata_counts, replay_cpu).persist()
             rows = {}
             for name in ("rebalances", "assignments", "bad_frames"):
                 table = unwide(wide, name)
@@ -621,7 +624,8 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             tables["whatif"] = spark.read.parquet(_path(out, "whatif"))
             counts = tables["whatif"].where(~F.col("observed")).agg(F.sum("member_count").alias("members")).first()
             st.done(members=counts["members"] or 0)
-        stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value}
+        stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value,
+                            "replay_cpu_seconds": replay_cpu.value}
         frame_events.unpersist()
 
         with progress.stage("report") as st:
