@@ -435,13 +435,13 @@ def _timelines_of(events, max_partitions, counts):
     return timelines_of(events.drop(columns=["bucket"]), max_partitions, counts)
 
 
-def analyse_bucket(pdf, max_partitions, timer=None, counts=None):
+def analyse_bucket(pdf, max_partitions, timer=None, counts=None, cpu_timer=None):
     """Runs in the Python worker: one bucket of groups' events (pandas: the
     Spark versions without ``applyInArrow``) to its :data:`WIDE_SCHEMA` rows.
     ``timer`` gets the seconds spent replaying the what-if, not building
     timelines.  ``counts``: the capture's Metadata counts (from
     :func:`metadata_stage`)."""
-    return analyse_bucket_arrow(pdf, max_partitions, timer, counts).to_pandas()
+    return analyse_bucket_arrow(pdf, max_partitions, timer, counts, cpu_timer).to_pandas()
 
 
 @contextlib.contextmanager
@@ -483,35 +483,22 @@ def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None, cpu_ti
         return _wide(tables)
 
 
-def analyse_partition(batches, max_partitions, timer=None, counts=None, cpu_timer=None):
-    """Runs in the Python worker: a partition of :func:`bucketed` events (one
-    bucket) to its :data:`WIDE_SCHEMA` rows, as :func:`analyse_bucket_arrow`
-    gives them.  Every group's events are in one partition, so the bucket
-    needs no grouping of its own."""
-    batches = list(batches)
-    if batches:
-        yield from analyse_bucket_arrow(pa.Table.from_batches(batches), max_partitions, timer,
-                                        counts, cpu_timer).to_batches()
-
-
 def bucket_stage(events, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None, counts=None,
                  cpu_timer=None):
-    """The :data:`WIDE_SCHEMA` rows of every bucket of :func:`bucketed`
-    events, a partition each: ``mapInArrow`` over the partitions as they
-    are, where a ``groupBy("bucket")`` would sort every bucket's events by
-    its one bucket first.  ``timer``, ``cpu_timer``: accumulators of the
-    what-if's replay seconds and CPU seconds.  ``counts``: the capture's
+    """The :data:`WIDE_SCHEMA` rows of every bucket.  ``timer``, ``cpu_timer``:
+    accumulators of the what-if's replay seconds and CPU seconds.  ``counts``: the capture's
     Metadata counts, an Arrow table (a kwire object in the closure would make
     the workers import kwire before :func:`~kwire.pipeline._ship.remote` can
     find it); None for none."""
     counts = COUNT_SCHEMA.empty_table() if counts is None else counts
-    if hasattr(events, "mapInArrow"):
-        run = remote(__name__, "analyse_partition", archive)
-        return events.mapInArrow(lambda it: run(it, max_partitions, timer, counts, cpu_timer),
-                                 spark_schema(WIDE_SCHEMA))
     grouped = events.groupBy("bucket")
+    if hasattr(grouped, "applyInArrow"):
+        run = remote(__name__, "analyse_bucket_arrow", archive)
+        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, cpu_timer),
+                                    spark_schema(WIDE_SCHEMA))
     run = remote(__name__, "analyse_bucket", archive)
-    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts), spark_schema(WIDE_SCHEMA))
+    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, cpu_timer),
+                                 spark_schema(WIDE_SCHEMA))
 
 
 def undecodable_frames(frames):
@@ -594,13 +581,10 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             st.done(topics=len(pc.unique(metadata_counts.column("topic"))))
         stages["metadata"] = {"seconds": st.seconds, **st.counts}
 
+        events = bucketed(events_stage(frames), buckets).persist()
         tables = {}
         replay, replay_cpu = sc.accumulator(0.0), sc.accumulator(0.0)
         with progress.stage("timelines") as st:
-            # Read twice (each group's size for the buckets, then the
-            # buckets), the events are reduced from the frames once.
-            frame_events = events_stage(frames).persist()
-            events = bucketed(frame_events, buckets)
             # Each group's timeline is built once here for every table of
             # TIMELINE_TABLES, the what-if's included (its replay is timed
             # by ``replay``); the first write computes and caches them all.
@@ -626,7 +610,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             st.done(members=counts["members"] or 0)
         stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value,
                             "replay_cpu_seconds": replay_cpu.value}
-        frame_events.unpersist()
+        events.unpersist()
 
         with progress.stage("report") as st:
             error_kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
