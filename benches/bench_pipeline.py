@@ -186,14 +186,13 @@ def _passthrough(batches):
     yield from batches
 
 
-def session_cpu_seconds(spark):
-    """CPU seconds (user + system) the session's JVM and its Python workers
-    (the JVM's descendants) have used so far, from ``/proc``; None where
-    there is no ``/proc`` or the JVM is not a child of this process.  On a
-    shared machine a stage's wall time moves with the neighbours' load; its
-    CPU time much less."""
-    gateway = getattr(spark.sparkContext._gateway, "proc", None)
-    if gateway is None or not os.path.isdir("/proc"):
+def session_cpu_seconds():
+    """CPU seconds (user + system) that this process's descendants have used
+    so far, from ``/proc``: the local session's JVM, started by this
+    process, and its Python workers.  None where there is no ``/proc``.  On
+    a shared machine a stage's wall time moves with the neighbours' load;
+    its CPU time much less."""
+    if not os.path.isdir("/proc"):
         return None
     stats = {}
     for name in os.listdir("/proc"):
@@ -208,7 +207,7 @@ def session_cpu_seconds(spark):
     children = {}
     for pid, (parent, _ticks) in stats.items():
         children.setdefault(parent, []).append(pid)
-    todo, ticks = [gateway.pid], 0
+    todo, ticks = list(children.get(os.getpid(), ())), 0
     while todo:
         pid = todo.pop()
         ticks += stats.get(pid, (0, 0))[1]
@@ -231,13 +230,13 @@ def bench_decode(spark, path, out, repeat):
     cpu = {"decode": [], "do-nothing": []}
     for i in range(repeat + 1):  # the first round warms both stages and is not counted
         for name, fn in (("decode", decode), ("do-nothing", nothing)):
-            c = session_cpu_seconds(spark)
+            c = session_cpu_seconds()
             t = time.perf_counter()
             fn()
             if i:
                 times[name].append(time.perf_counter() - t)
                 if c is not None:
-                    cpu[name].append(session_cpu_seconds(spark) - c)
+                    cpu[name].append(session_cpu_seconds() - c)
     best = {k: min(v) for k, v in times.items()}
     print(f"decode stage: {best['decode']:.2f} s, do-nothing mapInArrow: {best['do-nothing']:.2f} s "
           f"(best of {repeat}); decode / do-nothing = {best['decode'] / best['do-nothing']:.2f}x (goal <= 1.5x)")
