@@ -21,14 +21,16 @@ Run: ``python benches/bench_pipeline.py [--groups N] [--seed S | --capture PATH]
    paused as the pipeline pauses it, and the two paths' tables must be
    equal.  ``per-generation`` is the reference ``replay``, one generation at
    a time; ``member-level`` is the replay before arrays (``whatif_rows``),
-   both in tests/whatif_oracle.py.  The goal is >= 300,000 members/s,
-   packing counted.  Then the sticky pair alone: ``assign_sticky_pair_many``
+   both in tests/whatif_oracle.py.  The goal is >= 450,000 members/s of
+   replay (``batch``, what ``replay_seconds`` counts).  Then the sticky pair alone: ``assign_sticky_pair_many``
    on all the generations' groups against ``assign_sticky_pair`` group by group.
 4. **Decode ÷ do-nothing**, in a started local[2] session that has already
    run a job and both stages once (the JVM and the Python workers warm): the
    decode stage written to Parquet, against a ``mapInArrow`` that passes the
    same ordered capture through unchanged and writes it.  Best of
-   ``--repeat`` runs each, alternated.  The goal is <= 2x.
+   ``--repeat`` runs each, alternated, and the CPU seconds of the session's
+   JVM and Python workers for each, as a ratio that moves less with the
+   machine's load.  The goal is <= 1.5x.
 5. ``--e2e``: ``run_pipeline`` end to end in the same session, with
    report.json's stage seconds and the what-if's members per replay second.
 
@@ -155,8 +157,8 @@ def bench_whatif(path, repeat):
             print(f"  {name}:")
             continue
         print(f"  {name:<14} {seconds:8.3f} s  {members / seconds:>11,.0f} members/s")
-    print(f"  columnar packing {old_pack / pack:.1f}x the per-generation one; goal 300,000 members/s: batch+pack "
-          f"{members / (batch + pack) / 300_000:.2f} of it, batch alone {members / batch / 300_000:.2f}")
+    print(f"  columnar packing {old_pack / pack:.1f}x the per-generation one; goal 450,000 members/s of replay: "
+          f"batch alone {members / batch / 450_000:.2f} of it (batch+pack {members / (batch + pack) / 450_000:.2f})")
     bench_sticky_pair(inputs)
 
 
@@ -184,6 +186,35 @@ def _passthrough(batches):
     yield from batches
 
 
+def session_cpu_seconds():
+    """CPU seconds (user + system) that this process's descendants have used
+    so far, from ``/proc``: the local session's JVM, started by this
+    process, and its Python workers.  None where there is no ``/proc``.  On
+    a shared machine a stage's wall time moves with the neighbours' load;
+    its CPU time much less."""
+    if not os.path.isdir("/proc"):
+        return None
+    stats = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))  # parent, utime + stime
+    children = {}
+    for pid, (parent, _ticks) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    todo, ticks = list(children.get(os.getpid(), ())), 0
+    while todo:
+        pid = todo.pop()
+        ticks += stats.get(pid, (0, 0))[1]
+        todo.extend(children.get(pid, ()))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def bench_decode(spark, path, out, repeat):
     from kwire.pipeline._spark_stages import decode_stage, ordered_capture
 
@@ -196,15 +227,23 @@ def bench_decode(spark, path, out, repeat):
             os.path.join(out, "nothing"))
 
     times = {"decode": [], "do-nothing": []}
+    cpu = {"decode": [], "do-nothing": []}
     for i in range(repeat + 1):  # the first round warms both stages and is not counted
         for name, fn in (("decode", decode), ("do-nothing", nothing)):
+            c = session_cpu_seconds()
             t = time.perf_counter()
             fn()
             if i:
                 times[name].append(time.perf_counter() - t)
+                if c is not None:
+                    cpu[name].append(session_cpu_seconds() - c)
     best = {k: min(v) for k, v in times.items()}
     print(f"decode stage: {best['decode']:.2f} s, do-nothing mapInArrow: {best['do-nothing']:.2f} s "
-          f"(best of {repeat}); decode / do-nothing = {best['decode'] / best['do-nothing']:.2f}x (goal <= 2x)")
+          f"(best of {repeat}); decode / do-nothing = {best['decode'] / best['do-nothing']:.2f}x (goal <= 1.5x)")
+    if cpu["decode"]:
+        least = {k: min(v) for k, v in cpu.items()}
+        print(f"  CPU seconds of the JVM and its Python workers: decode {least['decode']:.2f}, do-nothing "
+              f"{least['do-nothing']:.2f} (least of {repeat}); {least['decode'] / least['do-nothing']:.2f}x")
 
 
 def bench_e2e(spark, path, out):

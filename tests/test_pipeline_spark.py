@@ -148,6 +148,8 @@ def test_report_json(run):
     wi = _read(out, "whatif")
     assert stages["whatif"]["members"] == int(wi[~wi.observed].member_count.sum()) > 0
     assert 0 < stages["whatif"]["replay_seconds"] < stages["whatif"]["seconds"] + stages["timelines"]["seconds"]
+    # a thread's CPU time in the replay: its own clock, so at most the wall time (and a tick of rounding)
+    assert 0 < stages["whatif"]["replay_cpu_seconds"] <= stages["whatif"]["replay_seconds"] + 0.02
     # one timeline pass wrote the three tables, and counted each
     for name in ("rebalances", "assignments", "bad_frames"):
         assert stages["timelines"][name] == len(_read(out, name))

@@ -192,6 +192,28 @@ def spark_session(master=None, shuffle_partitions=None, driver_memory=EMBEDDED_D
     return b.getOrCreate()
 
 
+def warm_worker(batches):
+    """Runs in a Python worker when the session starts: the imports every
+    stage's tasks make (pyarrow, NumPy, pandas, the batch decoder, the
+    timelines and the what-if's assignors), so the first stage's figure is
+    its own work and not a worker's start (about 5 s on two cores)."""
+    from kwire.codec import batch_decoder
+    from kwire.pipeline import _spark_stages  # noqa: F401  (the timelines' and what-if's modules with it)
+
+    batch_decoder()
+    yield from batches
+
+
+def warm_workers(spark, archive=None):
+    """Start the session's Python workers, one task per core, each through
+    :func:`warm_worker`.  PySpark keeps a worker for the next task
+    (``spark.python.worker.reuse``, on by default), so the stages find them
+    started and their modules imported."""
+    n = spark.sparkContext.defaultParallelism
+    warm = remote(__name__, "warm_worker", archive)
+    spark.range(0, n, 1, n).mapInArrow(warm, "id long").collect()
+
+
 # -- input ---------------------------------------------------------------------------------------
 
 
@@ -419,13 +441,13 @@ def _timelines_of(events, max_partitions, counts):
     return timelines_of(events.drop(columns=["bucket"]), max_partitions, counts)
 
 
-def analyse_bucket(pdf, max_partitions, timer=None, counts=None):
+def analyse_bucket(pdf, max_partitions, timer=None, counts=None, cpu_timer=None):
     """Runs in the Python worker: one bucket of groups' events (pandas: the
     Spark versions without ``applyInArrow``) to its :data:`WIDE_SCHEMA` rows.
     ``timer`` gets the seconds spent replaying the what-if, not building
     timelines.  ``counts``: the capture's Metadata counts (from
     :func:`metadata_stage`)."""
-    return analyse_bucket_arrow(pdf, max_partitions, timer, counts).to_pandas()
+    return analyse_bucket_arrow(pdf, max_partitions, timer, counts, cpu_timer).to_pandas()
 
 
 @contextlib.contextmanager
@@ -446,10 +468,11 @@ def collector_paused():
             gc.enable()
 
 
-def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None):
+def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None, cpu_timer=None):
     """One bucket of groups' events (Arrow, or pandas) to its
     :data:`WIDE_SCHEMA` rows: every table of :data:`TIMELINE_TABLES` from one
-    timeline build per group."""
+    timeline build per group.  ``timer``, ``cpu_timer``: get the what-if
+    replay's seconds and CPU seconds (:func:`~kwire.pipeline._whatif_batch.timed_replay`)."""
     # What the what-if reads of each generation it replays: a few ints (rows
     # of the bucket's events), taken as the one pass goes by each timeline;
     # the generations are packed from the event columns together at the end.
@@ -462,13 +485,14 @@ def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None):
 
     with collector_paused():
         tables = timeline_tables(noting(_timelines_of(events, max_partitions, counts)))
-        tables["whatif"] = timed_replay(pack_replayed(replayed), timer=timer)
+        tables["whatif"] = timed_replay(pack_replayed(replayed), timer=timer, cpu_timer=cpu_timer)
         return _wide(tables)
 
 
-def bucket_stage(events, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None, counts=None):
-    """The :data:`WIDE_SCHEMA` rows of every bucket.  ``timer``: an
-    accumulator of the what-if's replay seconds.  ``counts``: the capture's
+def bucket_stage(events, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None, counts=None,
+                 cpu_timer=None):
+    """The :data:`WIDE_SCHEMA` rows of every bucket.  ``timer``, ``cpu_timer``:
+    accumulators of the what-if's replay seconds and CPU seconds.  ``counts``: the capture's
     Metadata counts, an Arrow table (a kwire object in the closure would make
     the workers import kwire before :func:`~kwire.pipeline._ship.remote` can
     find it); None for none."""
@@ -476,9 +500,11 @@ def bucket_stage(events, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, ti
     grouped = events.groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
         run = remote(__name__, "analyse_bucket_arrow", archive)
-        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts), spark_schema(WIDE_SCHEMA))
+        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, cpu_timer),
+                                    spark_schema(WIDE_SCHEMA))
     run = remote(__name__, "analyse_bucket", archive)
-    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts), spark_schema(WIDE_SCHEMA))
+    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, cpu_timer),
+                                 spark_schema(WIDE_SCHEMA))
 
 
 def undecodable_frames(frames):
@@ -526,7 +552,8 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         spark = spark_session(master, **options)
         if log_level:
             spark.sparkContext.setLogLevel(log_level)
-        spark.range(1).count()  # the first job starts the Python workers; the stages should not pay for it
+        archive = ship_kwire(spark.sparkContext) if needs_shipping(spark.sparkContext.master) else None
+        warm_workers(spark, archive)
         stages["spark_start"] = {"seconds": time.perf_counter() - t}
     else:
         stages["spark_start"] = {"seconds": 0.0}
@@ -539,7 +566,8 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         if not checked:
             check_capture(spark, capture_path)
         out = _spark_out(out_dir)
-        archive = ship_kwire(sc) if needs_shipping(sc.master) else None
+        if not own_session:
+            archive = ship_kwire(sc) if needs_shipping(sc.master) else None
         par = sc.defaultParallelism
         buckets = buckets or DEFAULT_BUCKETS_PER_CORE * par
 
@@ -564,12 +592,12 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         events = bucketed(classic_events, buckets).persist()
         kip848 = bucketed(kip848_events, buckets).persist()
         tables = {}
-        replay = sc.accumulator(0.0)
+        replay, replay_cpu = sc.accumulator(0.0), sc.accumulator(0.0)
         with progress.stage("timelines") as st:
             # Each group's timeline is built once here for every table of
             # TIMELINE_TABLES, the what-if's included (its replay is timed
             # by ``replay``); the first write computes and caches them all.
-            wide = bucket_stage(events, max_partitions, archive, replay, metadata_counts).persist()
+            wide = bucket_stage(events, max_partitions, archive, replay, metadata_counts, replay_cpu).persist()
             rows = {}
             for name in ("rebalances", "assignments", "bad_frames"):
                 table = unwide(wide, name)
@@ -589,7 +617,8 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             tables["whatif"] = spark.read.parquet(_path(out, "whatif"))
             counts = tables["whatif"].where(~F.col("observed")).agg(F.sum("member_count").alias("members")).first()
             st.done(members=counts["members"] or 0)
-        stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value}
+        stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value,
+                            "replay_cpu_seconds": replay_cpu.value}
         with progress.stage("consumer") as st:
             consumer_tables, consumer_rows, topic_ids = consumer_stage(kip848, frames, out, spark_schema=spark_schema,
                                                                        archive=archive)
