@@ -111,7 +111,10 @@ class _Columns:
             cur_indptr=np.array(self.cur_indptr, dtype=np.int64), cur_topics=np.array(self.cur_topics, dtype=np.int32),
             cur_part_indptr=cur_part_indptr, cur_parts=np.array(self.cur_parts, dtype=np.int32),
             instance_ids=self.instance_ids, racks=self.racks, topic_names=self.names,
-            sub_unresolved=[unresolved for _subscribed, unresolved in self.rows])
+            sub_unresolved=[unresolved for _subscribed, unresolved in self.rows],
+            # ModernGroup.subscriptionType, known here: each row is one set of subscribed names (a name is
+            # resolved for every member or for none, and no two names share an id).
+            subscription_type="homogeneous" if len(self.rows) <= 1 else "heterogeneous")
 
     def targets(self, result):
         """``{member id: {topic id: frozenset}}`` from the assignor's columns; a member it leaves out, and a
