@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import heapq
 
-import numpy as np
-
 from kwire.errors import KwireError
 from kwire.group import PartitionsAssigned, PartitionsLost, PartitionsRevoked, Send
 from kwire.pipeline._membership import MemberEvent, MembershipHistory
@@ -326,5 +324,9 @@ class Replay:
 
 def median_session_ms(history: MembershipHistory, default=45000) -> int:
     """The group's session timeout for a protocol that has one per group: the members' median."""
-    sessions = history.session_timeout_ms
-    return int(np.median(sessions)) if len(sessions) else default
+    # numpy's median in plain Python: for a handful of members its call costs more than a small replay.
+    sessions = sorted(history.session_timeout_ms.tolist())
+    n = len(sessions)
+    if not n:
+        return default
+    return int(sessions[n // 2]) if n % 2 else int((sessions[n // 2 - 1] + sessions[n // 2]) / 2)
