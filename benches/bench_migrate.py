@@ -12,7 +12,8 @@ Run: ``python benches/bench_migrate.py [--groups N] [--seed S] [--spark]``.
    ``stages.migration.replay_seconds`` sums them), member-events per wall second and per CPU second, best
    of ``--repeat``.  The goal is >= 100,000 member-events per second of simulation time.
 3. ``--spark``: ``run_pipeline`` on the same capture on local[2], and its ``stages.migration`` figures:
-   ``member_events / replay_seconds``, the replay time summed over the tasks.
+   ``member_events / replay_seconds``, the replay time summed over the tasks, and the same per CPU second
+   (``replay_cpu_seconds``).
 
 The load average is printed before and after: the machine may be shared, and the figures scale with it.
 """
@@ -83,7 +84,8 @@ def bench_spark(path):
     st = s["stages"]["migration"]
     print(f"spark local[2]: migration stage {st['seconds']:.1f} s, {st['rows']:,} rows, "
           f"{st['member_events']:,} member-events in {st['replay_seconds']:.2f} s of replay = "
-          f"{st['member_events_per_second']:,.0f} member-events/s")
+          f"{st['member_events_per_second']:,.0f} member-events/s; {st['replay_cpu_seconds']:.2f} CPU s = "
+          f"{st['member_events_per_cpu_second']:,.0f} per CPU second")
 
 
 def main(argv=None):

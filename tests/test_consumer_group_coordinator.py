@@ -365,11 +365,11 @@ def test_the_majority_assignor_is_used_at_the_next_bump():
 def test_an_assignor_failure_is_unknown_server_error_and_stores_nothing(monkeypatch):
     import kwire.group._consumer_target as module
 
-    def refuse(name, members, topics):
+    def refuse(name, group):
         raise AssignmentError("no")
 
     c = coordinator()
-    monkeypatch.setattr(module, "assign_server", refuse)
+    monkeypatch.setattr(module, "assign_server_arrays", refuse)
     r = join(c, "A")
     assert (r.error_code, r.error_message) == (ErrorCode.UNKNOWN_SERVER_ERROR, None)
     assert c.group_ids() == []

@@ -292,3 +292,17 @@ def test_every_group_of_a_capture_is_replayed(scripted_histories):
     assert len(rows) == sum(h.n_rebalances for h in histories.values())
     stale = histories["stale-app"]
     assert stale.partition_counts.tolist() == [12]   # Metadata's size, beyond the leader's view of 8
+
+
+def test_migration_rows_time_the_simulations_in_wall_and_cpu_seconds(scripted_histories):
+    class Sum:
+        value = 0.0
+
+        def add(self, seconds):
+            self.value += seconds
+
+    _sims, histories = scripted_histories
+    wall, cpu = Sum(), Sum()
+    migration_rows([histories["orders-app"], histories["coop-app"]], wall, cpu)
+    # CPU seconds of this process never exceed the wall seconds they were spent in (a replay is one thread).
+    assert 0 < cpu.value <= wall.value + 0.01

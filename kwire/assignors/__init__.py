@@ -45,13 +45,15 @@ from ._server import (  # noqa: E402
     register_server_assignor,
     unregister_server_assignor,
 )
-from ._server_common import ServerAssignment, ServerGroupArrays  # noqa: E402
+from ._server_common import INT32_MAX, MemberLevelColumns, ServerAssignment, ServerGroupArrays  # noqa: E402
 from ._server_members import ServerMember, TopicMetadata, assign_server  # noqa: E402
 from ._userdata import encode_cooperative_userdata as cooperative_user_data, sticky_user_data  # noqa: E402
 
 __all__ = [
     "ArrayAssignment",
     "DEFAULT_SERVER_ASSIGNOR",
+    "INT32_MAX",
+    "MemberLevelColumns",
     "SERVER_ASSIGNORS",
     "ServerAssignment",
     "ServerAssignor",

@@ -72,19 +72,33 @@ def is_homogeneous(group: ServerGroupArrays, member_sub: np.ndarray, sub_indptr,
     return True
 
 
+#: ``hashset_topic_order``'s positions by the ids' bytes: a coordinator computes a group's target at every
+#: epoch bump, with the same subscribed topics each time.
+_HASHSET_ORDERS: Dict[bytes, np.ndarray] = {}
+_HASHSET_ORDERS_MAX = 4096
+
+
 def hashset_topic_order(topic_ids: np.ndarray, topics: np.ndarray) -> np.ndarray:
     """``topics`` (indices, in the order a Set iterated them) in the order of
     ``new HashSet<>(that set)``: the Uuid hash table Kafka's homogeneous builder builds."""
     topics = np.asarray(topics, dtype=np.int64)
     if not len(topics):
         return topics.astype(np.int32)
-    h = uuid_hashes(topic_ids[topics]).view(np.uint32).astype(np.int64)
-    halves = topic_ids[topics].view(">i8").reshape(-1, 2)
+    ids = topic_ids[topics]
+    key = ids.tobytes()
+    pos = _HASHSET_ORDERS.get(key)
+    if pos is None:
+        h = uuid_hashes(ids).view(np.uint32).astype(np.int64)
+        halves = ids.view(">i8").reshape(-1, 2)
 
-    def less(a, b):
-        return tuple(halves[a]) < tuple(halves[b])
+        def less(a, b):
+            return tuple(halves[a]) < tuple(halves[b])
 
-    pos = java_hash_iteration(range(len(topics)), h ^ (h >> 16), hashset_capacity_from(len(topics)), less)
+        pos = np.asarray(java_hash_iteration(range(len(topics)), h ^ (h >> 16), hashset_capacity_from(len(topics)),
+                                             less), dtype=np.int64)
+        if len(_HASHSET_ORDERS) >= _HASHSET_ORDERS_MAX:
+            _HASHSET_ORDERS.clear()
+        _HASHSET_ORDERS[key] = pos
     return topics[pos].astype(np.int32)
 
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import heapq
 
-import numpy as np
-
 from kwire.errors import KwireError
 from kwire.group import PartitionsAssigned, PartitionsLost, PartitionsRevoked, Send
 from kwire.pipeline._membership import MemberEvent, MembershipHistory
@@ -121,10 +119,16 @@ class Replay:
 
     def run(self) -> SimulatedStall:
         h = self.h
-        ts, who, kinds, rebalance = h.event_ts, h.event_member, h.event_kind, h.event_rebalance
-        n = len(ts)
+        # The history's columns as Python values once: the loop reads one per step.
+        t0 = self.t0
+        at = [(v - t0) / 1000.0 for v in h.event_ts.tolist()]
+        who, kinds, rebalance = h.event_member.tolist(), h.event_kind.tolist(), h.event_rebalance.tolist()
+        n = len(at)
         i = 0
         heap = self.heap
+        pop = heapq.heappop
+        handle = self.handle
+        interval2 = 2 * self.interval
         t = 0.0
         end = None
         budget = STEP_BUDGET_BASE + STEP_BUDGET_PER_EVENT_MEMBER * (n + 1) * max(h.n_members, 1)
@@ -134,26 +138,29 @@ class Replay:
             if steps > budget:
                 raise ReplayError(f"the {self.protocol} replay of group {h.group_id!r} did not finish within "
                                   f"{budget:,} steps")
-            next_history = (int(ts[i]) - self.t0) / 1000.0 - self.offset if i < n else None
-            if next_history is None and self.quiet():
-                break   # nothing left to happen but steady heartbeats
-            if heap and (next_history is None or heap[0][0] < next_history):
-                if next_history is not None and next_history - t > 2 * self.interval and self.quiet():
-                    self.skip_steady(t, next_history)
+            if i < n:
+                next_history = at[i] - self.offset
+                if heap and heap[0][0] < next_history:
+                    if next_history - t > interval2 and self.quiet():
+                        self.skip_steady(t, next_history)
+                        continue
+                    entry = pop(heap)
+                    t = entry[0]
+                    handle(entry)
                     continue
-                entry = heapq.heappop(heap)
-                t = entry[0]
-                if end is not None and t > end:
-                    break
-                self.handle(entry)
+                t = max(t, next_history)
+                self.history_event(t, who[i], kinds[i], h.event_topics[i], rebalance[i])
+                i += 1
+                if i == n:
+                    end = t + self.settle
                 continue
-            if next_history is None:
+            if not heap or self.quiet():
+                break   # nothing left to happen but steady heartbeats
+            entry = pop(heap)
+            t = entry[0]
+            if end is not None and t > end:
                 break
-            t = max(t, next_history)
-            self.history_event(t, int(who[i]), int(kinds[i]), h.event_topics[i], int(rebalance[i]))
-            i += 1
-            if i == n:
-                end = t + self.settle
+            handle(entry)
         return self.ledger.result(self.protocol, min(t, end) if end is not None else t)
 
     def quiet(self):
@@ -317,5 +324,9 @@ class Replay:
 
 def median_session_ms(history: MembershipHistory, default=45000) -> int:
     """The group's session timeout for a protocol that has one per group: the members' median."""
-    sessions = history.session_timeout_ms
-    return int(np.median(sessions)) if len(sessions) else default
+    # numpy's median in plain Python: for a handful of members its call costs more than a small replay.
+    sessions = sorted(history.session_timeout_ms.tolist())
+    n = len(sessions)
+    if not n:
+        return default
+    return int(sessions[n // 2]) if n % 2 else int((sessions[n // 2 - 1] + sessions[n // 2]) / 2)

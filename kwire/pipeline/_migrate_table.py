@@ -62,9 +62,11 @@ def _ms(us):
     return None if us < 0 else us / 1000.0
 
 
-def migration_rows(histories: Iterable[MembershipHistory], timer=None) -> pa.Table:
+def migration_rows(histories: Iterable[MembershipHistory], timer=None, cpu_timer=None) -> pa.Table:
     """The ``migration`` rows of ``histories``.  ``timer``: something with ``add(seconds)`` (a Spark
-    accumulator) that gets the seconds spent inside the simulations, nothing else."""
+    accumulator) that gets the seconds spent inside the simulations, nothing else; ``cpu_timer`` the same
+    for the CPU seconds of this process in them (on a loaded machine the wall seconds are several times
+    those: the task waits for a core)."""
     columns = {name: [] for name in MIGRATION_SCHEMA.names}
     # Python's cycle collector is off while the bucket replays, as for the classic analysis
     # (``_spark_stages.collector_paused``): a replay makes many short-lived objects without cycles, and each
@@ -72,29 +74,32 @@ def migration_rows(histories: Iterable[MembershipHistory], timer=None) -> pa.Tab
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _replay_all(histories, columns, timer)
+        _replay_all(histories, columns, timer, cpu_timer)
     finally:
         if collecting:
             gc.enable()
     return pa.table(columns, schema=MIGRATION_SCHEMA)
 
 
-def _replay_all(histories, columns, timer):
+def _replay_all(histories, columns, timer, cpu_timer):
     """Replay each history under its other protocols into ``columns``; the seconds inside the
-    simulations go to ``timer``."""
-    spent = 0.0
+    simulations go to ``timer``, their CPU seconds to ``cpu_timer``."""
+    spent = cpu = 0.0
     for history in histories:
         observed = observed_protocol(history)
         for name, simulate in simulations_of(history):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             try:
                 result, error = simulate(history.validate()), None
             except KwireError as exc:
                 result, error = None, f"{type(exc).__name__}: {exc}"
             spent += time.perf_counter() - t
+            cpu += time.process_time() - c
             _append(columns, history, observed, name, result, error)
     if timer is not None:
         timer.add(spent)
+    if cpu_timer is not None:
+        cpu_timer.add(cpu)
 
 
 def _append(columns, history, observed, name, result, error):
@@ -125,19 +130,21 @@ def _append(columns, history, observed, name, result, error):
     columns["error"] += [error] * n
 
 
-def migrate_bucket(events, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None, names=None) -> pa.Table:
+def migrate_bucket(events, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None, names=None,
+                   cpu_timer=None) -> pa.Table:
     """Runs in the Python worker: one bucket of groups' events (Arrow, or pandas) to its ``migration``
     rows.  Classic groups' events, or with ``names`` (the capture's topic id → name pairs, an Arrow table
     of ``topic_id`` and ``topic``) consumer-protocol and mixed groups' events.  ``counts``: the capture's
-    Metadata counts (an Arrow table of ``COUNT_SCHEMA``) for the classic timelines, or None."""
+    Metadata counts (an Arrow table of ``COUNT_SCHEMA``) for the classic timelines, or None.  ``timer``,
+    ``cpu_timer``: as :func:`migration_rows` takes them."""
     if not isinstance(events, pa.Table):
         events = pa.Table.from_pandas(events, preserve_index=False)
     if "bucket" in events.column_names:
         events = events.drop_columns(["bucket"])
     if names is None:
-        return migration_rows(classic_histories(events, max_partitions, counts), timer)
+        return migration_rows(classic_histories(events, max_partitions, counts), timer, cpu_timer)
     from kwire.pipeline._consumer_history import consumer_histories
     from kwire.pipeline._consumer_tables import consumer_timelines
 
     topic_names = dict(zip(names.column("topic_id").to_pylist(), names.column("topic").to_pylist()))
-    return migration_rows(consumer_histories(consumer_timelines(events, topic_names)), timer)
+    return migration_rows(consumer_histories(consumer_timelines(events, topic_names)), timer, cpu_timer)

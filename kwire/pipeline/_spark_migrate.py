@@ -4,7 +4,9 @@ The bucketed events (one bucket a partition, balanced by the groups' event count
 ``applyInArrow`` to :func:`kwire.pipeline._migrate_table.migrate_bucket`, which builds each group's
 membership history and replays it under the other protocol.  The seconds spent inside the simulations
 are summed over the tasks in an accumulator: ``stages.migration.replay_seconds``, and the simulation's
-speed is ``member_events / replay_seconds``.
+speed is ``member_events / replay_seconds``.  Their CPU seconds are summed beside them
+(``replay_cpu_seconds``): the tasks run side by side on shared cores, so their wall seconds grow with the
+machine's load while the CPU seconds do not.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ _TABLE = "kwire.pipeline._migrate_table"
 
 
 def migration_rows_stage(events, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None,
-                         counts=None, names=None):
+                         counts=None, names=None, cpu_timer=None):
     """The ``migration`` rows of every bucket of ``events`` (a DataFrame with a ``bucket`` column).
     ``spark_schema``: the pipeline's Arrow-to-Spark schema function.  ``counts``: the capture's Metadata
     counts, an Arrow table (None for none).  ``names``: None for classic groups' events; for
@@ -27,9 +29,9 @@ def migration_rows_stage(events, spark_schema, max_partitions=DEFAULT_MAX_PARTIT
     grouped = events.groupBy("bucket")
     run = remote(_TABLE, "migrate_bucket", archive)
     if hasattr(grouped, "applyInArrow"):
-        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, names),
+        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, names, cpu_timer),
                                     spark_schema(MIGRATION_SCHEMA))
-    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, names).to_pandas(),
+    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, names, cpu_timer).to_pandas(),
                                  spark_schema(MIGRATION_SCHEMA))
 
 
@@ -42,18 +44,20 @@ def migration_stage(spark, events, path, progress, spark_schema, max_partitions=
     from pyspark.sql import functions as F
 
     timer = spark.sparkContext.accumulator(0.0)
+    cpu_timer = spark.sparkContext.accumulator(0.0)
     with progress.stage("migration") as st:
-        rows = migration_rows_stage(events, spark_schema, max_partitions, archive, timer, counts)
+        rows = migration_rows_stage(events, spark_schema, max_partitions, archive, timer, counts, cpu_timer=cpu_timer)
         if consumer_events is not None:
             rows = rows.unionByName(migration_rows_stage(consumer_events, spark_schema, max_partitions, archive,
-                                                         timer, counts, names))
+                                                         timer, counts, names, cpu_timer))
         rows.write.mode("overwrite").parquet(path)
         table = spark.read.parquet(path)
         row = table.agg(F.count(F.lit(1)).alias("rows"), F.sum("member_events").alias("events")).first()
         st.done(rows=row["rows"], member_events=row["events"] or 0)
         summary = summarize_migration(table.toPandas())
-    seconds = timer.value
+    seconds, cpu = timer.value, cpu_timer.value
     events_n = row["events"] or 0
     stage = {"seconds": st.seconds, **st.counts, "replay_seconds": seconds,
-             "member_events_per_second": events_n / seconds if seconds > 0 else None}
+             "member_events_per_second": events_n / seconds if seconds > 0 else None,
+             "replay_cpu_seconds": cpu, "member_events_per_cpu_second": events_n / cpu if cpu > 0 else None}
     return summary, stage
