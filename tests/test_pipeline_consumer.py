@@ -375,7 +375,7 @@ def test_the_report_section_and_report_json_keys():
     # Counts agree with their nouns, and with only consumer-protocol groups the classic figures say so.
     assert ("no classic-protocol group. With the consumer protocol: 1 group (none mixed), 2 reconciliations."
             in md)
-    assert "1 group heartbeats with ConsumerGroupHeartbeat (not mixed" in md
+    assert "1 group heartbeats with ConsumerGroupHeartbeat (not mixed;" in md
     assert "session timeout" in md and "was at most" not in md
     assert "no consumer-group rebalance" not in md and "no consumer-group traffic" not in md
     doc = json.loads(json.dumps(report_json("c.parquet", s, {"spark": {}, "stages": {}})))

@@ -120,7 +120,7 @@ def consumer_section(lines, s, format_duration, fmt):
         return
     lines += ["", "## Consumer-protocol groups (KIP-848)", "",
               f"{counted(c['groups'], 'group heartbeats', 'groups heartbeat', fmt)} with ConsumerGroupHeartbeat "
-              f"({_mixed(c, fmt)}: classic members among them, analysed as one group); {counted(c['reconciliations'], 'reconciliation', fmt=fmt)} (group "
+              f"({_mixed(c, fmt)}; a mixed group has classic members too, and is analysed as one group); {counted(c['reconciliations'], 'reconciliation', fmt=fmt)} (group "
               "epoch bumps)."]
     if c["reconciliations"]:
         t, u = c["time_to_stable_ms"], c["partition_seconds_unowned"]
