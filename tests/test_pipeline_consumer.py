@@ -280,9 +280,11 @@ def test_the_membership_history_of_a_consumer_group():
 
     e = silent_b_handed_over(confirmed=False)
     (tl,) = consumer_timelines(e.table(), session_timeout_ms=3000)
-    # Without the session, the handover at 14.01 s shows the same crash at B's last heartbeat.
+    # Without the session, the handover at 14.01 s shows the same crash at B's last heartbeat, and bounds the
+    # session the replay takes by B's silence (6.01 s) instead of Kafka's default.
     (unknown_session,) = consumer_timelines(e.table())
     assert list(consumer_history(unknown_session).event_ts) == list(consumer_history(tl).event_ts)
+    assert list(consumer_history(unknown_session).session_timeout_ms) == [6010, 6010]
     h = consumer_history(tl)
     assert (h.protocol, h.topics, list(h.partition_counts), h.member_ids) == ("consumer", ["foo"], [4], ["A", "B"])
     # A joined (request at 1 s), B joined (2 s), B went silent after its heartbeat at 8 s: a CRASH then.

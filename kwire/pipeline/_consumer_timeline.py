@@ -36,6 +36,7 @@ heartbeat, and nothing is inferred from the gaps between rows.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import defaultdict
 from typing import Dict, List, Optional
 
@@ -155,9 +156,10 @@ def _classic_assignment(assignments, member_id):
 class _Walk:
     """The state of one group's walk; :func:`build_consumer_timeline` drives it."""
 
-    def __init__(self, tl: ConsumerTimeline, names, last_row_of, session_ms):
+    def __init__(self, tl: ConsumerTimeline, names, last_row_of, session_ms, session_known=True):
         self.tl = tl
         self.session_ms = session_ms
+        self.session_known = session_known  # the caller gave the brokers' setting
         self.names = names
         self.last_row_of = last_row_of      # member_id -> index of its last row
         self.group_epoch = None             # highest group epoch seen
@@ -355,6 +357,19 @@ class _Walk:
         self.membership(m, None, at, "session_timeout", silent_ms=silent)
         m.epoch = None
         self.snapshot(m, None, at)
+        if m.protocol == CONSUMER and silent is not None and not self.session_known:
+            self.bound_session(int(math.ceil(silent)))
+
+    def bound_session(self, ms):
+        """The brokers' session is at most ``ms``: the members' sessions from here on (a member that falls
+        silent later has timed out by its last heartbeat plus ``ms``), and the one the migration replay takes.
+        Expiries already armed are left as they were: nothing is inferred backwards from the bound."""
+        if ms >= self.session_ms or ms <= 0:
+            return
+        self.session_ms = ms
+        for m in self.tl.members.values():
+            if m.protocol == CONSUMER:
+                m.session_ms = ms
 
     def expire_until(self, ts):
         """Members never heard from again whose session ran out before ``ts``:
@@ -385,7 +400,8 @@ def build_consumer_timeline(group_id, columns, rows, names=None, session_timeout
     where the coordinator is not seen removing a silent member; classic
     members of a mixed group use their JoinGroup's)."""
     names = names or {}
-    if session_timeout_ms is None:
+    session_known = session_timeout_ms is not None
+    if not session_known:
         session_timeout_ms = CONSUMER_SESSION_TIMEOUT_MS
     tl = ConsumerTimeline(group_id)
     c = columns
@@ -396,7 +412,7 @@ def build_consumer_timeline(group_id, columns, rows, names=None, session_timeout
             last_row_of[member_col[i]] = i
         for gone in (c["leaving"][i] or ()):
             last_row_of[gone] = i
-    w = _Walk(tl, names, last_row_of, session_timeout_ms)
+    w = _Walk(tl, names, last_row_of, session_timeout_ms, session_known)
     for i in rows:
         ts, seq = c["ts"][i], c["seq"][i]
         w.expire_until(ts)
