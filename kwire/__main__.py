@@ -84,14 +84,19 @@ def cmd_pipeline(args):
     try:
         summary = stages.run_pipeline(args.capture, args.out, master=args.master, buckets=args.buckets,
                                       partitions=args.partitions, implementation=args.decoder,
-                                      max_partitions=args.max_partitions, session_options=options)
+                                      max_partitions=args.max_partitions, session_options=options,
+                                      consumer_session_timeout_ms=args.consumer_session_timeout_ms)
     except stages.CaptureError as exc:
         print(f"kwire pipeline: {exc}", file=sys.stderr)
         return 2
     out = str(args.out).rstrip("/")
-    print(f"{summary['frames']:,} frames, {summary['groups']:,} groups, {summary['rebalances']:,} generations, "
-          f"{summary['bad_frames']:,} bad frames in {summary['wall_s']:.1f}s on {summary['spark']['master']}; "
-          f"report: {out}/report.md")
+    consumer = summary.get("consumer") or {}
+    counted = _pipeline_import("report_consumer").counted
+    print(f"{counted(summary['frames'], 'frame')}, {counted(summary['groups'], 'classic group')} "
+          f"({counted(summary['rebalances'], 'generation')}), {counted(consumer.get('groups', 0), 'consumer group')} "
+          f"({counted(consumer.get('reconciliations', 0), 'reconciliation')}), "
+          f"{counted(summary['bad_frames'], 'bad frame')} in {summary['wall_s']:.1f}s on "
+          f"{summary['spark']['master']}; report: {out}/report.md")
     return 0
 
 
@@ -181,6 +186,9 @@ def add_pipeline_arguments(p):
     p.add_argument("--max-partitions", type=_positive_int, default=100_000,
                    help="partitions per topic beyond which an assignment (for topics whose size is inferred) or "
                         "a Metadata response is a bad frame (default 100000)")
+    p.add_argument("--consumer-session-timeout-ms", type=_positive_int, default=None,
+                   help="the brokers' group.consumer.session.timeout.ms, which no frame carries (default: where "
+                        "the coordinator is seen removing a silent member, that is when; otherwise Kafka's 45000)")
     p.add_argument("--decoder", choices=["cython", "python"], default=None,
                    help="batch decoder implementation (default: as KWIRE_NO_EXTENSIONS says)")
     p.add_argument("--verbose", action="store_true", help="keep Spark's log output")

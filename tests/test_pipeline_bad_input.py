@@ -148,6 +148,8 @@ def test_a_failing_what_if_is_reported_for_its_group(events, monkeypatch):
     (["pipeline", "c", "--out", "o", "--buckets", "0"], "--buckets: must be positive"),
     (["pipeline", "c", "--out", "o", "--max-partitions", "-1"], "--max-partitions: must be positive"),
     (["pipeline", "c", "--out", "o", "--driver-memory", "lots"], "--driver-memory: expected a JVM memory size"),
+    (["pipeline", "c", "--out", "o", "--consumer-session-timeout-ms", "0"],
+     "--consumer-session-timeout-ms: must be positive"),
     (["record", "x.parquet", "--upstream", "nohost"], "--upstream: expected HOST:PORT"),
     (["record", "x.parquet", "--upstream", "h:70000"], "--upstream: not a TCP port"),
     (["import-pcap", "x.pcap", "--out", "o", "--port", "0"], "--port: must be positive"),

@@ -101,13 +101,7 @@ def test_fencing_errors_are_recorded_with_their_error_and_the_member_rejoins():
 
 
 def test_a_member_never_heard_from_again_is_fenced_by_its_session_timeout():
-    e = worked_sequence()
-    r = e.hb(8000, "B", 2)
-    e.resp(8010, r, "B", 2)           # B's last heartbeat (request at 8 s), then silence
-    r = e.hb(12_000, "A", 2)
-    e.resp(12_010, r, "A", 2)
-    r = e.hb(14_000, "A", 2)
-    e.resp(14_010, r, "A", 3, tp(0, 1, 2, 3))
+    e = silent_b_handed_over(confirmed=False)   # B's last heartbeat is its request at 8 s, then silence
     t = tables(e, session_timeout_ms=3000)
     timeout = [r for r in t["consumer_membership"] if r["kind"] == "session_timeout"]
     assert [(r["member_id"], r["ts"]) for r in timeout] == [("B", 11_000_000)]
@@ -115,8 +109,67 @@ def test_a_member_never_heard_from_again_is_fenced_by_its_session_timeout():
     assert (third["trigger"], third["fenced"]) == ("session_timeout", ["B"])
     # B stopped consuming at its last heartbeat (8 s); A got 2 and 3 at 14.010 s.
     assert third["partition_seconds_unowned"] == pytest.approx(2 * 6.01)
-    # With Kafka's default session (45 s) the same silence is no timeout yet.
-    assert not [r for r in tables(e)["consumer_membership"] if r["kind"] == "session_timeout"]
+    # With Kafka's default session (45 s), and nothing showing the coordinator removed B (A's answers stay at
+    # epoch 2), the same silence is no timeout yet.
+    quiet = worked_sequence()
+    for ms, member in ((8000, "B"), (12_000, "A"), (14_000, "A")):
+        r = quiet.hb(ms, member, 2)
+        quiet.resp(ms + 10, r, member, 2)
+    assert not [r for r in tables(quiet)["consumer_membership"] if r["kind"] == "session_timeout"]
+
+
+def silent_b_handed_over(confirmed=True):
+    """B's last heartbeat is its request at 8 s; at 14.01 s A is given B's partitions at epoch 3: the
+    coordinator removed B (its session, not in any frame, ran out between the two).  ``confirmed``: A then
+    acknowledges them at 15 s."""
+    e = worked_sequence()
+    r = e.hb(8000, "B", 2)
+    e.resp(8010, r, "B", 2)
+    r = e.hb(12_000, "A", 2)
+    e.resp(12_010, r, "A", 2)
+    r = e.hb(14_000, "A", 2)
+    e.resp(14_010, r, "A", 3, tp(0, 1, 2, 3))
+    if confirmed:
+        r = e.hb(15_000, "A", 3, owned=tp(0, 1, 2, 3))
+        e.resp(15_010, r, "A", 3)
+    return e
+
+
+def test_a_silent_member_whose_partitions_go_to_another_at_a_later_epoch_was_removed_by_the_coordinator():
+    # Kafka's default session (45 s) is far from over at 14 s, yet the handover shows B was fenced by then.
+    t = tables(silent_b_handed_over())
+    timeout = [r for r in t["consumer_membership"] if r["kind"] == "session_timeout"]
+    assert [(r["member_id"], r["ts"], r["silent_ms"]) for r in timeout] == [("B", 14_010_000, 6010.0)]
+    third = t["reconciliations"][-1]
+    assert (third["group_epoch"], third["trigger"], third["fenced"]) == (3, "session_timeout", ["B"])
+    # B is not in the group epoch 3 made: the reconciliation is stable once A owns its target.
+    assert (third["members"], third["outcome"], third["end_ts"]) == (1, "stable", 14_010_000)
+    # B stopped consuming at its last heartbeat (8 s); A got 2 and 3 at 14.010 s.
+    assert third["partition_seconds_unowned"] == pytest.approx(2 * 6.01)
+    # A given session timeout that expires first gives the same cause, at the expiry.
+    timeout = [r for r in tables(silent_b_handed_over(), session_timeout_ms=3000)["consumer_membership"]
+               if r["kind"] == "session_timeout"]
+    assert [(r["member_id"], r["ts"], r["silent_ms"]) for r in timeout] == [("B", 11_000_000, None)]
+
+
+def test_a_silent_member_a_later_describe_no_longer_lists_was_removed_by_the_coordinator():
+    e = worked_sequence()
+    r = e.hb(8000, "B", 2)
+    e.resp(8010, r, "B", 2)
+    e.describe(13_000, 3, 3, [described("A", 2, tp(0, 1), tp(0, 1, 2, 3))])
+    t = tables(e)
+    timeout = [r for r in t["consumer_membership"] if r["kind"] == "session_timeout"]
+    assert [(r["member_id"], r["ts"]) for r in timeout] == [("B", 13_000_000)]
+    assert t["reconciliations"][-1]["trigger"] == "session_timeout"
+
+
+def test_a_member_that_speaks_again_or_left_is_not_taken_as_removed():
+    # B's partitions go to A at a later epoch, but B is heard from afterwards: its own answer tells its fate.
+    e = silent_b_handed_over()
+    r = e.hb(16_000, "B", 2)
+    e.resp(16_010, r, "B", 0, error=int(ErrorCode.FENCED_MEMBER_EPOCH))
+    kinds = [r["kind"] for r in tables(e)["consumer_membership"] if r["member_id"] == "B"]
+    assert kinds == ["join", "fenced"]
 
 
 def test_an_error_after_a_session_of_silence_counts_as_a_session_timeout():
@@ -225,14 +278,13 @@ def test_the_membership_history_of_a_consumer_group():
     from kwire.pipeline._consumer_history import consumer_history
     from kwire.pipeline._membership import MemberEvent
 
-    e = worked_sequence()
-    r = e.hb(8000, "B", 2)
-    e.resp(8010, r, "B", 2)
-    r = e.hb(12_000, "A", 2)
-    e.resp(12_010, r, "A", 2)
-    r = e.hb(14_000, "A", 2)
-    e.resp(14_010, r, "A", 3, tp(0, 1, 2, 3))
+    e = silent_b_handed_over(confirmed=False)
     (tl,) = consumer_timelines(e.table(), session_timeout_ms=3000)
+    # Without the session, the handover at 14.01 s shows the same crash at B's last heartbeat, and bounds the
+    # session the replay takes by B's silence (6.01 s) instead of Kafka's default.
+    (unknown_session,) = consumer_timelines(e.table())
+    assert list(consumer_history(unknown_session).event_ts) == list(consumer_history(tl).event_ts)
+    assert list(consumer_history(unknown_session).session_timeout_ms) == [6010, 6010]
     h = consumer_history(tl)
     assert (h.protocol, h.topics, list(h.partition_counts), h.member_ids) == ("consumer", ["foo"], [4], ["A", "B"])
     # A joined (request at 1 s), B joined (2 s), B went silent after its heartbeat at 8 s: a CRASH then.
@@ -318,13 +370,25 @@ def test_the_report_section_and_report_json_keys():
     c = s["consumer"]
     assert (c["groups"], c["reconciliations"], c["outcomes"]) == (1, 2, {"stable": 2})
     assert c["time_to_stable_ms"] == {"p50": 2500.0, "p95": 4750.0, "max": 5000.0}
-    assert c["fencing"] == {"fenced": 1, "session_timeout": 0, "errors": {str(int(ErrorCode.FENCED_MEMBER_EPOCH)): 1}}
+    assert c["fencing"] == {"fenced": 1, "session_timeout": 0, "errors": {str(int(ErrorCode.FENCED_MEMBER_EPOCH)): 1},
+                            "session_timeout_at_most_ms": None}
     md = render_markdown("c.parquet", s, {"stages": {}})
     assert "## Consumer-protocol groups (KIP-848)" in md and "110 FENCED_MEMBER_EPOCH" in md
-    assert "With the consumer protocol: 1 groups (0 mixed), 2 reconciliations." in md
+    # Counts agree with their nouns, and with only consumer-protocol groups the classic figures say so.
+    assert ("no classic-protocol group. With the consumer protocol: 1 group (none mixed), 2 reconciliations."
+            in md)
+    assert "1 group heartbeats with ConsumerGroupHeartbeat (not mixed;" in md
+    assert "session timeout" in md and "was at most" not in md
     assert "no consumer-group rebalance" not in md and "no consumer-group traffic" not in md
     doc = json.loads(json.dumps(report_json("c.parquet", s, {"spark": {}, "stages": {}})))
     assert doc["consumer"]["partition_seconds_unowned"]["total"] == pytest.approx(7.02) and doc["group_traffic"]
+    # A member the coordinator was seen removing bounds the session timeout by its silence.
+    silent = tables(silent_b_handed_over())["consumer_membership"]
+    summarize_consumer(s, recs, membership, [], {"consumer": 2}, min(r["silent_ms"] for r in silent
+                                                                    if r["silent_ms"] is not None))
+    md = render_markdown("c.parquet", s, {"stages": {}})
+    assert "2 groups heartbeat with ConsumerGroupHeartbeat (none of them mixed" in md and "1 group (" not in md
+    assert "was at most 6.01 s" in md
     # A capture with frames and no group at all says there was nothing to analyse.
     s.update(group_traffic=False)
     summarize_consumer(s, recs.iloc[:0], [], [], {})

@@ -212,3 +212,24 @@ def test_the_committed_sample_holds_what_its_readme_says():
                                         for p in tp["partitions"])) for _, resp in answers
              if resp["topic_partitions"] is not None]
     assert given[0][0] == a and len(given[0][1]) == 9 and given[-1] == given[0]
+
+
+def test_the_committed_samples_analysis_reads_bs_removal_as_its_session_timeout():
+    # The coordinator's 6 s session is in no frame: B's removal is read from A being given B's partitions at
+    # epoch 5 after B fell silent, not from Kafka's 45 s default (which the 40 s capture never reaches).
+    import pyarrow as pa
+
+    from kwire.pipeline import decode_capture
+    from kwire.pipeline._consumer_tables import consumer_tables, consumer_timelines
+    from kwire.pipeline._events import EVENT_COLUMNS
+    from tests.analysis_frames import events_from_frames
+
+    events = events_from_frames(decode_capture(os.path.join(ROOT, "examples", "sample848", "capture.parquet")))
+    t = consumer_tables(consumer_timelines(pa.Table.from_pandas(events[EVENT_COLUMNS], preserve_index=False)))
+    recs = t["reconciliations"].to_pylist()
+    assert [r["trigger"] for r in recs] == ["initial", "member_joined", "member_joined", "member_left",
+                                            "session_timeout"]
+    assert [r["outcome"] for r in recs] == ["stable"] * 5
+    (timeout,) = [r for r in t["consumer_membership"].to_pylist() if r["kind"] == "session_timeout"]
+    assert recs[-1]["fenced"] == [timeout["member_id"]] and timeout["ts"] == recs[-1]["start_ts"]
+    assert 6000 <= timeout["silent_ms"] < 7000     # the coordinator's 6 s session, and at most one heartbeat more

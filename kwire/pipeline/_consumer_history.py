@@ -59,7 +59,7 @@ def consumer_history(tl: ConsumerTimeline, recs: Optional[List[dict]] = None,
     start = tl.first_ts or 0
     events = []   # (ts, order, member index, kind, topics)
     joined = set()
-    for member_id, _protocol, _seq, ts, kind, _error, _epoch in sorted(tl.membership, key=lambda r: r[3]):
+    for member_id, _protocol, _seq, ts, kind, _error, _epoch, silent_ms in sorted(tl.membership, key=lambda r: r[3]):
         m = tl.members[member_id]
         if _KIND[kind] is MemberEvent.JOIN:
             joined.add(member_id)
@@ -67,7 +67,9 @@ def consumer_history(tl: ConsumerTimeline, recs: Optional[List[dict]] = None,
             events.append((start, 0, member_index[member_id], MemberEvent.JOIN, subscription_at(member_id, start)))
             joined.add(member_id)
         if kind == "session_timeout":
-            ts = ts - m.session_ms * 1000   # it went silent at its last heartbeat
+            # It went silent at its last heartbeat: a session before it expired, or its silence before the bump
+            # that showed the coordinator had removed it.
+            ts = ts - int((m.session_ms if silent_ms is None else silent_ms) * 1000)
         topics = subscription_at(member_id, ts) if _KIND[kind] is MemberEvent.JOIN else ()
         events.append((ts, 1, member_index[member_id], _KIND[kind], topics))
     for member_id in members:

@@ -28,7 +28,9 @@ JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
 
 #: ``group.consumer.session.timeout.ms``'s default (``GroupCoordinatorConfig``): the
 #: session of a consumer-protocol member is the broker's, not in any frame, so a
-#: member that stops heartbeating is taken to be fenced this long after its last one.
+#: member that stops heartbeating, and that the coordinator is not seen to remove
+#: earlier, is taken to be fenced this long after its last one, unless the caller
+#: gives the brokers' setting.
 CONSUMER_SESSION_TIMEOUT_MS = 45000
 
 #: ``group.consumer.heartbeat.interval.ms``'s default (``GroupCoordinatorConfig``), for a
@@ -60,10 +62,15 @@ CONSUMER_MEMBER_SCHEMA = pa.schema([
 #: Joins, leaves and fencing.  ``kind``: ``join``, ``rejoin`` (epoch 0 again
 #: after a fencing), ``leave``, ``static_leave`` (epoch -2), ``fenced`` (an
 #: error in ``error_code`` told the member it is out), ``session_timeout``
-#: (inferred: no heartbeat for a session timeout; ``ts`` is when it expired).
+#: (inferred: the coordinator was seen to have removed a member silent for good,
+#: ``ts`` the bump that showed it; or no heartbeat for a session timeout, ``ts``
+#: when it expired).  ``silent_ms``: for the first kind, the silence from the
+#: member's last heartbeat to that bump, so the coordinator's session timeout is
+#: at most that; null otherwise.
 CONSUMER_MEMBERSHIP_SCHEMA = pa.schema([
     ("group_id", pa.string()), ("member_id", pa.string()), ("member_protocol", pa.string()), ("seq", pa.int64()),
-    ("ts", pa.int64()), ("kind", pa.string()), ("error_code", pa.int16()), ("member_epoch", pa.int32())])
+    ("ts", pa.int64()), ("kind", pa.string()), ("error_code", pa.int16()), ("member_epoch", pa.int32()),
+    ("silent_ms", pa.float64())])
 
 #: One row per group epoch bump (a reconciliation; docs/PIPELINE.md defines its measures).  ``outcome``:
 #: ``stable`` (every member acknowledged its target), ``superseded`` (the next bump came first), ``open`` (the

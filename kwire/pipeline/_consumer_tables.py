@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kwire.pipeline._consumer_reconcile import reconciliations
-from kwire.pipeline._consumer_schemas import CONSUMER_HEARTBEAT, CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_TABLES
+from kwire.pipeline._consumer_schemas import CONSUMER_HEARTBEAT, CONSUMER_TABLES
 from kwire.pipeline._consumer_timeline import ConsumerTimeline, build_consumer_timeline, topic_names_of
 from kwire.pipeline._events import EVENT_COLUMNS, METADATA
 
@@ -39,11 +39,11 @@ def consumer_group_ids(events: pa.Table) -> List[str]:
     return sorted(set(pc.unique(events.filter(is_hb).column("group_id")).to_pylist()) - {None})
 
 
-def consumer_timelines(events: pa.Table, names=None,
-                       session_timeout_ms=CONSUMER_SESSION_TIMEOUT_MS) -> Iterable[ConsumerTimeline]:
+def consumer_timelines(events: pa.Table, names=None, session_timeout_ms=None) -> Iterable[ConsumerTimeline]:
     """Each group's timeline, in group order, from an Arrow table of events
     (any groups; Metadata responses among them name topic ids unless
-    ``names`` is given)."""
+    ``names`` is given).  ``session_timeout_ms``: the brokers'
+    ``group.consumer.session.timeout.ms``, None when not known."""
     is_metadata = pc.fill_null(pc.equal(events.column("api_key"), METADATA), False)
     if names is None:
         meta = events.filter(is_metadata)
@@ -89,8 +89,8 @@ def member_rows(tl: ConsumerTimeline):
 
 def membership_rows(tl: ConsumerTimeline):
     return [{"group_id": tl.group_id, "member_id": member, "member_protocol": protocol, "seq": seq, "ts": ts,
-             "kind": kind, "error_code": error, "member_epoch": epoch}
-            for member, protocol, seq, ts, kind, error, epoch in sorted(tl.membership, key=lambda r: r[3])]
+             "kind": kind, "error_code": error, "member_epoch": epoch, "silent_ms": silent}
+            for member, protocol, seq, ts, kind, error, epoch, silent in sorted(tl.membership, key=lambda r: r[3])]
 
 
 def anomaly_rows(tl: ConsumerTimeline):

@@ -14,8 +14,11 @@ records:
   member's) or in a ConsumerGroupDescribe response;
 * each member's snapshots (epoch, assigned, to revoke) as they change;
 * joins, leaves and fencing with the error behind each; a member never heard
-  from again is taken to have been fenced by its session timeout, when the
-  group's traffic goes on past it;
+  from again is taken to have been fenced by its session timeout when the
+  coordinator is seen to have removed it (its partitions given to another
+  member at a later epoch, or a Describe at a later epoch without it), at
+  that epoch's bump, or else when the group's traffic goes on a session
+  past it (the session is broker configuration, in no frame);
 * for every partition, the intervals during which no member was consuming it
   (see docs/PIPELINE.md, "measures of a stall");
 * anomalies, counted and kept.
@@ -33,6 +36,7 @@ heartbeat, and nothing is inferred from the gaps between rows.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import defaultdict
 from typing import Dict, List, Optional
 
@@ -49,7 +53,7 @@ class MemberView:
 
     __slots__ = ("member_id", "protocol", "epoch", "assigned", "to_revoke", "given", "known", "active",
                  "last_ts", "session_ms", "instance_id", "subscription", "rebalance_timeout_ms", "latencies",
-                 "fenced_before", "expiry_token")
+                 "fenced_before", "expiry_token", "heard_last")
 
     def __init__(self, member_id, protocol, session_ms):
         self.member_id = member_id
@@ -68,6 +72,7 @@ class MemberView:
         self.latencies = []
         self.fenced_before = False
         self.expiry_token = 0
+        self.heard_last = False   # its last event is behind the walk: it is never heard from again
 
 
 class ConsumerTimeline:
@@ -85,7 +90,7 @@ class ConsumerTimeline:
         self.bumps = []
         #: member_id -> [(seq, ts, epoch, frozenset assigned, frozenset to_revoke)]
         self.snapshots = defaultdict(list)
-        #: (member_id, protocol, seq, ts, kind, error_code, epoch)
+        #: (member_id, protocol, seq, ts, kind, error_code, epoch, silent_ms)
         self.membership = []
         #: (seq, ts, member_id, kind, detail)
         self.anomalies = []
@@ -151,9 +156,10 @@ def _classic_assignment(assignments, member_id):
 class _Walk:
     """The state of one group's walk; :func:`build_consumer_timeline` drives it."""
 
-    def __init__(self, tl: ConsumerTimeline, names, last_row_of, session_ms):
+    def __init__(self, tl: ConsumerTimeline, names, last_row_of, session_ms, session_known=True):
         self.tl = tl
         self.session_ms = session_ms
+        self.session_known = session_known  # the caller gave the brokers' setting
         self.names = names
         self.last_row_of = last_row_of      # member_id -> index of its last row
         self.group_epoch = None             # highest group epoch seen
@@ -187,8 +193,8 @@ class _Walk:
                 return
         snaps.append((seq, ts, m.epoch, frozenset(m.assigned), frozenset(m.to_revoke)))
 
-    def membership(self, m, seq, ts, kind, error_code=None):
-        self.tl.membership.append((m.member_id, m.protocol, seq, ts, kind, error_code, m.epoch))
+    def membership(self, m, seq, ts, kind, error_code=None, silent_ms=None):
+        self.tl.membership.append((m.member_id, m.protocol, seq, ts, kind, error_code, m.epoch, silent_ms))
 
     # -- partitions ------------------------------------------------------------------------------
 
@@ -208,7 +214,10 @@ class _Walk:
             # (ConsumerGroup.addPartitionEpochs); if the capture says so, the
             # previous holder's release was not seen: it stops here.
             prev = self.tl.members.get(previous)
-            if prev is not None:
+            receiver = self.tl.members.get(member_id)
+            if (prev is not None and receiver is not None and self.removed_unheard(prev, receiver.epoch)):
+                self.expire_at_bump(prev)
+            elif prev is not None:
                 prev.assigned.discard(tp)
                 prev.to_revoke.discard(tp)
         self.owner[tp] = member_id
@@ -332,6 +341,36 @@ class _Walk:
         m.expiry_token += 1
         heapq.heappush(self.expiries, (m.last_ts + m.session_ms * 1000, m.expiry_token, m.member_id))
 
+    def removed_unheard(self, m, epoch):
+        """``m``, silent for good without a leave, is out of the group at ``epoch``: the coordinator
+        removed it (``GroupMetadataManager.consumerGroupFenceMember``, on its session or rebalance timeout)."""
+        return (m.active and m.heard_last and m.epoch is not None and m.epoch > 0 and epoch is not None
+                and epoch > m.epoch and self.current_bump_ts is not None)
+
+    def expire_at_bump(self, m):
+        """``m`` was removed by the coordinator, which bumped the group epoch to the current one for it (a
+        session the capture's settings do not say: at most the silence from its last heartbeat to the bump)."""
+        snaps = self.tl.snapshots.get(m.member_id)
+        at = max(self.current_bump_ts, snaps[-1][1] if snaps else self.current_bump_ts)
+        silent = None if m.last_ts is None else (at - m.last_ts) / 1000.0
+        self.drop_member(m, m.last_ts if m.last_ts is not None else at)
+        self.membership(m, None, at, "session_timeout", silent_ms=silent)
+        m.epoch = None
+        self.snapshot(m, None, at)
+        if m.protocol == CONSUMER and silent is not None and not self.session_known:
+            self.bound_session(int(math.ceil(silent)))
+
+    def bound_session(self, ms):
+        """The brokers' session is at most ``ms``: the members' sessions from here on (a member that falls
+        silent later has timed out by its last heartbeat plus ``ms``), and the one the migration replay takes.
+        Expiries already armed are left as they were: nothing is inferred backwards from the bound."""
+        if ms >= self.session_ms or ms <= 0:
+            return
+        self.session_ms = ms
+        for m in self.tl.members.values():
+            if m.protocol == CONSUMER:
+                m.session_ms = ms
+
     def expire_until(self, ts):
         """Members never heard from again whose session ran out before ``ts``:
         the coordinator fenced them then (``consumerGroupFenceMember``)."""
@@ -351,15 +390,19 @@ def _tp_text(tps):
     return ", ".join(f"{t}-{p}" for t, p in sorted(tps))
 
 
-def build_consumer_timeline(group_id, columns, rows, names=None,
-                            session_timeout_ms=CONSUMER_SESSION_TIMEOUT_MS) -> ConsumerTimeline:
+def build_consumer_timeline(group_id, columns, rows, names=None, session_timeout_ms=None) -> ConsumerTimeline:
     """The timeline of one group from event ``columns`` (name -> list, the
     event columns of :data:`~kwire.pipeline._events.EVENT_COLUMNS`)
     at ``rows`` (indices in ``seq`` order, this group's only).  ``names``:
     ``{topic id text: topic name}`` from the capture's Metadata responses.
-    ``session_timeout_ms``: the brokers' consumer session timeout (classic
+    ``session_timeout_ms``: the brokers' consumer session timeout
+    (``group.consumer.session.timeout.ms``; None: Kafka's default, used only
+    where the coordinator is not seen removing a silent member; classic
     members of a mixed group use their JoinGroup's)."""
     names = names or {}
+    session_known = session_timeout_ms is not None
+    if not session_known:
+        session_timeout_ms = CONSUMER_SESSION_TIMEOUT_MS
     tl = ConsumerTimeline(group_id)
     c = columns
     api, direction, member_col = c["api_key"], c["direction"], c["member_id"]
@@ -369,7 +412,7 @@ def build_consumer_timeline(group_id, columns, rows, names=None,
             last_row_of[member_col[i]] = i
         for gone in (c["leaving"][i] or ()):
             last_row_of[gone] = i
-    w = _Walk(tl, names, last_row_of, session_timeout_ms)
+    w = _Walk(tl, names, last_row_of, session_timeout_ms, session_known)
     for i in rows:
         ts, seq = c["ts"][i], c["seq"][i]
         w.expire_until(ts)
@@ -386,8 +429,10 @@ def build_consumer_timeline(group_id, columns, rows, names=None,
         elif key in (JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP):
             _classic(w, c, i, key, d, seq, ts)
         m = tl.members.get(member_col[i]) if member_col[i] else None
-        if m is not None and m.active and m.last_ts is not None and last_row_of.get(m.member_id) == i:
-            w.arm_expiry(m)
+        if m is not None and last_row_of.get(m.member_id) == i:
+            m.heard_last = True
+            if m.active and m.last_ts is not None:
+                w.arm_expiry(m)
     if tl.last_ts is not None:
         w.expire_until(tl.last_ts)
     return tl
@@ -520,6 +565,12 @@ def _describe(w: _Walk, c, i, seq, ts):
                                    f"described group epoch {w.describe_epoch} -> {epoch}"))
         w.describe_epoch = epoch if w.describe_epoch is None else max(w.describe_epoch, epoch)
         w.group_epoch_seen(epoch, assignment_epoch, seq, ts, "describe", None)
+        if g["members"] is not None and epoch == w.group_epoch:
+            # A member silent for good that a later epoch's Describe no longer lists was removed by then.
+            listed = {member["member_id"] for member in g["members"]}
+            for m in list(w.tl.members.values()):
+                if m.member_id not in listed and w.removed_unheard(m, epoch):
+                    w.expire_at_bump(m)
         for member in g["members"] or ():
             if member["target"] is not None and assignment_epoch is not None:
                 w.tl.described_targets[(assignment_epoch, member["member_id"])] = frozenset(

@@ -131,12 +131,13 @@ def _append(columns, history, observed, name, result, error):
 
 
 def migrate_bucket(events, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, counts=None, names=None,
-                   cpu_timer=None) -> pa.Table:
+                   cpu_timer=None, session_timeout_ms=None) -> pa.Table:
     """Runs in the Python worker: one bucket of groups' events (Arrow, or pandas) to its ``migration``
     rows.  Classic groups' events, or with ``names`` (the capture's topic id → name pairs, an Arrow table
     of ``topic_id`` and ``topic``) consumer-protocol and mixed groups' events.  ``counts``: the capture's
     Metadata counts (an Arrow table of ``COUNT_SCHEMA``) for the classic timelines, or None.  ``timer``,
-    ``cpu_timer``: as :func:`migration_rows` takes them."""
+    ``cpu_timer``: as :func:`migration_rows` takes them.  ``session_timeout_ms``: the brokers'
+    ``group.consumer.session.timeout.ms`` (None: not known)."""
     if not isinstance(events, pa.Table):
         events = pa.Table.from_pandas(events, preserve_index=False)
     if "bucket" in events.column_names:
@@ -147,4 +148,5 @@ def migrate_bucket(events, max_partitions=DEFAULT_MAX_PARTITIONS, timer=None, co
     from kwire.pipeline._consumer_tables import consumer_timelines
 
     topic_names = dict(zip(names.column("topic_id").to_pylist(), names.column("topic").to_pylist()))
-    return migration_rows(consumer_histories(consumer_timelines(events, topic_names)), timer, cpu_timer)
+    return migration_rows(consumer_histories(consumer_timelines(events, topic_names, session_timeout_ms)), timer,
+                          cpu_timer)

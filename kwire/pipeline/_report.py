@@ -19,7 +19,7 @@ import pandas as pd
 
 from kwire.codec import ErrorCode, error_name
 from kwire.pipeline._report_consumer import (NO_GROUP_TRAFFIC, consumer_headline, consumer_json, consumer_section,
-                                             no_group_traffic)
+                                             counted, no_group_traffic)
 from kwire.pipeline._report_migration import migration_chart, migration_markdown
 
 #: The errors the report names beside their codes: the answers of the group
@@ -203,8 +203,8 @@ def render_markdown(capture_path, s, run):
     lines = [f"# Consumer-group rebalances in `{name}`", ""]
     lines.append(f"{_fmt(s['frames'])} frames on {_fmt(s['connections'])} connections, "
                  f"{_fmt(s['bad_frames'])} bad ({_fmt(s['decode_errors'])} not decodable, "
-                 f"{_fmt(s['inconsistent_frames'])} inconsistent); {_fmt(s['groups'])} groups, "
-                 f"{_fmt(s['rebalances'])} generations." + consumer_headline(s, _fmt))
+                 f"{_fmt(s['inconsistent_frames'])} inconsistent); {_classic_headline(s)}."
+                 + consumer_headline(s, _fmt))
     if s["frames"] == 0:
         lines += ["", "**The capture holds no frames**: there is nothing to analyse."]
     elif no_group_traffic(s):
@@ -226,6 +226,16 @@ def render_markdown(capture_path, s, run):
     _bad(lines, s)
     _stages(lines, run)
     return "\n".join(lines) + "\n"
+
+
+def _classic_headline(s):
+    """The classic protocol's groups and generations; named as such when consumer-protocol groups follow."""
+    if not (s.get("consumer") or {}).get("groups"):
+        return f"{counted(s['groups'], 'group', fmt=_fmt)}, {counted(s['rebalances'], 'generation', fmt=_fmt)}"
+    if not s["groups"]:
+        return "no classic-protocol group"
+    return (f"{counted(s['groups'], 'classic-protocol group', fmt=_fmt)}, "
+            f"{counted(s['rebalances'], 'generation', fmt=_fmt)}")
 
 
 def _chart(lines, run, key, alt):
@@ -288,7 +298,7 @@ def _whatif(lines, s, run):
               "it ran (a mismatch means the leader saw other inputs: partition counts, racks or claims not in "
               "the capture)."]
     if s["whatif_failures"]:
-        lines += ["", f"The what-if could not run for {len(s['whatif_failures']):,} groups (their captured inputs "
+        lines += ["", f"The what-if could not run for {counted(len(s['whatif_failures']), 'group')} (their captured inputs "
                   "are not a valid group); the rows in `whatif` carry the error:", "",
                   "| group | generations | error |", "|---|---|---|"]
         lines += [f"| {f['group_id']} | {f['generations']} | {f['error']} |" for f in s["whatif_failures"][:20]]
@@ -298,7 +308,7 @@ def _bad(lines, s):
     if not s["bad_frames"]:
         return
     lines += ["", "## Bad frames", "",
-              f"{_fmt(s['bad_frames'])} frames were left out of the analysis; each is a row of `bad_frames` with "
+              f"{counted(s['bad_frames'], 'frame was', 'frames were', _fmt)} left out of the analysis; each is a row of `bad_frames` with "
               "its reason.", "", "| reason | frames |", "|---|---|"]
     lines += [f"| {k} | {_fmt(n)} |" for k, n in s["bad_frame_kinds"]]
 

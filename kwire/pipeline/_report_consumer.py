@@ -22,6 +22,13 @@ NO_GROUP_TRAFFIC = ("**The capture holds no consumer-group traffic at all**: no 
                     "group coordinator's traffic recorded?")
 
 
+def counted(n, word, plural=None, fmt=None):
+    """``n`` and ``word`` in the number that agrees with it ("1 group", "2 groups"); ``plural`` when adding an
+    s is wrong, ``fmt`` to write the number (thousands separated by default)."""
+    text = fmt(n) if fmt is not None else f"{n:,}"
+    return f"{text} {word if n == 1 else plural or word + 's'}"
+
+
 def _q(series, q):
     return float(series.quantile(q)) if len(series) else None
 
@@ -37,10 +44,12 @@ def _counts(pairs):
     return {str(k): int(n) for k, n in sorted(pairs, key=lambda kv: (-kv[1], str(kv[0])))}
 
 
-def summarize_consumer(s, recs, membership, anomalies, group_protocols):
+def summarize_consumer(s, recs, membership, anomalies, group_protocols, silent_ms=None):
     """Fill ``s["consumer"]``.  ``recs``: the reconciliations (pandas);
     ``membership``: ``[(kind, error_code, rows)]``; ``anomalies``: ``[(kind,
-    rows)]``; ``group_protocols``: ``{"consumer": groups, "mixed": groups}``."""
+    rows)]``; ``group_protocols``: ``{"consumer": groups, "mixed": groups}``;
+    ``silent_ms``: the shortest silence after which the coordinator was seen
+    to have removed a member (``consumer_membership.silent_ms``), or None."""
     stable = recs[recs.outcome == "stable"] if len(recs) else recs
     outcomes = Counter(recs.outcome) if len(recs) else Counter()
     triggers = Counter(recs.trigger) if len(recs) else Counter()
@@ -67,7 +76,8 @@ def summarize_consumer(s, recs, membership, anomalies, group_protocols):
         "triggers": _counts(triggers.items()),
         "membership": _counts(kinds.items()),
         "fencing": {"fenced": kinds.get("fenced", 0), "session_timeout": kinds.get("session_timeout", 0),
-                    "errors": _counts(fencing_errors.items())},
+                    "errors": _counts(fencing_errors.items()),
+                    "session_timeout_at_most_ms": _float(silent_ms)},
         "anomalies": _counts((k, n) for k, n in anomalies),
         "top_groups": top[:CONSUMER_TOP_GROUPS],
     }
@@ -98,8 +108,9 @@ def consumer_headline(s, fmt):
     c = s.get("consumer")
     if not c or not c["groups"]:
         return ""
-    return (f" With the consumer protocol: {fmt(c['groups'])} groups ({fmt(c['mixed_groups'])} mixed), "
-            f"{fmt(c['reconciliations'])} reconciliations.")
+    mixed = fmt(c["mixed_groups"]) if c["mixed_groups"] else "none"
+    return (f" With the consumer protocol: {counted(c['groups'], 'group', fmt=fmt)} ({mixed} mixed), "
+            f"{counted(c['reconciliations'], 'reconciliation', fmt=fmt)}.")
 
 
 def consumer_section(lines, s, format_duration, fmt):
@@ -108,9 +119,9 @@ def consumer_section(lines, s, format_duration, fmt):
     if not c or not c["groups"]:
         return
     lines += ["", "## Consumer-protocol groups (KIP-848)", "",
-              f"{fmt(c['groups'])} groups heartbeat with ConsumerGroupHeartbeat ({fmt(c['mixed_groups'])} of them "
-              f"mixed: classic members among them, analysed as one group); {fmt(c['reconciliations'])} "
-              "reconciliations (group epoch bumps)."]
+              f"{counted(c['groups'], 'group heartbeats', 'groups heartbeat', fmt)} with ConsumerGroupHeartbeat "
+              f"({_mixed(c, fmt)}; a mixed group has classic members too, and is analysed as one group); {counted(c['reconciliations'], 'reconciliation', fmt=fmt)} (group "
+              "epoch bumps)."]
     if c["reconciliations"]:
         t, u = c["time_to_stable_ms"], c["partition_seconds_unowned"]
         lines += ["", "*Time to stable*: from the group epoch bump to the last member's heartbeat owning exactly its "
@@ -126,7 +137,13 @@ def consumer_section(lines, s, format_duration, fmt):
         lines += [f"| {k} | {fmt(n)} |" for k, n in c["triggers"].items()]
     f = c["fencing"]
     lines += ["", f"Members fenced: {fmt(f['fenced'])} by an error answer, {fmt(f['session_timeout'])} by a session "
-              "timeout (inferred from the last heartbeat)."]
+              "timeout (inferred: a member that fell silent without leaving, whose partitions the coordinator gave "
+              "to others at a later epoch or which a later Describe no longer listed, or silent for a whole "
+              "session)."]
+    if f.get("session_timeout_at_most_ms") is not None:
+        lines += ["", "The coordinator's session timeout (`group.consumer.session.timeout.ms`, in no frame) was at "
+                  f"most {format_duration(f['session_timeout_at_most_ms'])}: the shortest silence after which it "
+                  "was seen to have removed a member (`silent_ms` in `consumer_membership`)."]
     if f["errors"]:
         lines += ["", "| error | fencings |", "|---|---|"]
         lines += [f"| {code} {error_name(int(code))} | {fmt(n)} |" for code, n in f["errors"].items()]
@@ -144,6 +161,12 @@ def consumer_section(lines, s, format_duration, fmt):
         lines += [f"| {g['group_id']} | {g['protocol']} | {fmt(g['reconciliations'])} | "
                   f"{_seconds(g['partition_seconds_unowned'])} | {format_duration(g['time_to_stable_ms_max'])} | "
                   f"{g['triggers']} |" for g in c["top_groups"]]
+
+
+def _mixed(c, fmt):
+    if c["mixed_groups"]:
+        return f"{fmt(c['mixed_groups'])} of them mixed"
+    return "not mixed" if c["groups"] == 1 else "none of them mixed"
 
 
 def _seconds(v):

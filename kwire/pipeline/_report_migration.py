@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from kwire.pipeline._report_consumer import counted
+
 #: Groups listed in the report's table (all are in the ``migration`` table).
 GROUP_ROWS = 20
 #: Bins of the stall-distribution chart: partition-seconds unowned per rebalance, log-spaced.
@@ -118,7 +120,7 @@ def migration_markdown(lines, migration, chart=None):
     lines += ["", f"The simulation ran {migration['member_events']:,} member-events (requests a simulated member "
               "sent and the simulated coordinator handled)."]
     if migration["failed_groups"]:
-        lines += ["", f"{migration['failed_groups']:,} groups could not be replayed; their rows carry the error:",
+        lines += ["", f"{counted(migration['failed_groups'], 'group')} could not be replayed; their rows carry the error:",
                   "", "| group | error |", "|---|---|"]
         lines += [f"| {f['group_id']} | {f['error']} |" for f in migration["failures"]]
 

@@ -49,17 +49,19 @@ def wide_rows(tables) -> pa.Table:
     return wide.select(CONSUMER_WIDE_SCHEMA.names).cast(CONSUMER_WIDE_SCHEMA)
 
 
-def analyse_consumer_bucket(events: pa.Table, names: pa.Table) -> pa.Table:
-    """Runs in the Python worker: one bucket of consumer-protocol groups' events to its wide rows."""
+def analyse_consumer_bucket(events: pa.Table, names: pa.Table, session_timeout_ms=None) -> pa.Table:
+    """Runs in the Python worker: one bucket of consumer-protocol groups' events to its wide rows
+    (``session_timeout_ms``: the brokers' ``group.consumer.session.timeout.ms``, None when not known)."""
     topic_names = dict(zip(names.column("topic_id").to_pylist(), names.column("topic").to_pylist()))
     if "bucket" in events.column_names:
         events = events.drop_columns(["bucket"])
-    return wide_rows(consumer_tables(consumer_timelines(events, topic_names)))
+    return wide_rows(consumer_tables(consumer_timelines(events, topic_names, session_timeout_ms)))
 
 
-def analyse_consumer_bucket_pandas(pdf, names: pa.Table):
+def analyse_consumer_bucket_pandas(pdf, names: pa.Table, session_timeout_ms=None):
     """:func:`analyse_consumer_bucket` for the Spark versions without ``applyInArrow``."""
-    return analyse_consumer_bucket(pa.Table.from_pandas(pdf, preserve_index=False), names).to_pandas()
+    return analyse_consumer_bucket(pa.Table.from_pandas(pdf, preserve_index=False), names,
+                                   session_timeout_ms).to_pandas()
 
 
 def split_protocols(events):
@@ -86,13 +88,14 @@ def topic_names(frames) -> pa.Table:
     return pa.Table.from_pylist([r.asDict() for r in pairs], schema=TOPIC_NAME_SCHEMA)
 
 
-def consumer_stage(events, frames, out_path, *, spark_schema, archive=None):
+def consumer_stage(events, frames, out_path, *, spark_schema, archive=None, session_timeout_ms=None):
     """Analyse the consumer-protocol groups of ``events`` (bucketed: a
     ``bucket`` column, as :func:`kwire.pipeline._spark_stages.bucketed`
     gives them) and write every table of :data:`CONSUMER_TABLES` under
     ``out_path``.  ``spark_schema``: the pipeline's schema conversion.
-    Returns ``{table: DataFrame read back}``, ``{table: rows}`` and the
-    topic id → name table (:func:`topic_names`)."""
+    ``session_timeout_ms``: the brokers' ``group.consumer.session.timeout.ms``
+    (None: not known).  Returns ``{table: DataFrame read back}``, ``{table:
+    rows}`` and the topic id → name table (:func:`topic_names`)."""
     from pyspark.sql import functions as F
 
     spark = events.sparkSession
@@ -100,10 +103,10 @@ def consumer_stage(events, frames, out_path, *, spark_schema, archive=None):
     grouped = events.groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
         run = remote(__name__, "analyse_consumer_bucket", archive)
-        wide = grouped.applyInArrow(lambda t: run(t, names), spark_schema(CONSUMER_WIDE_SCHEMA))
+        wide = grouped.applyInArrow(lambda t: run(t, names, session_timeout_ms), spark_schema(CONSUMER_WIDE_SCHEMA))
     else:  # Spark < 4
         run = remote(__name__, "analyse_consumer_bucket_pandas", archive)
-        wide = grouped.applyInPandas(lambda pdf: run(pdf, names), spark_schema(CONSUMER_WIDE_SCHEMA))
+        wide = grouped.applyInPandas(lambda pdf: run(pdf, names, session_timeout_ms), spark_schema(CONSUMER_WIDE_SCHEMA))
     wide = wide.persist()
     tables, counts = {}, {}
     for name, schema in CONSUMER_TABLES.items():
@@ -133,5 +136,6 @@ def consumer_summary(s, tables, events):
         F.max((F.col("member_protocol") == "classic").cast("int")).alias("mixed"))
     protocols = {("mixed" if r["mixed"] else "consumer"): r["n"]
                  for r in per_group.groupBy("mixed").agg(F.count(F.lit(1)).alias("n")).collect()}
+    silent_ms = tables["consumer_membership"].agg(F.min("silent_ms").alias("m")).first()["m"]
     s["group_traffic"] = bool(events.limit(1).count())
-    summarize_consumer(s, recs, membership, anomalies, protocols)
+    summarize_consumer(s, recs, membership, anomalies, protocols, silent_ms)

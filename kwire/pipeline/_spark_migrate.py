@@ -20,23 +20,26 @@ _TABLE = "kwire.pipeline._migrate_table"
 
 
 def migration_rows_stage(events, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None,
-                         counts=None, names=None, cpu_timer=None):
+                         counts=None, names=None, cpu_timer=None, session_timeout_ms=None):
     """The ``migration`` rows of every bucket of ``events`` (a DataFrame with a ``bucket`` column).
     ``spark_schema``: the pipeline's Arrow-to-Spark schema function.  ``counts``: the capture's Metadata
     counts, an Arrow table (None for none).  ``names``: None for classic groups' events; for
-    consumer-protocol groups' events, the capture's topic id → name pairs (an Arrow table)."""
+    consumer-protocol groups' events, the capture's topic id → name pairs (an Arrow table).
+    ``session_timeout_ms``: the brokers' consumer session timeout (None: not known)."""
     counts = COUNT_SCHEMA.empty_table() if counts is None else counts
     grouped = events.groupBy("bucket")
     run = remote(_TABLE, "migrate_bucket", archive)
     if hasattr(grouped, "applyInArrow"):
-        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, names, cpu_timer),
+        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, names, cpu_timer,
+                                                  session_timeout_ms),
                                     spark_schema(MIGRATION_SCHEMA))
-    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, names, cpu_timer).to_pandas(),
+    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, names, cpu_timer,
+                                                 session_timeout_ms).to_pandas(),
                                  spark_schema(MIGRATION_SCHEMA))
 
 
 def migration_stage(spark, events, path, progress, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS,
-                    archive=None, counts=None, consumer_events=None, names=None):
+                    archive=None, counts=None, consumer_events=None, names=None, session_timeout_ms=None):
     """Write the ``migration`` table to ``path``: classic groups' ``events`` replayed under the consumer
     protocol, and ``consumer_events`` (bucketed too, consumer-protocol and mixed groups; None for none)
     under classic rebalances, with ``names`` their topic ids' names.  Returns ``(report summary, stage
@@ -49,7 +52,7 @@ def migration_stage(spark, events, path, progress, spark_schema, max_partitions=
         rows = migration_rows_stage(events, spark_schema, max_partitions, archive, timer, counts, cpu_timer=cpu_timer)
         if consumer_events is not None:
             rows = rows.unionByName(migration_rows_stage(consumer_events, spark_schema, max_partitions, archive,
-                                                         timer, counts, names, cpu_timer))
+                                                         timer, counts, names, cpu_timer, session_timeout_ms))
         rows.write.mode("overwrite").parquet(path)
         table = spark.read.parquet(path)
         row = table.agg(F.count(F.lit(1)).alias("rows"), F.sum("member_events").alias("events")).first()

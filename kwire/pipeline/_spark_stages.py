@@ -531,14 +531,17 @@ def _spark_out(out):
 
 def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, partitions=None,
                  implementation=None, log=print, max_partitions=DEFAULT_MAX_PARTITIONS,
-                 progress=None, session_options=None):
+                 progress=None, session_options=None, consumer_session_timeout_ms=None):
     """Run every stage; returns the summary (the figures of report.json).
 
     ``spark``: a session to use (left running); otherwise one from
     :func:`spark_session` (``master``, ``session_options``), stopped at the
     end.  ``progress``: a :class:`~kwire.pipeline._progress.Progress`, or
     None to draw on stderr when it is a terminal and log a line a stage
-    through ``log`` otherwise."""
+    through ``log`` otherwise.  ``consumer_session_timeout_ms``: the brokers'
+    ``group.consumer.session.timeout.ms``, which no frame carries (None: read
+    from the traffic where the coordinator is seen removing a silent member,
+    Kafka's default otherwise)."""
     from pyspark.sql import functions as F
 
     t_start = time.perf_counter()
@@ -620,13 +623,14 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value,
                             "replay_cpu_seconds": replay_cpu.value}
         with progress.stage("consumer") as st:
-            consumer_tables, consumer_rows, topic_ids = consumer_stage(kip848, frames, out, spark_schema=spark_schema,
-                                                                       archive=archive)
+            consumer_tables, consumer_rows, topic_ids = consumer_stage(
+                kip848, frames, out, spark_schema=spark_schema, archive=archive,
+                session_timeout_ms=consumer_session_timeout_ms)
             st.done(**consumer_rows)
         stages["consumer"] = {"seconds": st.seconds, **st.counts}
         s["migration"], stages["migration"] = migration_stage(
             spark, events, _path(out, "migration"), progress, spark_schema, max_partitions, archive, metadata_counts,
-            kip848, topic_ids)
+            kip848, topic_ids, consumer_session_timeout_ms)
         events.unpersist()
         kip848.unpersist()
 
