@@ -125,3 +125,15 @@ def add_bad_metadata(out, ts=T0 + 30 * SECOND):
         out.add(ts + 2 * corr + 1, conn, BROKER_TO_CLIENT, metadata_response(corr, 12, topics), "10.0.0.9:5000",
                 "broker-1:9092")
     return [ts + 2 * corr + 1 for corr in range(len(answers))]
+
+
+def generated_and_damaged(out):
+    """Beside the scripted groups: three generated groups, a group whose Metadata and leader disagree on a topic's
+    size, and Metadata responses that cannot be true."""
+    from kwire.pipeline._synth import simulate_group, topic_pool
+
+    pool = topic_pool(1, n_topics=6)
+    for i in range(3):
+        simulate_group(out, 100 + i, 1, T0, 120.0, pool)
+    stale_leader_group(out)
+    add_bad_metadata(out)

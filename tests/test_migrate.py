@@ -20,8 +20,7 @@ from kwire.pipeline._migrate_history import classic_histories  # noqa: E402
 from kwire.pipeline._migrate_table import MIGRATION_SCHEMA, migration_rows  # noqa: E402
 
 from tests.analysis_frames import events_from_frames  # noqa: E402
-from kwire.pipeline._synth import simulate_group, topic_pool  # noqa: E402
-from tests.pipeline_captures import T0, add_bad_metadata, scripted_capture, stale_leader_group  # noqa: E402
+from tests.pipeline_captures import generated_and_damaged, scripted_capture  # noqa: E402
 
 MS = 1000            # µs
 SECOND = 1000 * MS
@@ -159,19 +158,10 @@ def test_a_bad_history_is_a_typed_error():
 
 # -- classic histories from a capture ------------------------------------------------------------------
 
-def _extra(out):
-    # generated groups, a group whose Metadata and leader disagree on a topic's size, bad Metadata responses
-    pool = topic_pool(1, n_topics=6)
-    for i in range(3):
-        simulate_group(out, 100 + i, 1, T0, 120.0, pool)
-    stale_leader_group(out)
-    add_bad_metadata(out)
-
-
 @pytest.fixture(scope="module")
 def scripted_histories(tmp_path_factory):
     path = tmp_path_factory.mktemp("migrate") / "capture.parquet"
-    sims = scripted_capture(path, extra=_extra)
+    sims = scripted_capture(path, extra=generated_and_damaged)
     events = events_from_frames(decode_capture(path))
     table = pa.Table.from_pandas(events[EVENT_COLUMNS], preserve_index=False)
     return sims, {h.group_id: h for h in classic_histories(table)}

@@ -20,12 +20,11 @@ pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
 from kwire.pipeline._decode import decode_capture  # noqa: E402
-from kwire.pipeline._synth import BROKER_TO_CLIENT, CLIENT_TO_BROKER, simulate_group, topic_pool  # noqa: E402
+from kwire.pipeline._synth import BROKER_TO_CLIENT, CLIENT_TO_BROKER  # noqa: E402
 
 from tests.analysis_frames import (assignments_of, bad_frames_of, events_from_frames, rebalances_of,  # noqa: E402
                                    whatif_of)
-from tests.pipeline_captures import (EXPECTED_RANGE, T0, add_bad_metadata, scripted_capture,  # noqa: E402
-                                     stale_leader_group)
+from tests.pipeline_captures import EXPECTED_RANGE, T0, generated_and_damaged, scripted_capture  # noqa: E402
 
 
 pytestmark = pytest.mark.spark
@@ -57,11 +56,7 @@ def test_a_session_kwire_owns_bounds_the_jvm_outside_its_heap(spark):
 
 
 def _extra(out):
-    pool = topic_pool(1, n_topics=6)
-    for i in range(3):
-        simulate_group(out, 100 + i, 1, T0, 120.0, pool)
-    stale_leader_group(out)
-    add_bad_metadata(out)
+    generated_and_damaged(out)
     conn = out.new_conn()
     out.add(T0, conn, BROKER_TO_CLIENT, b"\x00\x00\x00\x04\x00\x00\x00\x07", "x", "b")  # unpaired
     out.add(T0 + 1, conn, CLIENT_TO_BROKER, b"\x00\x00\x00\x20\x00\x0c\x00", "x", "b", truncated=True)
