@@ -1,0 +1,305 @@
+"""Kafka's ``UniformAssignor`` builders on plain lists: the pure twin's algorithm, and the small-call path.
+
+``UniformHomogeneousAssignmentBuilder.build`` and ``UniformHeterogeneousAssignmentBuilder.build`` as
+functions of Python lists, with the Java orders already derived by the caller (the member map's order, the
+homogeneous builder's topic set).  Two callers:
+
+* the pure twin ``_server_py.py``, which reads its checked columns into lists, calls these and builds the
+  CSR result from what they return;
+* ``_server.py``'s :func:`~kwire.assignors._server.uniform_lists`, a coordinator's path for small groups:
+  a consumer-protocol coordinator computes a target at every group epoch bump, and for a group of a few
+  members the columns, the kernel's work arrays and the result's arrays cost many times the assignment.
+
+The group: members ``0..M-1``; ``order`` their indices in the member map's order; ``rows[member_sub[m]]``
+member m's subscribed topic indices; ``keys[t]`` topic t's 16-byte id and ``partitions[t]`` its partition
+count (-1: unknown); ``current[m]`` member m's current assignment as ``[(topic index, [partitions]), ...]``
+in its map's insertion order.  Both return ``(pm, pt, pp, em, et)``: the (member, topic, partition)
+triples of the new assignment in no particular order, and the (member, topic) entries kept with no
+partition; None when nobody subscribes to anything.
+"""
+
+from __future__ import annotations
+
+from ._javaorder import hashset_capacity_from, uuid_hash_iteration
+from ._server_common import index_error, left_unassigned_error, partition_set_order, unknown_topic_error
+
+
+def set_order(parts):
+    """``partition_set_order`` (the order of ``new HashSet<>(list)``), fast when it is plain: an Integer
+    hashes to itself (spread unchanged below 2**16), so when every value is a slot of the table, iteration
+    is ascending."""
+    if not parts:
+        return []
+    lo, hi = min(parts), max(parts)
+    if lo >= 0 and (hi < 16 if len(parts) <= 11 else hi < min(hashset_capacity_from(len(parts)), 65536)):
+        return sorted(set(parts)) if len(parts) > 1 else list(parts)
+    return partition_set_order(parts)
+
+
+def entry_order(keys, entries):
+    """Positions of a member's entries in the order of the ``new HashMap<Uuid, Set<Integer>>()`` the
+    coordinator rebuilds them into (``_server_common.entry_map_order`` on ids as bytes)."""
+    return uuid_hash_iteration([keys[t] for t, _ps in entries], 16)
+
+
+# -- UniformHomogeneousAssignmentBuilder ---------------------------------------
+
+def homogeneous_lists(order, subscribed, keys, partitions, current):
+    """``UniformHomogeneousAssignmentBuilder.build``: ``subscribed`` is the first member's topics in the
+    order of ``new HashSet<>(them)``, every one known (the caller checked)."""
+    m_count = len(order)
+    if not subscribed or not m_count:
+        return None
+    insub = set(subscribed)
+    assigned = {t: bytearray(partitions[t]) for t in subscribed}
+    for entries in current:
+        for t, ps in entries:
+            if t in insub:
+                n = partitions[t]
+                held = assigned[t]
+                for p in ps:
+                    if 0 <= p < n:
+                        held[p] = 1
+    unassigned = []
+    total = 0
+    for t in subscribed:
+        held = assigned[t]
+        unassigned.extend([(t, p) for p in range(partitions[t]) if not held[p]])
+        total += partitions[t]
+    min_quota, extra = divmod(total, m_count)
+    pm, pt, pp, em, et = [], [], [], [], []
+    unfilled = []
+    for m in order:
+        quota = min_quota + (1 if extra > 0 else 0)
+        if extra > 0:
+            extra -= 1
+        entries = current[m]
+        sets = {e: set_order(ps) for e, (t, ps) in enumerate(entries) if t in insub}
+        held = sum(len(s) for s in sets.values())
+        positions = range(len(entries))
+        if held > quota:
+            # quota runs out inside this member's map: its entry order and each
+            # set's order decide what is kept (AssignorHelpers' map copies keep them)
+            positions = entry_order(keys, entries)
+        for e in positions:
+            ps = sets.get(e)
+            if ps is None:
+                continue                       # a topic no longer subscribed: dropped, not freed
+            t = entries[e][0]
+            if len(ps) <= quota:
+                quota -= len(ps)
+                kept = ps
+            else:
+                kept = ps[:quota]
+                unassigned.extend((t, p) for p in ps[quota:])
+                quota = 0
+            if not ps:
+                em.append(m)
+                et.append(t)
+            for p in kept:
+                pm.append(m)
+                pt.append(t)
+                pp.append(p)
+        if quota > 0:
+            unfilled.append((m, quota))
+    i = 0
+    for m, q in unfilled:
+        take = unassigned[i:i + q]
+        i += len(take)
+        for t, p in take:
+            pm.append(m)
+            pt.append(t)
+            pp.append(p)
+    if i < len(unassigned):
+        raise left_unassigned_error()
+    return pm, pt, pp, em, et
+
+
+# -- UniformHeterogeneousAssignmentBuilder -------------------------------------
+
+class _Balancer:
+    """``UniformHeterogeneousAssignmentBuilder.MemberAssignmentBalancer``:
+    two ranges over a topic's subscribers sorted by (load, index), the least
+    loaded growing rightwards and the most loaded leftwards; it reads the
+    live loads in ``size``."""
+
+    def __init__(self, size):
+        self.size = size
+
+    def init(self, members):
+        size = self.size
+        s = self.sorted = sorted(members, key=lambda i: (size[i], i))
+        n = self.n = len(s)
+        self.least_end = 0
+        self.least_level = size[s[0]] - 1
+        self.next_least_i = 0
+        self.most_start = self.most_end = n
+        self.most_level = size[s[n - 1]] + 1
+        self.next_most_i = n - 1
+        return size[s[n - 1]] - size[s[0]]
+
+    def next_least(self):
+        size, s = self.size, self.sorted
+        if self.next_least_i >= self.least_end:
+            self.least_level += 1
+            while self.least_end < self.n and size[s[self.least_end]] == self.least_level:
+                self.least_end += 1
+            self.next_least_i = 0
+        r = s[self.next_least_i]
+        self.next_least_i += 1
+        return r
+
+    def next_most(self):
+        size, s = self.size, self.sorted
+        if self.next_most_i < self.most_start:
+            if self.most_end <= self.most_start and self.most_start > 0:
+                self.most_level = size[s[self.most_start - 1]]
+            else:
+                self.most_level -= 1
+            while self.most_start > 0 and size[s[self.most_start - 1]] == self.most_level:
+                self.most_start -= 1
+            self.next_most_i = self.most_end - 1
+        if self.next_most_i < 0:
+            return -1
+        r = s[self.next_most_i]
+        self.next_most_i -= 1
+        return r
+
+    def exclude(self):
+        s = self.sorted
+        j = self.next_most_i + 1
+        s[j], s[self.most_end - 1] = s[self.most_end - 1], s[j]
+        self.most_end -= 1
+
+    def balanced(self):
+        return self.most_level - self.least_level <= 1
+
+
+def _topic_sort_key(t, partitions, subs, keys):
+    n, s = partitions[t], len(subs[t])
+    raw = keys[t]
+    return (-(n / s), s, int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True))
+
+
+def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
+    """``UniformHeterogeneousAssignmentBuilder.build`` (members numbered by
+    their position in ``order``, the member map's order)."""
+    m_count = len(order)
+    subs = {}
+    for i, m in enumerate(order):
+        for t in rows[member_sub[m]]:
+            if partitions[t] == -1:
+                raise unknown_topic_error(keys[t])
+            subs.setdefault(t, []).append(i)
+    if not subs:
+        return None
+    size = [0] * m_count
+    owner = {t: [-1] * partitions[t] for t in subs}
+    dup = {}                 # (t, p) -> members still holding p beside its owner (overlapping input)
+    kept_empty = set()       # (i, t): a subscribed topic kept with no partition
+    removed_from = set()     # (i, t): a partition of t was taken from i
+    for i, m in enumerate(order):
+        mine = set(rows[member_sub[m]])
+        entries = current[m]
+        sets = {e: set_order(ps) for e, (t, ps) in enumerate(entries) if t in mine}
+        positions = range(len(entries))
+        if any(p < 0 or p >= partitions[entries[e][0]] for e, ps in sets.items() for p in ps):
+            # which bad index Java meets first follows the map's and the sets' orders
+            positions = entry_order(keys, entries)
+        for e in positions:
+            ps = sets.get(e)
+            if ps is None:
+                continue
+            t = entries[e][0]
+            size[i] += len(ps)
+            if not ps:
+                kept_empty.add((i, t))
+            own = owner[t]
+            for p in ps:
+                if p < 0 or p >= len(own):
+                    raise index_error(p, len(own))
+                if own[p] != -1:
+                    dup.setdefault((t, p), set()).add(own[p])
+                own[p] = i
+
+    def move(t, p, i):
+        old = owner[t][p]
+        if old != -1:
+            size[old] -= 1
+            removed_from.add((old, t))
+        if dup:
+            holders = dup.get((t, p))
+            if holders:
+                holders.discard(i)
+        owner[t][p] = i
+        size[i] += 1
+
+    balancer = _Balancer(size)
+    free_topics = [t for t in subs if -1 in owner[t]]
+    free_topics.sort(key=lambda t: _topic_sort_key(t, partitions, subs, keys))
+    for t in free_topics:
+        balancer.init(subs[t])
+        for p, o in enumerate(owner[t]):
+            if o == -1:
+                move(t, p, balancer.next_least())
+
+    shared = [t for t in subs if len(subs[t]) >= 2]
+    shared.sort(key=lambda t: _topic_sort_key(t, partitions, subs, keys))
+    last = -1
+    for _ in range(16):          # MAX_ITERATION_COUNT
+        for k, t in enumerate(shared):
+            if k == last:
+                break
+            moved = _balance_topic(t, owner[t], subs[t], balancer, move)
+            if moved > 0 or last == -1:
+                last = k
+        else:
+            continue
+        break
+
+    pm, pt, pp, em, et = [], [], [], [], []
+    for t in sorted(subs):
+        for p, o in enumerate(owner[t]):
+            pm.append(order[o])
+            pt.append(t)
+            pp.append(p)
+    for (t, p), holders in dup.items():
+        for i in holders:
+            pm.append(order[i])
+            pt.append(t)
+            pp.append(p)
+    for i, t in kept_empty:
+        if (i, t) not in removed_from:
+            em.append(order[i])
+            et.append(t)
+    return pm, pt, pp, em, et
+
+
+def _balance_topic(t, own, members, balancer, move):
+    if balancer.init(members) <= 1:
+        return 0
+    parts = sorted(range(len(own)), key=lambda p: (own[p], p))
+    start, end = {}, {}
+    for k, p in enumerate(parts):
+        start.setdefault(own[p], k)
+        end[own[p]] = k + 1
+    moved = 0
+    while not balancer.balanced():
+        while True:
+            most = balancer.next_most()
+            if most == -1:
+                break
+            if most not in end or end[most] - start[most] <= 0:
+                balancer.exclude()
+                continue
+            break
+        if most == -1:
+            break
+        end[most] -= 1
+        p = parts[end[most]]
+        least = balancer.next_least()
+        if balancer.balanced():
+            break
+        move(t, p, least)
+        moved += 1
+    return moved
