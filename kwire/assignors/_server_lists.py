@@ -20,26 +20,80 @@ partition; None when nobody subscribes to anything.
 
 from __future__ import annotations
 
-from ._javaorder import hashset_capacity_from, uuid_hash_iteration
+from bisect import bisect_left
+from functools import lru_cache
+
+from ._javaorder import hashset_capacity_from, uuid_hash, uuid_hash_iteration
 from ._server_common import index_error, left_unassigned_error, partition_set_order, unknown_topic_error
 
 
+#: A bin that reaches this many keys makes Java's table double or turn the bin into a tree: below it the
+#: iteration order is plain (bucket, then insertion).
+_CROWDED = 9
+_MASK32 = 0xFFFFFFFF
+
+
+def _plain_order(buckets):
+    """Positions in bucket order, insertion order within a bucket; None when some bin crowds."""
+    if len(buckets) >= _CROWDED:
+        counts = {}
+        for b in buckets:
+            counts[b] = counts.get(b, 0) + 1
+        if max(counts.values()) >= _CROWDED:
+            return None
+    return sorted(range(len(buckets)), key=buckets.__getitem__)
+
+
+@lru_cache(maxsize=None)
+def _set_capacity(n):
+    return 16 if n <= 11 else hashset_capacity_from(n)
+
+
 def set_order(parts):
-    """``partition_set_order`` (the order of ``new HashSet<>(list)``), fast when it is plain: an Integer
-    hashes to itself (spread unchanged below 2**16), so when every value is a slot of the table, iteration
-    is ascending."""
-    if not parts:
-        return []
+    """``partition_set_order``: the distinct values of ``parts`` in the order of ``new HashSet<>(parts)``
+    (``Integer.hashCode`` is the value), computed here when no bin crowds."""
+    if len(parts) <= 1:
+        return list(parts)
+    cap = _set_capacity(len(parts))
     lo, hi = min(parts), max(parts)
-    if lo >= 0 and (hi < 16 if len(parts) <= 11 else hi < min(hashset_capacity_from(len(parts)), 65536)):
-        return sorted(set(parts)) if len(parts) > 1 else list(parts)
-    return partition_set_order(parts)
+    if lo >= 0 and hi < 65536 and hi - lo < cap:
+        # Each value its own bucket, p mod cap (HashMap.hash leaves an int below 2**16 as it is): ascending
+        # from the first multiple of cap above lo, then the rest.
+        ordered = sorted(set(parts))
+        if hi < cap:
+            return ordered
+        k = bisect_left(ordered, (lo & -cap) + cap)
+        return ordered[k:] + ordered[:k]
+    distinct = list(dict.fromkeys(parts))
+    mask = cap - 1
+    buckets = [(p if 0 <= p < 65536 else (p & _MASK32) ^ ((p & _MASK32) >> 16)) & mask for p in distinct]
+    pos = _plain_order(buckets)
+    if pos is None:
+        return partition_set_order(parts)
+    return [distinct[i] for i in pos]
+
+
+_UUID_SPREADS = {}
 
 
 def entry_order(keys, entries):
     """Positions of a member's entries in the order of the ``new HashMap<Uuid, Set<Integer>>()`` the
     coordinator rebuilds them into (``_server_common.entry_map_order`` on ids as bytes)."""
-    return uuid_hash_iteration([keys[t] for t, _ps in entries], 16)
+    if len(entries) > 12:
+        return uuid_hash_iteration([keys[t] for t, _ps in entries], 16)   # a table that grows
+    spreads = _UUID_SPREADS
+    buckets = []
+    for t, _ps in entries:
+        key = keys[t]
+        h = spreads.get(key)
+        if h is None:
+            if len(spreads) >= 1 << 16:
+                spreads.clear()
+            h = uuid_hash(key) & _MASK32
+            h = spreads[key] = h ^ (h >> 16)
+        buckets.append(h & 15)
+    pos = _plain_order(buckets)
+    return pos if pos is not None else uuid_hash_iteration([keys[t] for t, _ps in entries], 16)
 
 
 # -- UniformHomogeneousAssignmentBuilder ---------------------------------------
@@ -203,7 +257,7 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
         entries = current[m]
         sets = {e: set_order(ps) for e, (t, ps) in enumerate(entries) if t in mine}
         positions = range(len(entries))
-        if any(p < 0 or p >= partitions[entries[e][0]] for e, ps in sets.items() for p in ps):
+        if any(ps and (min(ps) < 0 or max(ps) >= partitions[entries[e][0]]) for e, ps in sets.items()):
             # which bad index Java meets first follows the map's and the sets' orders
             positions = entry_order(keys, entries)
         for e in positions:
