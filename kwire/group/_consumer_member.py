@@ -263,6 +263,8 @@ class ConsumerProtocolMember:
                 self._to(S.RECONCILING)
             elif self.state in (S.JOINING, S.RECONCILING):
                 self._to(S.STABLE)
+        elif self.state is S.STABLE and now < self._next_send and self._coordinator_known:
+            return out   # a steady answer: poll() would send nothing before the interval ends
         return out + self.poll(now)
 
     def request_failed(self, token, now):
@@ -373,22 +375,29 @@ class ConsumerProtocolMember:
         the last heartbeat (the owned partitions change with every completed reconciliation: that is the
         acknowledgement)."""
         joining = self.state is S.JOINING
-        sent = self._sent or {}
-        full = joining or self._sent is None
-        fields = {}
-        if full or sent.get("timeout") != self.rebalance_timeout_ms:
-            fields["rebalance_timeout_ms"] = self.rebalance_timeout_ms
-        if full or sent.get("topics") != self.subscription:
-            fields["subscribed_topic_names"] = list(self.subscription)
-        if self.server_assignor is not None and (full or sent.get("assignor") != self.server_assignor):
-            fields["server_assignor"] = self.server_assignor
-        if full or sent.get("owned") != self._assignment_epoch:
-            fields["topic_partitions"] = [] if joining else self._topic_partitions()
-        request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
-                                                member_epoch=self.member_epoch, instance_id=self.instance_id,
-                                                **fields)
-        self._sent = {"timeout": self.rebalance_timeout_ms, "topics": self.subscription,
-                      "assignor": self.server_assignor, "owned": self._assignment_epoch}
+        now_sending = (self.rebalance_timeout_ms, self.subscription, self.server_assignor, self._assignment_epoch)
+        sent = self._sent
+        if sent == now_sending and not joining:
+            # A steady heartbeat: nothing changed since the last one, ids and epoch only.
+            request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
+                                                    member_epoch=self.member_epoch, instance_id=self.instance_id)
+        else:
+            full = joining or sent is None
+            timeout, topics, assignor, owned = sent if sent is not None else (None, None, None, None)
+            fields = {}
+            if full or timeout != self.rebalance_timeout_ms:
+                fields["rebalance_timeout_ms"] = self.rebalance_timeout_ms
+            if full or topics != self.subscription:
+                fields["subscribed_topic_names"] = list(self.subscription)
+            if self.server_assignor is not None and (full or assignor != self.server_assignor):
+                fields["server_assignor"] = self.server_assignor
+            if full or owned != self._assignment_epoch:
+                fields["topic_partitions"] = [] if joining else self._topic_partitions()
+            request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
+                                                    member_epoch=self.member_epoch, instance_id=self.instance_id,
+                                                    **fields)
+        # What this heartbeat carried: (rebalance timeout, topics, assignor, owned partitions' local epoch).
+        self._sent = now_sending
         self._tokens += 1
         self._in_flight = self._tokens
         self._last_sent_at = now
