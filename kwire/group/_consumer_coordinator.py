@@ -60,6 +60,8 @@ from ._consumer_target import MemberChange, compute_target, prospective_metadata
 __all__ = ["ConsumerGroupCoordinator", "MemberFenced", "GroupEmptied", "TargetAssignmentComputed",
            "TargetAssignmentFailed"]
 
+_UNREVOKED = ConsumerMemberState.UNREVOKED_PARTITIONS
+
 # Timer keys: (kind, group id, member id or None).
 _SESSION = "consumer-session"
 _REVOKE = "consumer-rebalance"
@@ -630,7 +632,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
         """``GroupMetadataManager.maybeReconcile``'s timer rule: a member that must revoke gets its rebalance
         timeout (fenced then only if its epoch has not moved); leaving UNREVOKED cancels it."""
         key = (_REVOKE, group.group_id, member.member_id)
-        if member.state is ConsumerMemberState.UNREVOKED_PARTITIONS:
+        if member.state is _UNREVOKED:
             self._timers.schedule(key, now + max(member.rebalance_timeout_ms, 0), member.member_epoch)
         else:
             self._timers.cancel(key)
