@@ -211,32 +211,35 @@ class ConsumerProtocolMember:
 
     def next_deadline(self):
         """When :meth:`poll` may send (ms), or None when nothing is scheduled."""
-        if self.state in _SILENT or not self._coordinator_known:
+        state = self.state
+        if state in _SILENT or not self._coordinator_known:
             return None
-        if self.state is _LEAVING:
+        if state is _LEAVING:
             return 0
         if self._in_flight is not None:
             return None
-        if self.state in (_JOINING, _ACKNOWLEDGING):
+        if state is _JOINING or state is _ACKNOWLEDGING:
             return self._backoff_until
         return max(self._next_send, self._backoff_until)
 
     def poll(self, now):
         out = []
-        if self.state is _RECONCILING:
+        state = self.state
+        if state is _RECONCILING:
             self._reconcile(out)
-        if self.state in _SILENT or not self._coordinator_known:
-            if self.state is _LEAVING:   # onHeartbeatRequestSkipped: the leave is dropped
+            state = self.state
+        if state in _SILENT or not self._coordinator_known:
+            if state is _LEAVING:   # onHeartbeatRequestSkipped: the leave is dropped
                 self._finish_leave(out)
             return out
-        if self.state is _LEAVING:
+        if state is _LEAVING:
             out.append(self._send_leave())
             self._finish_leave(out)
             return out
         if self._in_flight is not None or now < self._backoff_until:
             return out
         # shouldHeartbeatNow: JOINING and ACKNOWLEDGING go at once; otherwise the interval decides.
-        if self.state in (_JOINING, _ACKNOWLEDGING) or now >= self._next_send:
+        if state is _JOINING or state is _ACKNOWLEDGING or now >= self._next_send:
             out.append(self._send_heartbeat(now))
         return out
 
