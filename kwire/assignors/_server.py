@@ -193,18 +193,9 @@ def uniform_lists(member_ids, member_sub, rows, keys, partitions, current, homog
         built = homogeneous_lists(order, subscribed, keys, partitions, current)
     else:
         built = heterogeneous_lists(order, member_sub, rows, keys, partitions, current)
-    out = [{} for _ in range(m_count)]
-    if built is not None:
-        pm, pt, pp, em, et = built
-        for m, t, p in zip(pm, pt, pp):
-            got = out[m].get(t)
-            if got is None:
-                out[m][t] = [p]
-            else:
-                got.append(p)
-        for m, t in zip(em, et):
-            out[m].setdefault(t, [])
-    return [{t: frozenset(got[t]) for t in sorted(got)} for got in out]
+    if built is None:
+        return [{} for _ in range(m_count)]
+    return [{t: frozenset(got[t]) for t in sorted(got)} for got in built]
 
 
 def range_arrays(group: ServerGroupArrays, implementation: Optional[str] = None) -> ServerAssignment:

@@ -13,9 +13,9 @@ homogeneous builder's topic set).  Two callers:
 The group: members ``0..M-1``; ``order`` their indices in the member map's order; ``rows[member_sub[m]]``
 member m's subscribed topic indices; ``keys[t]`` topic t's 16-byte id and ``partitions[t]`` its partition
 count (-1: unknown); ``current[m]`` member m's current assignment as ``[(topic index, [partitions]), ...]``
-in its map's insertion order.  Both return ``(pm, pt, pp, em, et)``: the (member, topic, partition)
-triples of the new assignment in no particular order, and the (member, topic) entries kept with no
-partition; None when nobody subscribes to anything.
+in its map's insertion order.  Both return the new assignment per member, ``{topic index: [partitions]}``
+in no particular order (a partition may be listed twice where the input overlapped; an empty list is an
+entry Java keeps with no partition), or None when nobody subscribes to anything.
 """
 
 from __future__ import annotations
@@ -121,52 +121,56 @@ def homogeneous_lists(order, subscribed, keys, partitions, current):
         unassigned.extend([(t, p) for p in range(partitions[t]) if not held[p]])
         total += partitions[t]
     min_quota, extra = divmod(total, m_count)
-    pm, pt, pp, em, et = [], [], [], [], []
+    got = [{} for _ in range(m_count)]
     unfilled = []
     for m in order:
         quota = min_quota + (1 if extra > 0 else 0)
         if extra > 0:
             extra -= 1
         entries = current[m]
-        sets = {e: set_order(ps) for e, (t, ps) in enumerate(entries) if t in insub}
-        held = sum(len(s) for s in sets.values())
-        positions = range(len(entries))
-        if held > quota:
+        mine = got[m]
+        held = 0
+        for t, ps in entries:
+            if t in insub:
+                held += len(set(ps)) if len(ps) > 1 else len(ps)
+        if held <= quota:
+            # Everything is kept: no order can matter.
+            for t, ps in entries:
+                if t in insub:
+                    mine[t] = list(ps)
+            quota -= held
+        else:
             # quota runs out inside this member's map: its entry order and each
             # set's order decide what is kept (AssignorHelpers' map copies keep them)
-            positions = entry_order(keys, entries)
-        for e in positions:
-            ps = sets.get(e)
-            if ps is None:
-                continue                       # a topic no longer subscribed: dropped, not freed
-            t = entries[e][0]
-            if len(ps) <= quota:
-                quota -= len(ps)
-                kept = ps
-            else:
-                kept = ps[:quota]
-                unassigned.extend((t, p) for p in ps[quota:])
-                quota = 0
-            if not ps:
-                em.append(m)
-                et.append(t)
-            for p in kept:
-                pm.append(m)
-                pt.append(t)
-                pp.append(p)
+            for e in entry_order(keys, entries):
+                t, ps = entries[e]
+                if t not in insub:
+                    continue                   # a topic no longer subscribed: dropped, not freed
+                ps = set_order(ps)
+                if len(ps) <= quota:
+                    quota -= len(ps)
+                    mine[t] = ps
+                else:
+                    if quota:
+                        mine[t] = ps[:quota]   # an entry that keeps nothing is no entry
+                    unassigned.extend((t, p) for p in ps[quota:])
+                    quota = 0
         if quota > 0:
             unfilled.append((m, quota))
     i = 0
     for m, q in unfilled:
         take = unassigned[i:i + q]
         i += len(take)
+        mine = got[m]
         for t, p in take:
-            pm.append(m)
-            pt.append(t)
-            pp.append(p)
+            have = mine.get(t)
+            if have is None:
+                mine[t] = [p]
+            else:
+                have.append(p)
     if i < len(unassigned):
         raise left_unassigned_error()
-    return pm, pt, pp, em, et
+    return got
 
 
 # -- UniformHeterogeneousAssignmentBuilder -------------------------------------
@@ -311,22 +315,22 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
             continue
         break
 
-    pm, pt, pp, em, et = [], [], [], [], []
+    got = [{} for _ in range(m_count)]
     for t in sorted(subs):
         for p, o in enumerate(owner[t]):
-            pm.append(order[o])
-            pt.append(t)
-            pp.append(p)
+            mine = got[order[o]]
+            have = mine.get(t)
+            if have is None:
+                mine[t] = [p]
+            else:
+                have.append(p)
     for (t, p), holders in dup.items():
         for i in holders:
-            pm.append(order[i])
-            pt.append(t)
-            pp.append(p)
+            got[order[i]].setdefault(t, []).append(p)
     for i, t in kept_empty:
         if (i, t) not in removed_from:
-            em.append(order[i])
-            et.append(t)
-    return pm, pt, pp, em, et
+            got[order[i]].setdefault(t, [])
+    return got
 
 
 def _balance_topic(t, own, members, balancer, move):

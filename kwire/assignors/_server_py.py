@@ -78,10 +78,21 @@ def _keys(topic_ids):
     return [bytes(row) for row in np.asarray(topic_ids, dtype=np.uint8).reshape(-1, 16)]
 
 
-def _built(m_count, lists):
-    if lists is None:
+def _built(m_count, got):
+    """The CSR result from the list builders' per-member dicts."""
+    if got is None:
         return _nobody(m_count)
-    return _build(m_count, np.ones(m_count, dtype=bool), *lists)
+    pm, pt, pp, em, et = [], [], [], [], []
+    for m, entries in enumerate(got):
+        for t, ps in entries.items():
+            if ps:
+                pm.extend([m] * len(ps))
+                pt.extend([t] * len(ps))
+                pp.extend(ps)
+            else:
+                em.append(m)
+                et.append(t)
+    return _build(m_count, np.ones(m_count, dtype=bool), pm, pt, pp, em, et)
 
 
 # -- UniformAssignor's two builders (their algorithm is _server_lists.py's) ------
