@@ -243,6 +243,13 @@ class ConsumerGroupCoordinator(ClassicMembers):
         """When :meth:`tick` has work to do (ms), or None."""
         return self._timers.next_deadline()
 
+    @property
+    def deadlines_queued(self):
+        """A count that grows whenever a timer is queued: while it stands still, :meth:`next_deadline` can
+        only have moved later (a session timer re-armed, a timer cancelled or fired) or stayed, so a caller
+        that already waits for an earlier time need not ask again."""
+        return self._timers.pushes
+
     def may_be_due(self, now):
         """False only when no timer can be due at ``now`` (cheap: the caller's hot path asks it)."""
         return self._timers.may_be_due(now)
