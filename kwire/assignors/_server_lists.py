@@ -259,16 +259,16 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
     for i, m in enumerate(order):
         mine = set(rows[member_sub[m]])
         entries = current[m]
-        sets = {e: set_order(ps) for e, (t, ps) in enumerate(entries) if t in mine}
-        positions = range(len(entries))
-        if any(ps and (min(ps) < 0 or max(ps) >= partitions[entries[e][0]]) for e, ps in sets.items()):
+        if any(ps and t in mine and (min(ps) < 0 or max(ps) >= partitions[t]) for t, ps in entries):
             # which bad index Java meets first follows the map's and the sets' orders
-            positions = entry_order(keys, entries)
-        for e in positions:
-            ps = sets.get(e)
-            if ps is None:
+            walk = [(entries[e][0], set_order(entries[e][1])) for e in entry_order(keys, entries)]
+        else:
+            # Each partition's owner and holders are set one partition at a time, whatever the order:
+            # only the distinct values count.
+            walk = [(t, set(ps) if len(ps) > 1 else ps) for t, ps in entries]
+        for t, ps in walk:
+            if t not in mine:
                 continue
-            t = entries[e][0]
             size[i] += len(ps)
             if not ps:
                 kept_empty.add((i, t))
