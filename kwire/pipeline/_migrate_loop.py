@@ -273,13 +273,15 @@ class Replay:
         """Queue ``response`` to reach ``m`` half its latency after ``t``."""
         if m.live:
             self.in_flight += 1
-            self.push(t + m.latency / 2, RESPOND, m, token, response)
+            self.seq += 1
+            heapq.heappush(self.heap, (t + m.latency / 2, RESPOND, self.seq, m, token, response))
 
     def request(self, m, token, payload, t):
         """Queue ``payload`` (what :meth:`deliver` takes) to reach the coordinator half ``m``'s latency after
         ``t``."""
         self.in_flight += 1
-        self.push(t + m.latency / 2, DELIVER, m, token, payload)
+        self.seq += 1
+        heapq.heappush(self.heap, (t + m.latency / 2, DELIVER, self.seq, m, token, payload))
 
     def tick(self, t):
         raise NotImplementedError
@@ -314,7 +316,8 @@ class Replay:
             return   # already queued
         m.version += 1
         m.poll_at = at
-        self.push(at, POLL, m, m.version)
+        self.seq += 1
+        heapq.heappush(self.heap, (at, POLL, self.seq, m, m.version, None))
 
     def check_stable(self, t):
         ledger = self.ledger
