@@ -362,14 +362,21 @@ def test_the_majority_assignor_is_used_at_the_next_bump():
     assert described.assignor_name == "range"
 
 
-def test_an_assignor_failure_is_unknown_server_error_and_stores_nothing(monkeypatch):
+@pytest.mark.parametrize("small", [True, False], ids=["list-form", "columns"])
+def test_an_assignor_failure_is_unknown_server_error_and_stores_nothing(monkeypatch, small):
+    import dataclasses
+
     import kwire.group._consumer_target as module
 
-    def refuse(name, group):
+    def refuse(*args, **kwargs):
         raise AssignmentError("no")
 
+    real = module.get_server_assignor
     c = coordinator()
-    monkeypatch.setattr(module, "assign_server_arrays", refuse)
+    monkeypatch.setattr(module, "get_server_assignor",
+                        lambda name: dataclasses.replace(real(name), arrays=refuse, lists=refuse))
+    if not small:
+        monkeypatch.setattr(module, "SMALL_GROUP_MEMBERS", 0)
     r = join(c, "A")
     assert (r.error_code, r.error_message) == (ErrorCode.UNKNOWN_SERVER_ERROR, None)
     assert c.group_ids() == []

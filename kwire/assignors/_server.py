@@ -27,7 +27,7 @@ import numpy as np
 from kwire import _impl
 from kwire.errors import ArgumentValueError, AssignmentError
 
-from ._javaorder import hashset_capacity_from, java_hash_iteration, member_info_order, uuid_hashes
+from ._javaorder import hashset_capacity_from, java_hash_iteration, member_info_order, string_hash, uuid_hashes
 from ._server_common import (
     MemberLevelColumns,
     ServerAssignment,
@@ -35,6 +35,7 @@ from ._server_common import (
     check_columns,
     unknown_topic_error,
 )
+from ._server_lists import heterogeneous_lists, homogeneous_lists
 
 
 def server_kernels(implementation):
@@ -129,6 +130,74 @@ def uniform_arrays(group: ServerGroupArrays, implementation: Optional[str] = Non
     return ServerAssignment(*out)
 
 
+#: Each member id's spread ``String.hashCode``: a coordinator computes its group's target at every epoch
+#: bump, with mostly the same members each time.
+_MEMBER_SPREADS: Dict[str, int] = {}
+_MEMBER_SPREADS_MAX = 1 << 16
+#: The homogeneous builder's topic set order by the ids' bytes, as positions (``hashset_topic_order``'s).
+_HASHSET_POSITIONS: Dict[bytes, list] = {}
+
+
+def _small_map_order(member_ids, implementation):
+    """``member_map_order`` for a few members: with at most 8 keys no bin of the map can crowd, so the
+    order is the plain one (bucket of the final 16-slot table, then insertion)."""
+    n = len(member_ids)
+    if n > 8:
+        return server_kernels(implementation).member_map_order(member_ids).tolist()
+    spreads = _MEMBER_SPREADS
+    buckets = []
+    for mid in member_ids:
+        h = spreads.get(mid)
+        if h is None:
+            if len(spreads) >= _MEMBER_SPREADS_MAX:
+                spreads.clear()
+            h = string_hash(mid) & 0xFFFFFFFF
+            h = spreads[mid] = h ^ (h >> 16)
+        buckets.append(h & 15)
+    return sorted(range(n), key=buckets.__getitem__)   # stable: insertion order within a bucket
+
+
+def uniform_lists(member_ids, member_sub, rows, keys, partitions, current, homogeneous,
+                  implementation: Optional[str] = None):
+    """Kafka's ``UniformAssignor.assign`` on a small group given in plain lists, for a coordinator that
+    computes a target at every epoch bump: no columns, work arrays or result arrays, whose fixed cost is
+    many times a small group's assignment.  The same answers as :func:`uniform_arrays` (the same
+    builders: ``_server_lists.py``, the pure twin's).
+
+    The caller's lists are well-formed, as a coordinator builds them (nothing here is validated):
+    ``member_ids`` distinct str; ``rows[member_sub[m]]`` member m's subscribed topic indices (no repeat;
+    the rows' order of topics is the order a ``Set`` of them iterates); ``keys[t]`` topic t's 16-byte id,
+    ``partitions[t]`` its partition count (-1: unknown to the metadata); ``current[m]`` member m's
+    current assignment as ``[(topic index, [partitions]), ...]`` (no repeated topic); ``homogeneous``
+    whether every member subscribes to the same names (``ModernGroup.subscriptionType``).
+
+    Returns, per member, ``{topic index: frozenset(partitions)}`` in ascending topic order (a topic kept
+    with no partition maps to an empty set).  Raises ``AssignmentError`` as the array level does."""
+    m_count = len(member_ids)
+    if not m_count:
+        return []
+    order = _small_map_order(member_ids, implementation)
+    if homogeneous:
+        topics = rows[member_sub[order[0]]]
+        key = b"".join([keys[t] for t in topics])
+        pos = _HASHSET_POSITIONS.get(key)
+        if pos is None:
+            if len(_HASHSET_POSITIONS) >= _HASHSET_ORDERS_MAX:
+                _HASHSET_POSITIONS.clear()
+            matrix = np.frombuffer(key, dtype=np.uint8).reshape(-1, 16)
+            pos = _HASHSET_POSITIONS[key] = hashset_topic_order(matrix, np.arange(len(topics))).tolist()
+        subscribed = [topics[i] for i in pos]
+        for t in subscribed:
+            if partitions[t] == -1:
+                raise unknown_topic_error(keys[t])
+        built = homogeneous_lists(order, subscribed, keys, partitions, current)
+    else:
+        built = heterogeneous_lists(order, member_sub, rows, keys, partitions, current)
+    if built is None:
+        return [{} for _ in range(m_count)]
+    return [{t: frozenset(got[t]) for t in sorted(got)} for got in built]
+
+
 def range_arrays(group: ServerGroupArrays, implementation: Optional[str] = None) -> ServerAssignment:
     """Kafka's server-side ``RangeAssignor.assign`` on a group in columns."""
     k = server_kernels(implementation)
@@ -168,6 +237,8 @@ class ServerAssignor:
     #: False for an assignor that never reads the current assignment (Kafka's server
     #: RangeAssignor at this commit): the member level then does not convert it.
     reads_assignment: bool = True
+    #: The same assignor on a small group in plain lists (``uniform_lists``'s signature), or None.
+    lists: Optional[Callable] = None
 
 
 _LOCK = threading.Lock()
@@ -181,14 +252,17 @@ SERVER_ASSIGNORS: Mapping[str, ServerAssignor] = types.MappingProxyType(_REGISTR
 DEFAULT_SERVER_ASSIGNOR = "uniform"
 
 
-def register_server_assignor(name: str, fn: ServerArrayFn, *, aliases=(), reads_assignment: bool = True
-                             ) -> ServerAssignor:
-    """Register (or replace) a server-side assignor under ``name`` (and ``aliases``)."""
+def register_server_assignor(name: str, fn: ServerArrayFn, *, aliases=(), reads_assignment: bool = True,
+                             lists: Optional[Callable] = None) -> ServerAssignor:
+    """Register (or replace) a server-side assignor under ``name`` (and ``aliases``); ``lists`` is its
+    small-group form, if it has one (see :func:`uniform_lists`)."""
     if not isinstance(name, str) or not name:
         raise ArgumentValueError("a server assignor needs a non-empty name")
     if not callable(fn):
         raise ArgumentValueError(f"the server assignor {name!r} needs a callable array form")
-    entry = ServerAssignor(name, fn, tuple(aliases), bool(reads_assignment))
+    if lists is not None and not callable(lists):
+        raise ArgumentValueError(f"the server assignor {name!r} needs a callable list form, or None")
+    entry = ServerAssignor(name, fn, tuple(aliases), bool(reads_assignment), lists)
     with _LOCK:
         _REGISTRY[name] = entry
         for alias in entry.aliases:
@@ -255,6 +329,6 @@ def compute_preferred_server_assignor(counts: Mapping[str, int], old: Optional[s
 
 
 register_server_assignor("uniform", uniform_arrays,
-                         aliases=("org.apache.kafka.coordinator.group.assignor.UniformAssignor",))
+                         aliases=("org.apache.kafka.coordinator.group.assignor.UniformAssignor",), lists=uniform_lists)
 register_server_assignor("range", range_arrays,
                          aliases=("org.apache.kafka.coordinator.group.assignor.RangeAssignor",), reads_assignment=False)

@@ -19,28 +19,14 @@ import numpy as np
 from kwire.errors import ArgumentTypeError, ArgumentValueError
 
 from ._javaorder import string_hashmap_iteration
-from ._server_common import (
-    INT32_MAX,
-    INT32_MIN,
-    content_row,
-    entry_map_order,
-    index_error,
-    left_unassigned_error,
-    partition_set_order,
-    range_unknown_topic_error,
-    same_target,
-    unknown_topic_error,
-)
+from ._server_common import INT32_MAX, INT32_MIN, content_row, range_unknown_topic_error, same_target
+from ._server_lists import heterogeneous_lists, homogeneous_lists
 
 
 def member_map_order(member_ids) -> np.ndarray:
     """Member indices in the iteration order of the coordinator's
     ``new HashMap<String, ...>()`` filled with them in index order."""
     return np.asarray(string_hashmap_iteration(list(member_ids)), dtype=np.int32)
-
-
-def _entry_parts(cur_part_indptr, cur_parts, e):
-    return cur_parts[cur_part_indptr[e]:cur_part_indptr[e + 1]]
 
 
 def _build(m_count, present, pairs_m, pairs_t, pairs_p, empty_m, empty_t):
@@ -81,7 +67,35 @@ def _nobody(m_count):
             np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
 
 
-# -- UniformHomogeneousAssignmentBuilder ---------------------------------------
+def _current_lists(m_count, cur_indptr, cur_topics, cur_part_indptr, cur_parts):
+    """Each member's current entries as ``[(topic, [partitions])]``, in column order."""
+    ip, tp = np.asarray(cur_indptr).tolist(), np.asarray(cur_topics).tolist()
+    pip, parts = np.asarray(cur_part_indptr).tolist(), np.asarray(cur_parts).tolist()
+    return [[(tp[e], parts[pip[e]:pip[e + 1]]) for e in range(ip[m], ip[m + 1])] for m in range(m_count)]
+
+
+def _keys(topic_ids):
+    return [bytes(row) for row in np.asarray(topic_ids, dtype=np.uint8).reshape(-1, 16)]
+
+
+def _built(m_count, got):
+    """The CSR result from the list builders' per-member dicts."""
+    if got is None:
+        return _nobody(m_count)
+    pm, pt, pp, em, et = [], [], [], [], []
+    for m, entries in enumerate(got):
+        for t, ps in entries.items():
+            if ps:
+                pm.extend([m] * len(ps))
+                pt.extend([t] * len(ps))
+                pp.extend(ps)
+            else:
+                em.append(m)
+                et.append(t)
+    return _build(m_count, np.ones(m_count, dtype=bool), pm, pt, pp, em, et)
+
+
+# -- UniformAssignor's two builders (their algorithm is _server_lists.py's) ------
 
 def uniform_homogeneous(order, subscribed, topic_ids, partitions, cur_indptr, cur_topics, cur_part_indptr,
                         cur_parts, scratch=False):
@@ -89,140 +103,9 @@ def uniform_homogeneous(order, subscribed, topic_ids, partitions, cur_indptr, cu
     map's order; ``subscribed``: the first member's topics in the order of
     ``new HashSet<>(them)``, every one known (the caller checked)."""
     m_count = len(order)
-    subscribed = [int(t) for t in subscribed]
-    if not subscribed or not m_count:
-        return _nobody(m_count)
-    t_count = len(partitions)
-    insub = np.zeros(t_count, dtype=bool)
-    insub[subscribed] = True
-    assigned = {t: np.zeros(int(partitions[t]), dtype=bool) for t in subscribed}
-    for e in range(len(cur_topics)):
-        t = int(cur_topics[e])
-        if insub[t]:
-            n = int(partitions[t])
-            ps = _entry_parts(cur_part_indptr, cur_parts, e)
-            ps = ps[(ps >= 0) & (ps < n)]
-            assigned[t][ps] = True
-    unassigned = []
-    total = 0
-    for t in subscribed:
-        free = np.flatnonzero(~assigned[t])
-        unassigned.extend((t, int(p)) for p in free)
-        total += int(partitions[t])
-    min_quota, extra = divmod(total, m_count)
-    pm, pt, pp, em, et = [], [], [], [], []
-    unfilled = []
-    for m in order:
-        m = int(m)
-        quota = min_quota + (1 if extra > 0 else 0)
-        if extra > 0:
-            extra -= 1
-        entries = [e for e in range(int(cur_indptr[m]), int(cur_indptr[m + 1]))]
-        sets = {e: partition_set_order(_entry_parts(cur_part_indptr, cur_parts, e)) for e in entries
-                if insub[cur_topics[e]]}
-        held = sum(len(s) for s in sets.values())
-        if held > quota:
-            # quota runs out inside this member's map: its entry order and each
-            # set's order decide what is kept (AssignorHelpers' map copies keep them)
-            entries = [entries[i] for i in entry_map_order(topic_ids, [cur_topics[e] for e in entries])]
-        for e in entries:
-            if e not in sets:
-                continue                       # a topic no longer subscribed: dropped, not freed
-            t = int(cur_topics[e])
-            ps = sets[e]
-            if len(ps) <= quota:
-                quota -= len(ps)
-                kept = ps
-            else:
-                kept = ps[:quota]
-                unassigned.extend((t, p) for p in ps[quota:])
-                quota = 0
-            if not ps:
-                em.append(m)
-                et.append(t)
-            for p in kept:
-                pm.append(m)
-                pt.append(t)
-                pp.append(p)
-        if quota > 0:
-            unfilled.append((m, quota))
-    i = 0
-    for m, q in unfilled:
-        take = unassigned[i:i + q]
-        i += len(take)
-        for t, p in take:
-            pm.append(m)
-            pt.append(t)
-            pp.append(p)
-    if i < len(unassigned):
-        raise left_unassigned_error()
-    return _build(m_count, np.ones(m_count, dtype=bool), pm, pt, pp, em, et)
-
-
-# -- UniformHeterogeneousAssignmentBuilder -------------------------------------
-
-class _Balancer:
-    """``UniformHeterogeneousAssignmentBuilder.MemberAssignmentBalancer``:
-    two ranges over a topic's subscribers sorted by (load, index), the least
-    loaded growing rightwards and the most loaded leftwards; it reads the
-    live loads in ``size``."""
-
-    def __init__(self, size):
-        self.size = size
-
-    def init(self, members):
-        size = self.size
-        s = self.sorted = sorted(members, key=lambda i: (size[i], i))
-        n = self.n = len(s)
-        self.least_end = 0
-        self.least_level = size[s[0]] - 1
-        self.next_least_i = 0
-        self.most_start = self.most_end = n
-        self.most_level = size[s[n - 1]] + 1
-        self.next_most_i = n - 1
-        return size[s[n - 1]] - size[s[0]]
-
-    def next_least(self):
-        size, s = self.size, self.sorted
-        if self.next_least_i >= self.least_end:
-            self.least_level += 1
-            while self.least_end < self.n and size[s[self.least_end]] == self.least_level:
-                self.least_end += 1
-            self.next_least_i = 0
-        r = s[self.next_least_i]
-        self.next_least_i += 1
-        return r
-
-    def next_most(self):
-        size, s = self.size, self.sorted
-        if self.next_most_i < self.most_start:
-            if self.most_end <= self.most_start and self.most_start > 0:
-                self.most_level = size[s[self.most_start - 1]]
-            else:
-                self.most_level -= 1
-            while self.most_start > 0 and size[s[self.most_start - 1]] == self.most_level:
-                self.most_start -= 1
-            self.next_most_i = self.most_end - 1
-        if self.next_most_i < 0:
-            return -1
-        r = s[self.next_most_i]
-        self.next_most_i -= 1
-        return r
-
-    def exclude(self):
-        s = self.sorted
-        j = self.next_most_i + 1
-        s[j], s[self.most_end - 1] = s[self.most_end - 1], s[j]
-        self.most_end -= 1
-
-    def balanced(self):
-        return self.most_level - self.least_level <= 1
-
-
-def _topic_sort_key(t, partitions, subs, topic_ids):
-    n, s = int(partitions[t]), len(subs[t])
-    raw = topic_ids[t].tobytes()
-    return (-(n / s), s, int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True))
+    return _built(m_count, homogeneous_lists(
+        np.asarray(order).tolist(), np.asarray(subscribed).tolist(), _keys(topic_ids),
+        np.asarray(partitions).tolist(), _current_lists(m_count, cur_indptr, cur_topics, cur_part_indptr, cur_parts)))
 
 
 def uniform_heterogeneous(order, member_sub, sub_indptr, sub_topics, topic_ids, partitions, cur_indptr, cur_topics,
@@ -230,127 +113,11 @@ def uniform_heterogeneous(order, member_sub, sub_indptr, sub_topics, topic_ids, 
     """``UniformHeterogeneousAssignmentBuilder.build`` (members numbered by
     their position in ``order``, the member map's order)."""
     m_count = len(order)
-    subs = {}
-    for i, m in enumerate(order):
-        r = int(member_sub[m])
-        for t in sub_topics[sub_indptr[r]:sub_indptr[r + 1]]:
-            t = int(t)
-            if partitions[t] == -1:
-                raise unknown_topic_error(topic_ids[t].tobytes())
-            subs.setdefault(t, []).append(i)
-    if not subs:
-        return _nobody(m_count)
-    size = [0] * m_count
-    owner = {t: [-1] * int(partitions[t]) for t in subs}
-    dup = {}                 # (t, p) -> members still holding p beside its owner (overlapping input)
-    kept_empty = set()       # (i, t): a subscribed topic kept with no partition
-    removed_from = set()     # (i, t): a partition of t was taken from i
-    for i, m in enumerate(order):
-        r = int(member_sub[m])
-        mine = set(sub_topics[sub_indptr[r]:sub_indptr[r + 1]].tolist())
-        entries = list(range(int(cur_indptr[m]), int(cur_indptr[m + 1])))
-        sets = {e: partition_set_order(_entry_parts(cur_part_indptr, cur_parts, e)) for e in entries
-                if int(cur_topics[e]) in mine}
-        if any(p < 0 or p >= partitions[cur_topics[e]] for e, ps in sets.items() for p in ps):
-            # which bad index Java meets first follows the map's and the sets' orders
-            entries = [entries[k] for k in entry_map_order(topic_ids, [cur_topics[e] for e in entries])]
-        for e in entries:
-            if e not in sets:
-                continue
-            t = int(cur_topics[e])
-            ps = sets[e]
-            size[i] += len(ps)
-            if not ps:
-                kept_empty.add((i, t))
-            own = owner[t]
-            for p in ps:
-                if p < 0 or p >= len(own):
-                    raise index_error(p, len(own))
-                if own[p] != -1:
-                    dup.setdefault((t, p), set()).add(own[p])
-                own[p] = i
-
-    def move(t, p, i):
-        old = owner[t][p]
-        if old != -1:
-            size[old] -= 1
-            removed_from.add((old, t))
-        if dup:
-            holders = dup.get((t, p))
-            if holders:
-                holders.discard(i)
-        owner[t][p] = i
-        size[i] += 1
-
-    balancer = _Balancer(size)
-    free_topics = [t for t in subs if -1 in owner[t]]
-    free_topics.sort(key=lambda t: _topic_sort_key(t, partitions, subs, topic_ids))
-    for t in free_topics:
-        balancer.init(subs[t])
-        for p, o in enumerate(owner[t]):
-            if o == -1:
-                move(t, p, balancer.next_least())
-
-    shared = [t for t in subs if len(subs[t]) >= 2]
-    shared.sort(key=lambda t: _topic_sort_key(t, partitions, subs, topic_ids))
-    last = -1
-    for _ in range(16):          # MAX_ITERATION_COUNT
-        for k, t in enumerate(shared):
-            if k == last:
-                break
-            moved = _balance_topic(t, owner[t], subs[t], balancer, move)
-            if moved > 0 or last == -1:
-                last = k
-        else:
-            continue
-        break
-
-    pm, pt, pp, em, et = [], [], [], [], []
-    for t in sorted(subs):
-        for p, o in enumerate(owner[t]):
-            pm.append(order[o])
-            pt.append(t)
-            pp.append(p)
-    for (t, p), holders in dup.items():
-        for i in holders:
-            pm.append(order[i])
-            pt.append(t)
-            pp.append(p)
-    for i, t in kept_empty:
-        if (i, t) not in removed_from:
-            em.append(order[i])
-            et.append(t)
-    return _build(m_count, np.ones(m_count, dtype=bool), pm, pt, pp, em, et)
-
-
-def _balance_topic(t, own, members, balancer, move):
-    if balancer.init(members) <= 1:
-        return 0
-    parts = sorted(range(len(own)), key=lambda p: (own[p], p))
-    start, end = {}, {}
-    for k, p in enumerate(parts):
-        start.setdefault(own[p], k)
-        end[own[p]] = k + 1
-    moved = 0
-    while not balancer.balanced():
-        while True:
-            most = balancer.next_most()
-            if most == -1:
-                break
-            if most not in end or end[most] - start[most] <= 0:
-                balancer.exclude()
-                continue
-            break
-        if most == -1:
-            break
-        end[most] -= 1
-        p = parts[end[most]]
-        least = balancer.next_least()
-        if balancer.balanced():
-            break
-        move(t, p, least)
-        moved += 1
-    return moved
+    indptr, topics = np.asarray(sub_indptr).tolist(), np.asarray(sub_topics).tolist()
+    rows = [topics[indptr[r]:indptr[r + 1]] for r in range(len(indptr) - 1)]
+    return _built(m_count, heterogeneous_lists(
+        np.asarray(order).tolist(), np.asarray(member_sub).tolist(), rows, _keys(topic_ids),
+        np.asarray(partitions).tolist(), _current_lists(m_count, cur_indptr, cur_topics, cur_part_indptr, cur_parts)))
 
 
 # -- the server RangeAssignor ---------------------------------------------------

@@ -60,6 +60,9 @@ from ._consumer_target import MemberChange, compute_target, prospective_metadata
 __all__ = ["ConsumerGroupCoordinator", "MemberFenced", "GroupEmptied", "TargetAssignmentComputed",
            "TargetAssignmentFailed"]
 
+_UNREVOKED = ConsumerMemberState.UNREVOKED_PARTITIONS
+_MEMBER_STABLE = ConsumerMemberState.STABLE
+
 # Timer keys: (kind, group id, member id or None).
 _SESSION = "consumer-session"
 _REVOKE = "consumer-rebalance"
@@ -194,6 +197,25 @@ class ConsumerGroupCoordinator(ClassicMembers):
             raise UnsupportedVersionError(f"ConsumerGroupHeartbeatRequest has versions 0-1, not {version}")
         if self._timers.may_be_due(now):
             self._fire_due(now)
+        # The steady heartbeat, most of a stable group's traffic, decided here at once: a plain delta heartbeat
+        # (epoch > 0, every optional field null) of a known member at the group's target epoch, reconciled,
+        # nothing to refresh.  Every check _heartbeat would make then passes and its steady branch answers; a
+        # blank group id cannot name a group, so only the member id's blankness is left to test.
+        epoch = req.member_epoch
+        group = self._groups.get(req.group_id)
+        if (group is not None and epoch > 0 and req.instance_id is None and req.rack_id is None
+                and req.server_assignor is None and req.subscribed_topic_names is None
+                and req.rebalance_timeout_ms == -1 and not req.subscribed_topic_regex
+                and not group.metadata_expired and group.group_epoch == epoch == group.target_epoch
+                and self.config.consumer_protocol_enabled):
+            member = group.members.get(req.member_id)
+            if (member is not None and member.member_epoch == epoch and member.state is _MEMBER_STABLE
+                    and member.client_id == client_id and member.client_host == client_host
+                    and req.member_id.strip()):
+                config = self.config
+                self._timers.schedule((_SESSION, group.group_id, member.member_id), now + config.session_timeout_ms)
+                return _Response(member_id=member.member_id, member_epoch=epoch,
+                                 heartbeat_interval_ms=config.heartbeat_interval_ms)
         try:
             return self._heartbeat(req, now, client_id, client_host)
         except _Refused as refused:
@@ -220,6 +242,13 @@ class ConsumerGroupCoordinator(ClassicMembers):
     def next_deadline(self):
         """When :meth:`tick` has work to do (ms), or None."""
         return self._timers.next_deadline()
+
+    @property
+    def deadlines_queued(self):
+        """A count that grows whenever a timer is queued: while it stands still, :meth:`next_deadline` can
+        only have moved later (a session timer re-armed, a timer cancelled or fired) or stayed, so a caller
+        that already waits for an earlier time need not ask again."""
+        return self._timers.pushes
 
     def may_be_due(self, now):
         """False only when no timer can be due at ``now`` (cheap: the caller's hot path asks it)."""
@@ -630,7 +659,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
         """``GroupMetadataManager.maybeReconcile``'s timer rule: a member that must revoke gets its rebalance
         timeout (fenced then only if its epoch has not moved); leaving UNREVOKED cancels it."""
         key = (_REVOKE, group.group_id, member.member_id)
-        if member.state is ConsumerMemberState.UNREVOKED_PARTITIONS:
+        if member.state is _UNREVOKED:
             self._timers.schedule(key, now + max(member.rebalance_timeout_ms, 0), member.member_epoch)
         else:
             self._timers.cancel(key)

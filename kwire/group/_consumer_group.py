@@ -26,6 +26,9 @@ __all__ = ["ConsumerGroupState", "ConsumerGroup", "ConsumerGroupMember", "GroupI
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
+# A member state as a module constant: an Enum member read through its class costs a descriptor call.
+_MEMBER_STABLE = ConsumerMemberState.STABLE
+
 
 class GroupInvariantError(KwireError, RuntimeError):
     """The coordinator was about to break a protocol invariant (a partition owned by two members, or
@@ -43,6 +46,10 @@ class ConsumerGroupState(str, Enum):
 
     def __str__(self):
         return self.value
+
+
+_EMPTY, _ASSIGNING, _RECONCILING, _STABLE = (ConsumerGroupState.EMPTY, ConsumerGroupState.ASSIGNING,
+                                             ConsumerGroupState.RECONCILING, ConsumerGroupState.STABLE)
 
 
 class ConsumerGroupMember:
@@ -64,7 +71,7 @@ class ConsumerGroupMember:
         self.rebalance_timeout_ms = -1
         self.member_epoch = 0
         self.previous_member_epoch = -1
-        self.state = ConsumerMemberState.STABLE
+        self.state = _MEMBER_STABLE
         self.assigned = EMPTY_ASSIGNMENT
         self.pending = EMPTY_ASSIGNMENT
         # A classic-protocol member of a mixed group: its ClassicMemberMetadata (JoinGroup session timeout and
@@ -82,7 +89,7 @@ class ConsumerGroupMember:
         return new
 
     def is_reconciled_to(self, epoch):
-        return self.member_epoch == epoch and self.state is ConsumerMemberState.STABLE
+        return self.member_epoch == epoch and self.state is _MEMBER_STABLE
 
     def __repr__(self):
         return (f"ConsumerGroupMember({self.member_id!r}, epoch={self.member_epoch}, state={self.state.value}, "
@@ -154,14 +161,14 @@ class ConsumerGroup:
     def state(self):
         """``ConsumerGroup.maybeUpdateGroupState``."""
         if not self.members:
-            return ConsumerGroupState.EMPTY
+            return _EMPTY
         if self.group_epoch > self.target_epoch:
-            return ConsumerGroupState.ASSIGNING
+            return _ASSIGNING
         target_epoch = self.target_epoch
         for member in self.members.values():
-            if not member.is_reconciled_to(target_epoch):
-                return ConsumerGroupState.RECONCILING
-        return ConsumerGroupState.STABLE
+            if member.member_epoch != target_epoch or member.state is not _MEMBER_STABLE:
+                return _RECONCILING
+        return _STABLE
 
     def preferred_assignor(self, default):
         return preferred_assignor(self.assignor_counts, default)

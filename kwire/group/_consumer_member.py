@@ -60,28 +60,39 @@ class ConsumerMembershipState(str, Enum):
 
 
 S = ConsumerMembershipState
+# The states as module constants: an Enum member read through its class costs a descriptor call.
+_ACKNOWLEDGING = S.ACKNOWLEDGING
+_FATAL = S.FATAL
+_FENCED = S.FENCED
+_JOINING = S.JOINING
+_LEAVING = S.LEAVING
+_PREPARE_LEAVING = S.PREPARE_LEAVING
+_RECONCILING = S.RECONCILING
+_STABLE = S.STABLE
+_STALE = S.STALE
+_UNSUBSCRIBED = S.UNSUBSCRIBED
 
 # MemberState's previous-valid-states lists, turned around: state -> the states it may move to.
 _PREVIOUS = {
-    S.STABLE: (S.JOINING, S.ACKNOWLEDGING, S.RECONCILING),
-    S.RECONCILING: (S.STABLE, S.JOINING, S.ACKNOWLEDGING, S.RECONCILING),
-    S.ACKNOWLEDGING: (S.RECONCILING,),
-    S.FATAL: (S.JOINING, S.STABLE, S.RECONCILING, S.ACKNOWLEDGING, S.PREPARE_LEAVING, S.LEAVING, S.UNSUBSCRIBED),
-    S.FENCED: (S.JOINING, S.STABLE, S.RECONCILING, S.ACKNOWLEDGING, S.PREPARE_LEAVING, S.LEAVING),
-    S.JOINING: (S.FENCED, S.UNSUBSCRIBED, S.STALE),
-    S.PREPARE_LEAVING: (S.JOINING, S.STABLE, S.RECONCILING, S.ACKNOWLEDGING, S.UNSUBSCRIBED),
-    S.LEAVING: (S.PREPARE_LEAVING,),
-    S.UNSUBSCRIBED: (S.PREPARE_LEAVING, S.LEAVING, S.FENCED),
-    S.STALE: (S.LEAVING,),
+    _STABLE: (_JOINING, _ACKNOWLEDGING, _RECONCILING),
+    _RECONCILING: (_STABLE, _JOINING, _ACKNOWLEDGING, _RECONCILING),
+    _ACKNOWLEDGING: (_RECONCILING,),
+    _FATAL: (_JOINING, _STABLE, _RECONCILING, _ACKNOWLEDGING, _PREPARE_LEAVING, _LEAVING, _UNSUBSCRIBED),
+    _FENCED: (_JOINING, _STABLE, _RECONCILING, _ACKNOWLEDGING, _PREPARE_LEAVING, _LEAVING),
+    _JOINING: (_FENCED, _UNSUBSCRIBED, _STALE),
+    _PREPARE_LEAVING: (_JOINING, _STABLE, _RECONCILING, _ACKNOWLEDGING, _UNSUBSCRIBED),
+    _LEAVING: (_PREPARE_LEAVING,),
+    _UNSUBSCRIBED: (_PREPARE_LEAVING, _LEAVING, _FENCED),
+    _STALE: (_LEAVING,),
 }
 TRANSITIONS = {state: frozenset(t for t, previous in _PREVIOUS.items() if state in previous) for state in S}
 
 # MemberState.canHandleNewAssignment; and the states whose responses are dropped (a leave is not awaited).
-_TAKES_ASSIGNMENTS = frozenset({S.JOINING, S.STABLE, S.RECONCILING, S.ACKNOWLEDGING})
-_IGNORES_RESPONSES = frozenset({S.LEAVING, S.FENCED, S.STALE, S.FATAL, S.UNSUBSCRIBED, S.PREPARE_LEAVING})
+_TAKES_ASSIGNMENTS = frozenset({_JOINING, _STABLE, _RECONCILING, _ACKNOWLEDGING})
+_IGNORES_RESPONSES = frozenset({_LEAVING, _FENCED, _STALE, _FATAL, _UNSUBSCRIBED, _PREPARE_LEAVING})
 # AbstractHeartbeatRequestManager.poll sends nothing in these.
-_SILENT = frozenset({S.UNSUBSCRIBED, S.FATAL, S.STALE, S.FENCED, S.PREPARE_LEAVING})
-_IN_GROUP = frozenset({S.JOINING, S.RECONCILING, S.ACKNOWLEDGING, S.STABLE})
+_SILENT = frozenset({_UNSUBSCRIBED, _FATAL, _STALE, _FENCED, _PREPARE_LEAVING})
+_IN_GROUP = frozenset({_JOINING, _RECONCILING, _ACKNOWLEDGING, _STABLE})
 
 # AbstractHeartbeatRequestManager.onErrorResponse: errors retried without backoff, and the fencing ones.
 _COORDINATOR_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
@@ -117,7 +128,7 @@ class ConsumerProtocolMember:
         self.server_assignor = server_assignor
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = retry_backoff_max_ms
-        self.state = S.UNSUBSCRIBED
+        self.state = _UNSUBSCRIBED
         self.member_id = member_id
         self.member_epoch = 0
         self.heartbeat_interval_ms = 0        # 0 until the first response says otherwise
@@ -154,7 +165,7 @@ class ConsumerProtocolMember:
         if isinstance(topics, (str, bytes)) or not all(isinstance(t, str) for t in topics):
             raise ArgumentTypeError("topics must be an iterable of topic names")
         self.subscription = tuple(sorted(set(topics)))
-        if self.state is S.UNSUBSCRIBED:
+        if self.state is _UNSUBSCRIBED:
             self._join()
 
     def set_topic_names(self, topic_names):
@@ -168,10 +179,10 @@ class ConsumerProtocolMember:
         if self.state not in _IN_GROUP:
             return []
         out = []
-        self._to(S.PREPARE_LEAVING)
+        self._to(_PREPARE_LEAVING)
         self._drop_all(out, lost=self.member_epoch <= 0)
         self._pending_leave_epoch = STATIC_LEAVE_EPOCH if self.instance_id is not None else LEAVE_EPOCH
-        self._to(S.LEAVING)
+        self._to(_LEAVING)
         return out + self.poll(now)
 
     def poll_timeout_expired(self, now):
@@ -179,15 +190,15 @@ class ConsumerProtocolMember:
         send the leave at once, then the partitions are lost and the member is STALE until :meth:`rejoin`."""
         if self.state not in _IN_GROUP:
             return []
-        self._to(S.PREPARE_LEAVING)
+        self._to(_PREPARE_LEAVING)
         self._pending_leave_epoch = STATIC_LEAVE_EPOCH if self.instance_id is not None else LEAVE_EPOCH
-        self._to(S.LEAVING)
+        self._to(_LEAVING)
         self._stale_after_leave = True
         return self.poll(now)
 
     def rejoin(self, now):
         """The application polls again after a poll timeout: join with the same member id at epoch 0."""
-        if self.state is not S.STALE:
+        if self.state is not _STALE:
             return []
         self._join()
         return self.poll(now)
@@ -200,32 +211,35 @@ class ConsumerProtocolMember:
 
     def next_deadline(self):
         """When :meth:`poll` may send (ms), or None when nothing is scheduled."""
-        if self.state in _SILENT or not self._coordinator_known:
+        state = self.state
+        if state in _SILENT or not self._coordinator_known:
             return None
-        if self.state is S.LEAVING:
+        if state is _LEAVING:
             return 0
         if self._in_flight is not None:
             return None
-        if self.state in (S.JOINING, S.ACKNOWLEDGING):
+        if state is _JOINING or state is _ACKNOWLEDGING:
             return self._backoff_until
         return max(self._next_send, self._backoff_until)
 
     def poll(self, now):
         out = []
-        if self.state is S.RECONCILING:
+        state = self.state
+        if state is _RECONCILING:
             self._reconcile(out)
-        if self.state in _SILENT or not self._coordinator_known:
-            if self.state is S.LEAVING:   # onHeartbeatRequestSkipped: the leave is dropped
+            state = self.state
+        if state in _SILENT or not self._coordinator_known:
+            if state is _LEAVING:   # onHeartbeatRequestSkipped: the leave is dropped
                 self._finish_leave(out)
             return out
-        if self.state is S.LEAVING:
+        if state is _LEAVING:
             out.append(self._send_leave())
             self._finish_leave(out)
             return out
         if self._in_flight is not None or now < self._backoff_until:
             return out
         # shouldHeartbeatNow: JOINING and ACKNOWLEDGING go at once; otherwise the interval decides.
-        if self.state in (S.JOINING, S.ACKNOWLEDGING) or now >= self._next_send:
+        if state is _JOINING or state is _ACKNOWLEDGING or now >= self._next_send:
             out.append(self._send_heartbeat(now))
         return out
 
@@ -260,9 +274,11 @@ class ConsumerProtocolMember:
             target = frozenset((tp.topic_id, p) for tp in response.assignment.topic_partitions for p in tp.partitions)
             self._target = target
             if target != self.assignment:
-                self._to(S.RECONCILING)
-            elif self.state in (S.JOINING, S.RECONCILING):
-                self._to(S.STABLE)
+                self._to(_RECONCILING)
+            elif self.state in (_JOINING, _RECONCILING):
+                self._to(_STABLE)
+        elif self.state is _STABLE and now < self._next_send and self._coordinator_known:
+            return out   # a steady answer: poll() would send nothing before the interval ends
         return out + self.poll(now)
 
     def request_failed(self, token, now):
@@ -282,7 +298,7 @@ class ConsumerProtocolMember:
 
     def _join(self):
         # AbstractMembershipManager.transitionToJoining: epoch 0, no target, same member id.
-        self._to(S.JOINING)
+        self._to(_JOINING)
         self.member_epoch = 0
         self._target = None
         self._sent = None
@@ -315,16 +331,16 @@ class ConsumerProtocolMember:
 
     def _fenced(self, out):
         # AbstractMembershipManager.transitionToFenced: lost, not revoked; then rejoin with the same id.
-        if self.state is S.PREPARE_LEAVING or self.state is S.LEAVING:
-            self._to(S.UNSUBSCRIBED)
+        if self.state is _PREPARE_LEAVING or self.state is _LEAVING:
+            self._to(_UNSUBSCRIBED)
             return
-        self._to(S.FENCED)
+        self._to(_FENCED)
         self._drop_all(out, lost=True)
         self._join()
 
     def _fatal(self, code, message, out):
-        leaving = self.state in (S.PREPARE_LEAVING, S.LEAVING, S.UNSUBSCRIBED)
-        self._to(S.FATAL)
+        leaving = self.state in (_PREPARE_LEAVING, _LEAVING, _UNSUBSCRIBED)
+        self._to(_FATAL)
         if not leaving:
             self._drop_all(out, lost=True)
         name = error_name(code) if isinstance(code, int) else str(code)
@@ -358,7 +374,7 @@ class ConsumerProtocolMember:
         self.assignment = resolvable
         self._assignment_epoch += 1
         out.append(PartitionsAssigned(self._resolved(added)))
-        self._to(S.ACKNOWLEDGING)
+        self._to(_ACKNOWLEDGING)
 
     def _topic_partitions(self):
         by_topic = {}
@@ -372,31 +388,38 @@ class ConsumerProtocolMember:
         rebalance timeout, subscription, assignor and owned partitions when joining or when they changed since
         the last heartbeat (the owned partitions change with every completed reconciliation: that is the
         acknowledgement)."""
-        joining = self.state is S.JOINING
-        sent = self._sent or {}
-        full = joining or self._sent is None
-        fields = {}
-        if full or sent.get("timeout") != self.rebalance_timeout_ms:
-            fields["rebalance_timeout_ms"] = self.rebalance_timeout_ms
-        if full or sent.get("topics") != self.subscription:
-            fields["subscribed_topic_names"] = list(self.subscription)
-        if self.server_assignor is not None and (full or sent.get("assignor") != self.server_assignor):
-            fields["server_assignor"] = self.server_assignor
-        if full or sent.get("owned") != self._assignment_epoch:
-            fields["topic_partitions"] = [] if joining else self._topic_partitions()
-        request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
-                                                member_epoch=self.member_epoch, instance_id=self.instance_id,
-                                                **fields)
-        self._sent = {"timeout": self.rebalance_timeout_ms, "topics": self.subscription,
-                      "assignor": self.server_assignor, "owned": self._assignment_epoch}
+        joining = self.state is _JOINING
+        now_sending = (self.rebalance_timeout_ms, self.subscription, self.server_assignor, self._assignment_epoch)
+        sent = self._sent
+        if sent == now_sending and not joining:
+            # A steady heartbeat: nothing changed since the last one, ids and epoch only.
+            request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
+                                                    member_epoch=self.member_epoch, instance_id=self.instance_id)
+        else:
+            full = joining or sent is None
+            timeout, topics, assignor, owned = sent if sent is not None else (None, None, None, None)
+            fields = {}
+            if full or timeout != self.rebalance_timeout_ms:
+                fields["rebalance_timeout_ms"] = self.rebalance_timeout_ms
+            if full or topics != self.subscription:
+                fields["subscribed_topic_names"] = list(self.subscription)
+            if self.server_assignor is not None and (full or assignor != self.server_assignor):
+                fields["server_assignor"] = self.server_assignor
+            if full or owned != self._assignment_epoch:
+                fields["topic_partitions"] = [] if joining else self._topic_partitions()
+            request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
+                                                    member_epoch=self.member_epoch, instance_id=self.instance_id,
+                                                    **fields)
+        # What this heartbeat carried: (rebalance timeout, topics, assignor, owned partitions' local epoch).
+        self._sent = now_sending
         self._tokens += 1
         self._in_flight = self._tokens
         self._last_sent_at = now
         self._next_send = now + self.heartbeat_interval_ms
-        if self.state is S.ACKNOWLEDGING:
+        if self.state is _ACKNOWLEDGING:
             # onHeartbeatRequestGenerated: the ack is on its way.
             waiting = (self._target or frozenset()) != self.assignment   # e.g. topic ids without names yet
-            self._to(S.RECONCILING if waiting else S.STABLE)
+            self._to(_RECONCILING if waiting else _STABLE)
         return Send(self._tokens, request, HEARTBEAT_VERSION, True)
 
     def _send_leave(self):
@@ -418,6 +441,6 @@ class ConsumerProtocolMember:
             # transitionToStale: the partitions are lost after the leave went out (or was dropped).
             self._stale_after_leave = False
             self._drop_all(out, lost=True)
-            self._to(S.STALE)
+            self._to(_STALE)
         else:
-            self._to(S.UNSUBSCRIBED)
+            self._to(_UNSUBSCRIBED)

@@ -1,7 +1,9 @@
 """A consumer group's target assignment: the inputs Kafka's ``TargetAssignmentBuilder.build`` gives the server
 assignor, the assignor the members prefer, and the subscription metadata a heartbeat's change leads to.
 
-The assignor itself is ``kwire.assignors.assign_server_arrays`` (Kafka's ``UniformAssignor`` and ``RangeAssignor``).
+The assignor itself is ``kwire.assignors``' server assignor (Kafka's ``UniformAssignor`` and ``RangeAssignor``): in
+columns (its array form), or, for a small group and an assignor that has one, in plain lists (its list form,
+``uniform_lists``), whose answers are the same without the columns' fixed cost.
 """
 
 from typing import NamedTuple, Optional
@@ -10,10 +12,15 @@ import numpy as np
 
 from ._consumer_group import preferred_assignor
 
-from kwire.assignors import INT32_MAX, MemberLevelColumns, assign_server_arrays, get_server_assignor
+from kwire.assignors import INT32_MAX, MemberLevelColumns, get_server_assignor
 from kwire.errors import ArgumentValueError
 
 __all__ = ["MemberChange", "compute_target", "prospective_metadata"]
+
+#: The largest group (members, and partitions of the topics it reads) whose target is computed by the
+#: assignor's list form when it has one.
+SMALL_GROUP_MEMBERS = 16
+SMALL_GROUP_PARTITIONS = 128
 
 
 class MemberChange(NamedTuple):
@@ -62,10 +69,7 @@ class _Columns:
         self.by_names = {}       # subscribed names -> row: members subscribed alike share it
         self.instance_ids = []
         self.racks = []
-        self.cur_indptr = [0]
-        self.cur_topics = []
-        self.cur_counts = []
-        self.cur_parts = []
+        self.current = []        # per member: [(topic index, [partitions ascending])]
 
     def add(self, member_id, names, instance_id, rack, current_target):
         row = self.by_names.get(names)
@@ -79,11 +83,10 @@ class _Columns:
         self.instance_ids.append(instance_id)
         self.racks.append(rack)
         if current_target and self.read_assignment:
-            for tid, ps in current_target.items():
-                self.cur_topics.append(self._topic(tid))
-                self.cur_counts.append(len(ps))
-                self.cur_parts.extend(sorted(ps))
-        self.cur_indptr.append(len(self.cur_topics))
+            topic = self._topic
+            self.current.append([(topic(tid), sorted(ps)) for tid, ps in current_target.items()])
+        else:
+            self.current.append([])
 
     def _topic(self, tid):
         t = self.index.get(tid)
@@ -94,22 +97,49 @@ class _Columns:
             self.names.append(("unknown", tid))   # it stands for itself in the homogeneity test
         return t
 
-    def arrays(self):
+    def sub_rows(self):
+        """Each distinct subscription's topic indices, in the order of its sorted ids."""
         index = self.index
+        return [[index[tid] for tid in subscribed] for subscribed, _unresolved in self.rows]
+
+    def small(self):
+        """Whether the group is small enough for the assignor's list form (``uniform_lists``): below these
+        sizes it costs less than the columns' and the kernel's fixed cost."""
+        return len(self.member_ids) <= SMALL_GROUP_MEMBERS and sum(self.counts) <= SMALL_GROUP_PARTITIONS
+
+    def lists_targets(self, lists):
+        """The target from the assignor's list form, as :meth:`targets` gives it from the columns."""
+        result = lists(self.member_ids, self.member_sub, self.sub_rows(), self.keys, self.counts, self.current,
+                       len(self.rows) <= 1)
+        keys = self.keys
+        return {mid: {keys[t]: ps for t, ps in got.items() if ps} for mid, got in zip(self.member_ids, result)}
+
+    def arrays(self):
+        sub_rows = self.sub_rows()
         sub_indptr = [0]
         sub_topics = []
-        for subscribed, _unresolved in self.rows:
-            sub_topics.extend(index[tid] for tid in subscribed)
+        for row in sub_rows:
+            sub_topics.extend(row)
             sub_indptr.append(len(sub_topics))
-        cur_part_indptr = np.zeros(len(self.cur_counts) + 1, dtype=np.int64)
-        np.cumsum(self.cur_counts, out=cur_part_indptr[1:])
+        cur_indptr = [0]
+        cur_topics = []
+        cur_counts = []
+        cur_parts = []
+        for entries in self.current:
+            for t, ps in entries:
+                cur_topics.append(t)
+                cur_counts.append(len(ps))
+                cur_parts.extend(ps)
+            cur_indptr.append(len(cur_topics))
+        cur_part_indptr = np.zeros(len(cur_counts) + 1, dtype=np.int64)
+        np.cumsum(cur_counts, out=cur_part_indptr[1:])
         return MemberLevelColumns(
             member_ids=self.member_ids, member_sub=np.array(self.member_sub, dtype=np.int32),
             sub_indptr=np.array(sub_indptr, dtype=np.int64), sub_topics=np.array(sub_topics, dtype=np.int32),
             topic_ids=np.frombuffer(b"".join(self.keys), dtype=np.uint8).reshape(-1, 16),
             partitions=np.array(self.counts, dtype=np.int32),
-            cur_indptr=np.array(self.cur_indptr, dtype=np.int64), cur_topics=np.array(self.cur_topics, dtype=np.int32),
-            cur_part_indptr=cur_part_indptr, cur_parts=np.array(self.cur_parts, dtype=np.int32),
+            cur_indptr=np.array(cur_indptr, dtype=np.int64), cur_topics=np.array(cur_topics, dtype=np.int32),
+            cur_part_indptr=cur_part_indptr, cur_parts=np.array(cur_parts, dtype=np.int32),
             instance_ids=self.instance_ids, racks=self.racks, topic_names=self.names,
             sub_unresolved=[unresolved for _subscribed, unresolved in self.rows],
             # ModernGroup.subscriptionType, known here: each row is one set of subscribed names (a name is
@@ -141,9 +171,11 @@ def compute_target(group, metadata, default_assignor, change=None):
     the assignor leaves out get an empty one), computed from the members' current targets (the assignor is
     sticky to them) and ``metadata`` (``{name: (topic id, partitions)}``).  Raises ``AssignmentError``.
 
-    The group goes to the assignor in columns (``assign_server_arrays``): a target is computed at every group
-    epoch bump, and building a ``ServerMember`` per member and a list per partition cost more than the
-    assignment itself."""
+    The group goes to the assignor in columns (its array form): a target is computed at every group epoch
+    bump, and building a ``ServerMember`` per member and a list per partition cost more than the assignment
+    itself.  A small group goes in plain lists to the assignor's list form when it has one (``uniform``
+    does): below ``SMALL_GROUP_MEMBERS`` and ``SMALL_GROUP_PARTITIONS`` the columns' and the kernel's fixed
+    cost is most of the call."""
     member_id = change.member_id if change is not None else None
     replaced = change.replaced if change is not None else None
     counts = group.assignor_counts
@@ -160,7 +192,8 @@ def compute_target(group, metadata, default_assignor, change=None):
             if change.assignor is not None:
                 counts[change.assignor] = counts.get(change.assignor, 0) + 1
     name = preferred_assignor(counts, default_assignor)
-    columns = _Columns(metadata, get_server_assignor(name).reads_assignment)
+    assignor = get_server_assignor(name)
+    columns = _Columns(metadata, assignor.reads_assignment)
     targets = group.target
     changed_in_place = False
     for mid, m in group.members.items():
@@ -173,7 +206,9 @@ def compute_target(group, metadata, default_assignor, change=None):
             columns.add(mid, m.subscribed_topic_names, m.instance_id, m.rack_id, targets.get(mid))
     if change is not None and not changed_in_place:
         columns.add(member_id, change.names, change.instance_id, change.rack, change.replaced_target)
-    return columns.targets(assign_server_arrays(name, columns.arrays())), name
+    if assignor.lists is not None and columns.small():
+        return columns.lists_targets(assignor.lists), name
+    return columns.targets(assignor.arrays(columns.arrays())), name
 
 
 def prospective_metadata(group, topics, old_names, new_names):

@@ -108,6 +108,9 @@ _NEXT = {(r, g, u): next(result for cond, result in _ROWS if cond(r, g, u))
 def _next_assignment(e, previous, assigned, target_epoch, target, owned, partition_epochs):
     """``CurrentAssignmentBuilder.computeNextAssignment``: split every topic of target ∪ assigned into what
     is kept, what must be revoked and what may be given now; pick the row; build the member."""
+    if assigned == target:
+        # Nothing to revoke, give or wait for: the last row, the member stable on its target.
+        return Reconciled(STABLE, target_epoch, previous, dict(target), EMPTY_ASSIGNMENT)
     keep = {}
     revoke = {}
     give = {}

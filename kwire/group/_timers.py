@@ -13,7 +13,7 @@ import heapq
 
 
 class Timers:
-    __slots__ = ("_heap", "_deadline", "_payload", "_entry", "_seq")
+    __slots__ = ("_heap", "_deadline", "_payload", "_entry", "_seq", "pushes")
 
     def __init__(self):
         self._heap = []      # (queued deadline, seq, key)
@@ -21,6 +21,9 @@ class Timers:
         self._payload = {}   # key -> payload handed back when it fires
         self._entry = {}     # key -> (queued deadline, seq) of its live heap entry
         self._seq = 0
+        #: How many deadlines were queued: while it stands still, the next deadline can only move later
+        #: (a later deadline, a cancelled or fired key) or stay.
+        self.pushes = 0
 
     def __len__(self):
         return len(self._deadline)
@@ -34,6 +37,7 @@ class Timers:
         self._push(key, deadline)
 
     def _push(self, key, deadline):
+        self.pushes += 1
         self._seq += 1
         self._entry[key] = (deadline, self._seq)
         heapq.heappush(self._heap, (deadline, self._seq, key))

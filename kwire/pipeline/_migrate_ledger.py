@@ -57,10 +57,13 @@ class Ledger:
         self.unowned = 0          # partitions of subscribed topics that no member consumes
         self.last_t = None
         self.current = -1         # the observed rebalance whose window the clock is in
-        self.acc = np.zeros(n_rebalances, np.float64)    # partition-units of time
-        self.events = np.zeros(n_rebalances, np.int64)
-        self.starts = np.full(n_rebalances, np.nan, np.float64)
-        self.stable = np.full(n_rebalances, -1, np.int64)
+        # Per rebalance, as Python lists (a replay updates them one item at a time; numpy's scalar access
+        # costs several times a list's): partition-units of time, member-events, the first history event's
+        # time (None: not started) and the time to stable (-1: not stable).
+        self.acc = [0.0] * n_rebalances
+        self.events = [0] * n_rebalances
+        self.starts = [None] * n_rebalances
+        self.stable = [-1] * n_rebalances
         self.open: List[int] = []  # rebalances not yet stable
         #: member key -> set of (topic, partition) it consumes
         self.owned_by = {}
@@ -79,8 +82,8 @@ class Ledger:
         if rebalance < 0:
             return
         self.current = rebalance
-        if self.starts[rebalance] != self.starts[rebalance]:   # NaN: not started
-            self.starts[rebalance] = t
+        if self.starts[rebalance] is None:
+            self.starts[rebalance] = float(t)
         if rebalance not in self.open:
             # A later event of a rebalance that had settled (a second joiner): it settles again later.
             self.open.append(rebalance)
@@ -158,6 +161,6 @@ class Ledger:
         """The stall per rebalance up to ``t_end``.  A rebalance none of whose history events happened here
         (a cooperative follow-up generation, which has none) took no time to become stable."""
         self.advance(t_end)
-        stable = self.stable.copy()
-        stable[np.isnan(self.starts)] = 0
-        return SimulatedStall(protocol, self.acc * (self.unit_us / 1e6), stable, self.events.copy())
+        stable = np.array([0 if start is None else s for s, start in zip(self.stable, self.starts)], np.int64)
+        return SimulatedStall(protocol, np.array(self.acc, np.float64) * (self.unit_us / 1e6), stable,
+                              np.array(self.events, np.int64))

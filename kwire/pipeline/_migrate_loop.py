@@ -236,7 +236,22 @@ class Replay:
 
     def handle(self, entry):
         t, kind, _seq, a, b, c = entry
-        if kind == POLL:
+        ledger = self.ledger
+        if kind == DELIVER:
+            self.in_flight -= 1
+            if ledger.current >= 0:
+                ledger.events[ledger.current] += 1   # a member-event: the coordinator handles a request
+            self.deliver(a, b, c, t)
+            self.after_coordinator(t)
+        elif kind == RESPOND:
+            self.in_flight -= 1
+            if a.live:
+                outs = a.machine.receive(b, c, t)
+                if outs:
+                    self.outputs(a, outs, t)
+                else:
+                    self.schedule_poll(a, t)
+        elif kind == POLL:
             if a.live and a.version == b:
                 a.poll_at = None
                 outs = a.machine.poll(t)
@@ -246,34 +261,27 @@ class Replay:
                     # Nothing to do at its deadline (a backoff that ends now): asked again a millisecond on,
                     # not at once, so that no member can hold the clock still.
                     self.schedule_poll(a, t + 1.0)
-        elif kind == DELIVER:
-            self.in_flight -= 1
-            self.ledger.count_event()
-            self.deliver(a, b, c, t)
-            self.after_coordinator(t)
-        elif kind == RESPOND:
-            self.in_flight -= 1
-            if a.live:
-                self.outputs(a, a.machine.receive(b, c, t), t)
         elif kind == TICK:
             if self.tick_at == t:
                 self.tick_at = None
                 self.tick(t)
                 self.after_coordinator(t)
-        if self.ledger.open:
+        if ledger.open:
             self.check_stable(t)
 
     def respond(self, m, token, response, t):
         """Queue ``response`` to reach ``m`` half its latency after ``t``."""
         if m.live:
             self.in_flight += 1
-            self.push(t + m.latency / 2, RESPOND, m, token, response)
+            self.seq += 1
+            heapq.heappush(self.heap, (t + m.latency / 2, RESPOND, self.seq, m, token, response))
 
     def request(self, m, token, payload, t):
         """Queue ``payload`` (what :meth:`deliver` takes) to reach the coordinator half ``m``'s latency after
         ``t``."""
         self.in_flight += 1
-        self.push(t + m.latency / 2, DELIVER, m, token, payload)
+        self.seq += 1
+        heapq.heappush(self.heap, (t + m.latency / 2, DELIVER, self.seq, m, token, payload))
 
     def tick(self, t):
         raise NotImplementedError
@@ -308,7 +316,8 @@ class Replay:
             return   # already queued
         m.version += 1
         m.poll_at = at
-        self.push(at, POLL, m, m.version)
+        self.seq += 1
+        heapq.heappush(self.heap, (at, POLL, self.seq, m, m.version, None))
 
     def check_stable(self, t):
         ledger = self.ledger
