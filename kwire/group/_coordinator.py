@@ -167,6 +167,7 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
             classic_group_lookup=self._classic_group_lookup, classic_group_remove=self._classic_group_remove,
             groups=self._consumer_groups, classic_group_convert=self._classic_group_convert,
             classic_group_downgrade=self._consumer_group_downgrade)
+        self._consumer_may_be_due = self._consumer.may_be_due
         self._out = []
         self._handlers = {
             JoinGroupRequest: self._join_group_routed,
@@ -200,7 +201,8 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         self._now_ms = now
         if self._timers.may_be_due(now):
             self._fire_due(now)
-        self._fire_consumer_due(now)
+        if self._consumer_may_be_due(now):
+            self._fire_consumer_due(now)
         # tuple.__new__ skips the namedtuple's Python-level __new__, a sixth of a Heartbeat's cost otherwise.
         handler(request, _new_tuple(RequestContext, (handle, version, now, client_id, client_host)))
         out = self._out
@@ -274,6 +276,17 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         if group_id in self._groups:
             return CLASSIC_GROUP_TYPE
         return CONSUMER_GROUP_TYPE if group_id in self._consumer_groups else None
+
+    def group_state(self, group_id):
+        """The classic group's :class:`GroupState`, or None for a group this coordinator does not have: what
+        :meth:`describe_group` says of the state, without building the view."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.state
+
+    def has_member(self, group_id, member_id):
+        """Whether the classic group ``group_id`` has the member ``member_id`` (joined, not pending)."""
+        group = self._groups.get(group_id)
+        return group is not None and member_id in group.members
 
     def describe_group(self, group_id):
         """A :class:`GroupView`, or None for a group this coordinator does not have (DescribeGroups then

@@ -98,6 +98,8 @@ _ENDED = (MemberState.CLOSED, MemberState.FAILED)
 # Heartbeats run from the JoinGroup response until the member leaves the generation (Java's heartbeat
 # thread is enabled in onJoinComplete's lead-up and disabled on every path out).
 _HEARTBEATING = frozenset({MemberState.COMPLETING_REBALANCE, MemberState.STABLE})
+_STABLE = MemberState.STABLE
+_new_tuple = tuple.__new__  # builds a namedtuple from a tuple without its Python-level __new__
 
 EAGER = "EAGER"
 COOPERATIVE = "COOPERATIVE"
@@ -265,17 +267,22 @@ class ConsumerMember:
 
     def poll(self, now):
         """Advance timers and return everything to send or report now, in order."""
-        if self.state in _ENDED:
+        state = self.state
+        if state in _ENDED:
             return self._drain()
-        if self._heartbeat_enabled and self._session_deadline is not None and now >= self._session_deadline:
-            # No successful heartbeat for a whole session: the coordinator is presumed gone (the
-            # generation is kept; the coordinator decides whether the member still belongs).
-            self._coordinator_unknown(now, backoff=False)
+        if self._heartbeat_enabled:
+            deadline = self._session_deadline
+            if deadline is not None and now >= deadline:
+                # No successful heartbeat for a whole session: the coordinator is presumed gone (the
+                # generation is kept; the coordinator decides whether the member still belongs).
+                self._coordinator_unknown(now, backoff=False)
+                state = self.state
         if self.coordinator is None:
             if self._find_token is None and now >= self._retry_at:
                 self._send_find_coordinator()
             return self._drain()
-        if self._joined_topics is not None and self._joined_topics != self.topics and self.state == MemberState.STABLE:
+        joined = self._joined_topics
+        if state == _STABLE and joined is not None and joined != self.topics:
             self._request_rejoin()
         if self._rejoin_needed and self._join_token is None and self._sync_token is None and now >= self._retry_at:
             if self._needs_join_prepare:
@@ -285,29 +292,36 @@ class ConsumerMember:
         if (self._heartbeat_enabled and self._heartbeat_token is None and self._join_token is None
                 and now >= self._heartbeat_due):
             self._heartbeat_due = now + self.heartbeat_interval_ms
+            version = self.versions[_HEARTBEAT]
+            generation = self.generation
             self._heartbeat_token = self._send(
                 "heartbeat",
-                HeartbeatRequest(group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id,
-                                 group_instance_id=self.group_instance_id if self.versions[_HEARTBEAT] >= 3 else None),
-                self.versions[_HEARTBEAT])
-        return self._drain()
+                HeartbeatRequest(group_id=self.group_id, generation_id=generation[0], member_id=generation[1],
+                                 group_instance_id=self.group_instance_id if version >= 3 else None),
+                version)
+        out = self._out
+        self._out = []
+        return out
 
     def next_deadline(self):
         """When :meth:`poll` next has something to do (ms), or None while only waiting for responses."""
         if self.state in _ENDED:
             return None
-        times = []
+        at = None
         if self.coordinator is None:
             if self._find_token is None:
-                times.append(self._retry_at)
+                at = self._retry_at
         elif self._rejoin_needed and self._join_token is None and self._sync_token is None:
-            times.append(self._retry_at)
+            at = self._retry_at
         if self._heartbeat_enabled:
             if self._heartbeat_token is None and self._join_token is None:
-                times.append(self._heartbeat_due)
-            if self._session_deadline is not None:
-                times.append(self._session_deadline)
-        return min(times) if times else None
+                due = self._heartbeat_due
+                if at is None or due < at:
+                    at = due
+            due = self._session_deadline
+            if due is not None and (at is None or due < at):
+                at = due
+        return at
 
     def receive(self, token, response, now):
         """Process the response to the request sent with ``token``; returns :meth:`poll`'s outputs."""
@@ -315,12 +329,11 @@ class ConsumerMember:
         if entry is None:
             raise GroupProtocolError(f"no request with token {token} is in flight")
         kind, generation = entry
-        expected = {"find": FindCoordinatorResponse, "join": JoinGroupResponse, "sync": SyncGroupResponse,
-                    "heartbeat": HeartbeatResponse, "leave": LeaveGroupResponse}[kind]
-        if not isinstance(response, expected):
+        expected, on_response = _RESPONSES[kind]
+        if type(response) is not expected and not isinstance(response, expected):
             raise GroupProtocolError(f"token {token} was a {kind} request; got a {type(response).__name__}")
         if self.state not in _ENDED:
-            getattr(self, "_on_" + kind)(token, response, generation, now)
+            on_response(self, token, response, generation, now)
         return self.poll(now)
 
     def request_failed(self, token, now):
@@ -379,7 +392,8 @@ class ConsumerMember:
         self._tokens += 1
         token = self._tokens
         self._inflight[token] = (kind, self.generation)
-        self._out.append(Send(token, request, version, to_coordinator))
+        # tuple.__new__ skips the namedtuple's Python-level __new__: a Send goes out with every request.
+        self._out.append(_new_tuple(Send, (token, request, version, to_coordinator)))
         return token
 
     def _drain(self):
@@ -453,11 +467,13 @@ class ConsumerMember:
             assignment = Assignment.decode(assignment_bytes)
         except KwireError as exc:
             return self._fail(UNKNOWN_SERVER_ERROR, f"undecodable assignment: {exc}")
-        assigned = _sorted_tps((tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions)
-        subscribed = set(self.topics)
-        if any(topic not in subscribed for topic, _ in assigned):
+        topics = [tp.topic for tp in assignment.assigned_partitions if tp.partitions]
+        if not set(topics).issubset(self.topics):
             self._request_rejoin()
             return
+        assigned = [(tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions]
+        assigned.sort()
+        assigned = tuple(assigned)
         owned = set(self.owned)
         if self.protocol == COOPERATIVE:
             revoked = _sorted_tps(owned.difference(assigned))
@@ -468,8 +484,9 @@ class ConsumerMember:
         added = _sorted_tps(set(assigned).difference(owned))
         self.owned = assigned
         self._last_assignment = assigned
-        self._out.append(PartitionsAssigned(added))
-        self._out.append(GroupJoined(self.generation_id, self.member_id, self.leader_id, self.generation[2], assigned))
+        generation = self.generation
+        self._out += (_new_tuple(PartitionsAssigned, (added,)),
+                      _new_tuple(GroupJoined, (generation[0], generation[1], self.leader_id, generation[2], assigned)))
 
     # -- responses --------------------------------------------------------------------------------------
 
@@ -654,3 +671,13 @@ class ConsumerMember:
         name = error_name(error)
         self._to(MemberState.FAILED)
         self._out.append(MemberFailed(GroupMemberFatalError(error, f"{message}: {name}")))
+
+
+# Each request kind's response type and handler, looked up once per response.
+_RESPONSES = {
+    "find": (FindCoordinatorResponse, ConsumerMember._on_find),
+    "join": (JoinGroupResponse, ConsumerMember._on_join),
+    "sync": (SyncGroupResponse, ConsumerMember._on_sync),
+    "heartbeat": (HeartbeatResponse, ConsumerMember._on_heartbeat),
+    "leave": (LeaveGroupResponse, ConsumerMember._on_leave),
+}
