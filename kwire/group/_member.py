@@ -248,6 +248,7 @@ class ConsumerMember:
         self._heartbeat_due = 0
         self._heartbeat_attempts = 0
         self._session_deadline = None
+        self._metadata_cache = None        # (what the Subscriptions were written from, their bytes)
 
     # -- properties a caller reads ----------------------------------------------------------------------
 
@@ -420,10 +421,20 @@ class ConsumerMember:
             member_id=self.member_id,
             group_instance_id=self.group_instance_id,
             protocol_type="consumer",
-            protocols=[JoinGroupRequestProtocol(name=name, metadata=self._metadata(name)) for name in self.assignors],
+            protocols=[JoinGroupRequestProtocol(name=name, metadata=metadata)
+                       for name, metadata in zip(self.assignors, self._all_metadata())],
             reason=None,
         )
         self._join_token = self._send("join", request, version)
+
+    def _all_metadata(self):
+        """Each assignor's Subscription bytes.  A JoinGroup sent again with nothing they hold changed (the
+        one after MEMBER_ID_REQUIRED, a retry) carries the bytes already written."""
+        key = (self.assignors, self.topics, self.owned, self.generation[0], self.rack_id, self._last_assignment)
+        cached = self._metadata_cache
+        if cached is None or cached[0] != key:
+            cached = self._metadata_cache = (key, [self._metadata(name) for name in self.assignors])
+        return cached[1]
 
     def _metadata(self, name):
         # ConsumerCoordinator.metadata(): a v3 Subscription per assignor, topics sorted, owned partitions

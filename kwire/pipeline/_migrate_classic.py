@@ -69,19 +69,18 @@ class ClassicReplay(Replay):
         return ConsumerMember(h.group_id, topic_names, assignors=self.assignors, client_id=key,
                               session_timeout_ms=session, rebalance_timeout_ms=int(h.rebalance_timeout_ms),
                               heartbeat_interval_ms=int(self.interval), partitions_per_topic=self.counts,
-                              rng=random.Random(index))
+                              rng=_LazyRandom(index))
 
     def send(self, m, out, t):
         if out.to_coordinator:
-            self.request(m, out.token, (out.request, out.version), t)
+            self.request(m, out.token, out, t)   # the Send itself carries the request and its version
             return
         # FindCoordinator: answered after the member's whole latency, by the replay.
         self.in_flight += 1
         self.push(t + m.latency, RESPOND, m, out.token, _found(out.request, out.version))
 
-    def deliver(self, m, token, payload, t):
-        request, version = payload
-        self.route(self.coordinator.handle((m, token), request, version, t, client_id=m.key), t)
+    def deliver(self, m, token, out, t):
+        self.route(self.coordinator.handle((m, token), out.request, out.version, t, client_id=m.key), t)
         if self.silent:
             self.expelled()
 
@@ -112,6 +111,22 @@ class ClassicReplay(Replay):
 
     def steady(self, m):
         return m.machine.state == _STEADY
+
+
+class _LazyRandom:
+    """``random.Random(seed)`` made on its first use: a member draws from it only to back off after an
+    error, and seeding one costs half of making the member."""
+
+    __slots__ = ("seed", "rng")
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.rng = None
+
+    def uniform(self, a, b):
+        if self.rng is None:
+            self.rng = random.Random(self.seed)
+        return self.rng.uniform(a, b)
 
 
 def _found(request, version):
