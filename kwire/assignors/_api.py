@@ -481,14 +481,9 @@ def _small_range_assignments(join_group_response, partitions_per_topic, version:
     result = small_range(rows, counts)
     if result is None:
         return None
-    assignments = []
-    for member_id, _, _ in rows:
-        groups: Dict[str, List[int]] = {}
-        for topic, partition in result[member_id]:
-            groups.setdefault(topic, []).append(partition)
-        assignments.append(codec.SyncGroupRequestAssignment(
-            member_id=member_id, assignment=encode_member_assignment(groups.items(), version)))
-    return assignments
+    return [codec.SyncGroupRequestAssignment(member_id=member_id,
+                                             assignment=encode_member_assignment(result[member_id], version))
+            for member_id, _, _ in rows]
 
 
 def _sync_assignments(group: ArrayGroup, result: ArrayAssignment, version: int, implementation) -> list:

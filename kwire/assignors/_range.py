@@ -421,11 +421,12 @@ def _small_map_order(keys: List[str]) -> List[str]:
     return sorted(keys, key=lambda k: _spread_hash(k) & mask)   # sorted() is stable
 
 
-def small_range(members: List[tuple], counts: Dict[str, int]) -> Optional[MemberAssignments]:
+def small_range(members: List[tuple], counts: Dict[str, int]) -> Optional[Dict[str, List[tuple]]]:
     """Java's RangeAssignor without rack matching (no partition racks) for a small group: ``members`` are
     ``(member_id, group_instance_id, topics)`` in JoinGroup order, ids str and distinct, each ``topics`` a
     tuple of distinct str; ``counts`` checked.  The same rules as :func:`reference_range` (which the array
-    path is held to), in the same order.  None for a group the small path does not take."""
+    path is held to), in the same order, as each member's ``[(topic, [partition, ...]), ...]`` (its
+    Assignment's topics in Java's order).  None for a group the small path does not take."""
     if not members or len(members) > SMALL_GROUP_MEMBERS:
         return None
     by_id = {m[0]: m for m in members}
@@ -436,7 +437,7 @@ def small_range(members: List[tuple], counts: Dict[str, int]) -> Optional[Member
     with_partitions = [t for t in _small_map_order(inserted) if counts.get(t, 0) > 0]
     if sum([counts[t] for t in with_partitions]) > SMALL_GROUP_PARTITIONS:
         return None   # the array path's (it also refuses a total past MAX_PARTITIONS)
-    out: MemberAssignments = {m[0]: [] for m in members}
+    out: Dict[str, List[tuple]] = {m[0]: [] for m in members}
     for t in _small_map_order(with_partitions):
         subscribers = [m for m in in_map if t in m[2]]
         order = member_info_order([m[1] for m in subscribers], [m[0] for m in subscribers])
@@ -444,6 +445,7 @@ def small_range(members: List[tuple], counts: Dict[str, int]) -> Optional[Member
         start = 0
         for k, i in enumerate(order):
             n = quota + 1 if k < extra else quota
-            out[subscribers[i][0]].extend([(t, p) for p in range(start, start + n)])
+            if n:
+                out[subscribers[i][0]].append((t, list(range(start, start + n))))
             start += n
     return out

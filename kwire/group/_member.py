@@ -418,7 +418,7 @@ class ConsumerMember:
             group_id=self.group_id,
             session_timeout_ms=self.session_timeout_ms,
             rebalance_timeout_ms=self.rebalance_timeout_ms if version >= 1 else -1,
-            member_id=self.member_id,
+            member_id=self.generation[1],
             group_instance_id=self.group_instance_id,
             protocol_type="consumer",
             protocols=[JoinGroupRequestProtocol(name=name, metadata=metadata)
@@ -439,7 +439,7 @@ class ConsumerMember:
     def _metadata(self, name):
         # ConsumerCoordinator.metadata(): a v3 Subscription per assignor, topics sorted, owned partitions
         # as held right now (after onJoinPrepare), the current generation, the assignor's userData.
-        generation_id = self.generation_id
+        generation_id = self.generation[0]
         if name == "sticky":
             user_data = StickyAssignorUserData(
                 previous_assignment=_grouped(self._last_assignment, StickyTopicAssignment),
@@ -456,7 +456,7 @@ class ConsumerMember:
 
     def _on_join_prepare(self):
         if self.owned:
-            if self.generation_id == -1 or not self.member_id:
+            if self.generation[0] == -1 or not self.generation[1]:
                 self._out.append(PartitionsLost(self.owned))
                 self.owned = ()
             elif self.protocol == EAGER:
@@ -543,7 +543,7 @@ class ConsumerMember:
                     return self._fail(UNKNOWN_SERVER_ERROR, f"the assignor failed: {exc}")
             version = self.versions[_SYNC]
             self._sync_token = self._send("sync", SyncGroupRequest(
-                group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id,
+                group_id=self.group_id, generation_id=response.generation_id, member_id=response.member_id,
                 group_instance_id=self.group_instance_id,
                 protocol_type="consumer" if version >= 5 else None,
                 protocol_name=self.generation[2] if version >= 5 else None,
