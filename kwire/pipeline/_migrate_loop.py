@@ -141,7 +141,8 @@ class Replay:
             if i < n:
                 next_history = at[i] - self.offset
                 if heap and heap[0][0] < next_history:
-                    if next_history - t > interval2 and self.quiet():
+                    # (in_flight first: quiet() is then not called on the usual busy step)
+                    if next_history - t > interval2 and not self.in_flight and self.quiet():
                         self.skip_steady(t, next_history)
                         continue
                     entry = pop(heap)
@@ -260,7 +261,8 @@ class Replay:
                 self.tick_at = None
                 self.tick(t)
                 self.after_coordinator(t)
-        if self.ledger.open:
+        ledger = self.ledger
+        if ledger.open and not ledger.unowned:   # check_stable's first test, without its call
             self.check_stable(t)
 
     def respond(self, m, token, response, t):
