@@ -330,7 +330,7 @@ class ConsumerMember:
         if entry is None:
             raise GroupProtocolError(f"no request with token {token} is in flight")
         kind, generation = entry
-        expected, on_response = _RESPONSES[kind]
+        expected, on_response = self._RESPONSES[kind]
         if type(response) is not expected and not isinstance(response, expected):
             raise GroupProtocolError(f"token {token} was a {kind} request; got a {type(response).__name__}")
         if self.state not in _ENDED:
@@ -620,6 +620,15 @@ class ConsumerMember:
     def _on_leave(self, token, response, generation, now):
         pass  # best effort, never retried (AbstractCoordinator.maybeLeaveGroup)
 
+    # Each request kind's response type and handler (plain functions here), looked up once per response.
+    _RESPONSES = {
+        "find": (FindCoordinatorResponse, _on_find),
+        "join": (JoinGroupResponse, _on_join),
+        "sync": (SyncGroupResponse, _on_sync),
+        "heartbeat": (HeartbeatResponse, _on_heartbeat),
+        "leave": (LeaveGroupResponse, _on_leave),
+    }
+
     # -- state helpers ----------------------------------------------------------------------------------
 
     def _to(self, target):
@@ -682,13 +691,3 @@ class ConsumerMember:
         name = error_name(error)
         self._to(MemberState.FAILED)
         self._out.append(MemberFailed(GroupMemberFatalError(error, f"{message}: {name}")))
-
-
-# Each request kind's response type and handler, looked up once per response.
-_RESPONSES = {
-    "find": (FindCoordinatorResponse, ConsumerMember._on_find),
-    "join": (JoinGroupResponse, ConsumerMember._on_join),
-    "sync": (SyncGroupResponse, ConsumerMember._on_sync),
-    "heartbeat": (HeartbeatResponse, ConsumerMember._on_heartbeat),
-    "leave": (LeaveGroupResponse, ConsumerMember._on_leave),
-}
