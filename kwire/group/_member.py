@@ -181,11 +181,18 @@ def _sorted_tps(tps):
     return tuple(sorted(tps))
 
 
-def _grouped(tps, cls, field="partitions"):
+def _grouped(tps, cls):
+    """``[cls(topic=..., partitions=[...]), ...]`` of ``(topic, partition)`` pairs, topics and partitions sorted."""
+    if not tps:
+        return []
     topics = {}
     for topic, partition in sorted(tps):
-        topics.setdefault(topic, []).append(partition)
-    return [cls(**{"topic": t, field: ps}) for t, ps in topics.items()]
+        partitions = topics.get(topic)
+        if partitions is None:
+            topics[topic] = [partition]
+        else:
+            partitions.append(partition)
+    return [cls(topic=t, partitions=ps) for t, ps in topics.items()]
 
 
 class ConsumerMember:
