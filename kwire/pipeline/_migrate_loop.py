@@ -141,8 +141,7 @@ class Replay:
             if i < n:
                 next_history = at[i] - self.offset
                 if heap and heap[0][0] < next_history:
-                    # (in_flight first: quiet() is then not called on the usual busy step)
-                    if next_history - t > interval2 and not self.in_flight and self.quiet():
+                    if next_history - t > interval2 and self.quiet():
                         self.skip_steady(t, next_history)
                         continue
                     entry = pop(heap)
@@ -261,8 +260,7 @@ class Replay:
                 self.tick_at = None
                 self.tick(t)
                 self.after_coordinator(t)
-        ledger = self.ledger
-        if ledger.open and not ledger.unowned:   # check_stable's first test, without its call
+        if self.ledger.open:
             self.check_stable(t)
 
     def respond(self, m, token, response, t):
