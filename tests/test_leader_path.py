@@ -249,6 +249,42 @@ def test_leader_path_writes_javas_golden_answers(implementation):
             assert x.assignment == encode_member_assignment(list(groups.items())), case["id"]
 
 
+def test_small_range_groups_take_the_small_path_with_javas_answers(monkeypatch):
+    """A small group under ``range`` with no partition racks and no implementation named is assigned by the
+    small path (``_range.small_range``): Java's golden answers, and the array path's bytes (or its error) for
+    random groups, in both twins."""
+    import kwire.assignors._api as api
+
+    calls = []
+    real = api.small_range
+    monkeypatch.setattr(api, "small_range", lambda *args: calls.append(1) or real(*args))
+    for case in CASES:
+        if case["assignor"] != "range" or case.get("partition_racks"):
+            continue
+        subs = [(m["member_id"], m["group_instance_id"], _golden_subscription_bytes(case, m)) for m in case["members"]]
+        got = leader_assignments("range", join_response(subs), case["partitions_per_topic"])
+        for x in got:
+            groups = {}
+            for t, p in case["expected"][x.member_id]:
+                groups.setdefault(t, []).append(p)
+            assert x.assignment == encode_member_assignment(list(groups.items())), case["id"]
+    golden = len(calls)
+    assert golden
+    rng = random.Random("small range")
+    for _ in range(150):
+        subs, counts, _ = random_group(rng, "range")
+        for implementation in IMPLEMENTATIONS:
+            try:
+                want = leader_assignments("range", join_response(subs), counts, implementation=implementation)
+            except KwireError as exc:
+                with pytest.raises(type(exc)):
+                    leader_assignments("range", join_response(subs), counts)
+                continue
+            got = leader_assignments("range", join_response(subs), counts)
+            assert [(x.member_id, x.assignment) for x in got] == [(x.member_id, x.assignment) for x in want]
+    assert len(calls) > golden
+
+
 def recorded_reads(monkeypatch, implementation):
     """The list of what each call of the leader kernels' Subscription reader is handed."""
     import kwire.assignors._leader as leader

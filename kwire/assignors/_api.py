@@ -24,7 +24,7 @@ from ._arrays import (ArrayAssignment, ArrayGroup, array_assignment_of, checked_
                       required_list)
 from ._leader import ColumnReading, assignment_payloads, join_members_group, member_objects_group, sync_request_frame
 from ._model import MemberAssignments, GroupInput, MemberInput
-from ._range import assign_range, assign_range_many, reference_range
+from ._range import SMALL_GROUP_MEMBERS, assign_range, assign_range_many, reference_range, small_range
 from ._userdata import cooperative_generations, member_input_for, protocol_generations, sticky_claim_columns
 from ._roundrobin import assign_roundrobin, assign_roundrobin_many, reference_roundrobin
 
@@ -444,10 +444,46 @@ def leader_assignments(
     order.  ``java_exact`` as for :func:`assign`."""
     if join_group_response is None:
         raise AssignmentError("leader_assignments needs a JoinGroupResponse, got None")
+    if strategy == "range" and partition_racks is None and implementation is None:
+        small = _small_range_assignments(join_group_response, partitions_per_topic, version)
+        if small is not None:
+            return small
     group = leader_group(strategy, join_group_response, partitions_per_topic, partition_racks=partition_racks,
                          implementation=implementation)
     result = assign_arrays(strategy, group, implementation=implementation, java_exact=java_exact)
     return _sync_assignments(group, result, version, implementation)
+
+
+def _small_range_assignments(join_group_response, partitions_per_topic, version: int) -> Optional[list]:
+    """:func:`leader_assignments` of a small group under the built-in ``range`` (:func:`small_range`), or None
+    for any group it does not take: a large one, one with odd ids or undecodable bytes (the array path then
+    answers, or refuses the input as it always does)."""
+    if get_strategy("range").arrays is not assign_range:
+        return None   # "range" re-registered by the caller
+    members = getattr(join_group_response, "members", None)
+    if type(members) is not list or not members or len(members) > SMALL_GROUP_MEMBERS:
+        return None
+    counts = _counts_of(partitions_per_topic)
+    rows = []
+    for m in members:
+        member_id = getattr(m, "member_id", None)
+        instance_id = getattr(m, "group_instance_id", None)
+        metadata = getattr(m, "metadata", None)
+        if type(member_id) is not str or not (instance_id is None or type(instance_id) is str) or metadata is None:
+            return None
+        try:
+            topics = codec.Subscription.decode(metadata).topics
+        except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
+            return None
+        if topics is None or not all(type(t) is str for t in topics):
+            return None
+        rows.append((member_id, instance_id, tuple(dict.fromkeys(topics))))
+    result = small_range(rows, counts)
+    if result is None:
+        return None
+    return [codec.SyncGroupRequestAssignment(member_id=member_id,
+                                             assignment=encode_member_assignment(result[member_id], version))
+            for member_id, _, _ in rows]
 
 
 def _sync_assignments(group: ArrayGroup, result: ArrayAssignment, version: int, implementation) -> list:

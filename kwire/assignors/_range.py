@@ -16,8 +16,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ._javaorder import (capacity_after, hashmap_buckets, member_info_order, stacked_hashmap_positions,
-                         stacked_name_order, string_hashmap_order, topic_partition_sort_key)
+from ._javaorder import (capacity_after, hashmap_buckets, member_info_order, spread, stacked_hashmap_positions,
+                         stacked_name_order, string_hash, string_hashmap_order, topic_partition_sort_key)
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, fast_string_hashes, load_kernels, segment_starts
 from ._model import MemberAssignments, GroupInput, MemberInput
@@ -386,4 +386,66 @@ def reference_range(group: GroupInput) -> MemberAssignments:
     if rack_aware:
         for tps in out.values():
             tps.sort(key=topic_partition_sort_key)
+    return out
+
+
+# -- the leader's small groups ---------------------------------------------------------------------
+#
+# A group of a few members costs the array path a hundred-odd numpy calls, several times what assigning
+# it takes; a leader assigning such a group (most consumer groups) answers from the reference's rules
+# instead, with each name's String.hashCode remembered across calls.
+
+#: The most members the small path takes; larger groups go to the array path.
+SMALL_GROUP_MEMBERS = 32
+#: The most partitions (of the subscribed topics) the small path assigns.
+SMALL_GROUP_PARTITIONS = 1 << 16
+_HASHES: Dict[str, int] = {}   # name -> spread String.hashCode, bounded by _HASHES_MAX
+_HASHES_MAX = 1 << 16
+
+
+def _spread_hash(name: str) -> int:
+    h = _HASHES.get(name)
+    if h is None:
+        if len(_HASHES) >= _HASHES_MAX:
+            _HASHES.clear()
+        h = _HASHES[name] = spread(string_hash(name))
+    return h
+
+
+def _small_map_order(keys: List[str]) -> List[str]:
+    """Distinct ``keys`` inserted in order into a ``HashMap`` of :func:`capacity_after` their number, in its
+    iteration order (:func:`string_hashmap_order` with remembered hashes): by bucket, then insertion."""
+    if len(keys) <= 1:
+        return list(keys)
+    mask = capacity_after(len(keys)) - 1
+    return sorted(keys, key=lambda k: _spread_hash(k) & mask)   # sorted() is stable
+
+
+def small_range(members: List[tuple], counts: Dict[str, int]) -> Optional[Dict[str, List[tuple]]]:
+    """Java's RangeAssignor without rack matching (no partition racks) for a small group: ``members`` are
+    ``(member_id, group_instance_id, topics)`` in JoinGroup order, ids str and distinct, each ``topics`` a
+    tuple of distinct str; ``counts`` checked.  The same rules as :func:`reference_range` (which the array
+    path is held to), in the same order, as each member's ``[(topic, [partition, ...]), ...]`` (its
+    Assignment's topics in Java's order).  None for a group the small path does not take."""
+    if not members or len(members) > SMALL_GROUP_MEMBERS:
+        return None
+    by_id = {m[0]: m for m in members}
+    if len(by_id) != len(members):
+        return None
+    in_map = [by_id[i] for i in _small_map_order(list(by_id))]
+    inserted = list(dict.fromkeys([t for m in in_map for t in m[2]]))
+    with_partitions = [t for t in _small_map_order(inserted) if counts.get(t, 0) > 0]
+    if sum([counts[t] for t in with_partitions]) > SMALL_GROUP_PARTITIONS:
+        return None   # the array path's (it also refuses a total past MAX_PARTITIONS)
+    out: Dict[str, List[tuple]] = {m[0]: [] for m in members}
+    for t in _small_map_order(with_partitions):
+        subscribers = [m for m in in_map if t in m[2]]
+        order = member_info_order([m[1] for m in subscribers], [m[0] for m in subscribers])
+        quota, extra = divmod(counts[t], len(order))
+        start = 0
+        for k, i in enumerate(order):
+            n = quota + 1 if k < extra else quota
+            if n:
+                out[subscribers[i][0]].append((t, list(range(start, start + n))))
+            start += n
     return out

@@ -327,7 +327,7 @@ class ClassicRebalance:
                     if fields is None:
                         fields = follower_fields[version] = self._join_fields(group, version)
                     response = JoinGroupResponse(member_id=member_id, **fields)
-                out.append(Reply(parked[0], version, response))
+                out.append(_new_tuple(Reply, (parked[0], version, response)))
             schedule((_SESSION, gid, member_id), now + member.session_timeout_ms)
             member.is_new = False
         group.awaiting_join = 0
@@ -399,23 +399,30 @@ class ClassicRebalance:
         self._out.append(_new_tuple(Reply, (ctx.handle, version, HeartbeatResponse(error_code=error))))
 
     def _heartbeat_error(self, req, version, now):
-        if not req.group_id:
+        group_id = req.group_id
+        if not group_id:
             return INVALID_GROUP_ID
-        group = self._groups.get(req.group_id)
+        group = self._groups.get(group_id)
         if group is None:
             return UNKNOWN_MEMBER_ID
-        error = _HEARTBEAT_REFUSED_IN.get(group.state)
+        state = group.state
+        error = _HEARTBEAT_REFUSED_IN.get(state)
         if error is not None:
             return error
-        error = group.validate_member(req.member_id, req.group_instance_id if version >= 3 else None)
-        if error:
-            return error
+        member_id = req.member_id
+        instance_id = req.group_instance_id if version >= 3 else None
+        if instance_id is not None:
+            error = group.validate_member(member_id, instance_id)
+            if error:
+                return error
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER_ID   # validate_member's answer for a dynamic member
         if req.generation_id != group.generation_id:
             return ILLEGAL_GENERATION
-        answer = _HEARTBEAT_ANSWER_IN[group.state]
+        answer = _HEARTBEAT_ANSWER_IN[state]
         if answer != UNKNOWN_MEMBER_ID:
-            member = group.members[req.member_id]
-            self._arm_session(group, req.member_id, now + member.session_timeout_ms)
+            self._timers.schedule((_SESSION, group_id, member_id), now + member.session_timeout_ms)
         return answer
 
     # -- LeaveGroup (GroupMetadataManager.classicGroupLeave) ---------------------------------------------
@@ -547,7 +554,7 @@ class ClassicRebalance:
             self._timers.cancel((_SESSION, group.group_id, member_id))
 
     def _reply_join(self, parked, response):
-        self._out.append(Reply(parked[0], parked[1], response))
+        self._out.append(_new_tuple(Reply, parked + (response,)))
 
     def _reply_sync(self, parked, error, group=None, assignment=b""):
         version = parked[1]
@@ -556,7 +563,7 @@ class ClassicRebalance:
         else:
             response = SyncGroupResponse(error_code=NONE, protocol_type=group.protocol_type,
                                          protocol_name=group.protocol_name, assignment=assignment)
-        self._out.append(Reply(parked[0], version, response))
+        self._out.append(_new_tuple(Reply, (parked[0], version, response)))
 
     @staticmethod
     def _join_error(version, error, member_id):

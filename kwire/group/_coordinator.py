@@ -83,6 +83,8 @@ def _random_member_id(prefix):
     return f"{prefix}-{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
+_CONSUMER_REQUESTS = frozenset({ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest})
+
 CLASSIC_GROUP_TYPE = "classic"   # ListGroups v5's GroupType of a classic group
 
 # The classic settings under Kafka's broker config names (GroupCoordinatorConfig), and the keyword each sets.
@@ -167,6 +169,11 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
             classic_group_lookup=self._classic_group_lookup, classic_group_remove=self._classic_group_remove,
             groups=self._consumer_groups, classic_group_convert=self._classic_group_convert,
             classic_group_downgrade=self._consumer_group_downgrade)
+        self._consumer_may_be_due = self._consumer.may_be_due
+        # The consumer side holds no group and arms no timer before the first consumer-protocol request (or a
+        # caller reaching it through set_topics or the consumer property): until then a classic request or
+        # tick skips asking it for timers.
+        self._consumer_active = False
         self._out = []
         self._handlers = {
             JoinGroupRequest: self._join_group_routed,
@@ -200,7 +207,10 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         self._now_ms = now
         if self._timers.may_be_due(now):
             self._fire_due(now)
-        self._fire_consumer_due(now)
+        if self._consumer_active or type(request) in _CONSUMER_REQUESTS:
+            self._consumer_active = True
+            if self._consumer_may_be_due(now):
+                self._fire_consumer_due(now)
         # tuple.__new__ skips the namedtuple's Python-level __new__, a sixth of a Heartbeat's cost otherwise.
         handler(request, _new_tuple(RequestContext, (handle, version, now, client_id, client_host)))
         out = self._out
@@ -211,12 +221,16 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         """Fire every timer due at ``now`` (both protocols'); return the replies that became ready."""
         self._now_ms = now
         self._fire_due(now)
-        self._fire_consumer_due(now)
+        if self._consumer_active:
+            self._fire_consumer_due(now)
         return self._drain()
 
     def next_deadline(self):
         """The time (ms) at which :meth:`tick` has work to do, or None if no timer is armed."""
-        mine, theirs = self._timers.next_deadline(), self._consumer.next_deadline()
+        mine = self._timers.next_deadline()
+        if not self._consumer_active:
+            return mine
+        theirs = self._consumer.next_deadline()
         if mine is None or theirs is None:
             return theirs if mine is None else mine
         return min(mine, theirs)
@@ -226,12 +240,14 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         server calls it whenever a topic is created, grows or is deleted.  Consumer groups subscribed to a
         changed topic refresh their metadata, and bump their epoch, on their next heartbeat
         (``GroupMetadataManager.onNewMetadataImage``).  Returns the ids of those groups."""
+        self._consumer_active = True
         return self._consumer.set_topics(topics)
 
     @property
     def consumer(self):
         """The :class:`ConsumerGroupCoordinator` that runs the consumer-protocol groups (inspection: its
         ``group(id)``, ``assignments_computed``, ``config``)."""
+        self._consumer_active = True
         return self._consumer
 
     def unload_group(self, group_id, now):
@@ -274,6 +290,17 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         if group_id in self._groups:
             return CLASSIC_GROUP_TYPE
         return CONSUMER_GROUP_TYPE if group_id in self._consumer_groups else None
+
+    def group_state(self, group_id):
+        """The classic group's :class:`GroupState`, or None for a group this coordinator does not have: what
+        :meth:`describe_group` says of the state, without building the view."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.state
+
+    def has_member(self, group_id, member_id):
+        """Whether the classic group ``group_id`` has the member ``member_id`` (joined, not pending)."""
+        group = self._groups.get(group_id)
+        return group is not None and member_id in group.members
 
     def describe_group(self, group_id):
         """A :class:`GroupView`, or None for a group this coordinator does not have (DescribeGroups then

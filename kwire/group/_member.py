@@ -98,6 +98,8 @@ _ENDED = (MemberState.CLOSED, MemberState.FAILED)
 # Heartbeats run from the JoinGroup response until the member leaves the generation (Java's heartbeat
 # thread is enabled in onJoinComplete's lead-up and disabled on every path out).
 _HEARTBEATING = frozenset({MemberState.COMPLETING_REBALANCE, MemberState.STABLE})
+_STABLE = MemberState.STABLE
+_new_tuple = tuple.__new__  # builds a namedtuple from a tuple without its Python-level __new__
 
 EAGER = "EAGER"
 COOPERATIVE = "COOPERATIVE"
@@ -179,11 +181,18 @@ def _sorted_tps(tps):
     return tuple(sorted(tps))
 
 
-def _grouped(tps, cls, field="partitions"):
+def _grouped(tps, cls):
+    """``[cls(topic=..., partitions=[...]), ...]`` of ``(topic, partition)`` pairs, topics and partitions sorted."""
+    if not tps:
+        return []
     topics = {}
     for topic, partition in sorted(tps):
-        topics.setdefault(topic, []).append(partition)
-    return [cls(**{"topic": t, field: ps}) for t, ps in topics.items()]
+        partitions = topics.get(topic)
+        if partitions is None:
+            topics[topic] = [partition]
+        else:
+            partitions.append(partition)
+    return [cls(topic=t, partitions=ps) for t, ps in topics.items()]
 
 
 class ConsumerMember:
@@ -246,6 +255,7 @@ class ConsumerMember:
         self._heartbeat_due = 0
         self._heartbeat_attempts = 0
         self._session_deadline = None
+        self._metadata_cache = None        # (what the Subscriptions were written from, their bytes)
 
     # -- properties a caller reads ----------------------------------------------------------------------
 
@@ -265,17 +275,22 @@ class ConsumerMember:
 
     def poll(self, now):
         """Advance timers and return everything to send or report now, in order."""
-        if self.state in _ENDED:
+        state = self.state
+        if state in _ENDED:
             return self._drain()
-        if self._heartbeat_enabled and self._session_deadline is not None and now >= self._session_deadline:
-            # No successful heartbeat for a whole session: the coordinator is presumed gone (the
-            # generation is kept; the coordinator decides whether the member still belongs).
-            self._coordinator_unknown(now, backoff=False)
+        if self._heartbeat_enabled:
+            deadline = self._session_deadline
+            if deadline is not None and now >= deadline:
+                # No successful heartbeat for a whole session: the coordinator is presumed gone (the
+                # generation is kept; the coordinator decides whether the member still belongs).
+                self._coordinator_unknown(now, backoff=False)
+                state = self.state
         if self.coordinator is None:
             if self._find_token is None and now >= self._retry_at:
                 self._send_find_coordinator()
             return self._drain()
-        if self._joined_topics is not None and self._joined_topics != self.topics and self.state == MemberState.STABLE:
+        joined = self._joined_topics
+        if state == _STABLE and joined is not None and joined != self.topics:
             self._request_rejoin()
         if self._rejoin_needed and self._join_token is None and self._sync_token is None and now >= self._retry_at:
             if self._needs_join_prepare:
@@ -285,29 +300,36 @@ class ConsumerMember:
         if (self._heartbeat_enabled and self._heartbeat_token is None and self._join_token is None
                 and now >= self._heartbeat_due):
             self._heartbeat_due = now + self.heartbeat_interval_ms
+            version = self.versions[_HEARTBEAT]
+            generation = self.generation
             self._heartbeat_token = self._send(
                 "heartbeat",
-                HeartbeatRequest(group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id,
-                                 group_instance_id=self.group_instance_id if self.versions[_HEARTBEAT] >= 3 else None),
-                self.versions[_HEARTBEAT])
-        return self._drain()
+                HeartbeatRequest(group_id=self.group_id, generation_id=generation[0], member_id=generation[1],
+                                 group_instance_id=self.group_instance_id if version >= 3 else None),
+                version)
+        out = self._out
+        self._out = []
+        return out
 
     def next_deadline(self):
         """When :meth:`poll` next has something to do (ms), or None while only waiting for responses."""
         if self.state in _ENDED:
             return None
-        times = []
+        at = None
         if self.coordinator is None:
             if self._find_token is None:
-                times.append(self._retry_at)
+                at = self._retry_at
         elif self._rejoin_needed and self._join_token is None and self._sync_token is None:
-            times.append(self._retry_at)
+            at = self._retry_at
         if self._heartbeat_enabled:
             if self._heartbeat_token is None and self._join_token is None:
-                times.append(self._heartbeat_due)
-            if self._session_deadline is not None:
-                times.append(self._session_deadline)
-        return min(times) if times else None
+                due = self._heartbeat_due
+                if at is None or due < at:
+                    at = due
+            due = self._session_deadline
+            if due is not None and (at is None or due < at):
+                at = due
+        return at
 
     def receive(self, token, response, now):
         """Process the response to the request sent with ``token``; returns :meth:`poll`'s outputs."""
@@ -315,12 +337,11 @@ class ConsumerMember:
         if entry is None:
             raise GroupProtocolError(f"no request with token {token} is in flight")
         kind, generation = entry
-        expected = {"find": FindCoordinatorResponse, "join": JoinGroupResponse, "sync": SyncGroupResponse,
-                    "heartbeat": HeartbeatResponse, "leave": LeaveGroupResponse}[kind]
-        if not isinstance(response, expected):
+        expected, on_response = self._RESPONSES[kind]
+        if type(response) is not expected and not isinstance(response, expected):
             raise GroupProtocolError(f"token {token} was a {kind} request; got a {type(response).__name__}")
         if self.state not in _ENDED:
-            getattr(self, "_on_" + kind)(token, response, generation, now)
+            on_response(self, token, response, generation, now)
         return self.poll(now)
 
     def request_failed(self, token, now):
@@ -379,7 +400,8 @@ class ConsumerMember:
         self._tokens += 1
         token = self._tokens
         self._inflight[token] = (kind, self.generation)
-        self._out.append(Send(token, request, version, to_coordinator))
+        # tuple.__new__ skips the namedtuple's Python-level __new__: a Send goes out with every request.
+        self._out.append(_new_tuple(Send, (token, request, version, to_coordinator)))
         return token
 
     def _drain(self):
@@ -403,18 +425,28 @@ class ConsumerMember:
             group_id=self.group_id,
             session_timeout_ms=self.session_timeout_ms,
             rebalance_timeout_ms=self.rebalance_timeout_ms if version >= 1 else -1,
-            member_id=self.member_id,
+            member_id=self.generation[1],
             group_instance_id=self.group_instance_id,
             protocol_type="consumer",
-            protocols=[JoinGroupRequestProtocol(name=name, metadata=self._metadata(name)) for name in self.assignors],
+            protocols=[JoinGroupRequestProtocol(name=name, metadata=metadata)
+                       for name, metadata in zip(self.assignors, self._all_metadata())],
             reason=None,
         )
         self._join_token = self._send("join", request, version)
 
+    def _all_metadata(self):
+        """Each assignor's Subscription bytes.  A JoinGroup sent again with nothing they hold changed (the
+        one after MEMBER_ID_REQUIRED, a retry) carries the bytes already written."""
+        key = (self.assignors, self.topics, self.owned, self.generation[0], self.rack_id, self._last_assignment)
+        cached = self._metadata_cache
+        if cached is None or cached[0] != key:
+            cached = self._metadata_cache = (key, [self._metadata(name) for name in self.assignors])
+        return cached[1]
+
     def _metadata(self, name):
         # ConsumerCoordinator.metadata(): a v3 Subscription per assignor, topics sorted, owned partitions
         # as held right now (after onJoinPrepare), the current generation, the assignor's userData.
-        generation_id = self.generation_id
+        generation_id = self.generation[0]
         if name == "sticky":
             user_data = StickyAssignorUserData(
                 previous_assignment=_grouped(self._last_assignment, StickyTopicAssignment),
@@ -431,7 +463,7 @@ class ConsumerMember:
 
     def _on_join_prepare(self):
         if self.owned:
-            if self.generation_id == -1 or not self.member_id:
+            if self.generation[0] == -1 or not self.generation[1]:
                 self._out.append(PartitionsLost(self.owned))
                 self.owned = ()
             elif self.protocol == EAGER:
@@ -453,11 +485,13 @@ class ConsumerMember:
             assignment = Assignment.decode(assignment_bytes)
         except KwireError as exc:
             return self._fail(UNKNOWN_SERVER_ERROR, f"undecodable assignment: {exc}")
-        assigned = _sorted_tps((tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions)
-        subscribed = set(self.topics)
-        if any(topic not in subscribed for topic, _ in assigned):
+        topics = [tp.topic for tp in assignment.assigned_partitions if tp.partitions]
+        if not set(topics).issubset(self.topics):
             self._request_rejoin()
             return
+        assigned = [(tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions]
+        assigned.sort()
+        assigned = tuple(assigned)
         owned = set(self.owned)
         if self.protocol == COOPERATIVE:
             revoked = _sorted_tps(owned.difference(assigned))
@@ -468,8 +502,9 @@ class ConsumerMember:
         added = _sorted_tps(set(assigned).difference(owned))
         self.owned = assigned
         self._last_assignment = assigned
-        self._out.append(PartitionsAssigned(added))
-        self._out.append(GroupJoined(self.generation_id, self.member_id, self.leader_id, self.generation[2], assigned))
+        generation = self.generation
+        self._out += (_new_tuple(PartitionsAssigned, (added,)),
+                      _new_tuple(GroupJoined, (generation[0], generation[1], self.leader_id, generation[2], assigned)))
 
     # -- responses --------------------------------------------------------------------------------------
 
@@ -515,7 +550,7 @@ class ConsumerMember:
                     return self._fail(UNKNOWN_SERVER_ERROR, f"the assignor failed: {exc}")
             version = self.versions[_SYNC]
             self._sync_token = self._send("sync", SyncGroupRequest(
-                group_id=self.group_id, generation_id=self.generation_id, member_id=self.member_id,
+                group_id=self.group_id, generation_id=response.generation_id, member_id=response.member_id,
                 group_instance_id=self.group_instance_id,
                 protocol_type="consumer" if version >= 5 else None,
                 protocol_name=self.generation[2] if version >= 5 else None,
@@ -591,6 +626,15 @@ class ConsumerMember:
 
     def _on_leave(self, token, response, generation, now):
         pass  # best effort, never retried (AbstractCoordinator.maybeLeaveGroup)
+
+    # Each request kind's response type and handler (plain functions here), looked up once per response.
+    _RESPONSES = {
+        "find": (FindCoordinatorResponse, _on_find),
+        "join": (JoinGroupResponse, _on_join),
+        "sync": (SyncGroupResponse, _on_sync),
+        "heartbeat": (HeartbeatResponse, _on_heartbeat),
+        "leave": (LeaveGroupResponse, _on_leave),
+    }
 
     # -- state helpers ----------------------------------------------------------------------------------
 

@@ -24,14 +24,19 @@ from collections import OrderedDict
 EXPIRE = "expire"
 
 
-class GroupRegistry:
-    """Groups by id.  ``tear_down(group, now)`` is the coordinator's: it ends a group being deleted (its
-    state, its timers); the registry then forgets it.  ``timers`` is the coordinator's :class:`Timers`."""
+class GroupRegistry(dict):
+    """Groups by id (a dict of id -> group, so that looking one up costs no Python call).  ``tear_down(group,
+    now)`` is the coordinator's: it ends a group being deleted (its state, its timers); the registry then
+    forgets it.  ``timers`` is the coordinator's :class:`Timers`.
 
-    __slots__ = ("_groups", "_idle", "_timers", "_tear_down", "offsets", "max_groups", "retention_ms")
+    ``registry[group_id] = group`` adds a group made elsewhere outside the cap: a consumer group created by
+    its first member's heartbeat, which exists only while a member's session lasts or offsets keep it.
+    ``del registry[group_id]`` is :meth:`pop`."""
+
+    __slots__ = ("_idle", "_timers", "_tear_down", "offsets", "max_groups", "retention_ms")
 
     def __init__(self, timers, offsets, tear_down, *, max_groups=None, empty_group_retention_ms=600_000):
-        self._groups = {}
+        super().__init__()
         self._idle = OrderedDict()   # ids of idle groups, oldest first
         self._timers = timers
         self._tear_down = tear_down
@@ -39,47 +44,28 @@ class GroupRegistry:
         self.max_groups = max_groups
         self.retention_ms = empty_group_retention_ms
 
-    def __len__(self):
-        return len(self._groups)
-
-    def __contains__(self, group_id):
-        return group_id in self._groups
-
-    def __iter__(self):
-        return iter(self._groups)
-
-    def __setitem__(self, group_id, group):
-        """Add a group made elsewhere (a consumer group created by its first member's heartbeat), outside the
-        cap: such a group exists only while a member's session lasts or offsets keep it."""
-        self._groups[group_id] = group
-
     def __delitem__(self, group_id):
         self.pop(group_id)
 
-    def get(self, group_id):
-        return self._groups.get(group_id)
-
     def ids(self):
-        return list(self._groups)
-
-    def values(self):
-        return self._groups.values()
+        return list(self)
 
     def create(self, group_id, make, now):
         """A new group ``make(group_id, now)``, or None if the cap is reached and no group is idle."""
-        if self.max_groups is not None and len(self._groups) >= self.max_groups:
+        if self.max_groups is not None and len(self) >= self.max_groups:
             if not self._idle:
                 return None
             oldest, _ = self._idle.popitem(last=False)
             self.delete(oldest, now)
-        group = self._groups[group_id] = make(group_id, now)
+        group = make(group_id, now)
+        dict.__setitem__(self, group_id, group)
         return group
 
     def pop(self, group_id):
         """Forget a group without the lifetime rule (the coordinator stopped owning it)."""
         self._idle.pop(group_id, None)
         self._timers.cancel((EXPIRE, group_id))
-        return self._groups.pop(group_id, None)
+        return dict.pop(self, group_id, None)
 
     def delete(self, group_id, now):
         group = self.pop(group_id)
@@ -88,14 +74,15 @@ class GroupRegistry:
 
     def settle(self, group_id, now):
         """Apply the lifetime rule to ``group_id`` after something may have changed it."""
-        group = self._groups.get(group_id)
+        group = self.get(group_id)
         if group is None:
             return
-        key = (EXPIRE, group_id)
         if group.has_members or group_id in self.offsets:
-            if self._idle.pop(group_id, 0) is None:
-                self._timers.cancel(key)
+            if group_id in self._idle:
+                del self._idle[group_id]
+                self._timers.cancel((EXPIRE, group_id))
             return
+        key = (EXPIRE, group_id)
         if group_id not in self._idle:
             self._idle[group_id] = None
         if group.has_pending_members:
@@ -107,7 +94,7 @@ class GroupRegistry:
 
     def expire(self, group_id, now):
         """The ``("expire", group_id)`` timer fired: delete the group if it is still idle."""
-        group = self._groups.get(group_id)
+        group = self.get(group_id)
         if group is not None and group_id in self._idle and not group.has_members \
                 and not group.has_pending_members and group_id not in self.offsets:
             self.delete(group_id, now)

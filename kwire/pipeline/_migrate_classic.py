@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 
 from kwire.codec import Coordinator, FindCoordinatorResponse
-from kwire.group import ConsumerMember, GroupCoordinator, MemberState
+from kwire.group import ConsumerMember, GroupCoordinator, GroupState, MemberState
 from kwire.pipeline._membership import MembershipHistory
 from kwire.pipeline._migrate_ledger import SimulatedStall
 from kwire.pipeline._migrate_loop import RESPOND, Replay
@@ -36,6 +36,7 @@ CLASSIC_HEARTBEAT_INTERVAL_MS = 3000
 INITIAL_REBALANCE_DELAY_MS = 3000
 
 _STEADY = MemberState.STABLE
+_SETTLED = (None, GroupState.STABLE, GroupState.EMPTY)
 
 
 def simulate_classic(history: MembershipHistory, *, cooperative=False,
@@ -68,49 +69,64 @@ class ClassicReplay(Replay):
         return ConsumerMember(h.group_id, topic_names, assignors=self.assignors, client_id=key,
                               session_timeout_ms=session, rebalance_timeout_ms=int(h.rebalance_timeout_ms),
                               heartbeat_interval_ms=int(self.interval), partitions_per_topic=self.counts,
-                              rng=random.Random(index))
+                              rng=_LazyRandom(index))
 
     def send(self, m, out, t):
         if out.to_coordinator:
-            self.request(m, out.token, (out.request, out.version), t)
+            self.request(m, out.token, out, t)   # the Send itself carries the request and its version
             return
         # FindCoordinator: answered after the member's whole latency, by the replay.
         self.in_flight += 1
         self.push(t + m.latency, RESPOND, m, out.token, _found(out.request, out.version))
 
-    def deliver(self, m, token, payload, t):
-        request, version = payload
-        self.route(self.coordinator.handle((m, token), request, version, t, client_id=m.key), t)
-        self.expelled()
+    def deliver(self, m, token, out, t):
+        self.route(self.coordinator.handle((m, token), out.request, out.version, t, client_id=m.key), t)
+        if self.silent:
+            self.expelled()
 
     def tick(self, t):
         self.route(self.coordinator.tick(t), t)
-        self.expelled()
+        if self.silent:
+            self.expelled()
 
     def route(self, replies, t):
+        respond = self.respond
         for reply in replies:
             m, token = reply.handle
-            self.respond(m, token, reply.response, t)
+            respond(m, token, reply.response, t)
 
     def silent_id(self, m):
         return m.machine.member_id or None
 
     def expelled(self):
         """Forget the crashed members the coordinator no longer has (their session ran out)."""
-        if self.silent:
-            view = self.coordinator.describe_group(self.h.group_id)
-            present = {member.member_id for member in view.members} if view is not None else set()
-            self.silent.intersection_update(present)
+        has_member, group_id = self.coordinator.has_member, self.h.group_id
+        self.silent.difference_update([member_id for member_id in self.silent if not has_member(group_id, member_id)])
 
     def leave(self, m, t):
         return m.machine.close(t)
 
     def settled(self):
-        view = self.coordinator.describe_group(self.h.group_id)
-        return view is None or view.state in ("Stable", "Empty")
+        return self.coordinator.group_state(self.h.group_id) in _SETTLED
 
     def steady(self, m):
         return m.machine.state == _STEADY
+
+
+class _LazyRandom:
+    """``random.Random(seed)`` made on its first use: a member draws from it only to back off after an
+    error, and seeding one costs half of making the member."""
+
+    __slots__ = ("seed", "rng")
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.rng = None
+
+    def uniform(self, a, b):
+        if self.rng is None:
+            self.rng = random.Random(self.seed)
+        return self.rng.uniform(a, b)
 
 
 def _found(request, version):
