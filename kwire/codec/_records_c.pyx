@@ -25,6 +25,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.limits cimport LLONG_MAX, LLONG_MIN
+
 from libc.string cimport memcmp, memcpy
 
 include "_records_wire.pxi"

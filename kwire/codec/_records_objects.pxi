@@ -71,7 +71,7 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
     for i in range(count):
         rd_varint(b, &pos, limit, &n)
         h = Header.__new__(Header)
-        if i < k.n and k.len[i] == n and memcmp(k.p[i], b + pos, n) == 0:
+        if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
             h.key = <object>PyTuple_GET_ITEM(w.keys, i)
         else:
             h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
@@ -82,7 +82,7 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
         elif i < KEYS_MAX:
             prev = w.values[i]
             if not (prev != NULL and PyBytes_GET_SIZE(<object>prev) == n
-                    and memcmp(PyBytes_AS_STRING(<object>prev), b + pos, n) == 0):
+                    and same_bytes(PyBytes_AS_STRING(<object>prev), b + pos, n)):
                 value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
                 Py_INCREF(value)
                 Py_XDECREF(prev)
