@@ -19,7 +19,7 @@ and ``compress``, over cramjam and zlib).
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.list cimport PyList_Append, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromLongLong
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
@@ -226,8 +226,10 @@ cdef enum:
 
 
 cdef struct _Keys:
-    # The UTF-8 of the batch's remembered header keys: the bytes a str keeps with it, valid while the str lives.
+    # The batch's remembered header keys (str, owned) and their UTF-8: the bytes a str keeps with it, valid while
+    # the str lives.
     int n
+    PyObject* obj[KEYS_MAX]
     const char* p[KEYS_MAX]
     Py_ssize_t len[KEYS_MAX]
 
@@ -248,7 +250,7 @@ cdef class _Records:
     cdef object last_ts_o
     # The header keys of the batch's first record with headers (see _read_headers), and the header values of the
     # record before, shared with the next record when its bytes are the same (bytes are immutable).
-    cdef tuple keys
+    cdef bint keys_read
     cdef _Keys k
     cdef PyObject* values[KEYS_MAX]
     cdef bint done
@@ -257,6 +259,8 @@ cdef class _Records:
         cdef int i
         for i in range(KEYS_MAX):
             Py_XDECREF(self.values[i])
+        for i in range(self.k.n):
+            Py_XDECREF(self.k.obj[i])
 
     def __iter__(self):
         return self
@@ -302,8 +306,9 @@ cdef class _Records:
         rec.value = None if r.value_len < 0 else PyBytes_FromStringAndSize(
             <const char*>self.b + r.value_pos, r.value_len)
         if r.hdr_count:
-            if self.keys is None:
-                self.keys = _batch_keys(self.b, r.hdr_pos, r.hdr_end, r.hdr_count, &self.k)
+            if not self.keys_read:
+                _batch_keys(self.b, r.hdr_pos, r.hdr_end, r.hdr_count, &self.k)
+                self.keys_read = True
             rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count)
         else:
             rec.headers = ()
@@ -479,7 +484,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
                 w.finish()
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
-        out.append(_info(pos, &h))
+        PyList_Append(out, _info(pos, &h))  # BatchList keeps list's append: no method lookup per batch
         pos += LOG_OVERHEAD + h.length
         index += 1
     out.end = pos
@@ -520,7 +525,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
             batch.lazy_index, batch.lazy_limit = index, limit
         else:
             batch.record_list = records
-        out.append(batch)
+        PyList_Append(out, batch)
         pos += LOG_OVERHEAD + h.length
         index += 1
     out.end = pos

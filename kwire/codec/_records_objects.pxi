@@ -56,8 +56,7 @@ cdef class Header:
 cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count):
     """The headers of a record the walk has already checked: a tuple of Header.
 
-    ``w.keys`` holds the header keys of the batch's first record that has headers, as str (their UTF-8 in
-    ``w.k``): a producer usually sends the same keys in the same order on every record, so the i-th key is first
+    ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8: a producer usually sends the same keys in the same order on every record, so the i-th key is first
     compared with the i-th of those, and the str is shared when the bytes are the same (str is immutable).  A
     header value with the same bytes as the previous record's i-th is shared the same way (bytes are immutable):
     a producer's fixed headers, such as a source or a content type, then cost no allocation."""
@@ -72,7 +71,7 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
         rd_varint(b, &pos, limit, &n)
         h = Header.__new__(Header)
         if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
-            h.key = <object>PyTuple_GET_ITEM(w.keys, i)
+            h.key = <object>k.obj[i]
         else:
             h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
         pos += n
@@ -100,10 +99,11 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
     return out
 
 
-cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, _Keys* k):
-    """The keys of one record's headers (checked by the walk), as str: the batch's guess at its header keys."""
+cdef int _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count,
+                     _Keys* k) except -1:
+    """The keys of one record's headers (checked by the walk), as str, into ``k``: the batch's guess at its header
+    keys."""
     cdef int32_t i, n = 0
-    cdef list out = []
     rd_varint(b, &pos, limit, &n)
     k.n = 0
     for i in range(min(count, KEYS_MAX)):
@@ -113,13 +113,14 @@ cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit,
             k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a key with a lone surrogate has no UTF-8: not shared
         except UnicodeEncodeError:
             break
-        out.append(key)
+        Py_INCREF(key)
+        k.obj[i] = <PyObject*>key
         k.n = i + 1
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n > 0:
             pos += n
-    return tuple(out)
+    return 0
 
 
 @cython.no_gc
