@@ -222,7 +222,7 @@ cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t
 
 
 cdef enum:
-    KEYS_MAX = 16  # header keys of a batch remembered (see _read_headers)
+    KEYS_MAX = 8  # header keys and values of a batch remembered (see _read_headers); the walk stays a small object
 
 
 cdef struct _Keys:
