@@ -342,11 +342,8 @@ def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
 
 def read_record_batches(data, *, check_crc=True, allow_partial_tail=False,
                         max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
-    """Every batch in ``data`` as a :class:`RecordBatch` whose records are decoded as its loop reaches them
-    (``for record in batch``), each checked as :func:`decode_record_batches` checks it; ``batch.records``
-    decodes them all.  The headers and CRCs of every batch are checked before it returns.
-
-    Input that is not ``bytes`` is copied once first; the batches keep the bytes until their records are made."""
+    """The batches of ``data``, headers and CRCs checked, their records left in the bytes (a copy, unless ``data``
+    is ``bytes``) for each batch's loop or ``records`` to decode and check (docs/RECORDS.md, "Reading records")."""
     if type(data) is not bytes:
         data = bytes(_view(data))
 
