@@ -148,6 +148,8 @@ def test_a_bad_record_raises_what_decode_raises_after_the_good_ones(case):
         # batch.records raises the same, and again when read again (nothing half-made is kept).
         assert _error(lambda: batches[1].records) == expected
         assert _error(lambda: batches[1].records) == expected
+        assert _error(lambda: batches[1].encode()) == expected
+        assert _error(lambda: batches[1] == batches[1]) == expected
         seen.append(expected)
     assert all(s == seen[0] for s in seen), seen
 
