@@ -179,3 +179,54 @@ def test_compressed_records_that_do_not_decompress_fail_when_the_loop_starts(cod
         assert _error(lambda: batch.records) == expected
         seen.append(expected)
     assert all(s == seen[0] for s in seen), seen
+
+
+# --- What the loop reuses -----------------------------------------------------------------------------------------
+# The compiled loop refills a record it gave two steps before when nothing else holds it (nor its headers tuple,
+# nor a header): whatever a caller keeps must never change.
+
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_what_a_caller_keeps_is_never_changed_by_later_steps(R, codec):
+    data = R.RecordBatch(_records(R, 200), compression=codec).encode()
+    expected = [_fields(r) for r in R.decode_record_batches(data)[0].records]
+    kept_records, kept_headers, kept_header, kept_fields = {}, {}, {}, {}
+    previous = None
+    for i, r in enumerate(R.read_record_batches(data)[0]):
+        assert _fields(r) == expected[i]
+        assert previous is None or _fields(previous) == expected[i - 1]  # the record before is still whole
+        if i % 7 == 0:
+            kept_records[i] = r
+        elif i % 7 == 1:
+            kept_headers[i] = r.headers
+        elif i % 7 == 2 and r.headers:
+            kept_header[i] = r.headers[-1]
+        elif i % 7 == 3:
+            kept_fields[i] = (r.offset, r.timestamp, r.key, r.value)
+        previous = r
+    for i, r in kept_records.items():
+        assert _fields(r) == expected[i]
+    for i, headers in kept_headers.items():
+        assert tuple((h.key, h.value) for h in headers) == expected[i][4]
+    for i, h in kept_header.items():
+        assert (h.key, h.value) == expected[i][4][-1]
+    for i, f in kept_fields.items():
+        assert f == expected[i][:4]
+
+
+def test_records_changed_by_the_caller_and_dropped_come_back_whole(R):
+    data = R.RecordBatch(_records(R, 50)).encode()
+    expected = [_fields(r) for r in R.decode_record_batches(data)[0].records]
+    got = []
+    for r in R.read_record_batches(data)[0]:
+        got.append(_fields(r))
+        r.key, r.value, r.offset = b"changed", None, -5
+        if r.headers:
+            r.headers[0].value = b"changed"
+            r.headers = (R.Header("own", b"x"), 1) if len(got) % 2 else r.headers
+    assert got == expected
+    assert [_fields(r) for r in R.read_record_batches(data)[0]] == expected
+    # Two loops over one batch at once, and records gathered by list(): each record its own object.
+    batch = R.read_record_batches(data)[0]
+    assert [(_fields(a), _fields(b)) for a, b in zip(batch, batch)] == [(e, e) for e in expected]
+    records = list(batch)
+    assert len({id(r) for r in records}) == len(records) and [_fields(r) for r in records] == expected

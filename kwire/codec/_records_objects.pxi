@@ -53,23 +53,37 @@ cdef class Header:
         refuse_deletion(self, name)
 
 
-cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count):
+cdef bint _reusable(PyObject* t, int32_t count) noexcept:
+    """Whether ``t``, a recycled record's headers, can be refilled in place: a tuple of ``count`` Headers that
+    nothing but the record holds (see _Records.recycled)."""
+    cdef Py_ssize_t i
+    if refcount(t) != 1 or type_of(t) != <PyObject*>tuple or PyTuple_GET_SIZE(<object>t) != count:
+        return False
+    for i in range(count):
+        item = PyTuple_GET_ITEM(<object>t, i)
+        if refcount(item) != 1 or type_of(item) != <PyObject*>Header:
+            return False
+    return True
+
+
+cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count, bint reuse, Record rec):
     """The headers of a record the walk has already checked: a tuple of Header.
 
     ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8: a producer usually sends the same keys in the same order on every record, so the i-th key is first
     compared with the i-th of those, and the str is shared when the bytes are the same (str is immutable).  A
     header value with the same bytes as the previous record's i-th is shared the same way (bytes are immutable):
-    a producer's fixed headers, such as a source or a content type, then cost no allocation."""
+    a producer's fixed headers, such as a source or a content type, then cost no allocation.  With ``reuse``,
+    ``rec``'s own headers are refilled (see _reusable)."""
     cdef int32_t i, n = 0
     cdef Header h
     cdef const unsigned char* b = w.b
     cdef _Keys* k = &w.k
     cdef PyObject* prev
-    out = PyTuple_New(count)
+    out = rec.headers if reuse else PyTuple_New(count)
     rd_varint(b, &pos, limit, &n)  # the count
     for i in range(count):
         rd_varint(b, &pos, limit, &n)
-        h = Header.__new__(Header)
+        h = <Header>PyTuple_GET_ITEM(out, i) if reuse else Header.__new__(Header)
         if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
             h.key = <object>k.obj[i]
         else:
@@ -91,11 +105,13 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
         else:
             h.value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
             pos += n
-        Py_INCREF(h)
-        PyTuple_SET_ITEM(out, i, h)
+        if not reuse:
+            Py_INCREF(h)
+            PyTuple_SET_ITEM(out, i, h)
     # Headers are outside the cycle collector, so a tuple of them can hold no cycle: untracked now rather than
     # at the collector's next pass (what CPython does for such tuples anyway).
-    PyObject_GC_UnTrack(out)
+    if not reuse:
+        PyObject_GC_UnTrack(out)
     return out
 
 
