@@ -328,9 +328,12 @@ cdef class _Records:
             self.last_ts_o = PyLong_FromLongLong(ts)
             self.last_ts = ts
         rec.timestamp = self.last_ts_o
-        rec.key = None if r.key_len < 0 else PyBytes_FromStringAndSize(<const char*>self.b + r.key_pos, r.key_len)
-        rec.value = None if r.value_len < 0 else PyBytes_FromStringAndSize(
-            <const char*>self.b + r.value_pos, r.value_len)
+        if not (recycle and _rewrite(<PyObject*>rec.key, self.b + r.key_pos, r.key_len)):
+            rec.key = None if r.key_len < 0 else PyBytes_FromStringAndSize(
+                <const char*>self.b + r.key_pos, r.key_len)
+        if not (recycle and _rewrite(<PyObject*>rec.value, self.b + r.value_pos, r.value_len)):
+            rec.value = None if r.value_len < 0 else PyBytes_FromStringAndSize(
+                <const char*>self.b + r.value_pos, r.value_len)
         if r.hdr_count:
             if not self.keys_read:
                 _batch_keys(self.b, r.hdr_pos, r.hdr_end, r.hdr_count, &self.k)
@@ -363,6 +366,34 @@ cdef class _Records:
                 out.append(rec)
         self.finish()
         return out
+
+
+cdef extern from *:
+    """
+    /* The bytes layouts whose cached hash kw_rewrite knows how to forget (CPython 3.11 to 3.13). */
+    #if PY_VERSION_HEX < 0x030E0000
+    #define KW_CAN_REWRITE 1
+    static inline void kw_forget_hash(PyObject* o) { ((PyBytesObject*)o)->ob_shash = -1; }
+    #else
+    #define KW_CAN_REWRITE 0
+    static inline void kw_forget_hash(PyObject* o) { (void)o; }
+    #endif
+    """
+    bint KW_CAN_REWRITE
+    void kw_forget_hash(PyObject* o)
+
+
+cdef inline bint _rewrite(PyObject* old, const unsigned char* p, Py_ssize_t n) noexcept:
+    """Whether ``old``, a recycled record's key or value (see _Records.recycled), now holds ``p[:n]``: when it is
+    a bytes of that size that nothing but the record holds, its bytes are written over (no one can see them
+    change) and its cached hash forgotten; else the caller makes a new bytes."""
+    if not KW_CAN_REWRITE or n < 2 or refcount(old) != 1 or type_of(old) != <PyObject*>bytes:
+        return False  # below 2 bytes CPython shares its bytes objects
+    if PyBytes_GET_SIZE(<object>old) != n:
+        return False
+    memcpy(PyBytes_AS_STRING(<object>old), p, n)
+    kw_forget_hash(old)
+    return True
 
 
 cdef _Records _records_at(object owner, const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
