@@ -233,7 +233,8 @@ def page_faults(R, n=10_000, decodes=50):
 
     data = aiokafka_bytes(0, n)
     fns = {"kwire, for record in batch": kwire_decode(R, data), "kwire, batch.records": kwire_decode_list(R, data),
-           "aiokafka": peer_decode(aio.DefaultRecordBatch, data), "kafka-python": peer_decode(kp.DefaultRecordBatch, data)}
+           "aiokafka": peer_decode(aio.DefaultRecordBatch, data),
+           "kafka-python": peer_decode(kp.DefaultRecordBatch, data)}
     out = {}
     for label, fn in fns.items():
         fn()

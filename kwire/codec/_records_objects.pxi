@@ -69,8 +69,9 @@ cdef bint _reusable(PyObject* t, int32_t count) noexcept:
 cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count, bint reuse, Record rec):
     """The headers of a record the walk has already checked: a tuple of Header.
 
-    ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8: a producer usually sends the same keys in the same order on every record, so the i-th key is first
-    compared with the i-th of those, and the str is shared when the bytes are the same (str is immutable).  A
+    ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8: a
+    producer usually sends the same keys in the same order on every record, so the i-th key is first compared
+    with the i-th of those, and the str is shared when the bytes are the same (str is immutable).  A
     header value with the same bytes as the previous record's i-th is shared the same way (bytes are immutable):
     a producer's fixed headers, such as a source or a content type, then cost no allocation.  With ``reuse``,
     ``rec``'s own headers are refilled (see _reusable)."""
