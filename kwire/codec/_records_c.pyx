@@ -306,19 +306,41 @@ cdef class _Records:
         self.turn ^= 1
         return rec
 
+    cdef inline int advance(self, _Rec* r) except -1:
+        """Walks the next record, checked whole, into ``r``; the caller checks that ``j < count``."""
+        if self.pos >= self.end:
+            raise _fail(f"record count {self.count} but only {self.j} records are present", self.pos, self.where)
+        try:
+            _walk_record(self.b, &self.pos, self.end, self.where, r)
+        except CorruptRecordError as exc:
+            raise exc.prepend_path(self.j).prepend_path("records") from None
+        self.j += 1
+        return 0
+
+    cdef int check(self) except -1:
+        """Walks every record, checked, without making one (read_batch_infos' check_records).  The position is
+        a local here, which the compiler keeps in a register: the walk of a server checking what a producer sent."""
+        cdef _Rec r
+        cdef Py_ssize_t pos = self.pos
+        while self.j < self.count:
+            if pos >= self.end:
+                self.pos = pos
+                return self.advance(&r)  # raises the count's error
+            try:
+                _walk_record(self.b, &pos, self.end, self.where, &r)
+            except CorruptRecordError as exc:
+                raise exc.prepend_path(self.j).prepend_path("records") from None
+            self.j += 1
+        self.pos = pos
+        return self.finish()
+
     cdef Record step(self, bint build, bint recycle=False):
         """The next record (None without ``build``); the caller checks that ``j < count``.  ``recycle``: the
         loop's step, which may reuse a record the caller has dropped (see recycled)."""
         cdef _Rec r
         cdef Record rec
         cdef int64_t ts
-        if self.pos >= self.end:
-            raise _fail(f"record count {self.count} but only {self.j} records are present", self.pos, self.where)
-        try:
-            _walk_record(self.b, &self.pos, self.end, self.where, &r)
-        except CorruptRecordError as exc:
-            raise exc.prepend_path(self.j).prepend_path("records") from None
-        self.j += 1
+        self.advance(&r)
         if not build:
             return None
         rec = self.recycled() if recycle else Record.__new__(Record)
@@ -536,10 +558,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
                 out.partial_tail = v.n - pos
                 break
             if walk:
-                w = _records_of(v, v.p, pos, &h, limit, index)
-                while w.j < w.count:
-                    w.step(False)
-                w.finish()
+                _records_of(v, v.p, pos, &h, limit, index).check()
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         PyList_Append(out, _info(pos, &h))  # BatchList keeps list's append: no method lookup per batch
