@@ -8,9 +8,14 @@ The batches: 1, 100 and 10,000 records, each a 12-byte key, a 100-byte value and
 with each codec.  aiokafka's builder writes them (real client bytes); every library decodes those bytes.
 
 * **decode** = read the batch, check its CRC (aiokafka and kafka-python: ``validate_crc()``, which their consumers
-  call by default), and read every record's offset, timestamp, key, value and headers;
+  call by default), and read every record's offset, timestamp, key, value and headers.  kwire's two ways:
+  ``for record in batch`` over ``read_record_batches`` (each record made as the loop reaches it, the way
+  docs/RECORDS.md gives for reading records, and the figure the ratios compare) and ``batch.records`` of
+  ``decode_record_batches`` (every record made first, in a list); aiokafka and kafka-python iterate their batch,
+  making each record as the loop reaches it;
 * the same, reading only each record's key and value (what most consumers read), and reading no field: both
   kwire and aiokafka make every field's object when they make the record, so these differ by the reads alone;
+* page faults: minor faults per decode of 10,000 records (``getrusage``), for each way;
 * **encode** = from Python values (key, value, headers, offset, timestamp) to the batch's bytes;
 * compressed cases also give the decompression alone (cramjam or zlib on the same payload, the same library for
   everyone) and kwire's own share, its time minus that.
@@ -87,6 +92,17 @@ def _reader(fields):
 
 
 def kwire_decode(R, data, fields="all"):
+    """``for record in batch`` over read_record_batches: the way docs/RECORDS.md gives for reading records."""
+    read = _reader(fields)
+
+    def run():
+        for batch in R.read_record_batches(data):
+            read(batch)
+    return run
+
+
+def kwire_decode_list(R, data, fields="all"):
+    """``batch.records`` of decode_record_batches: every record made, in a list, before the loop starts."""
     read = _reader(fields)
 
     def run():
@@ -161,15 +177,16 @@ def decode_rows(R, budget, codecs=CODECS, sizes=SIZES):
             continue
         for n in sizes:
             data = aiokafka_bytes(codec, n)
-            fns = [kwire_decode(R, data), peer_decode(aio_batch, data), peer_decode(kp.DefaultRecordBatch, data),
-                   kwire_decode(R, data, "key-value"), peer_decode(aio_batch, data, "key-value"),
-                   kwire_decode(R, data, "none"), peer_decode(aio_batch, data, "none")]
+            fns = [kwire_decode(R, data), kwire_decode_list(R, data), peer_decode(aio_batch, data),
+                   peer_decode(kp.DefaultRecordBatch, data), kwire_decode(R, data, "key-value"),
+                   peer_decode(aio_batch, data, "key-value"), kwire_decode(R, data, "none"),
+                   peer_decode(aio_batch, data, "none")]
             if codec:
                 fns.append(decompress_only(codec, data))
-            k, a, p, k_kv, a_kv, k_lazy, a_lazy, *d = best(*fns, budget=budget * 4)
-            rows.append({"codec": name, "records": n, "kwire": k, "aiokafka": a, "kafka-python": p, "kwire_kv": k_kv,
-                         "aiokafka_kv": a_kv, "kwire_none": k_lazy, "aiokafka_none": a_lazy,
-                         "decompress": d[0] if d else None})
+            k, k_list, a, p, k_kv, a_kv, k_none, a_none, *d = best(*fns, budget=budget * 4)
+            rows.append({"codec": name, "records": n, "kwire": k, "kwire_list": k_list, "aiokafka": a,
+                         "kafka-python": p, "kwire_kv": k_kv, "aiokafka_kv": a_kv, "kwire_none": k_none,
+                         "aiokafka_none": a_none, "decompress": d[0] if d else None})
     return rows
 
 
@@ -191,15 +208,41 @@ def encode_rows(R, budget, codecs=CODECS, sizes=SIZES):
 
 
 def render_decode(rows):
-    out = ["| codec | records | kwire decode µs | aiokafka | kafka-python | × aiokafka | × kafka-python "
-           "| × aiokafka, key and value read | × aiokafka, no field read | decompress µs | kwire own µs |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    """kwire's figures are ``for record in batch``'s; "list" is ``batch.records`` of decode_record_batches."""
+    out = ["| codec | records | kwire decode µs | kwire list µs | aiokafka | kafka-python | × aiokafka "
+           "| × kafka-python | list: × aiokafka | list: × kafka-python | × aiokafka, key and value read "
+           "| × aiokafka, no field read | decompress µs | kwire own µs |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        k, a, p, d = r["kwire"], r["aiokafka"], r["kafka-python"], r["decompress"]
-        out.append(f"| {r['codec']} | {r['records']} | {k * 1e6:.1f} | {a * 1e6:.1f} | {p * 1e6:.1f} | {a / k:.2f} "
-                   f"| {p / k:.1f} | {r['aiokafka_kv'] / r['kwire_kv']:.2f} | {r['aiokafka_none'] / r['kwire_none']:.2f} "
+        k, kl, a, p, d = r["kwire"], r["kwire_list"], r["aiokafka"], r["kafka-python"], r["decompress"]
+        out.append(f"| {r['codec']} | {r['records']} | {k * 1e6:.1f} | {kl * 1e6:.1f} | {a * 1e6:.1f} | {p * 1e6:.1f} "
+                   f"| {a / k:.2f} | {p / k:.1f} | {a / kl:.2f} | {p / kl:.1f} "
+                   f"| {r['aiokafka_kv'] / r['kwire_kv']:.2f} | {r['aiokafka_none'] / r['kwire_none']:.2f} "
                    f"| {(d or 0.0) * 1e6:.1f} | {'–' if d is None else f'{(k - d) * 1e6:.1f}'} |")
     return "\n".join(out)
+
+
+def page_faults(R, n=10_000, decodes=50):
+    """Minor page faults per decode of the same uncompressed batch of ``n`` records, for each way of reading it
+    (every field read): whether a decode's objects land in memory the allocator already holds, or in pages it
+    maps afresh on every decode (a list of all the records outgrows what the allocator keeps between decodes)."""
+    import resource
+
+    import aiokafka.record.default_records as aio
+    import kafka.record.default_records as kp
+
+    data = aiokafka_bytes(0, n)
+    fns = {"kwire, for record in batch": kwire_decode(R, data), "kwire, batch.records": kwire_decode_list(R, data),
+           "aiokafka": peer_decode(aio.DefaultRecordBatch, data),
+           "kafka-python": peer_decode(kp.DefaultRecordBatch, data)}
+    out = {}
+    for label, fn in fns.items():
+        fn()
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(decodes):
+            fn()
+        out[label] = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / decodes
+    return out
 
 
 def render_encode(rows):
@@ -239,7 +282,11 @@ def main():
                           "encode": encode_rows(R, args.json, codecs, sizes), "crc": crc_rates(R, args.json)}))
         return
     print(library_line(R) + "\n")
+    faults = page_faults(R)  # first, in a heap that other cases have not grown
     print(render_decode(decode_rows(R, budget)))
+    print()
+    for label, n in faults.items():
+        print(f"Page faults per decode of 10,000 records, {label}: {n:.0f}")
     print()
     print(render_encode(encode_rows(R, budget)))
     print()

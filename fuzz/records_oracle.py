@@ -17,6 +17,11 @@ For every input both twins must:
 * with ``max_decompressed_size`` at ``LIMIT``, never hold more than that of
   decompressed records (test_fuzz_bounded checks the memory).
 
+The decode targets also read the input with ``read_record_batches`` and run
+each batch's loop to its end: both twins give the same batches or the same
+first error, and where ``decode_record_batches`` succeeds the loops give its
+batches.
+
 Where a decode succeeds, also:
 
 * ``read_batch_infos(check_records=True)`` accepts the same input and its
@@ -69,10 +74,27 @@ def _record(r):
     return (r.offset, r.timestamp, r.key, r.value, tuple((h.key, h.value) for h in r.headers), r.attributes)
 
 
-def _batch(b):
+def _batch(b, records=None):
     return (b.base_offset, b.partition_leader_epoch, b.magic, b.crc, b.attributes, b.last_offset_delta,
             b.base_timestamp, b.max_timestamp, b.producer_id, b.producer_epoch, b.base_sequence,
-            tuple(_record(r) for r in b.records))
+            tuple(_record(r) for r in (b.records if records is None else records)))
+
+
+def _lazy(mod, data, **kw):
+    """``read_record_batches``, each batch's loop run to its end: the batches, or the first error and how many
+    batches were read whole before it."""
+    got = []
+    try:
+        for b in mod.read_record_batches(data, **kw):
+            got.append(_batch(b, list(b)))
+    except DecodeError as e:
+        return ("err", type(e).__name__, e.reason, e.offset, e.path, len(got))
+    return ("ok", got)
+
+
+def _decode_kw(target):
+    return {"check_crc": target == "decode-fixed-crc", "allow_partial_tail": target == "decode-partial",
+            "max_decompressed_size": LIMIT}
 
 
 def _run(mod, target, data):
@@ -82,20 +104,27 @@ def _run(mod, target, data):
     if target == "infos-records":
         out = mod.read_batch_infos(data, check_crc=False, check_records=True, max_decompressed_size=LIMIT)
         return [tuple(i) for i in out], out.end, out.partial_tail
-    partial = target == "decode-partial"
-    check_crc = target == "decode-fixed-crc"
-    out = mod.decode_record_batches(data, check_crc=check_crc, allow_partial_tail=partial,
-                                    max_decompressed_size=LIMIT)
+    out = mod.decode_record_batches(data, **_decode_kw(target))
     return [_batch(b) for b in out], out.end, out.partial_tail, out
 
 
 def _outcome(mod, target, data):
+    """What ``mod`` gives for the target; for the decode targets, with what its loops give (``_lazy``)."""
     try:
-        return ("ok",) + _run(mod, target, data)
-    except DecodeError as e:
-        return ("err", type(e).__name__, e.reason, e.offset, e.path)
+        try:
+            result = ("ok",) + _run(mod, target, data)
+        except DecodeError as e:
+            result = ("err", type(e).__name__, e.reason, e.offset, e.path)
+        if not target.startswith("decode"):
+            return result
+        lazy = _lazy(mod, data, **_decode_kw(target))
     except Exception as e:  # noqa: BLE001 - anything untyped is what the oracle looks for
         raise Finding(f"records/{target} ({mod.__name__}): untyped {type(e).__name__}: {e}") from e
+    if result[0] == "ok" and lazy != ("ok", result[1]):
+        raise Finding(f"records/{target} ({mod.__name__}): the loops give {lazy!r}, not the decoded batches")
+    if result[0] == "err" and lazy[0] == "ok":
+        raise Finding(f"records/{target} ({mod.__name__}): the loops read what decode_record_batches refuses")
+    return result[:-1] + (lazy, result[-1]) if result[0] == "ok" else result + (lazy,)
 
 
 def _after_decode(target, data, batches, stats):

@@ -48,10 +48,13 @@ def _batch(records, count, attributes=0, magic=2, crc=None, base_offset=0):
 
 
 def _same_error(data, expect_cls, offset, fn="decode", **kw):
-    """Decode ``data`` in every twin (and read its infos); the error, identical everywhere."""
+    """Decode ``data`` in every twin (and read its infos), and read it with read_record_batches, looping over each
+    batch and reading its ``records``; the error, identical everywhere."""
     seen = []
     for R in RECORDS:
-        calls = [lambda: R.decode_record_batches(data, **kw)]
+        calls = [lambda: R.decode_record_batches(data, **kw),
+                 lambda: [list(b) for b in R.read_record_batches(data, **kw)],
+                 lambda: [b.records for b in R.read_record_batches(data, **kw)]]
         if fn == "decode":
             calls.append(lambda: R.read_batch_infos(data, check_records=True, **kw))
         for call in calls:
@@ -257,7 +260,9 @@ def test_a_decode_builds_no_more_per_byte_than_json_loads():
         data = R.RecordBatch([R.Record(None, None, offset=1000 + i % 2, timestamp=big + i % 2) for i in range(20000)],
                              base_offset=1000, last_offset_delta=0, base_timestamp=big, max_timestamp=big).encode()
         assert len(data) == len(out[0].records) * 7 + 61
-        peak, out = _peak(lambda: R.decode_record_batches(data))
-        assert out[0].records[1].offset == 1001 and out[0].records[1].timestamp == big + 1
-        assert peak / len(data) <= json_ratio, (R.__name__, peak / len(data), json_ratio)
+        for decode in (R.decode_record_batches, lambda d: [b.records for b in R.read_record_batches(d)]):
+            peak, out = _peak(lambda: decode(data))
+            records = out[0] if isinstance(out[0], list) else out[0].records
+            assert records[1].offset == 1001 and records[1].timestamp == big + 1
+            assert peak / len(data) <= json_ratio, (R.__name__, peak / len(data), json_ratio)
         assert _peak(lambda: R.read_batch_infos(data, check_records=True))[0] < 64 * 1024

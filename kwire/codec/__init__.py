@@ -47,6 +47,7 @@ from kwire.codec._records import (
     decode_record_batches,
     encode_record_batches,
     read_batch_infos,
+    read_record_batches,
     records_module,
     set_base_offset,
 )
@@ -247,5 +248,5 @@ __all__ = [
     "split_request", "batch_decoder", "API_VERSIONS_RANGE", "ApiKey", "ErrorCode", "error_name", "topic_id_text",
     # Record batches, the payload of Produce and Fetch.
     "RecordBatch", "Record", "Header", "BatchInfo", "BatchList", "read_batch_infos", "set_base_offset",
-    "decode_record_batches", "encode_record_batches", "crc32c", "crc32c_backend", "records_module", "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "decode_record_batches", "read_record_batches", "encode_record_batches", "crc32c", "crc32c_backend", "records_module", "DEFAULT_MAX_DECOMPRESSED_SIZE",
 ]

@@ -155,6 +155,7 @@ from kwire.codec._records_c import (
     decode_record_batches as decode_record_batches,
     encode_record_batches as encode_record_batches,
     read_batch_infos as read_batch_infos,
+    read_record_batches as read_record_batches,
     set_base_offset as set_base_offset,
 )
 from kwire.codec._records import records_module as records_module

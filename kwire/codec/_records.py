@@ -26,6 +26,7 @@ BatchList = _twin.BatchList
 read_batch_infos = _twin.read_batch_infos
 set_base_offset = _twin.set_base_offset
 decode_record_batches = _twin.decode_record_batches
+read_record_batches = _twin.read_record_batches
 encode_record_batches = _twin.encode_record_batches
 crc32c = _twin.crc32c
 crc32c_backend = _twin.crc32c_backend

@@ -19,12 +19,13 @@ and ``compress``, over cramjam and zlib).
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.list cimport PyList_Append, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromLongLong
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from cpython.ref cimport PyObject, Py_INCREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.limits cimport LLONG_MAX, LLONG_MIN
+
 from libc.string cimport memcmp, memcpy
 
 include "_records_wire.pxi"
@@ -34,6 +35,8 @@ cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
+    Py_ssize_t refcount "Py_REFCNT"(PyObject*)
+    PyObject* type_of "Py_TYPE"(PyObject*)
     void PyObject_GC_UnTrack(object)
 
 cdef extern from "_crc32c.h":
@@ -220,53 +223,207 @@ cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t
     return 0
 
 
-cdef object _walk_records(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
-                          int64_t base_offset, int64_t base_timestamp, Py_ssize_t where, bint build):
-    """Check (and with ``build``, decode) ``count`` records in ``b[pos:end]``; a list of Record or None."""
-    cdef _Rec r
-    cdef int32_t j
-    cdef int64_t ts, last_ts = 0
-    cdef Record rec
-    cdef list out = None
-    cdef bint sized = count <= (end - pos) // MIN_RECORD_SIZE  # a count the bytes can hold: one list of that size
-    if build:
-        out = PyList_New(count) if sized else []
-    cdef tuple keys = None
+cdef enum:
+    KEYS_MAX = 8  # header keys and values of a batch remembered (see _read_headers); the walk stays a small object
+
+
+cdef struct _Keys:
+    # The batch's remembered header keys (str, owned) and their UTF-8: the bytes a str keeps with it, valid while
+    # the str lives.
+    int n
+    PyObject* obj[KEYS_MAX]
+    const char* p[KEYS_MAX]
+    Py_ssize_t len[KEYS_MAX]
+
+
+@cython.final
+@cython.no_gc
+cdef class _Records:
+    """The records of one batch, walked one at a time: each step checks one record whole (``_walk_record``) and,
+    asked, makes its :class:`Record`.  A decode's list and a lazily read batch's loop both step through one.
+
+    ``owner`` keeps the bytes ``b`` points into alive (the caller's bytes, or a view of the decompressed records).
+    It holds bytes, str and ints only (no_gc: nothing here can be part of a cycle)."""
+    cdef object owner
+    cdef const unsigned char* b
+    cdef Py_ssize_t pos, end, where, index
+    cdef int32_t count, j
+    cdef int64_t base_offset, base_ts, last_ts
+    cdef object last_ts_o
+    # The header keys of the batch's first record with headers (see _read_headers), and the header values of the
+    # record before, shared with the next record when its bytes are the same (bytes are immutable).
+    cdef bint keys_read
     cdef _Keys k
-    cdef object last_ts_o = None
-    for j in range(count):
-        if pos >= end:
-            raise _fail(f"record count {count} but only {j} records are present", pos, where)
+    cdef PyObject* values[KEYS_MAX]
+    # The loop's last two records (see recycled).
+    cdef PyObject* ring[2]
+    cdef int turn
+    cdef bint done
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(KEYS_MAX):
+            Py_XDECREF(self.values[i])
+        Py_XDECREF(self.ring[0])
+        Py_XDECREF(self.ring[1])
+        for i in range(self.k.n):
+            Py_XDECREF(self.k.obj[i])
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        # The lazy loop (RecordBatch.__iter__): errors get the batch's index, as decode_record_batches gives them;
+        # after one, the loop ends, and the records it gave before stay the caller's.
+        cdef Record rec
         try:
-            _walk_record(b, &pos, end, where, &r)
+            if self.j < self.count:
+                return self.step(True, True)
+            if not self.done:
+                self.done = True
+                self.finish()
         except CorruptRecordError as exc:
-            raise exc.prepend_path(j).prepend_path("records") from None
-        if build:
+            self.j = self.count
+            self.done = True
+            raise exc.prepend_path(self.index) from None
+        raise StopIteration
+
+    cdef Record recycled(self):
+        """A record for the loop's next step: the one it gave two steps ago when nothing but this walk holds it any
+        more, else a new one.  A caller's ``for record in batch`` holds the last record while the loop makes the
+        next, and has dropped the one before: reusing it (and its headers, see _read_headers) saves a third of a
+        step's allocations and frees.  Nothing outside can tell: a record, tuple or header anyone else holds has a
+        reference count above 1 and is never reused, and every field is set again."""
+        cdef PyObject* old = self.ring[self.turn]
+        cdef Record rec
+        if old != NULL and refcount(old) == 1:
+            rec = <Record>old
+        else:
             rec = Record.__new__(Record)
-            rec.offset = PyLong_FromLongLong(<int64_t>(<uint64_t>base_offset + <uint64_t><int64_t>r.offset_delta))
-            ts = <int64_t>(<uint64_t>base_timestamp + <uint64_t>r.ts_delta)
-            if last_ts_o is None or ts != last_ts:  # records of one batch often share a millisecond: one int
-                last_ts_o = PyLong_FromLongLong(ts)
-                last_ts = ts
-            rec.timestamp = last_ts_o
-            rec.key = None if r.key_len < 0 else PyBytes_FromStringAndSize(<const char*>b + r.key_pos, r.key_len)
+            Py_INCREF(rec)
+            Py_XDECREF(old)
+            self.ring[self.turn] = <PyObject*>rec
+        self.turn ^= 1
+        return rec
+
+    cdef inline int advance(self, _Rec* r) except -1:
+        """Walks the next record, checked whole, into ``r``; the caller checks that ``j < count``."""
+        if self.pos >= self.end:
+            raise _fail(f"record count {self.count} but only {self.j} records are present", self.pos, self.where)
+        try:
+            _walk_record(self.b, &self.pos, self.end, self.where, r)
+        except CorruptRecordError as exc:
+            raise exc.prepend_path(self.j).prepend_path("records") from None
+        self.j += 1
+        return 0
+
+    cdef int check(self) except -1:
+        """Walks every record, checked, without making one (read_batch_infos' check_records).  The position is
+        a local here, which the compiler keeps in a register: the walk of a server checking what a producer sent."""
+        cdef _Rec r
+        cdef Py_ssize_t pos = self.pos
+        while self.j < self.count:
+            if pos >= self.end:
+                self.pos = pos
+                return self.advance(&r)  # raises the count's error
+            try:
+                _walk_record(self.b, &pos, self.end, self.where, &r)
+            except CorruptRecordError as exc:
+                raise exc.prepend_path(self.j).prepend_path("records") from None
+            self.j += 1
+        self.pos = pos
+        return self.finish()
+
+    cdef Record step(self, bint build, bint recycle=False):
+        """The next record (None without ``build``); the caller checks that ``j < count``.  ``recycle``: the
+        loop's step, which may reuse a record the caller has dropped (see recycled)."""
+        cdef _Rec r
+        cdef Record rec
+        cdef int64_t ts
+        self.advance(&r)
+        if not build:
+            return None
+        rec = self.recycled() if recycle else Record.__new__(Record)
+        rec.offset = PyLong_FromLongLong(<int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>r.offset_delta))
+        ts = <int64_t>(<uint64_t>self.base_ts + <uint64_t>r.ts_delta)
+        if self.last_ts_o is None or ts != self.last_ts:  # records of one batch often share a millisecond: one int
+            self.last_ts_o = PyLong_FromLongLong(ts)
+            self.last_ts = ts
+        rec.timestamp = self.last_ts_o
+        if not (recycle and _rewrite(<PyObject*>rec.key, self.b + r.key_pos, r.key_len)):
+            rec.key = None if r.key_len < 0 else PyBytes_FromStringAndSize(
+                <const char*>self.b + r.key_pos, r.key_len)
+        if not (recycle and _rewrite(<PyObject*>rec.value, self.b + r.value_pos, r.value_len)):
             rec.value = None if r.value_len < 0 else PyBytes_FromStringAndSize(
-                <const char*>b + r.value_pos, r.value_len)
-            if r.hdr_count:
-                if keys is None:
-                    keys = _batch_keys(b, r.hdr_pos, r.hdr_end, r.hdr_count, &k)
-                rec.headers = _read_headers(b, r.hdr_pos, r.hdr_end, r.hdr_count, keys, &k)
-            else:
-                rec.headers = ()
-            rec.attributes = r.attributes
+                <const char*>self.b + r.value_pos, r.value_len)
+        if r.hdr_count:
+            if not self.keys_read:
+                _batch_keys(self.b, r.hdr_pos, r.hdr_end, r.hdr_count, &self.k)
+                self.keys_read = True
+            rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count,
+                                        recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec)
+        else:
+            rec.headers = ()
+        rec.attributes = r.attributes
+        return rec
+
+    cdef int finish(self) except -1:
+        if self.pos != self.end:
+            raise _fail(f"bytes after the {self.count} records the batch declares", self.pos, self.where)
+        return 0
+
+    cdef list fill(self):
+        """Every record, in a list; checked whole before the list is returned."""
+        cdef Record rec
+        cdef list out
+        # A count the bytes can hold: one list of that size.  Beyond it, the walk raises before its end.
+        cdef bint sized = self.count <= (self.end - self.pos) // MIN_RECORD_SIZE
+        out = PyList_New(self.count) if sized else []
+        while self.j < self.count:
+            rec = self.step(True)
             if sized:
                 Py_INCREF(rec)
-                PyList_SET_ITEM(out, j, rec)
-            else:  # a count beyond what the bytes hold: the walk raises before its end (no list of that size)
+                PyList_SET_ITEM(out, self.j - 1, rec)
+            else:
                 out.append(rec)
-    if pos != end:
-        raise _fail(f"bytes after the {count} records the batch declares", pos, where)
-    return out
+        self.finish()
+        return out
+
+
+cdef extern from *:
+    """
+    /* The bytes layouts whose cached hash kw_rewrite knows how to forget (CPython 3.11 to 3.13). */
+    #if PY_VERSION_HEX < 0x030E0000
+    #define KW_CAN_REWRITE 1
+    static inline void kw_forget_hash(PyObject* o) { ((PyBytesObject*)o)->ob_shash = -1; }
+    #else
+    #define KW_CAN_REWRITE 0
+    static inline void kw_forget_hash(PyObject* o) { (void)o; }
+    #endif
+    """
+    bint KW_CAN_REWRITE
+    void kw_forget_hash(PyObject* o)
+
+
+cdef inline bint _rewrite(PyObject* old, const unsigned char* p, Py_ssize_t n) noexcept:
+    """Whether ``old``, a recycled record's key or value (see _Records.recycled), now holds ``p[:n]``: when it is
+    a bytes of that size that nothing but the record holds, its bytes are written over (no one can see them
+    change) and its cached hash forgotten; else the caller makes a new bytes."""
+    if not KW_CAN_REWRITE or n < 2 or refcount(old) != 1 or type_of(old) != <PyObject*>bytes:
+        return False  # below 2 bytes CPython shares its bytes objects
+    if PyBytes_GET_SIZE(<object>old) != n:
+        return False
+    memcpy(PyBytes_AS_STRING(<object>old), p, n)
+    kw_forget_hash(old)
+    return True
+
+
+cdef _Records _records_at(object owner, const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
+                          int64_t base_offset, int64_t base_timestamp, Py_ssize_t where, Py_ssize_t index):
+    cdef _Records w = _Records.__new__(_Records)
+    w.owner, w.b, w.pos, w.end, w.count = owner, b, pos, end, count
+    w.base_offset, w.base_ts, w.where, w.index = base_offset, base_timestamp, where, index
+    return w
 
 
 # --- Batches -------------------------------------------------------------------------------------------------------
@@ -340,17 +497,18 @@ cdef int _header(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, bint ch
     return 1
 
 
-cdef object _records_of(const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
-                        bint build):
+cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
+                         Py_ssize_t index):
+    """The walk over the records of the batch at ``pos`` in ``b`` (which ``owner`` holds), decompressed first
+    when they are."""
     cdef Py_ssize_t start = pos + HEADER_SIZE, batch_end = pos + LOG_OVERHEAD + h.length
     cdef int codec = h.attributes & COMPRESSION_MASK
     cdef _View plain_view
     if not codec:
-        return _walk_records(b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, build)
+        return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index)
     payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
-    plain = decompress(codec, payload, limit, start)
-    plain_view = _View(plain)
-    return _walk_records(plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, build)
+    plain_view = _View(decompress(codec, payload, limit, start))
+    return _records_at(plain_view, plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, index)
 
 
 cdef object _info(Py_ssize_t pos, _Head* h):
@@ -392,6 +550,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     cdef Py_ssize_t pos = 0, index = 0
     cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     cdef bint walk = check_records
+    cdef _Records w
     out = _batch_list()
     while pos < v.n:
         try:
@@ -399,21 +558,19 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
                 out.partial_tail = v.n - pos
                 break
             if walk:
-                _records_of(v.p, pos, &h, limit, False)
+                _records_of(v, v.p, pos, &h, limit, index).check()
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
-        out.append(_info(pos, &h))
+        PyList_Append(out, _info(pos, &h))  # BatchList keeps list's append: no method lookup per batch
         pos += LOG_OVERHEAD + h.length
         index += 1
     out.end = pos
     return out
 
 
-def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
-                          max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
-    """Every batch in ``data`` decoded to a :class:`RecordBatch`, as a :class:`BatchList`.
-
-    Input that is not ``bytes`` (and could change while it is read) is copied once first."""
+cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, bint lazy):
+    """decode_record_batches, or with ``lazy`` read_record_batches: each batch's records are then left in the
+    bytes, for its loop (RecordBatch.__iter__) or its ``records`` to decode."""
     cdef _Head h
     cdef Py_ssize_t pos = 0, index = 0, n
     cdef const unsigned char* p
@@ -432,7 +589,7 @@ def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
             if not _header(p, pos, n, check_crc, allow_partial_tail, &h):
                 out.partial_tail = n - pos
                 break
-            records = _records_of(p, pos, &h, limit, True)
+            records = None if lazy else _records_of(data, p, pos, &h, limit, index).fill()
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         batch = RecordBatch.__new__(RecordBatch)
@@ -440,12 +597,35 @@ def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
         batch.crc, batch.attributes, batch.last_offset_delta = h.crc, <uint16_t>h.attributes, h.last_delta
         batch.base_timestamp, batch.max_timestamp = h.base_ts, h.max_ts
         batch.producer_id, batch.producer_epoch, batch.base_sequence = h.producer_id, h.producer_epoch, h.base_sequence
-        batch.records = records
-        out.append(batch)
+        if lazy:
+            batch.lazy_data, batch.lazy_head, batch.lazy_pos = data, h, pos
+            batch.lazy_index, batch.lazy_limit = index, limit
+        else:
+            batch.record_list = records
+        PyList_Append(out, batch)
         pos += LOG_OVERHEAD + h.length
         index += 1
     out.end = pos
     return out
+
+
+def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
+                          max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
+    """Every batch in ``data`` decoded to a :class:`RecordBatch`, as a :class:`BatchList`; every record is
+    checked and made before it returns.
+
+    Input that is not ``bytes`` (and could change while it is read) is copied once first."""
+    return _decode(data, check_crc, allow_partial_tail, max_decompressed_size, False)
+
+
+def read_record_batches(data, *, check_crc=True, allow_partial_tail=False,
+                        max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
+    """Every batch in ``data`` as a :class:`RecordBatch` whose records are decoded as its loop reaches them
+    (``for record in batch``), each checked as :func:`decode_record_batches` checks it; ``batch.records``
+    decodes them all.  The headers and CRCs of every batch are checked before it returns.
+
+    Input that is not ``bytes`` is copied once first; the batches keep the bytes until their records are made."""
+    return _decode(data, check_crc, allow_partial_tail, max_decompressed_size, True)
 
 
 def set_base_offset(buf, position, base_offset):

@@ -48,7 +48,8 @@ COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 #: What each twin exports (``_records_c`` and ``_records_py`` both set their ``__all__`` from it).
 TWIN_NAMES = (
     "BatchInfo", "BatchList", "DEFAULT_MAX_DECOMPRESSED_SIZE", "Header", "Record", "RecordBatch", "crc32c",
-    "crc32c_backend", "decode_record_batches", "encode_record_batches", "read_batch_infos", "set_base_offset",
+    "crc32c_backend", "decode_record_batches", "encode_record_batches", "read_batch_infos", "read_record_batches",
+    "set_base_offset",
 )
 
 #: Default ``max_decompressed_size``: the records of one compressed batch may inflate to this many bytes.  Kafka's

@@ -53,54 +53,74 @@ cdef class Header:
         refuse_deletion(self, name)
 
 
-cdef enum:
-    KEYS_MAX = 16  # header keys of a batch remembered (see _read_headers)
+cdef bint _reusable(PyObject* t, int32_t count) noexcept:
+    """Whether ``t``, a recycled record's headers, can be refilled in place: a tuple of ``count`` Headers that
+    nothing but the record holds (see _Records.recycled)."""
+    cdef Py_ssize_t i
+    if refcount(t) != 1 or type_of(t) != <PyObject*>tuple or PyTuple_GET_SIZE(<object>t) != count:
+        return False
+    for i in range(count):
+        item = PyTuple_GET_ITEM(<object>t, i)
+        if refcount(item) != 1 or type_of(item) != <PyObject*>Header:
+            return False
+    return True
 
 
-cdef struct _Keys:
-    # The UTF-8 of the batch's remembered header keys: the bytes a str keeps with it, valid while the str lives.
-    int n
-    const char* p[KEYS_MAX]
-    Py_ssize_t len[KEYS_MAX]
-
-
-cdef object _read_headers(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, tuple keys,
-                          _Keys* k):
+cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count, bint reuse, Record rec):
     """The headers of a record the walk has already checked: a tuple of Header.
 
-    ``keys`` holds the header keys of the batch's first record that has headers, as str (their UTF-8 in ``k``):
-    a producer usually sends the same keys in the same order on every record, so the i-th key is first compared
-    with the i-th of those, and the str is shared when the bytes are the same (str is immutable)."""
+    ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8: a
+    producer usually sends the same keys in the same order on every record, so the i-th key is first compared
+    with the i-th of those, and the str is shared when the bytes are the same (str is immutable).  A
+    header value with the same bytes as the previous record's i-th is shared the same way (bytes are immutable):
+    a producer's fixed headers, such as a source or a content type, then cost no allocation.  With ``reuse``,
+    ``rec``'s own headers are refilled (see _reusable)."""
     cdef int32_t i, n = 0
     cdef Header h
-    out = PyTuple_New(count)
+    cdef const unsigned char* b = w.b
+    cdef _Keys* k = &w.k
+    cdef PyObject* prev
+    out = rec.headers if reuse else PyTuple_New(count)
     rd_varint(b, &pos, limit, &n)  # the count
     for i in range(count):
         rd_varint(b, &pos, limit, &n)
-        h = Header.__new__(Header)
-        if i < k.n and k.len[i] == n and memcmp(k.p[i], b + pos, n) == 0:
-            h.key = <object>PyTuple_GET_ITEM(keys, i)
+        h = <Header>PyTuple_GET_ITEM(out, i) if reuse else Header.__new__(Header)
+        if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
+            h.key = <object>k.obj[i]
         else:
             h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n < 0:
             h.value = None
+        elif i < KEYS_MAX:
+            prev = w.values[i]
+            if not (prev != NULL and PyBytes_GET_SIZE(<object>prev) == n
+                    and same_bytes(PyBytes_AS_STRING(<object>prev), b + pos, n)):
+                value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
+                Py_INCREF(value)
+                Py_XDECREF(prev)
+                w.values[i] = <PyObject*>value
+            h.value = <object>w.values[i]
+            pos += n
         else:
             h.value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
             pos += n
-        Py_INCREF(h)
-        PyTuple_SET_ITEM(out, i, h)
+        if not reuse:
+            Py_INCREF(h)
+            PyTuple_SET_ITEM(out, i, h)
     # Headers are outside the cycle collector, so a tuple of them can hold no cycle: untracked now rather than
     # at the collector's next pass (what CPython does for such tuples anyway).
-    PyObject_GC_UnTrack(out)
+    if not reuse:
+        PyObject_GC_UnTrack(out)
     return out
 
 
-cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count, _Keys* k):
-    """The keys of one record's headers (checked by the walk), as str: the batch's guess at its header keys."""
+cdef int _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count,
+                     _Keys* k) except -1:
+    """The keys of one record's headers (checked by the walk), as str, into ``k``: the batch's guess at its header
+    keys."""
     cdef int32_t i, n = 0
-    cdef list out = []
     rd_varint(b, &pos, limit, &n)
     k.n = 0
     for i in range(min(count, KEYS_MAX)):
@@ -110,13 +130,14 @@ cdef tuple _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit,
             k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a key with a lone surrogate has no UTF-8: not shared
         except UnicodeEncodeError:
             break
-        out.append(key)
+        Py_INCREF(key)
+        k.obj[i] = <PyObject*>key
         k.n = i + 1
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n > 0:
             pos += n
-    return tuple(out)
+    return 0
 
 
 @cython.no_gc
@@ -240,7 +261,13 @@ cdef class RecordBatch:
     The constructor fills what it is not given as Java's producer does (see ``batch_defaults``)."""
 
     cdef public object base_offset, partition_leader_epoch, magic, crc, attributes, last_offset_delta
-    cdef public object base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, records
+    cdef public object base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence
+    cdef object record_list
+    # A batch from read_record_batches: the bytes its records are in (None once ``records`` has made them, or
+    # for a batch that was never lazy), its header as read (the public fields may be changed), where it is.
+    cdef object lazy_data
+    cdef _Head lazy_head
+    cdef Py_ssize_t lazy_pos, lazy_index, lazy_limit
 
     def __init__(self, records=(), *, base_offset=0, partition_leader_epoch=-1, compression=0, timestamp_type=0,
                  is_transactional=False, is_control=False, delete_horizon_ms=None, attributes=None,
@@ -252,14 +279,14 @@ cdef class RecordBatch:
                 and last_offset_delta is None and base_timestamp is None and max_timestamp is None
                 and type(base_offset) is int):
             # What a producer builds: batch_defaults' answer without its Python-level work.
-            self.records = list(<list>records)
+            self.record_list = list(<list>records)
             self.attributes = compression
             n = len(<list>records)
-            self.last_offset_delta = wrap64(self.records[n - 1].offset - base_offset) if n else 0
-            self.base_timestamp = self.records[0].timestamp if n else -1
-            self.max_timestamp = max([r.timestamp for r in self.records]) if n else -1
+            self.last_offset_delta = wrap64(self.record_list[n - 1].offset - base_offset) if n else 0
+            self.base_timestamp = self.record_list[0].timestamp if n else -1
+            self.max_timestamp = max([r.timestamp for r in self.record_list]) if n else -1
         else:
-            (self.records, self.attributes, self.last_offset_delta, self.base_timestamp,
+            (self.record_list, self.attributes, self.last_offset_delta, self.base_timestamp,
              self.max_timestamp) = batch_defaults(records, base_offset, compression, timestamp_type,
                                                   is_transactional, is_control, delete_horizon_ms, attributes,
                                                   last_offset_delta, base_timestamp, max_timestamp)
@@ -270,6 +297,40 @@ cdef class RecordBatch:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
+
+    @property
+    def records(self):
+        """The records, a list of :class:`Record`.  A batch from read_record_batches makes them here, on the first
+        read, and keeps them."""
+        cdef _Records w
+        if self.lazy_data is not None:
+            w = self._walk()
+            try:
+                self.record_list = w.fill()
+            except CorruptRecordError as exc:
+                raise exc.prepend_path(self.lazy_index) from None
+            self.lazy_data = None
+        return self.record_list
+
+    @records.setter
+    def records(self, value):
+        self.record_list = value
+        self.lazy_data = None
+
+    def __iter__(self):
+        """The records, one at a time.  A batch from read_record_batches whose ``records`` has not been read
+        decodes each as the loop reaches it, and raises the error decode_record_batches would give at the first
+        bad one (the records before it are already the caller's); any other batch iterates ``records``."""
+        if self.lazy_data is not None:
+            return self._walk()
+        return iter(self.record_list)
+
+    cdef _Records _walk(self):
+        try:
+            return _records_of(self.lazy_data, <const unsigned char*>PyBytes_AS_STRING(self.lazy_data),
+                               self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
+        except CorruptRecordError as exc:
+            raise exc.prepend_path(self.lazy_index) from None
 
     @property
     def compression(self):

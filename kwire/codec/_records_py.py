@@ -205,8 +205,9 @@ def _read_record(r, base_offset, base_timestamp, build):
                   timestamp=wrap64(base_timestamp + ts_delta), attributes=attributes)
 
 
-def _read_records(r, count, base_offset, base_timestamp, build):
-    out = [] if build else None
+def _walk(r, count, base_offset, base_timestamp, build):
+    """The records of ``r``'s section, one at a time (None each without ``build``), each checked whole as the walk
+    reaches it; then the check that no bytes follow them."""
     for j in range(count):
         if r.pos >= r.end:
             raise r.fail(f"record count {count} but only {j} records are present", r.pos)
@@ -214,11 +215,9 @@ def _read_records(r, count, base_offset, base_timestamp, build):
             rec = _read_record(r, base_offset, base_timestamp, build)
         except CorruptRecordError as exc:
             raise exc.prepend_path(j).prepend_path("records") from None
-        if build:
-            out.append(rec)
+        yield rec
     if r.pos != r.end:
         raise r.fail(f"bytes after the {count} records the batch declares", r.pos)
-    return out
 
 
 def _header(buf, pos, end, check_crc, allow_partial_tail):
@@ -266,7 +265,8 @@ def _header(buf, pos, end, check_crc, allow_partial_tail):
 
 
 def _records_of(buf, pos, fields, limit, build):
-    """Walk (and with ``build``, decode) the records of the batch at ``pos`` whose header is ``fields``."""
+    """The walk over the records of the batch at ``pos`` whose header is ``fields``, decompressed first when
+    they are."""
     batch_end = pos + LOG_OVERHEAD + fields[1]
     start = pos + HEADER_SIZE
     codec = fields[5] & COMPRESSION_MASK
@@ -275,7 +275,24 @@ def _records_of(buf, pos, fields, limit, build):
         r = _Reader(plain, 0, len(plain), start)
     else:
         r = _Reader(buf, start, batch_end, None)
-    return _read_records(r, fields[12], fields[0], fields[7], build)
+    return _walk(r, fields[12], fields[0], fields[7], build)
+
+
+def _lazy_walk(lazy):
+    """The loop of a batch from read_record_batches: its walk, with the batch's index on every error."""
+    buf, pos, fields, limit, index = lazy
+    try:
+        walk = _records_of(buf, pos, fields, limit, True)  # decompressed now, as the compiled twin's iter() does
+    except CorruptRecordError as exc:
+        raise exc.prepend_path(index) from None
+    return _indexed(walk, index)
+
+
+def _indexed(walk, index):
+    try:
+        yield from walk
+    except CorruptRecordError as exc:
+        raise exc.prepend_path(index) from None
 
 
 def _read_batches(data, check_crc, allow_partial_tail, limit, each):
@@ -293,7 +310,7 @@ def _read_batches(data, check_crc, allow_partial_tail, limit, each):
             if fields is None:
                 out.partial_tail = end - pos
                 break
-            out.append(each(buf, pos, fields))
+            out.append(each(buf, pos, fields, len(out)))
         except CorruptRecordError as exc:
             raise exc.prepend_path(len(out)) from None
         pos += LOG_OVERHEAD + fields[1]
@@ -306,18 +323,32 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     """The header of every batch in ``data`` (0 or more concatenated batches), as a :class:`BatchList` of
     :data:`BatchInfo`, without a Python object per record.  ``check_records`` also walks each batch's records
     (decompressing them, up to ``max_decompressed_size`` bytes) and checks them and their count."""
-    def info(buf, pos, fields):
+    def info(buf, pos, fields, _index):
         if check_records:
-            _records_of(buf, pos, fields, max_decompressed_size, False)
+            for _ in _records_of(buf, pos, fields, max_decompressed_size, False):
+                pass
         return make_info(pos, LOG_OVERHEAD + fields[1], fields)
     return _read_batches(data, check_crc, allow_partial_tail, max_decompressed_size, info)
 
 
 def decode_record_batches(data, *, check_crc=True, allow_partial_tail=False,
                           max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
-    """Every batch in ``data`` decoded to a :class:`RecordBatch`, as a :class:`BatchList`."""
-    def batch(buf, pos, fields):
-        return _batch_from_wire(fields, _records_of(buf, pos, fields, max_decompressed_size, True))
+    """Every batch in ``data`` decoded to a :class:`RecordBatch`, as a :class:`BatchList`; every record is
+    checked and made before it returns."""
+    def batch(buf, pos, fields, _index):
+        return _batch_from_wire(fields, list(_records_of(buf, pos, fields, max_decompressed_size, True)), None)
+    return _read_batches(data, check_crc, allow_partial_tail, max_decompressed_size, batch)
+
+
+def read_record_batches(data, *, check_crc=True, allow_partial_tail=False,
+                        max_decompressed_size=DEFAULT_MAX_DECOMPRESSED_SIZE):
+    """The batches of ``data``, headers and CRCs checked, their records left in the bytes (a copy, unless ``data``
+    is ``bytes``) for each batch's loop or ``records`` to decode and check (docs/RECORDS.md, "Reading records")."""
+    if type(data) is not bytes:
+        data = bytes(_view(data))
+
+    def batch(buf, pos, fields, index):
+        return _batch_from_wire(fields, None, (buf, pos, fields, max_decompressed_size, index))
     return _read_batches(data, check_crc, allow_partial_tail, max_decompressed_size, batch)
 
 
@@ -405,14 +436,17 @@ class RecordBatch(_Fields):
     (``compression``, ``timestamp_type``, ``is_transactional``, ``is_control``, ``delete_horizon_ms``) read.
     The constructor fills what it is not given as Java's producer does (see ``batch_defaults``)."""
 
-    __slots__ = BATCH_FIELDS
+    # ``records`` is a property over _records; _lazy is a batch from read_record_batches whose records are still
+    # in its bytes: (the bytes, the batch's position, its header fields, the decompression limit, its index).
+    __slots__ = tuple(f for f in BATCH_FIELDS if f != "records") + ("_records", "_lazy")
     _fields = BATCH_FIELDS
 
     def __init__(self, records=(), *, base_offset=0, partition_leader_epoch=-1, compression=0, timestamp_type=0,
                  is_transactional=False, is_control=False, delete_horizon_ms=None, attributes=None,
                  last_offset_delta=None, base_timestamp=None, max_timestamp=None, producer_id=-1, producer_epoch=-1,
                  base_sequence=-1, magic=MAGIC, crc=0):
-        (self.records, self.attributes, self.last_offset_delta, self.base_timestamp,
+        self._lazy = None
+        (self._records, self.attributes, self.last_offset_delta, self.base_timestamp,
          self.max_timestamp) = batch_defaults(records, base_offset, compression, timestamp_type, is_transactional,
                                               is_control, delete_horizon_ms, attributes, last_offset_delta,
                                               base_timestamp, max_timestamp)
@@ -423,6 +457,28 @@ class RecordBatch(_Fields):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
+
+    @property
+    def records(self):
+        """The records, a list of :class:`Record`.  A batch from read_record_batches makes them here, on the first
+        read, and keeps them."""
+        if self._lazy is not None:
+            self._records = list(_lazy_walk(self._lazy))
+            self._lazy = None
+        return self._records
+
+    @records.setter
+    def records(self, value):
+        self._records = value
+        self._lazy = None
+
+    def __iter__(self):
+        """The records, one at a time.  A batch from read_record_batches whose ``records`` has not been read
+        decodes each as the loop reaches it, and raises the error decode_record_batches would give at the first
+        bad one (the records before it are already the caller's); any other batch iterates ``records``."""
+        if self._lazy is not None:
+            return _lazy_walk(self._lazy)
+        return iter(self._records)
 
     compression = property(lambda self: self.attributes & COMPRESSION_MASK, doc="0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd")
     timestamp_type = property(lambda self: (self.attributes & TIMESTAMP_TYPE_MASK) >> 3,
@@ -498,11 +554,12 @@ def _first_size(data):
     return LOG_OVERHEAD + int.from_bytes(_view(data)[8:12], "big")
 
 
-def _batch_from_wire(fields, records):
+def _batch_from_wire(fields, records, lazy):
     self = RecordBatch.__new__(RecordBatch)
+    self._lazy = lazy
     (self.base_offset, _length, self.partition_leader_epoch, self.magic, self.crc, attributes,
      self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id, self.producer_epoch,
      self.base_sequence, _count) = fields
     self.attributes = attributes & 0xFFFF
-    self.records = records
+    self._records = records
     return self

@@ -104,3 +104,29 @@ cdef inline Py_ssize_t wr_varint(unsigned char* p, int64_t value) noexcept nogil
         n += 1
     p[n] = <unsigned char>v
     return n + 1
+
+
+cdef inline bint same_bytes(const char* a, const unsigned char* b, Py_ssize_t n) noexcept nogil:
+    """Whether ``a[:n]`` and ``b[:n]`` hold the same bytes.  Short runs (header keys, ids) are compared as two
+    overlapping words, without a call; longer ones check their last byte first, where ids and counters differ."""
+    cdef uint64_t x, y, u, v
+    cdef uint32_t x4, y4, u4, v4
+    if n >= 8:
+        if n <= 16:
+            memcpy(&x, a, 8)
+            memcpy(&y, b, 8)
+            memcpy(&u, a + n - 8, 8)
+            memcpy(&v, b + n - 8, 8)
+            return x == y and u == v
+        return <unsigned char>a[n - 1] == b[n - 1] and memcmp(a, b, n) == 0
+    if n >= 4:
+        memcpy(&x4, a, 4)
+        memcpy(&y4, b, 4)
+        memcpy(&u4, a + n - 4, 4)
+        memcpy(&v4, b + n - 4, 4)
+        return x4 == y4 and u4 == v4
+    while n > 0:
+        n -= 1
+        if <unsigned char>a[n] != b[n]:
+            return False
+    return True
