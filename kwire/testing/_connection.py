@@ -96,15 +96,14 @@ class Connection(asyncio.BufferedProtocol):
         return False
 
     def get_buffer(self, sizehint):
-        parts = self.parts
-        if parts is None:
-            return self.inbox[self.have:]
-        last = parts[-1]
+        if self.parts is None:
+            return self.inbox[self.have:] if self.have else self.inbox
+        last = self.parts[-1]
         if self.part_fill < len(last):
             return memoryview(last)[self.part_fill:]
         # Chunks double with what the client sent: together never more than twice that, plus one chunk.
         last = bytearray(min(self.need, max(CHUNK_BYTES, self.received)))
-        parts.append(last)
+        self.parts.append(last)
         self.part_fill = 0
         return last
 
@@ -121,41 +120,36 @@ class Connection(asyncio.BufferedProtocol):
             self.backlog.append(b"".join(parts))
             self._drain_backlog()
             return
-        self.have += nbytes
-        bad = self._split()
-        self._drain_backlog()
-        if bad is not None and not self.closed:
-            self.close(f"bad frame: {bad}", graceful=True)
-
-    def _split(self):
-        """Move the whole frames in inbox to the backlog, keeping the partial one at its start; returns what is
-        wrong with the next frame's size prefix, or None."""
-        inbox, have, pos = self.inbox, self.have, 0
-        backlog = self.backlog
+        # Split the whole frames in inbox off to the backlog; a partial one moves to its start.
+        inbox, have, pos = self.inbox, self.have + nbytes, 0
         bad = None
         while have - pos >= 4:
             (size,) = _SIZE.unpack_from(inbox, pos)
             if size < 0 or size > self.max_frame_size:
                 # Kafka's NetworkReceive refuses the size before reading the frame (InvalidReceiveException).
                 bad = f"frame size {size} is not within 0 and socket.request.max.bytes ({self.max_frame_size})"
+                pos = have
                 break
             end = pos + 4 + size
             if end > have:
                 if 4 + size > len(inbox):
-                    # Too big for inbox: read the rest straight into chunks of its own.
+                    # Too big for inbox: the rest is read straight into chunks of its own.
                     self.parts = [bytearray(inbox[pos:have])]
                     self.part_fill = self.received = have - pos
                     self.need = end - have
                     pos = have
                 break
-            backlog.append(bytes(inbox[pos:end]))
+            self.backlog.append(bytes(inbox[pos:end]))
             pos = end
-        if bad is not None:
+        if pos == have:
             self.have = 0
-        elif pos:
-            inbox[:have - pos] = inbox[pos:have]  # a memoryview's slice assignment copies overlapping bytes right
+        else:
+            if pos:
+                inbox[:have - pos] = inbox[pos:have]  # a memoryview's slice assignment copies overlapping bytes right
             self.have = have - pos
-        return bad
+        self._drain_backlog()
+        if bad is not None and not self.closed:
+            self.close(f"bad frame: {bad}", graceful=True)
 
     # -- handling ------------------------------------------------------------------------------------------
 
