@@ -14,10 +14,10 @@ its bounds, plus the one answer that crossed ``max_buffered``, plus one read and
 
 Frames are read without copies in between (``asyncio.BufferedProtocol``): the socket reads into the connection's
 own small buffer, which is split into frames; a frame that does not fit in it is read straight into chunks of its
-own, joined once when it is whole.  A producer's megabyte Produce thus costs one copy between the socket and the
-codec, where a splitter fed with each read's bytes would copy it several times, and the time a Produce waits for
-its answer is what a producer's five requests in flight per connection are bounded by.  The chunks follow what the
-client has sent, never its declared size, so a size prefix alone reserves nothing.
+own, joined once when it is whole.  A producer's megabyte Produce is thus copied once between the socket and the
+codec, where a splitter fed with each read's bytes copied it four times, and each copy of a megabyte is time the
+producer waits for its answer.  The chunks follow what the client has sent, never its declared size, so a size
+prefix alone reserves nothing.
 
 A frame the server cannot read closes the connection after the answers to the requests before it are written,
 as Kafka answers what it could read and then closes.
