@@ -9,30 +9,48 @@ Kafka reads one request per connection at a time and mutes the channel while its
 
 At either bound the connection is not read (``transport.pause_reading``); frames already split from the last read
 wait in a backlog; reading resumes when the client has taken the answers.  So what one connection holds is at most
-its bounds, plus the one answer that crossed ``max_buffered``, plus one read (the transport reads at most 256 KiB
-at a time) and one partial frame (at most ``socket.request.max.bytes``).
+its bounds, plus the one answer that crossed ``max_buffered``, plus one read and one partial frame (at most
+``socket.request.max.bytes``).
+
+Frames are read without copies in between (``asyncio.BufferedProtocol``): the socket reads into the connection's
+own small buffer, which is split into frames; a frame that does not fit in it is read straight into chunks of its
+own, joined once when it is whole.  A producer's megabyte Produce is thus copied once between the socket and the
+codec, where a splitter fed with each read's bytes copied it four times, and each copy of a megabyte is time the
+producer waits for its answer.  The chunks follow what the client has sent, never its declared size, so a size
+prefix alone reserves nothing.
 
 A frame the server cannot read closes the connection after the answers to the requests before it are written,
 as Kafka answers what it could read and then closes.
 """
 
+import asyncio
 import logging
+import struct
 from collections import deque
-
-from kwire.codec import FrameSplitter
-from kwire.errors import KwireError
 
 log = logging.getLogger("kwire.testing")
 
+_SIZE = struct.Struct(">i")
+# The connection's own read buffer: every small frame read at once is split out of it.
+READ_BYTES = 16 << 10
+# The first chunk of a frame bigger than the read buffer; the next ones double with what came.
+CHUNK_BYTES = 256 << 10
 
-class Connection:
-    """An ``asyncio.Protocol`` for one client of one broker (``broker`` is its node id)."""
+
+class Connection(asyncio.BufferedProtocol):
+    """An ``asyncio.BufferedProtocol`` for one client of one broker (``broker`` is its node id)."""
 
     def __init__(self, server, broker):
         self.server = server
         self.broker = broker
         limits = server.limits
-        self.splitter = FrameSplitter(limits.max_frame_size)
+        self.max_frame_size = limits.max_frame_size
+        self.inbox = memoryview(bytearray(READ_BYTES))
+        self.have = 0              # bytes at the start of inbox not split yet: the start of the next frame
+        self.parts = None          # a frame too big for inbox: its chunks (bytearrays) so far
+        self.part_fill = 0         # bytes read into the last chunk
+        self.received = 0          # bytes of that frame read so far
+        self.need = 0              # bytes of that frame still to come
         self.max_inflight = limits.max_inflight
         self.max_buffered = limits.max_buffered
         self.transport = None
@@ -64,6 +82,7 @@ class Connection:
         self.closed = True
         self.owed.clear()
         self.backlog.clear()
+        self.parts = None
         self.server.forget(self)
 
     def pause_writing(self):
@@ -76,15 +95,58 @@ class Connection:
     def eof_received(self):
         return False
 
-    def data_received(self, data):
+    def get_buffer(self, sizehint):
+        if self.parts is None:
+            return self.inbox[self.have:] if self.have else self.inbox
+        last = self.parts[-1]
+        if self.part_fill < len(last):
+            return memoryview(last)[self.part_fill:]
+        # Chunks double with what the client sent: together never more than twice that, plus one chunk.
+        last = bytearray(min(self.need, max(CHUNK_BYTES, self.received)))
+        self.parts.append(last)
+        self.part_fill = 0
+        return last
+
+    def buffer_updated(self, nbytes):
         if self.closed:
             return
+        if self.parts is not None:
+            self.part_fill += nbytes
+            self.received += nbytes
+            self.need -= nbytes
+            if self.need:
+                return
+            parts, self.parts = self.parts, None
+            self.backlog.append(b"".join(parts))
+            self._drain_backlog()
+            return
+        # Split the whole frames in inbox off to the backlog; a partial one moves to its start.
+        inbox, have, pos = self.inbox, self.have + nbytes, 0
         bad = None
-        try:
-            frames = self.splitter.feed(data)
-        except KwireError as e:
-            frames, bad = getattr(e, "frames", []), e
-        self.backlog.extend(frames)
+        while have - pos >= 4:
+            (size,) = _SIZE.unpack_from(inbox, pos)
+            if size < 0 or size > self.max_frame_size:
+                # Kafka's NetworkReceive refuses the size before reading the frame (InvalidReceiveException).
+                bad = f"frame size {size} is not within 0 and socket.request.max.bytes ({self.max_frame_size})"
+                pos = have
+                break
+            end = pos + 4 + size
+            if end > have:
+                if 4 + size > len(inbox):
+                    # Too big for inbox: the rest is read straight into chunks of its own.
+                    self.parts = [bytearray(inbox[pos:have])]
+                    self.part_fill = self.received = have - pos
+                    self.need = end - have
+                    pos = have
+                break
+            self.backlog.append(bytes(inbox[pos:end]))
+            pos = end
+        if pos == have:
+            self.have = 0
+        else:
+            if pos:
+                inbox[:have - pos] = inbox[pos:have]  # a memoryview's slice assignment copies overlapping bytes right
+            self.have = have - pos
         self._drain_backlog()
         if bad is not None and not self.closed:
             self.close(f"bad frame: {bad}", graceful=True)
@@ -134,6 +196,7 @@ class Connection:
         log.warning("closing connection from %s: %s", self.peer, reason)
         self.closed = True
         self.backlog.clear()
+        self.parts = None
         self.server.forget(self)
         if graceful:
             self.closing = True
@@ -184,4 +247,4 @@ class Connection:
         held = self.transport.get_write_buffer_size() if self.transport is not None else 0
         held += self.ready_bytes
         held += sum(len(f) for f in self.backlog)
-        return held + self.splitter.pending
+        return held + self.have + (self.received if self.parts is not None else 0)

@@ -297,8 +297,13 @@ class ClusterServer(TopicApis, RecordApis):
                        graceful=True)
             return
         try:
-            # The header is read once: the body decodes from where it ends.
-            req = DEFAULT.message_class(key, "request").decode(body, version)
+            if key == ApiKey.PRODUCE:
+                # Record batches are read as views of the frame (bytes, from the connection), not copied: the
+                # log's copy is their only one.
+                req = DEFAULT.decode_request(frame, views=True)[1]
+            else:
+                # The header is read once: the body decodes from where it ends.
+                req = DEFAULT.message_class(key, "request").decode(body, version)
         except KwireError as e:
             conn.close(f"malformed api key {key} v{version} request: {e}", graceful=True)
             return

@@ -1,0 +1,153 @@
+"""How a mock cluster's connection cuts its byte stream into frames: any chunking of the reads, frames bigger than
+its read buffer, a size prefix that reserves nothing, a bad size after good frames."""
+
+import random
+import struct
+import tracemalloc
+
+from kwire import codec
+from kwire.codec import ErrorCode as E
+from kwire.testing import MockCluster
+from kwire.testing._connection import READ_BYTES, Connection
+from kwire.testing._server import Limits
+from tests.test_mock_records import batch, fetch, produce
+from tests.test_serve import Client
+
+
+class _Transport:
+    def __init__(self):
+        self.written = []
+        self.closed = self.paused = False
+
+    def get_extra_info(self, name):
+        return ("127.0.0.1", 1) if name == "peername" else None
+
+    def set_write_buffer_limits(self, high):
+        pass
+
+    def get_write_buffer_size(self):
+        return 0
+
+    def write(self, data):
+        self.written.append(bytes(data))
+
+    def pause_reading(self):
+        self.paused = True
+
+    def resume_reading(self):
+        self.paused = False
+
+    def close(self):
+        self.closed = True
+
+    abort = close
+
+
+class _Server:
+    """Takes each frame as its request and answers it with its own size."""
+
+    def __init__(self, **limits):
+        self.limits = Limits(**limits)
+        self.frames = []
+
+    def accept(self, conn):
+        return True
+
+    def forget(self, conn):
+        pass
+
+    def request(self, conn, frame):
+        self.frames.append(frame)
+        conn.slot()(struct.pack(">i", len(frame)))
+
+
+def _connection(**limits):
+    server = _Server(**limits)
+    conn = Connection(server, 0)
+    conn.connection_made(_Transport())
+    return server, conn
+
+
+def _feed(conn, data, rng=None, most=None):
+    """Hand ``data`` to the connection as a transport does, each read filling at most what ``get_buffer`` gave
+    (and, with ``rng``, a random part of it)."""
+    view = memoryview(data)
+    while view:
+        buf = memoryview(conn.get_buffer(-1))
+        n = min(len(buf), len(view), most or len(view))
+        if rng is not None:
+            n = rng.randint(1, n)
+        buf[:n] = view[:n]
+        view = view[n:]
+        conn.buffer_updated(n)
+
+
+def _frame(size, fill):
+    return struct.pack(">i", size) + bytes([fill]) * size
+
+
+def test_frames_come_whole_and_in_order_whatever_the_reads():
+    sizes = [0, 10, READ_BYTES - 4, READ_BYTES - 3, 3 * READ_BYTES, 1, 700_000, 5, 2 * READ_BYTES + 7]
+    frames = [_frame(n, i) for i, n in enumerate(sizes)]
+    stream = b"".join(frames)
+    for seed in range(20):
+        server, conn = _connection()
+        _feed(conn, stream, random.Random(seed))
+        assert server.frames == frames
+        assert all(type(f) is bytes for f in server.frames)
+        assert conn.buffered() == 0
+    server, conn = _connection()
+    _feed(conn, stream)
+    assert server.frames == frames
+    assert b"".join(conn.transport.written) == b"".join(struct.pack(">i", len(f)) for f in frames)
+
+
+def test_a_declared_size_reserves_nothing_beyond_what_came():
+    server, conn = _connection()
+    sent = 200_000
+    tracemalloc.start()
+    try:
+        _feed(conn, struct.pack(">i", 90 << 20) + b"\0" * sent, most=4096)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # What came, and one chunk of at most as much again: never the 90 MiB the prefix declared.
+    assert peak < 3 * sent
+    assert server.frames == [] and conn.buffered() == sent + 4
+
+
+def test_a_bad_size_after_good_frames_answers_them_then_closes():
+    for bad in (-5, 1025):
+        server, conn = _connection(max_frame_size=1024)
+        good = [_frame(30, 1), _frame(1024, 2)]
+        _feed(conn, b"".join(good) + struct.pack(">i", bad) + b"junk")
+        assert server.frames == good
+        assert conn.closed and conn.transport.closed
+        assert len(conn.transport.written) == 1  # both answers, in one write
+
+
+def test_a_produce_bigger_than_the_read_buffer_in_odd_slices_is_stored_as_sent():
+    with MockCluster(topics={"t": 1}) as cluster:
+        client = Client(cluster)
+        data = batch(3000, value=b"v" * 300)
+        assert len(data) > 50 * READ_BYTES
+        req = codec.ProduceRequest(acks=-1, timeout_ms=1000, transactional_id=None, topic_data=[
+            codec.TopicProduceData(name="t", partition_data=[codec.PartitionProduceData(index=0, records=data)])])
+        frame = codec.encode_request(req, 9, correlation_id=7, client_id="t")
+        small = codec.encode_request(codec.ApiVersionsRequest(), 3, correlation_id=8)
+        stream = frame + small
+        rng = random.Random(1)
+        at = 0
+        while at < len(stream):
+            n = rng.choice((1, 3, 4, 5, 4093, 70_000))
+            client.send_raw(stream[at:at + n])
+            at += n
+        header, answer = codec.decode_response(client.read_frame(), codec.ProduceRequest.api_key, 9)
+        assert header.correlation_id == 7 and answer.responses[0].partition_responses[0].error_code == E.NONE
+        header, _ = codec.decode_response(client.read_frame(), codec.ApiVersionsRequest.api_key, 3)
+        assert header.correlation_id == 8
+        assert produce(client, "t", 0, batch(2)).base_offset == 3000
+        (part,) = fetch(client, cluster, "t", [(0, 0, 4 << 20)])
+        stored = codec.decode_record_batches(part.records)
+        assert [len(b.records) for b in stored] == [3000, 2]
+        assert [r.value for r in stored[0].records] == [r.value for r in codec.RecordBatch.decode(data).records]
