@@ -151,3 +151,26 @@ def test_a_produce_bigger_than_the_read_buffer_in_odd_slices_is_stored_as_sent()
         stored = codec.decode_record_batches(part.records)
         assert [len(b.records) for b in stored] == [3000, 2]
         assert [r.value for r in stored[0].records] == [r.value for r in codec.RecordBatch.decode(data).records]
+
+
+def _with_trailing_bytes(request, version, correlation_id, extra):
+    frame = codec.encode_request(request, version, correlation_id=correlation_id, client_id="t") + extra
+    return struct.pack(">i", len(frame) - 4) + frame[4:]
+
+
+def test_bytes_after_a_request_body_are_ignored_as_kafka_ignores_them():
+    # librdkafka's all-topics Metadata v12 (confluent-kafka's list_topics()) ends with three such bytes.
+    with MockCluster(topics={"t": 2}) as cluster:
+        client = Client(cluster)
+        client.send_raw(_with_trailing_bytes(codec.MetadataRequest(topics=None, allow_auto_topic_creation=True), 12,
+                                             5, b"\x01\x00\x00"))
+        header, answer = codec.decode_response(client.read_frame(), codec.MetadataRequest.api_key, 12)
+        assert header.correlation_id == 5 and [t.name for t in answer.topics] == ["t"]
+        # A Produce with bytes after its body stores its batch once, as sent.
+        req = codec.ProduceRequest(acks=-1, timeout_ms=1000, transactional_id=None, topic_data=[
+            codec.TopicProduceData(name="t", partition_data=[codec.PartitionProduceData(index=1, records=batch(3))])])
+        client.send_raw(_with_trailing_bytes(req, 9, 6, b"\x00" * 7))
+        header, answer = codec.decode_response(client.read_frame(), codec.ProduceRequest.api_key, 9)
+        assert header.correlation_id == 6 and answer.responses[0].partition_responses[0].error_code == E.NONE
+        assert [r.value for r in cluster.records("t", 1)] == [r.value for r in codec.RecordBatch.decode(batch(3)).records]
+        client.close()

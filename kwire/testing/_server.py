@@ -297,13 +297,12 @@ class ClusterServer(TopicApis, RecordApis):
                        graceful=True)
             return
         try:
-            if key == ApiKey.PRODUCE:
-                # Record batches are read as views of the frame (bytes, from the connection), not copied: the
-                # log's copy is their only one.
-                req = DEFAULT.decode_request(frame, views=True)[1]
-            else:
-                # The header is read once: the body decodes from where it ends.
-                req = DEFAULT.message_class(key, "request").decode(body, version)
+            # The header is read once: the body decodes from where it ends.  Bytes after the body are ignored,
+            # as Kafka's broker ignores them (RequestContext.parseRequest reads the fields and no further):
+            # librdkafka's all-topics Metadata v12 carries three.  Record batches are read as views of the
+            # frame (bytes, from the connection), not copied: the log's copy is their only one.
+            req = DEFAULT.message_class(key, "request").decode_prefix(body, version,
+                                                                     views=key == ApiKey.PRODUCE)[0]
         except KwireError as e:
             conn.close(f"malformed api key {key} v{version} request: {e}", graceful=True)
             return
