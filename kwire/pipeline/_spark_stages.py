@@ -25,7 +25,9 @@
    each generation reads; the what-if then packs the bucket's generations
    from its Arrow event columns at once and replays them (NumPy from those
    columns to its Arrow rows); the
-   ``whatif`` stage then only writes its table out of that pass's cached result.
+   ``whatif`` stage then only writes its table out of that pass's cached result,
+   and the migration stage replays the membership histories the pass read off
+   the same timelines (:mod:`kwire.pipeline._spark_migrate`).
 4. ``bad_frames``: undecodable frames and the frames the analysis left out,
    Metadata responses' among them
    (:data:`kwire.pipeline._events.BAD_FRAME_SCHEMA`), with their reasons.
