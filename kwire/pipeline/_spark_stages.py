@@ -25,7 +25,7 @@
    each generation reads; the what-if then packs the bucket's generations
    from its Arrow event columns at once and replays them (NumPy from those
    columns to its Arrow rows); the
-   ``whatif`` stage then only writes its table out of that pass's cached result,
+   ``whatif`` stage then only writes its table out of that pass's kept result,
    and the migration stage replays the membership histories the pass read off
    the same timelines (:mod:`kwire.pipeline._spark_migrate`).
 4. ``bad_frames``: undecodable frames and the frames the analysis left out,
@@ -647,8 +647,10 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             kip848 = bucketed(kip848_events, buckets)
             # Each group's timeline is built once here for every table of
             # TIMELINE_TABLES, the what-if's included (its replay is timed
-            # by ``replay``); the first write computes and caches them all.
-            wide = bucket_stage(events, max_partitions, archive, replay, metadata_counts, replay_cpu).persist()
+            # by ``replay``): the pass runs once, here, and its rows are kept
+            # (as the events are) for this stage's tables, the what-if's and
+            # the migration's histories.
+            wide = bucket_stage(events, max_partitions, archive, replay, metadata_counts, replay_cpu).localCheckpoint()
             rows = {}
             for name in ("rebalances", "assignments", "bad_frames"):
                 table = unwide(wide, name)
@@ -662,7 +664,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         stages["timelines"] = {"seconds": st.seconds, **st.counts}
         with progress.stage("whatif") as st:
             # Its rows were replayed in the pass above (``replay_seconds``);
-            # this stage writes them out of the cache.
+            # this stage writes them out of the kept rows.
             unwide(wide, "whatif").write.mode("overwrite").parquet(_path(out, "whatif"))
             tables["whatif"] = spark.read.parquet(_path(out, "whatif"))
             counts = tables["whatif"].where(~F.col("observed")).agg(F.sum("member_count").alias("members")).first()
@@ -675,11 +677,11 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
                 session_timeout_ms=consumer_session_timeout_ms)
             st.done(**consumer_rows)
         stages["consumer"] = {"seconds": st.seconds, **st.counts}
-        # The classic groups' membership histories were read off their timelines in the cached pass.
+        # The classic groups' membership histories were read off their timelines in the kept pass.
         s["migration"], stages["migration"] = migration_stage(
             spark, unwide(wide, "histories"), _path(out, "migration"), progress, spark_schema, max_partitions,
             archive, metadata_counts, kip848, topic_ids, consumer_session_timeout_ms)
-        wide.unpersist()
+        release(wide)
 
         with progress.stage("report") as st:
             error_kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
