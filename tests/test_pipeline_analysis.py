@@ -225,11 +225,14 @@ def test_session_timeout_of_a_member_whose_join_carried_no_id(tmp_path):
 @pytest.mark.parametrize("corrupt_rate", [0.0, 0.3])
 def test_one_timeline_pass_gives_the_tables_of_one_pass_each(tmp_path, corrupt_rate):
     """The pipeline's ``timelines`` stage builds each group's timeline once and
-    reads every table off it, the what-if's included, from Arrow (``applyInArrow``)
-    or pandas (Spark without it): the same rows as building the timelines for each table."""
+    reads every table off it, the what-if's and the migration's histories included, from
+    Arrow (``applyInArrow``) or pandas (Spark without it): the same rows as building the
+    timelines for each table."""
     import pyarrow as pa
 
     from kwire.pipeline import _spark_stages as stages
+    from kwire.pipeline._migrate_history import classic_histories
+    from kwire.pipeline._migrate_table import history_table
 
     path = str(tmp_path / "c.parquet")
     synth(path, groups=15, seed=11, duration_s=240, corrupt_rate=corrupt_rate)
@@ -240,7 +243,8 @@ def test_one_timeline_pass_gives_the_tables_of_one_pass_each(tmp_path, corrupt_r
     want = {"rebalances": rebalances_of(pdf.drop(columns=["bucket"]), counts=counts),
             "assignments": assignments_of(pdf.drop(columns=["bucket"]), counts=counts),
             "bad_frames": bad_frames_of(pdf.drop(columns=["bucket"]), counts=counts),
-            "whatif": whatif_of(pdf.drop(columns=["bucket"]), counts=counts)}
+            "whatif": whatif_of(pdf.drop(columns=["bucket"]), counts=counts),
+            "histories": history_table(classic_histories(events.drop_columns(["bucket"]), counts=counts)).to_pandas()}
     assert len(want["rebalances"]) and len(want["assignments"])
     assert bool(len(want["bad_frames"])) == bool(corrupt_rate)
     assert len(want["whatif"])

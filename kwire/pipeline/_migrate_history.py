@@ -22,14 +22,13 @@ from its first history event (the crash's silence included) to its last SyncGrou
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterable, List, Tuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kwire.pipeline._events import (DEFAULT_MAX_PARTITIONS, DEFAULT_SESSION_TIMEOUT_MS, HEARTBEAT, JOIN_GROUP,
-                                    LEAVE_GROUP, METADATA, RESPONSE, SYNC_GROUP)
+                                    LEAVE_GROUP, RESPONSE, SYNC_GROUP)
 from kwire.pipeline._membership import MemberEvent, MembershipHistory
 from kwire.pipeline._migrate_ledger import Ledger
 from kwire.pipeline._timeline import Timeline, completed_generations, timelines_of_arrow
@@ -60,45 +59,51 @@ class MemberTimes:
         self.last = None
 
 
-def member_times_of_arrow(events: pa.Table) -> Iterator[Tuple[str, MemberTimes]]:
-    """``(group id, MemberTimes)`` per group of ``events`` (:data:`EVENT_COLUMNS`), in group order."""
-    groups = events.filter(pc.invert(pc.fill_null(pc.equal(events.column("api_key"), METADATA), False)))
-    groups = groups.take(pc.sort_indices(groups, [("group_id", "ascending"), ("seq", "ascending")]))
-    gids = groups.column("group_id").to_pylist()
-    cols = [groups.column(c).cast(pa.int64()).to_pylist() for c in
-            ("ts", "request_ts", "direction", "api_key", "generation_id", "error_code")]
-    members = groups.column("member_id").to_pylist()
-    start = 0
-    for end in range(1, len(gids) + 1):
-        if end < len(gids) and gids[end] == gids[start]:
+#: The event columns :func:`member_times` reads (ints but ``member_id``).
+_TIMED_COLUMNS = ("ts", "request_ts", "direction", "api_key", "generation_id", "error_code", "member_id")
+
+
+def member_times(columns, rows) -> MemberTimes:
+    """One group's :class:`MemberTimes` from its events at ``rows`` (in ``seq`` order) of ``columns``:
+    lists of :data:`_TIMED_COLUMNS`, as a timeline's event source holds them."""
+    times = MemberTimes()
+    tss, rtss, directions, keys, gens, errs, members = (columns[c] for c in _TIMED_COLUMNS)
+    for i in rows:
+        ts, rts, direction, key, gen, err = tss[i], rtss[i], directions[i], keys[i], gens[i], errs[i]
+        times.first = ts if times.first is None else min(times.first, ts)
+        times.last = ts if times.last is None else max(times.last, ts)
+        member = members[i]
+        if direction != RESPONSE or not member or key not in _GROUP_APIS:
             continue
-        times = MemberTimes()
-        for i in range(start, end):
-            ts, rts, direction, key, gen, err = (c[i] for c in cols)
-            times.first = ts if times.first is None else min(times.first, ts)
-            times.last = ts if times.last is None else max(times.last, ts)
-            member = members[i]
-            if direction != RESPONSE or not member or key not in _GROUP_APIS:
-                continue
-            if rts is not None:
-                times.latency[member].append(ts - rts)
-            if err:
-                continue
-            if key == JOIN_GROUP and gen is not None:
-                times.join.setdefault((member, gen), rts if rts is not None else ts)
-            elif key == SYNC_GROUP and gen is not None:
-                times.sync[(member, gen)] = ts
-        yield gids[start], times
-        start = end
+        if rts is not None:
+            times.latency[member].append(ts - rts)
+        if err:
+            continue
+        if key == JOIN_GROUP and gen is not None:
+            times.join.setdefault((member, gen), rts if rts is not None else ts)
+        elif key == SYNC_GROUP and gen is not None:
+            times.sync[(member, gen)] = ts
+    return times
 
 
 def classic_histories(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS, counts=None):
     """The membership history of every classic group of ``events`` with a generation, in group order."""
-    times = dict(member_times_of_arrow(events))
-    for tl in timelines_of_arrow(events, max_partitions, counts):
-        history = classic_history(tl, times.get(tl.group_id) or MemberTimes())
+    return classic_histories_of(timelines_of_arrow(events, max_partitions, counts))
+
+
+def classic_histories_of(timelines: Iterable[Timeline]):
+    """The membership history of every timeline with a generation, in their order; each group's member
+    timings read from the events its timeline was built of (:attr:`Timeline.source`, its rows)."""
+    for tl in timelines:
+        history = timeline_history(tl)
         if history is not None:
             yield history
+
+
+def timeline_history(tl: Timeline):
+    """``tl``'s :class:`MembershipHistory` (None when no generation formed), its member timings read from
+    the events its timeline was built of."""
+    return classic_history(tl, member_times(tl.source.columns, tl.rows))
 
 
 def classic_history(tl: Timeline, times: MemberTimes):

@@ -1,8 +1,12 @@
 """The ``migration`` stage: the migration what-if over every bucket of groups, as the classic what-if runs.
 
-The bucketed events (one bucket a partition, balanced by the groups' event counts) go through
-``applyInArrow`` to :func:`kwire.pipeline._migrate_table.migrate_bucket`, which builds each group's
-membership history and replays it under the other protocol.  The seconds spent inside the simulations
+Classic groups' membership histories come from the timelines stage, which builds each group's timeline
+once for all its tables (:data:`kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows, one bucket a
+partition): ``mapInArrow`` replays them under the consumer protocol
+(:func:`kwire.pipeline._migrate_table.migrate_histories`).  Consumer-protocol and mixed groups' bucketed
+events (one bucket a partition, balanced by the groups' event counts) go through ``applyInArrow`` to
+:func:`kwire.pipeline._migrate_table.migrate_bucket`, which builds each group's membership history and
+replays it under classic rebalances.  The seconds spent inside the simulations
 are summed over the tasks in an accumulator: ``stages.migration.replay_seconds``, and the simulation's
 speed is ``member_events / replay_seconds``.  Their CPU seconds are summed beside them
 (``replay_cpu_seconds``): the tasks run side by side on shared cores, so their wall seconds grow with the
@@ -38,18 +42,25 @@ def migration_rows_stage(events, spark_schema, max_partitions=DEFAULT_MAX_PARTIT
                                  spark_schema(MIGRATION_SCHEMA))
 
 
-def migration_stage(spark, events, path, progress, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS,
+def history_rows_stage(histories, spark_schema, archive=None, timer=None, cpu_timer=None):
+    """The ``migration`` rows of classic groups' ``histories`` (a DataFrame of
+    :data:`~kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows), each partition replayed where it is."""
+    run = remote(_TABLE, "migrate_histories", archive)
+    return histories.mapInArrow(lambda batches: run(batches, timer, cpu_timer), spark_schema(MIGRATION_SCHEMA))
+
+
+def migration_stage(spark, histories, path, progress, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS,
                     archive=None, counts=None, consumer_events=None, names=None, session_timeout_ms=None):
-    """Write the ``migration`` table to ``path``: classic groups' ``events`` replayed under the consumer
-    protocol, and ``consumer_events`` (bucketed too, consumer-protocol and mixed groups; None for none)
-    under classic rebalances, with ``names`` their topic ids' names.  Returns ``(report summary, stage
-    figures)``."""
+    """Write the ``migration`` table to ``path``: classic groups' ``histories`` (from the timelines stage)
+    replayed under the consumer protocol, and ``consumer_events`` (bucketed, consumer-protocol and mixed
+    groups; None for none) under classic rebalances, with ``names`` their topic ids' names and ``counts``
+    the capture's Metadata counts.  Returns ``(report summary, stage figures)``."""
     from pyspark.sql import functions as F
 
     timer = spark.sparkContext.accumulator(0.0)
     cpu_timer = spark.sparkContext.accumulator(0.0)
     with progress.stage("migration") as st:
-        rows = migration_rows_stage(events, spark_schema, max_partitions, archive, timer, counts, cpu_timer=cpu_timer)
+        rows = history_rows_stage(histories, spark_schema, archive, timer, cpu_timer)
         if consumer_events is not None:
             rows = rows.unionByName(migration_rows_stage(consumer_events, spark_schema, max_partitions, archive,
                                                          timer, counts, names, cpu_timer, session_timeout_ms))

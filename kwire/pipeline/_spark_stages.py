@@ -25,7 +25,9 @@
    each generation reads; the what-if then packs the bucket's generations
    from its Arrow event columns at once and replays them (NumPy from those
    columns to its Arrow rows); the
-   ``whatif`` stage then only writes its table out of that pass's cached result.
+   ``whatif`` stage then only writes its table out of that pass's cached result,
+   and the migration stage replays the membership histories the pass read off
+   the same timelines (:mod:`kwire.pipeline._spark_migrate`).
 4. ``bad_frames``: undecodable frames and the frames the analysis left out,
    Metadata responses' among them
    (:data:`kwire.pipeline._events.BAD_FRAME_SCHEMA`), with their reasons.
@@ -55,6 +57,8 @@ from kwire.pipeline._events import (ASSIGNMENT_SCHEMA, BAD_FRAME_SCHEMA, COUNT_S
                                     EVENT_COLUMNS, GROUP_API_KEYS, HEARTBEAT, METADATA, REBALANCE_SCHEMA, REQUEST,
                                     RESPONSE, WHATIF_SCHEMA)
 from kwire.pipeline._metadata import count_changes, metadata_partition_counts
+from kwire.pipeline._migrate_history import timeline_history
+from kwire.pipeline._migrate_table import HISTORY_SCHEMA, history_table
 from kwire.pipeline._rebalances import timeline_tables
 from kwire.pipeline._spark_events import consumer_events
 from kwire.pipeline._timeline import timelines_of, timelines_of_arrow
@@ -149,6 +153,17 @@ EMBEDDED_DRIVER_MEMORY = "1200m"
 EMBEDDED_JAVA_OPTIONS = "-Djdk.nio.maxCachedBufferSize=1048576"
 
 
+#: Session settings every stage runs under (``run_pipeline`` sets them on a
+#: session it is given for the run, and puts the session's own back after).
+#: ``maxBytesPerBatch``: Spark 4 measures the Arrow batch it fills for a
+#: Python task after every row, unless this limit is Int.MaxValue, and the
+#: measure walks every list column's offsets: with the events' nested
+#: columns, a bucket's rows cost time quadratic in the rows of a batch (a
+#: third of the timelines stage on 1,000 groups).  Batches stay bounded by
+#: ``maxRecordsPerBatch``.
+ARROW_CONF = {"spark.sql.execution.arrow.maxBytesPerBatch": str(2 ** 31 - 1)}
+
+
 def spark_session(master=None, shuffle_partitions=None, driver_memory=EMBEDDED_DRIVER_MEMORY, app_name="kwire-pipeline",
                   conf=None):
     """The SparkSession to run on.
@@ -187,7 +202,7 @@ def spark_session(master=None, shuffle_partitions=None, driver_memory=EMBEDDED_D
         b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     if shuffle_partitions:
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    for k, v in (conf or {}).items():
+    for k, v in {**ARROW_CONF, **(conf or {})}.items():
         b = b.config(k, v)
     return b.getOrCreate()
 
@@ -392,15 +407,23 @@ def bucketed(events, buckets):
     plan = spark.createDataFrame([(gid, labels[b]) for gid, b in balanced_buckets(sizes, buckets).items()],
                                  T.StructType([T.StructField("group_id", T.StringType(), False),
                                                T.StructField("bucket", T.IntegerType(), False)]))
-    return events.join(F.broadcast(plan), "group_id").repartition(buckets, "bucket")
+    out = events.join(F.broadcast(plan), "group_id").repartition(buckets, "bucket")
+    # No group (a capture of one protocol only): cached, so that the plan
+    # keeps its ``buckets`` partitions.  Adaptive execution would replace the
+    # empty plan by an empty relation of no known partitioning, the stage's
+    # groupBy would shuffle it to spark.sql.shuffle.partitions (200), and a
+    # cached result of that keeps them: a task each, for every table written.
+    return out.persist() if not sizes else out
 
 
 #: The tables read off each group's timeline in one pass per bucket (see
 #: :func:`kwire.pipeline._rebalances.timeline_tables`), the what-if's among them:
 #: building a group's timeline cost the what-if, in a pass of its own, as much
-#: as the other three tables together.
+#: as the other three tables together.  ``histories``: each group's membership
+#: history, which the migration stage replays (built there again from the
+#: events, the timelines cost that stage as much as its replays).
 TIMELINE_TABLES = {"rebalances": REBALANCE_SCHEMA, "assignments": ASSIGNMENT_SCHEMA,
-                   "bad_frames": BAD_FRAME_SCHEMA, "whatif": WHATIF_SCHEMA}
+                   "bad_frames": BAD_FRAME_SCHEMA, "whatif": WHATIF_SCHEMA, "histories": HISTORY_SCHEMA}
 
 
 def _wide_name(table, column):
@@ -476,16 +499,21 @@ def analyse_bucket_arrow(events, max_partitions, timer=None, counts=None, cpu_ti
     # What the what-if reads of each generation it replays: a few ints (rows
     # of the bucket's events), taken as the one pass goes by each timeline;
     # the generations are packed from the event columns together at the end.
-    replayed = []
+    # The migration what-if's membership histories are read off the same timelines.
+    replayed, histories = [], []
 
     def noting(timelines):
         for tl in timelines:
             replayed.extend(replayed_rows(tl))
+            history = timeline_history(tl)
+            if history is not None:
+                histories.append(history)
             yield tl
 
     with collector_paused():
         tables = timeline_tables(noting(_timelines_of(events, max_partitions, counts)))
         tables["whatif"] = timed_replay(pack_replayed(replayed), timer=timer, cpu_timer=cpu_timer)
+        tables["histories"] = history_table(histories)
         return _wide(tables)
 
 
@@ -561,6 +589,9 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
     else:
         stages["spark_start"] = {"seconds": 0.0}
     sc = spark.sparkContext
+    saved_conf = {k: spark.conf.get(k) for k in ARROW_CONF}
+    for k, v in ARROW_CONF.items():
+        spark.conf.set(k, v)
     if progress is None:
         progress = Progress(sc, stream=_LogStream(log) if not sys.stderr.isatty() else None)
     elif progress.sc is None:
@@ -590,16 +621,28 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             st.done(topics=len(pc.unique(metadata_counts.column("topic"))))
         stages["metadata"] = {"seconds": st.seconds, **st.counts}
 
-        # Groups with ConsumerGroupHeartbeat traffic (consumer and mixed) go to the consumer-protocol analysis.
-        kip848_events, classic_events = split_protocols(events_stage(frames))
-        events = bucketed(classic_events, buckets).persist()
-        kip848 = bucketed(kip848_events, buckets).persist()
         tables = {}
         replay, replay_cpu = sc.accumulator(0.0), sc.accumulator(0.0)
         with progress.stage("timelines") as st:
+            # The events, reduced from the frames once and kept: the split by
+            # protocol, each side's bucket plan and the report all read them,
+            # and each read of the plan scanned the frames again (several
+            # times: a scan per kind of event).  Kept as rows
+            # (``localCheckpoint``): Spark's columnar cache took longer to
+            # fill and to read with these nested columns than the scans.
+            all_events = events_stage(frames).localCheckpoint()
+            # Groups with ConsumerGroupHeartbeat traffic (consumer and mixed) go to the consumer-protocol analysis.
+            kip848_events, classic_events = split_protocols(all_events)
+            events = bucketed(classic_events, buckets)
+            kip848 = bucketed(kip848_events, buckets)
             # Each group's timeline is built once here for every table of
             # TIMELINE_TABLES, the what-if's included (its replay is timed
-            # by ``replay``); the first write computes and caches them all.
+            # by ``replay``); the first write computes and caches them all,
+            # for this stage's tables, the what-if's and the migration's
+            # histories.  (Kept as rows like the events, the pass cost less
+            # CPU on 1,000 groups; but a wide row, mostly nulls, is several
+            # hundred bytes as a row, 1.4 million assignments' rows on 10,000
+            # groups, where the columnar cache compresses the nulls away.)
             wide = bucket_stage(events, max_partitions, archive, replay, metadata_counts, replay_cpu).persist()
             rows = {}
             for name in ("rebalances", "assignments", "bad_frames"):
@@ -616,7 +659,6 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             # Its rows were replayed in the pass above (``replay_seconds``);
             # this stage writes them out of the cache.
             unwide(wide, "whatif").write.mode("overwrite").parquet(_path(out, "whatif"))
-            wide.unpersist()
             tables["whatif"] = spark.read.parquet(_path(out, "whatif"))
             counts = tables["whatif"].where(~F.col("observed")).agg(F.sum("member_count").alias("members")).first()
             st.done(members=counts["members"] or 0)
@@ -628,11 +670,11 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
                 session_timeout_ms=consumer_session_timeout_ms)
             st.done(**consumer_rows)
         stages["consumer"] = {"seconds": st.seconds, **st.counts}
+        # The classic groups' membership histories were read off their timelines in the cached pass.
         s["migration"], stages["migration"] = migration_stage(
-            spark, events, _path(out, "migration"), progress, spark_schema, max_partitions, archive, metadata_counts,
-            kip848, topic_ids, consumer_session_timeout_ms)
-        events.unpersist()
-        kip848.unpersist()
+            spark, unwide(wide, "histories"), _path(out, "migration"), progress, spark_schema, max_partitions,
+            archive, metadata_counts, kip848, topic_ids, consumer_session_timeout_ms)
+        wide.unpersist()
 
         with progress.stage("report") as st:
             error_kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
@@ -644,7 +686,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             wi = tables["whatif"].toPandas()
             bad = tables["bad_frames"].where(F.col("kind") == "inconsistent").select("reason").toPandas()
             report.summarize(s, reb, wi, bad)
-            consumer_summary(s, consumer_tables, kip848_events.unionByName(classic_events))
+            consumer_summary(s, consumer_tables, all_events)
             stages["report"] = {"seconds": time.perf_counter() - st.t0}  # so far: the files are written next
             run = {"spark": {"master": sc.master, "app_id": sc.applicationId, "version": spark.version,
                              "default_parallelism": par}, "stages": stages}
@@ -658,6 +700,9 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
     finally:
         if own_session:
             spark.stop()
+        else:
+            for k, v in saved_conf.items():
+                spark.conf.set(k, v)
 
 
 class _LogStream:

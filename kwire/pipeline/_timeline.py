@@ -97,6 +97,10 @@ class Timeline:
     bad_frames: List[dict] = field(default_factory=list)
     #: The event columns the generations' rows (``members_row``...) index.
     source: Optional["EventSource"] = field(default=None, repr=False, compare=False)
+    #: This group's rows of ``source`` (its events in ``seq`` order), for
+    #: readers of the events beside the timeline (the migration what-if's
+    #: member timings) that would otherwise sort and convert them again.
+    rows: range = field(default=range(0), repr=False, compare=False)
 
 
 def _assignment_problem(rows, member_id, subscriptions, known: MetadataCounts, seq, max_partitions):
@@ -280,7 +284,7 @@ def _timeline(group_id, columns, rows, max_partitions, known_counts, source=None
         # Without a topic whose size changes, every generation shares the group's sizes.
         gg.partition_counts = (sizes_at(gg.sizes_seq if gg.sizes_seq is not None else last_seq) if varying
                                else group_counts)
-    return Timeline(group_id, gens, errors, leaves, last_hb, session, group_counts, bad, source)
+    return Timeline(group_id, gens, errors, leaves, last_hb, session, group_counts, bad, source, rows)
 
 
 def completed_generations(tl: Timeline) -> List[Generation]:
@@ -291,15 +295,17 @@ class EventSource:
     """The event columns the what-if packs from: each event's ``member_id``,
     ``members`` and ``assignments``, as the events came (Arrow arrays or
     chunked arrays); from event dicts (:meth:`of_cells`), made Arrow in the
-    decoder's types when first packed."""
+    decoder's types when first packed.  ``columns``: the same events'
+    :data:`_TIMELINE_COLUMNS` as lists of :func:`_cell` values, the timeline's own."""
 
-    def __init__(self, member_id=None, members=None, assignments=None, cells=None):
+    def __init__(self, member_id=None, members=None, assignments=None, cells=None, columns=None):
         self._arrays = None if cells is not None else (member_id, members, assignments)
         self._cells = cells
+        self.columns = columns
 
     @classmethod
     def of_cells(cls, columns) -> "EventSource":
-        return cls(cells=(columns["member_id"], columns["members"], columns["assignments"]))
+        return cls(cells=(columns["member_id"], columns["members"], columns["assignments"]), columns=columns)
 
     def arrays(self):
         """``(member_id, members, assignments)``, in whichever types they came."""
@@ -371,7 +377,7 @@ def timelines_of_arrow(events: pa.Table, max_partitions=DEFAULT_MAX_PARTITIONS, 
                for c in _TIMELINE_COLUMNS}
     return _timelines_of_columns(groups.column("group_id").to_pylist(), columns, max_partitions, known,
                                  EventSource(groups.column("member_id"), groups.column("members"),
-                                              groups.column("assignments")))
+                                              groups.column("assignments"), columns=columns))
 
 
 def _timelines_of_columns(group_ids, columns, max_partitions, known: MetadataCounts, source):
