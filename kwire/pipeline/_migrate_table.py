@@ -10,6 +10,7 @@ with its error, and the bucket goes on.
 from __future__ import annotations
 
 import gc
+import pickle
 import time
 from typing import Iterable, List
 
@@ -39,6 +40,35 @@ MIGRATION_SCHEMA = pa.schema([
     ("member_events", pa.int64()),
     ("error", pa.string()),
 ])
+
+
+#: Membership histories as an analysis stage hands them to the migration stage: the history of each
+#: group, pickled (the consumer stage builds every consumer-protocol group's timeline once, for its own
+#: tables and for these; the migration stage replays them).
+HISTORY_SCHEMA = pa.schema([("group_id", pa.string()), ("history", pa.binary())])
+
+
+def history_table(histories: Iterable[MembershipHistory]) -> pa.Table:
+    """:data:`HISTORY_SCHEMA` rows of ``histories``, in their order."""
+    ids, blobs = [], []
+    for history in histories:
+        ids.append(history.group_id)
+        blobs.append(pickle.dumps(history, protocol=pickle.HIGHEST_PROTOCOL))
+    return pa.table([pa.array(ids, pa.string()), pa.array(blobs, pa.binary())], schema=HISTORY_SCHEMA)
+
+
+def histories_of_table(table) -> List[MembershipHistory]:
+    """The histories of :data:`HISTORY_SCHEMA` rows (an Arrow table or record batch), in their order.
+    Only rows kwire's own analysis stages wrote in this job are read."""
+    return [pickle.loads(blob) for blob in table.column(table.schema.get_field_index("history")).to_pylist()]
+
+
+def migrate_histories(batches, timer=None, cpu_timer=None):
+    """Runs in the Python worker (``mapInArrow``): record batches of :data:`HISTORY_SCHEMA` to batches of
+    their ``migration`` rows.  ``timer``, ``cpu_timer``: as :func:`migration_rows` takes them."""
+    for batch in batches:
+        if batch.num_rows:
+            yield from migration_rows(histories_of_table(batch), timer, cpu_timer).to_batches()
 
 
 def observed_protocol(history: MembershipHistory) -> str:
