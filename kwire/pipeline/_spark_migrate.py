@@ -1,8 +1,12 @@
 """The ``migration`` stage: the migration what-if over every bucket of groups, as the classic what-if runs.
 
-The bucketed events (one bucket a partition, balanced by the groups' event counts) go through
+Classic groups' bucketed events (one bucket a partition, balanced by the groups' event counts) go through
 ``applyInArrow`` to :func:`kwire.pipeline._migrate_table.migrate_bucket`, which builds each group's
-membership history and replays it under the other protocol.  The seconds spent inside the simulations
+membership history and replays it under the consumer protocol.  Consumer-protocol and mixed groups'
+histories come from the consumer stage, which reads them off the timelines it builds for its own tables
+(:data:`kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows, one bucket a partition): ``mapInArrow``
+replays them under classic rebalances (:func:`kwire.pipeline._migrate_table.migrate_histories`).  The
+seconds spent inside the simulations
 are summed over the tasks in an accumulator: ``stages.migration.replay_seconds``, and the simulation's
 speed is ``member_events / replay_seconds``.  Their CPU seconds are summed beside them
 (``replay_cpu_seconds``): the tasks run side by side on shared cores, so their wall seconds grow with the
@@ -38,21 +42,27 @@ def migration_rows_stage(events, spark_schema, max_partitions=DEFAULT_MAX_PARTIT
                                  spark_schema(MIGRATION_SCHEMA))
 
 
+def history_rows_stage(histories, spark_schema, archive=None, timer=None, cpu_timer=None):
+    """The ``migration`` rows of ``histories`` (a DataFrame of
+    :data:`~kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows), each partition replayed where it is."""
+    run = remote(_TABLE, "migrate_histories", archive)
+    return histories.mapInArrow(lambda batches: run(batches, timer, cpu_timer), spark_schema(MIGRATION_SCHEMA))
+
+
 def migration_stage(spark, events, path, progress, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS,
-                    archive=None, counts=None, consumer_events=None, names=None, session_timeout_ms=None):
+                    archive=None, counts=None, consumer_histories=None):
     """Write the ``migration`` table to ``path``: classic groups' ``events`` replayed under the consumer
-    protocol, and ``consumer_events`` (bucketed too, consumer-protocol and mixed groups; None for none)
-    under classic rebalances, with ``names`` their topic ids' names.  Returns ``(report summary, stage
-    figures)``."""
+    protocol, and ``consumer_histories`` (consumer-protocol and mixed groups' membership histories from the
+    consumer stage, :data:`~kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows; None for none) under
+    classic rebalances.  Returns ``(report summary, stage figures)``."""
     from pyspark.sql import functions as F
 
     timer = spark.sparkContext.accumulator(0.0)
     cpu_timer = spark.sparkContext.accumulator(0.0)
     with progress.stage("migration") as st:
         rows = migration_rows_stage(events, spark_schema, max_partitions, archive, timer, counts, cpu_timer=cpu_timer)
-        if consumer_events is not None:
-            rows = rows.unionByName(migration_rows_stage(consumer_events, spark_schema, max_partitions, archive,
-                                                         timer, counts, names, cpu_timer, session_timeout_ms))
+        if consumer_histories is not None:
+            rows = rows.unionByName(history_rows_stage(consumer_histories, spark_schema, archive, timer, cpu_timer))
         rows.write.mode("overwrite").parquet(path)
         table = spark.read.parquet(path)
         row = table.agg(F.count(F.lit(1)).alias("rows"), F.sum("member_events").alias("events")).first()
