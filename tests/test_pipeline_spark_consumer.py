@@ -11,6 +11,7 @@ import pytest
 from kwire.pipeline._consumer_schemas import CONSUMER_TABLES
 from kwire.pipeline._consumer_tables import consumer_tables, consumer_timelines
 from kwire.pipeline._decode import decode_capture
+from kwire.pipeline._migrate_table import migrate_bucket, migrate_histories
 
 from .analysis_frames import events_from_frames
 
@@ -42,6 +43,14 @@ def capture_events():
     return e.table()
 
 
+def events_arrow(table, group_id):
+    """The events of ``group_id`` in ``table``, and the capture's Metadata responses."""
+    import pyarrow.compute as pc
+
+    keep = pc.or_(pc.equal(table.column("group_id"), group_id), pc.equal(table.column("api_key"), 3))
+    return table.filter(pc.fill_null(keep, False))
+
+
 def test_the_consumer_stage_routes_groups_and_writes_its_tables(spark, tmp_path):  # noqa: F811 (the fixture)
     from pyspark.sql import functions as F
 
@@ -56,8 +65,16 @@ def test_the_consumer_stage_routes_groups_and_writes_its_tables(spark, tmp_path)
     consumer, classic = split_protocols(events.where(F.col("group_id").isNotNull()))
     assert {r["group_id"] for r in consumer.select("group_id").distinct().collect()} == {"g"}
     assert {r["group_id"] for r in classic.select("group_id").distinct().collect()} == {"k"}
-    tables, counts, _names = consumer_stage(bucketed(consumer, 2), frames, str(tmp_path), spark_schema=spark_schema)
+    tables, counts, names, histories = consumer_stage(bucketed(consumer, 2), frames, str(tmp_path),
+                                                      spark_schema=spark_schema)
     assert set(counts) == set(CONSUMER_TABLES)
+    # The groups' membership histories, read off the same pass for the migration stage: replayed, the rows that
+    # building the timelines again from the events gives.
+    kept = histories.toArrow()
+    histories.unpersist()
+    assert kept.column("group_id").to_pylist() == ["g"]
+    replayed = pa.Table.from_batches(list(migrate_histories(kept.to_batches())))
+    assert replayed.num_rows and replayed.equals(migrate_bucket(events_arrow(table, "g"), names=names))
     for name in CONSUMER_TABLES:
         assert (tmp_path / name).is_dir()
     recs = tables["reconciliations"].orderBy("group_epoch").collect()

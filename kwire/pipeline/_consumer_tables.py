@@ -9,6 +9,7 @@ from typing import Dict, Iterable, List
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kwire.pipeline._consumer_history import consumer_history
 from kwire.pipeline._consumer_reconcile import reconciliations
 from kwire.pipeline._consumer_schemas import CONSUMER_HEARTBEAT, CONSUMER_TABLES
 from kwire.pipeline._consumer_timeline import ConsumerTimeline, build_consumer_timeline, topic_names_of
@@ -99,17 +100,20 @@ def anomaly_rows(tl: ConsumerTimeline):
 
 
 _ROWS = {"consumer_epochs": epoch_rows, "consumer_members": member_rows, "consumer_membership": membership_rows,
-         "reconciliations": reconciliations, "consumer_anomalies": anomaly_rows}
+         "consumer_anomalies": anomaly_rows}
 
 
-def consumer_tables(timelines: Iterable[ConsumerTimeline], keep=None) -> Dict[str, pa.Table]:
+def consumer_tables(timelines: Iterable[ConsumerTimeline], histories=None) -> Dict[str, pa.Table]:
     """Every table of :data:`CONSUMER_TABLES` from ``timelines`` (each read
-    once).  ``keep``: a list that receives each timeline as it goes by (the
-    membership histories are read off them too)."""
+    once).  ``histories``: a list that receives each timeline's membership
+    history (:func:`~kwire.pipeline._consumer_history.consumer_history`, for
+    the migration what-if), read off the same timeline and reconciliations."""
     rows = {name: [] for name in CONSUMER_TABLES}
     for tl in timelines:
-        if keep is not None:
-            keep.append(tl)
         for name, read in _ROWS.items():
             rows[name].extend(read(tl))
+        recs = reconciliations(tl)
+        rows["reconciliations"].extend(recs)
+        if histories is not None:
+            histories.append(consumer_history(tl, recs))
     return {name: pa.Table.from_pylist(rows[name], schema=schema) for name, schema in CONSUMER_TABLES.items()}

@@ -42,9 +42,9 @@ MIGRATION_SCHEMA = pa.schema([
 ])
 
 
-#: Classic groups' membership histories as the timelines stage hands them to the migration stage: the
-#: history of each group, pickled (the timelines stage builds every classic group's timeline once, for its
-#: own tables and for these; the migration stage replays them).
+#: Membership histories as an analysis stage hands them to the migration stage: the history of each
+#: group, pickled (the timelines stage builds every classic group's timeline once, and the consumer stage
+#: every consumer-protocol group's, for their own tables and for these; the migration stage replays them).
 HISTORY_SCHEMA = pa.schema([("group_id", pa.string()), ("history", pa.binary())])
 
 
@@ -59,7 +59,7 @@ def history_table(histories: Iterable[MembershipHistory]) -> pa.Table:
 
 def histories_of_table(table) -> List[MembershipHistory]:
     """The histories of :data:`HISTORY_SCHEMA` rows (an Arrow table or record batch), in their order.
-    Only rows kwire's own timelines stage wrote in this job are read."""
+    Only rows kwire's own analysis stages wrote in this job are read."""
     return [pickle.loads(blob) for blob in table.column(table.schema.get_field_index("history")).to_pylist()]
 
 

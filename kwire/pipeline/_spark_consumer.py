@@ -18,11 +18,14 @@ group's bucket.
 
 from __future__ import annotations
 
+import gc
+
 import pyarrow as pa
 
 from kwire.pipeline._consumer_schemas import CONSUMER_HEARTBEAT, CONSUMER_TABLES
 from kwire.pipeline._consumer_tables import consumer_tables, consumer_timelines
 from kwire.pipeline._events import METADATA, RESPONSE
+from kwire.pipeline._migrate_table import HISTORY_SCHEMA, history_table
 from kwire.pipeline._report_consumer import summarize_consumer
 from kwire.pipeline._ship import remote
 
@@ -34,9 +37,12 @@ def _column(table, name):
     return f"{table}__{name}"
 
 
+#: What one bucket returns: the tables written out, and the groups' membership histories for the migration stage.
+WIDE_TABLES = {**CONSUMER_TABLES, "histories": HISTORY_SCHEMA}
+
 #: What one bucket returns: every table's columns under its own prefix, and ``table`` naming the row's table.
 CONSUMER_WIDE_SCHEMA = pa.schema([pa.field("table", pa.string())] + [
-    pa.field(_column(table, f.name), f.type) for table, schema in CONSUMER_TABLES.items() for f in schema])
+    pa.field(_column(table, f.name), f.type) for table, schema in WIDE_TABLES.items() for f in schema])
 
 
 def wide_rows(tables) -> pa.Table:
@@ -55,7 +61,19 @@ def analyse_consumer_bucket(events: pa.Table, names: pa.Table, session_timeout_m
     topic_names = dict(zip(names.column("topic_id").to_pylist(), names.column("topic").to_pylist()))
     if "bucket" in events.column_names:
         events = events.drop_columns(["bucket"])
-    return wide_rows(consumer_tables(consumer_timelines(events, topic_names, session_timeout_ms)))
+    # The cycle collector is off for the bucket, as for the classic analysis
+    # (``_spark_stages.collector_paused``): the walk keeps a few objects per
+    # event to the end and makes no cycles, so each collection only walked them.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        histories = []
+        tables = consumer_tables(consumer_timelines(events, topic_names, session_timeout_ms), histories)
+        tables["histories"] = history_table(histories)
+        return wide_rows(tables)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def analyse_consumer_bucket_pandas(pdf, names: pa.Table, session_timeout_ms=None):
@@ -95,7 +113,10 @@ def consumer_stage(events, frames, out_path, *, spark_schema, archive=None, sess
     ``out_path``.  ``spark_schema``: the pipeline's schema conversion.
     ``session_timeout_ms``: the brokers' ``group.consumer.session.timeout.ms``
     (None: not known).  Returns ``{table: DataFrame read back}``, ``{table:
-    rows}`` and the topic id → name table (:func:`topic_names`)."""
+    rows}``, the topic id → name table (:func:`topic_names`) and the groups'
+    membership histories for the migration stage (a DataFrame of
+    :data:`~kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows, one bucket a
+    partition, persisted: the caller unpersists it once replayed)."""
     from pyspark.sql import functions as F
 
     spark = events.sparkSession
@@ -115,8 +136,11 @@ def consumer_stage(events, frames, out_path, *, spark_schema, archive=None, sess
             *(F.col(_column(name, f.name)).alias(f.name) for f in schema)).write.mode("overwrite").parquet(path)
         tables[name] = spark.read.parquet(path)
         counts[name] = tables[name].count()
+    histories = wide.where(F.col("table") == "histories").select(
+        *(F.col(_column("histories", f.name)).alias(f.name) for f in HISTORY_SCHEMA)).persist()
+    histories.count()  # kept while the pass's result is still cached
     wide.unpersist()
-    return tables, counts, names
+    return tables, counts, names, histories
 
 
 def consumer_summary(s, tables, events):

@@ -1,12 +1,10 @@
 """The ``migration`` stage: the migration what-if over every bucket of groups, as the classic what-if runs.
 
-Classic groups' membership histories come from the timelines stage, which builds each group's timeline
-once for all its tables (:data:`kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows, one bucket a
-partition): ``mapInArrow`` replays them under the consumer protocol
-(:func:`kwire.pipeline._migrate_table.migrate_histories`).  Consumer-protocol and mixed groups' bucketed
-events (one bucket a partition, balanced by the groups' event counts) go through ``applyInArrow`` to
-:func:`kwire.pipeline._migrate_table.migrate_bucket`, which builds each group's membership history and
-replays it under classic rebalances.  The seconds spent inside the simulations
+Classic groups' membership histories come from the timelines stage, and consumer-protocol and mixed
+groups' from the consumer stage: each builds a group's timeline once for all its tables and reads the
+history off it (:data:`kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows, one bucket a partition).
+``mapInArrow`` replays them under the other protocol (:func:`kwire.pipeline._migrate_table.migrate_histories`).
+The seconds spent inside the simulations
 are summed over the tasks in an accumulator: ``stages.migration.replay_seconds``, and the simulation's
 speed is ``member_events / replay_seconds``.  Their CPU seconds are summed beside them
 (``replay_cpu_seconds``): the tasks run side by side on shared cores, so their wall seconds grow with the
@@ -15,7 +13,6 @@ machine's load while the CPU seconds do not.
 
 from __future__ import annotations
 
-from kwire.pipeline._events import COUNT_SCHEMA, DEFAULT_MAX_PARTITIONS
 from kwire.pipeline._migrate_table import MIGRATION_SCHEMA
 from kwire.pipeline._report_migration import summarize_migration
 from kwire.pipeline._ship import remote
@@ -23,47 +20,26 @@ from kwire.pipeline._ship import remote
 _TABLE = "kwire.pipeline._migrate_table"
 
 
-def migration_rows_stage(events, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS, archive=None, timer=None,
-                         counts=None, names=None, cpu_timer=None, session_timeout_ms=None):
-    """The ``migration`` rows of every bucket of ``events`` (a DataFrame with a ``bucket`` column).
-    ``spark_schema``: the pipeline's Arrow-to-Spark schema function.  ``counts``: the capture's Metadata
-    counts, an Arrow table (None for none).  ``names``: None for classic groups' events; for
-    consumer-protocol groups' events, the capture's topic id → name pairs (an Arrow table).
-    ``session_timeout_ms``: the brokers' consumer session timeout (None: not known)."""
-    counts = COUNT_SCHEMA.empty_table() if counts is None else counts
-    grouped = events.groupBy("bucket")
-    run = remote(_TABLE, "migrate_bucket", archive)
-    if hasattr(grouped, "applyInArrow"):
-        return grouped.applyInArrow(lambda t: run(t, max_partitions, timer, counts, names, cpu_timer,
-                                                  session_timeout_ms),
-                                    spark_schema(MIGRATION_SCHEMA))
-    return grouped.applyInPandas(lambda pdf: run(pdf, max_partitions, timer, counts, names, cpu_timer,
-                                                 session_timeout_ms).to_pandas(),
-                                 spark_schema(MIGRATION_SCHEMA))
-
-
 def history_rows_stage(histories, spark_schema, archive=None, timer=None, cpu_timer=None):
-    """The ``migration`` rows of classic groups' ``histories`` (a DataFrame of
+    """The ``migration`` rows of ``histories`` (a DataFrame of
     :data:`~kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows), each partition replayed where it is."""
     run = remote(_TABLE, "migrate_histories", archive)
     return histories.mapInArrow(lambda batches: run(batches, timer, cpu_timer), spark_schema(MIGRATION_SCHEMA))
 
 
-def migration_stage(spark, histories, path, progress, spark_schema, max_partitions=DEFAULT_MAX_PARTITIONS,
-                    archive=None, counts=None, consumer_events=None, names=None, session_timeout_ms=None):
+def migration_stage(spark, histories, path, progress, spark_schema, archive=None, consumer_histories=None):
     """Write the ``migration`` table to ``path``: classic groups' ``histories`` (from the timelines stage)
-    replayed under the consumer protocol, and ``consumer_events`` (bucketed, consumer-protocol and mixed
-    groups; None for none) under classic rebalances, with ``names`` their topic ids' names and ``counts``
-    the capture's Metadata counts.  Returns ``(report summary, stage figures)``."""
+    replayed under the consumer protocol, and ``consumer_histories`` (consumer-protocol and mixed groups'
+    from the consumer stage; None for none) under classic rebalances, both
+    :data:`~kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows.  Returns ``(report summary, stage figures)``."""
     from pyspark.sql import functions as F
 
     timer = spark.sparkContext.accumulator(0.0)
     cpu_timer = spark.sparkContext.accumulator(0.0)
     with progress.stage("migration") as st:
         rows = history_rows_stage(histories, spark_schema, archive, timer, cpu_timer)
-        if consumer_events is not None:
-            rows = rows.unionByName(migration_rows_stage(consumer_events, spark_schema, max_partitions, archive,
-                                                         timer, counts, names, cpu_timer, session_timeout_ms))
+        if consumer_histories is not None:
+            rows = rows.unionByName(history_rows_stage(consumer_histories, spark_schema, archive, timer, cpu_timer))
         rows.write.mode("overwrite").parquet(path)
         table = spark.read.parquet(path)
         row = table.agg(F.count(F.lit(1)).alias("rows"), F.sum("member_events").alias("events")).first()

@@ -665,16 +665,19 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         stages["whatif"] = {"seconds": st.seconds, **st.counts, "replay_seconds": replay.value,
                             "replay_cpu_seconds": replay_cpu.value}
         with progress.stage("consumer") as st:
-            consumer_tables, consumer_rows, topic_ids = consumer_stage(
+            consumer_tables, consumer_rows, _topic_ids, consumer_histories = consumer_stage(
                 kip848, frames, out, spark_schema=spark_schema, archive=archive,
                 session_timeout_ms=consumer_session_timeout_ms)
             st.done(**consumer_rows)
         stages["consumer"] = {"seconds": st.seconds, **st.counts}
         # The classic groups' membership histories were read off their timelines in the cached pass.
         s["migration"], stages["migration"] = migration_stage(
-            spark, unwide(wide, "histories"), _path(out, "migration"), progress, spark_schema, max_partitions,
-            archive, metadata_counts, kip848, topic_ids, consumer_session_timeout_ms)
+            spark, unwide(wide, "histories"), _path(out, "migration"), progress, spark_schema, archive,
+            consumer_histories)
         wide.unpersist()
+        events.unpersist()
+        kip848.unpersist()
+        consumer_histories.unpersist()
 
         with progress.stage("report") as st:
             error_kinds = frames.where(F.col("decode_error").isNotNull()).groupBy(
