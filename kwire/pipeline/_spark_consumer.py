@@ -120,6 +120,11 @@ def consumer_stage(events, frames, out_path, *, spark_schema, archive=None, sess
     from pyspark.sql import functions as F
 
     spark = events.sparkSession
+    if events.is_cached and not events.take(1):
+        # No consumer-protocol group (a classic capture): the tables are written empty from the driver, with
+        # no scan of the frames for topic names and no task per bucket and table.  Only a cached side is
+        # looked at (``bucketed`` caches an empty one): on any other, finding a first row would shuffle it.
+        return _empty_stage(spark, out_path, spark_schema)
     names = topic_names(frames)
     grouped = events.groupBy("bucket")
     if hasattr(grouped, "applyInArrow"):
@@ -141,6 +146,17 @@ def consumer_stage(events, frames, out_path, *, spark_schema, archive=None, sess
     histories.count()  # kept while the pass's result is still cached
     wide.unpersist()
     return tables, counts, names, histories
+
+
+def _empty_stage(spark, out_path, spark_schema):
+    """:func:`consumer_stage`'s answer when there is no consumer-protocol group."""
+    tables, counts = {}, {}
+    for name, schema in CONSUMER_TABLES.items():
+        path = f"{str(out_path).rstrip('/')}/{name}"
+        spark.createDataFrame([], spark_schema(schema)).coalesce(1).write.mode("overwrite").parquet(path)
+        tables[name] = spark.read.parquet(path)
+        counts[name] = 0
+    return tables, counts, TOPIC_NAME_SCHEMA.empty_table(), spark.createDataFrame([], spark_schema(HISTORY_SCHEMA))
 
 
 def consumer_summary(s, tables, events):
