@@ -88,10 +88,6 @@ class Ledger:
             # A later event of a rebalance that had settled (a second joiner): it settles again later.
             self.open.append(rebalance)
 
-    def count_event(self):
-        if self.current >= 0:
-            self.events[self.current] += 1
-
     def subscribe(self, topics, t, delta):
         """A live member's subscription starts (``delta`` 1) or stops (-1) counting at ``t``."""
         self.advance(t)
