@@ -152,6 +152,31 @@ def spread(h: int) -> int:
     return h ^ (h >> 16)
 
 
+#: Each name's spread ``String.hashCode``, remembered: a leader or a coordinator puts the same few member ids
+#: and topic names into a HashMap at every rebalance.  Cleared when full, so it stays bounded.
+_SPREADS: dict = {}
+_SPREADS_MAX = 1 << 16
+
+
+def remembered_spread(name: str) -> int:
+    """``spread(string_hash(name))``, remembered across calls."""
+    h = _SPREADS.get(name)
+    if h is None:
+        if len(_SPREADS) >= _SPREADS_MAX:
+            _SPREADS.clear()
+        h = _SPREADS[name] = spread(string_hash(name))
+    return h
+
+
+def small_string_map_positions(keys: Sequence[str], capacity: int) -> List[int]:
+    """Positions of distinct ``keys``, inserted in order into a ``HashMap`` of ``capacity`` slots, in its
+    iteration order: by bucket, then insertion (what :func:`string_hashmap_order` gives, without arrays, for
+    the few keys of a small group's members or topics)."""
+    mask = capacity - 1
+    buckets = [remembered_spread(k) & mask for k in keys]
+    return sorted(range(len(keys)), key=buckets.__getitem__)   # sorted() is stable: insertion within a bucket
+
+
 # Java's HashMap sizing: DEFAULT_LOAD_FACTOR, TREEIFY_THRESHOLD and MIN_TREEIFY_CAPACITY.
 # The compiled mirror is _HashSetOrder in _sticky_balance.pxi; tests/test_java_rules.py holds them together.
 _LOAD_NUMERATOR, _LOAD_DENOMINATOR = 3, 4

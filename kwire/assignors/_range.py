@@ -16,8 +16,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ._javaorder import (capacity_after, hashmap_buckets, member_info_order, spread, stacked_hashmap_positions,
-                         stacked_name_order, string_hash, string_hashmap_order, topic_partition_sort_key)
+from ._javaorder import (capacity_after, hashmap_buckets, member_info_order, small_string_map_positions,
+                         stacked_hashmap_positions, stacked_name_order, string_hashmap_order, topic_partition_sort_key)
 from ..errors import AssignmentError
 from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, fast_string_hashes, load_kernels, segment_starts
 from ._model import MemberAssignments, GroupInput, MemberInput
@@ -399,26 +399,14 @@ def reference_range(group: GroupInput) -> MemberAssignments:
 SMALL_GROUP_MEMBERS = 32
 #: The most partitions (of the subscribed topics) the small path assigns.
 SMALL_GROUP_PARTITIONS = 1 << 16
-_HASHES: Dict[str, int] = {}   # name -> spread String.hashCode, bounded by _HASHES_MAX
-_HASHES_MAX = 1 << 16
-
-
-def _spread_hash(name: str) -> int:
-    h = _HASHES.get(name)
-    if h is None:
-        if len(_HASHES) >= _HASHES_MAX:
-            _HASHES.clear()
-        h = _HASHES[name] = spread(string_hash(name))
-    return h
 
 
 def _small_map_order(keys: List[str]) -> List[str]:
     """Distinct ``keys`` inserted in order into a ``HashMap`` of :func:`capacity_after` their number, in its
-    iteration order (:func:`string_hashmap_order` with remembered hashes): by bucket, then insertion."""
+    iteration order (:func:`string_hashmap_order` with remembered hashes)."""
     if len(keys) <= 1:
         return list(keys)
-    mask = capacity_after(len(keys)) - 1
-    return sorted(keys, key=lambda k: _spread_hash(k) & mask)   # sorted() is stable
+    return [keys[i] for i in small_string_map_positions(keys, capacity_after(len(keys)))]
 
 
 def small_range(members: List[tuple], counts: Dict[str, int]) -> Optional[Dict[str, List[tuple]]]:

@@ -27,7 +27,8 @@ import numpy as np
 from kwire import _impl
 from kwire.errors import ArgumentValueError, AssignmentError
 
-from ._javaorder import hashset_capacity_from, java_hash_iteration, member_info_order, string_hash, uuid_hashes
+from ._javaorder import (hashset_capacity_from, java_hash_iteration, member_info_order, small_string_map_positions,
+                         uuid_hashes)
 from ._server_common import (
     MemberLevelColumns,
     ServerAssignment,
@@ -130,10 +131,6 @@ def uniform_arrays(group: ServerGroupArrays, implementation: Optional[str] = Non
     return ServerAssignment(*out)
 
 
-#: Each member id's spread ``String.hashCode``: a coordinator computes its group's target at every epoch
-#: bump, with mostly the same members each time.
-_MEMBER_SPREADS: Dict[str, int] = {}
-_MEMBER_SPREADS_MAX = 1 << 16
 #: The homogeneous builder's topic set order by the ids' bytes, as positions (``hashset_topic_order``'s).
 _HASHSET_POSITIONS: Dict[bytes, list] = {}
 
@@ -141,20 +138,9 @@ _HASHSET_POSITIONS: Dict[bytes, list] = {}
 def _small_map_order(member_ids, implementation):
     """``member_map_order`` for a few members: with at most 8 keys no bin of the map can crowd, so the
     order is the plain one (bucket of the final 16-slot table, then insertion)."""
-    n = len(member_ids)
-    if n > 8:
+    if len(member_ids) > 8:
         return server_kernels(implementation).member_map_order(member_ids).tolist()
-    spreads = _MEMBER_SPREADS
-    buckets = []
-    for mid in member_ids:
-        h = spreads.get(mid)
-        if h is None:
-            if len(spreads) >= _MEMBER_SPREADS_MAX:
-                spreads.clear()
-            h = string_hash(mid) & 0xFFFFFFFF
-            h = spreads[mid] = h ^ (h >> 16)
-        buckets.append(h & 15)
-    return sorted(range(n), key=buckets.__getitem__)   # stable: insertion order within a bucket
+    return small_string_map_positions(member_ids, 16)
 
 
 def uniform_lists(member_ids, member_sub, rows, keys, partitions, current, homogeneous,
