@@ -174,3 +174,59 @@ def test_bytes_after_a_request_body_are_ignored_as_kafka_ignores_them():
         assert header.correlation_id == 6 and answer.responses[0].partition_responses[0].error_code == E.NONE
         assert [r.value for r in cluster.records("t", 1)] == [r.value for r in codec.RecordBatch.decode(batch(3)).records]
         client.close()
+
+
+class _SlowSocketTransport(_Transport):
+    """A transport whose buffer the client drains only when told, with asyncio's flow-control rule: the protocol
+    is paused once the buffer is above the high-water mark (never at it) and resumed at or below the low one."""
+
+    def __init__(self, protocol):
+        super().__init__()
+        self.protocol = protocol
+        self.size = 0
+        self.high = self.low = 0
+        self.protocol_paused = False
+
+    def set_write_buffer_limits(self, high):
+        self.high, self.low = high, high // 4
+
+    def get_write_buffer_size(self):
+        return self.size
+
+    def write(self, data):
+        super().write(data)
+        self.size += len(data)
+        if self.size > self.high and not self.protocol_paused:
+            self.protocol_paused = True
+            self.protocol.pause_writing()
+
+    def take(self, n):
+        self.size -= min(n, self.size)
+        if self.protocol_paused and self.size <= self.low:
+            self.protocol_paused = False
+            self.protocol.resume_writing()
+
+
+def test_a_write_buffer_exactly_at_its_bound_does_not_stall_the_connection():
+    """The transport pauses above ``max_buffered``, not at it, and only its resume wakes a connection that
+    stopped reading for its write buffer.  Answers of 4 bytes under a bound of 64 reach it exactly; a client
+    that reads slowly must still get every answer."""
+    frames = [_frame(3, i % 256) for i in range(2_000)]
+    for take in (1, 3, 4, 5, 7, 16, 60):
+        server = _Server(max_buffered=64, max_inflight=1_000)
+        conn = Connection(server, 0)
+        transport = _SlowSocketTransport(conn)
+        conn.connection_made(transport)
+        pending = memoryview(b"".join(frames))
+        while len(server.frames) < len(frames):
+            if pending and not transport.paused:
+                buf = memoryview(conn.get_buffer(-1))
+                n = min(len(buf), len(pending), 97)
+                buf[:n] = pending[:n]
+                pending = pending[n:]
+                conn.buffer_updated(n)
+            elif transport.size:
+                transport.take(take)
+            else:
+                raise AssertionError(f"stalled after {len(server.frames)} frames (client takes {take} bytes a read)")
+        assert conn.buffered() <= 64 + 4

@@ -154,10 +154,13 @@ class Connection(asyncio.BufferedProtocol):
     # -- handling ------------------------------------------------------------------------------------------
 
     def _at_bound(self):
+        if self.write_paused or len(self.owed) >= self.max_inflight:
+            return True
         # Answers made while a read is handled count before they are written: a few megabyte Fetch answers
-        # reach the bound within one read.
-        return (self.write_paused or len(self.owed) >= self.max_inflight
-                or self.ready_bytes + self.transport.get_write_buffer_size() >= self.max_buffered)
+        # reach the bound within one read.  The transport's own buffer counts only beside them, and only above
+        # the bound, as the transport counts it: it pauses the protocol above its high-water mark, never at it,
+        # and only its resume_writing wakes a connection that stopped reading for its buffer.
+        return self.ready_bytes > 0 and self.ready_bytes + self.transport.get_write_buffer_size() > self.max_buffered
 
     def _drain_backlog(self):
         """Handle the frames waiting while the connection is under its bounds; pause reading at a bound."""
