@@ -8,7 +8,7 @@ import tracemalloc
 from kwire import codec
 from kwire.codec import ErrorCode as E
 from kwire.testing import MockCluster
-from kwire.testing._connection import READ_BYTES, ChunkPool, Connection
+from kwire.testing._connection import READ_BYTES, Connection
 from kwire.testing._server import Limits
 from tests.test_mock_records import batch, fetch, produce
 from tests.test_serve import Client
@@ -48,7 +48,6 @@ class _Server:
 
     def __init__(self, **limits):
         self.limits = Limits(**limits)
-        self.chunks = ChunkPool()
         self.frames = []
 
     def accept(self, conn):
@@ -101,30 +100,6 @@ def test_frames_come_whole_and_in_order_whatever_the_reads():
     _feed(conn, stream)
     assert server.frames == frames
     assert b"".join(conn.transport.written) == b"".join(struct.pack(">i", len(f)) for f in frames)
-
-
-def test_big_frames_reuse_the_chunks_of_the_last_ones_and_carry_none_of_their_bytes():
-    class CountingPool(ChunkPool):
-        taken = fresh = 0
-
-        def take(self, size):
-            chunk = super().take(size)
-            CountingPool.taken += 1
-            if not any(chunk) and len(chunk) == size:  # a new chunk is zeroed; a pooled one holds a frame's bytes
-                CountingPool.fresh += 1
-            return chunk
-
-    sizes = [300_000, 700_000, 270_000, 1_100_000, 262_000, 5, 700_000, 600_000, 3 * READ_BYTES]
-    frames = [_frame(n, 1 + i) for i, n in enumerate(sizes)]
-    for seed in range(8):
-        server, conn = _connection()
-        server.chunks = pool = CountingPool(max_bytes=2 << 20)
-        CountingPool.taken = CountingPool.fresh = 0
-        _feed(conn, b"".join(frames), random.Random(seed))
-        assert server.frames == frames
-        assert pool.held == sum(len(c) for c in pool.free) <= 2 << 20
-        # Past the first frames, most chunks come from the pool (a frame's last, smaller one is often new).
-        assert CountingPool.taken >= 20 and CountingPool.fresh <= CountingPool.taken // 2
 
 
 def test_a_declared_size_reserves_nothing_beyond_what_came():

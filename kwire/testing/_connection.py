@@ -17,9 +17,7 @@ own small buffer, which is split into frames; a frame that does not fit in it is
 own, joined once when it is whole.  A producer's megabyte Produce is thus copied once between the socket and the
 codec, where a splitter fed with each read's bytes copied it four times, and each copy of a megabyte is time the
 producer waits for its answer.  The chunks follow what the client has sent, never its declared size, so a size
-prefix alone reserves nothing.  Once a frame is joined its chunks go back to the server's pool (``ChunkPool``) for
-the next big frame of any connection: a fresh chunk is zeroed and page-faulted in before the socket writes it, which
-cost more than the join.
+prefix alone reserves nothing.
 
 A frame the server cannot read closes the connection after the answers to the requests before it are written,
 as Kafka answers what it could read and then closes.
@@ -37,37 +35,6 @@ _SIZE = struct.Struct(">i")
 READ_BYTES = 16 << 10
 # The first chunk of a frame bigger than the read buffer; the next ones double with what came.
 CHUNK_BYTES = 256 << 10
-# What a server's pool keeps of the chunks of frames already joined.
-POOL_BYTES = 4 << 20
-
-
-class ChunkPool:
-    """Chunks of joined frames, lent again to the next frames too big for a connection's read buffer: one pool per
-    server (one event loop), holding at most ``max_bytes``."""
-
-    def __init__(self, max_bytes=POOL_BYTES):
-        self.max_bytes = max_bytes
-        self.free = []
-        self.held = 0
-
-    def take(self, size):
-        """A chunk of at most ``size`` bytes and at least half that: a pooled one, else a new one of ``size``.
-        Never more than asked, so a connection holds no more than it would with chunks of its own."""
-        free = self.free
-        for i in range(len(free) - 1, -1, -1):
-            n = len(free[i])
-            if size >= n >= size >> 1:
-                self.held -= n
-                return free.pop(i)
-        return bytearray(size)
-
-    def give(self, chunks):
-        """Keep ``chunks`` (each filled and no longer read) while the pool has room."""
-        for chunk in chunks:
-            n = len(chunk)
-            if self.held + n <= self.max_bytes:
-                self.free.append(chunk)
-                self.held += n
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -135,7 +102,7 @@ class Connection(asyncio.BufferedProtocol):
         if self.part_fill < len(last):
             return memoryview(last)[self.part_fill:]
         # Chunks double with what the client sent: together never more than twice that, plus one chunk.
-        last = self.server.chunks.take(min(self.need, max(CHUNK_BYTES, self.received)))
+        last = bytearray(min(self.need, max(CHUNK_BYTES, self.received)))
         self.parts.append(last)
         self.part_fill = 0
         return last
@@ -151,7 +118,6 @@ class Connection(asyncio.BufferedProtocol):
                 return
             parts, self.parts = self.parts, None
             self.backlog.append(b"".join(parts))
-            self.server.chunks.give(parts[1:])  # the first is the start of the frame, copied out of inbox
             self._drain_backlog()
             return
         # Split the whole frames in inbox off to the backlog; a partial one moves to its start.

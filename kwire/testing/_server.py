@@ -27,7 +27,7 @@ from kwire.errors import ArgumentValueError, KwireError
 from kwire.group import CONSUMER_CONFIG_DEFAULTS, GroupCoordinator
 
 from ._config import resolve
-from ._connection import ChunkPool, Connection
+from ._connection import Connection
 from ._faults import Faults, error_response
 from ._log import LogStore
 from ._records import MAX_FETCH_WAIT_MS, RecordApis
@@ -138,7 +138,6 @@ class ClusterServer(TopicApis, RecordApis):
             cls = DEFAULT.message_class(key, "request")
             self.apis[key] = (cls.min_version, cls.max_version)
         self.connections = set()
-        self.chunks = ChunkPool()  # the chunks of big frames, lent from one to the next
         # Groups whose coordinator "moved": group requests answer NOT_COORDINATOR until the group is looked up
         # again with FindCoordinator.
         self.moved = set()
