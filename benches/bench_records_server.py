@@ -1,6 +1,6 @@
 """Records through ``kwire serve`` next to librdkafka's own mock cluster, with the same clients in the same run.
 
-Run: ``python benches/bench_records_server.py [--records N] [--value-bytes B] [--partitions P]``.
+Run: ``python benches/bench_records_server.py [--records N] [--value-bytes B] [--partitions P] [--rounds R]``.
 
 For each cluster, one confluent-kafka producer sends N records of B random bytes (no key) to a topic the
 cluster auto-creates (kwire with ``num.partitions`` P, librdkafka's mock with its default, 4), and flushes; then one confluent-kafka consumer in a fresh group reads them
@@ -11,12 +11,23 @@ process, one asyncio thread) its peak RSS (``VmHWM``) against the record-batch b
 ``stats`` control command) and its own CPU seconds.  librdkafka's mock cluster runs inside a client process
 (``test.mock.num.brokers``: 3), so it has no RSS of its own to report.
 
-Both clusters are on loopback and the producer and consumer settings are the same (linger.ms 5, the client's
-default batch size, acks all, idempotence on).  Each cluster's clients run in a fresh process of their own (and
-librdkafka's mock inside it): a process's second run reuses the heap its first one grew, and so takes about 0.1 s
-less of the producer's CPU for a million records, whichever cluster it talks to.  With both clients in one process
-the cluster measured second had that advantage.  The machine's load average is printed: both figures come from
-the same minute.
+Both clusters are on loopback and each side is given the same: one producer with linger.ms 5, enable.idempotence
+(so acks all and at most 5 requests in flight per broker), queue.buffering.max.messages 1,000,000 (the million
+records are queued without blocking) and the client's default batch size; one consumer in a fresh group with
+auto.offset.reset earliest; 3 brokers and a topic of 4 partitions, leaders spread over the brokers.  Each cluster's
+clients run in a fresh process of their own (and librdkafka's mock inside it, on a thread of its own): a process's
+second run reuses the heap its first one grew, and so takes about 0.1 s less of the producer's CPU for a million
+records, whichever cluster it talks to.  ``kwire serve`` is a child of the same benchmark process, so both clusters
+share one scheduling group (Linux's autogroup) with their clients.  The machine's load average is printed.
+
+The producer's rate is mostly its own thread's: each ``produce()`` call costs about half a microsecond of its CPU,
+and the thread does not wait for the cluster before the flush at the end (the queue holds every record), so a
+run's time is that CPU, the time the thread waits for a core, and the flush's wait for the last answers (the
+thread blocked).  Two more columns say so: the producer thread's CPU seconds, its seconds runnable but waiting
+for a core and the rest of the run's time (blocked), and the CPU seconds the cluster spent while it produced (``kwire serve``'s process; librdkafka's mock's ``rdk:mock`` threads), each from
+the scheduler's own count.  On a shared machine the wait for a core swings a run's rate by a factor of two either
+way, so ``--rounds N`` runs both clusters N times in turns (kwire first, then the mock first, ...) and reports each
+cluster's median run with the ratio of every round.
 
 librdkafka's mock keeps at most 5 MiB (and 100,000 batches) per partition and drops the oldest batches beyond it
 (``rd_kafka_mock_partition_log_append``): of a million 100-byte records over 4 partitions it holds about 20 MiB,
@@ -31,6 +42,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,12 +66,37 @@ def _cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_clients(bootstrap, records, value_bytes):
+def _threads_cpu(pid="self", prefix=None):
+    """CPU seconds of a process's threads (those whose name starts with ``prefix``, if given), from the
+    scheduler's own nanosecond count (``/proc/PID/task/TID/schedstat``)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            if prefix is not None:
+                with open(f"/proc/{pid}/task/{tid}/comm") as fh:
+                    if not fh.read().startswith(prefix):
+                        continue
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                total += int(fh.read().split()[0])
+        except OSError:  # a thread that ended
+            continue
+    return total / 1e9
+
+
+def _this_thread():
+    """``(CPU seconds, seconds waiting for a core)`` of the calling thread, from the scheduler's count."""
+    with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as fh:
+        ran, waited = fh.read().split()[:2]
+    return int(ran) / 1e9, int(waited) / 1e9
+
+
+def run_clients(bootstrap, records, value_bytes, cluster_cpu=lambda: 0.0):
     from confluent_kafka import Consumer, Producer
 
     value = os.urandom(value_bytes)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
                          "queue.buffering.max.messages": 1_000_000})
+    cluster0, (ran0, waited0) = cluster_cpu(), _this_thread()
     started = time.perf_counter()
     for i in range(records):
         while True:
@@ -72,6 +109,8 @@ def run_clients(bootstrap, records, value_bytes):
             producer.poll(0)
     left = producer.flush(TIMEOUT_S)
     produce_s = time.perf_counter() - started
+    ran, waited = _this_thread()
+    producer_cpu, producer_wait, cluster_produce_cpu = ran - ran0, waited - waited0, cluster_cpu() - cluster0
     if left:
         raise SystemExit(f"{left} records were not delivered")
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}",
@@ -87,28 +126,34 @@ def run_clients(bootstrap, records, value_bytes):
     consume_s = last - started
     partitions = len(consumer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
     consumer.close()
-    return produce_s, consume_s, partitions, got
+    return {"produce_s": produce_s, "consume_s": consume_s, "partitions": partitions, "got": got,
+            "producer_cpu": producer_cpu, "producer_wait": producer_wait, "cluster_produce_cpu": cluster_produce_cpu}
 
 
-def _clients_process(target, records, value_bytes):
-    """``run_clients`` in a fresh process: ``target`` is a bootstrap address, or "mock" for a librdkafka mock
-    cluster inside that process."""
+def _clients_process(target, records, value_bytes, server_pid=None):
+    """``run_clients`` in a fresh process: ``target`` is a bootstrap address (of ``kwire serve``, whose pid is
+    ``server_pid``), or "mock" for a librdkafka mock cluster inside that process."""
+    pid = [] if server_pid is None else ["--server-pid", str(server_pid)]
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--clients", target, "--records", str(records),
-                           "--value-bytes", str(value_bytes)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                           "--value-bytes", str(value_bytes)] + pid, stdout=subprocess.PIPE, text=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=ROOT), timeout=2 * TIMEOUT_S + 60, check=True)
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def _clients_main(target, records, value_bytes):
+def _clients_main(target, records, value_bytes, server_pid=None):
     holder = None
     if target == "mock":
         from confluent_kafka import Producer
 
         holder = Producer({"test.mock.num.brokers": 3})  # the mock cluster lives as long as this client
         target = ",".join(f"{b.host}:{b.port}" for b in holder.list_topics(timeout=10).brokers.values())
-    produce_s, consume_s, partitions, got = run_clients(target, records, value_bytes)
+        # The mock's brokers are threads of this process, named "rdk:mock" by librdkafka.
+        cluster_cpu = lambda: _threads_cpu("self", "rdk:mock")  # noqa: E731
+    else:
+        cluster_cpu = lambda: _threads_cpu(server_pid)  # noqa: E731
+    result = run_clients(target, records, value_bytes, cluster_cpu)
     del holder
-    print(json.dumps({"produce_s": produce_s, "consume_s": consume_s, "partitions": partitions, "got": got}))
+    print(json.dumps(result))
     return 0
 
 
@@ -121,7 +166,7 @@ def kwire_serve(records, value_bytes, partitions, brokers, retention_bytes=None)
     try:
         port = int(proc.stdout.readline().split("listening on 127.0.0.1:")[1].split()[0])
         rss0, cpu0 = _proc_status(proc.pid, "VmRSS"), _cpu_seconds(proc.pid)
-        clients = _clients_process(f"127.0.0.1:{port}", records, value_bytes)
+        clients = _clients_process(f"127.0.0.1:{port}", records, value_bytes, proc.pid)
         proc.stdin.write("stats\n")
         proc.stdin.flush()
         answer = proc.stdout.readline()
@@ -143,17 +188,32 @@ def librdkafka_mock(records, value_bytes, partitions):
     return _clients_process("mock", records, value_bytes)
 
 
-def measure(records=1_000_000, value_bytes=100, partitions=4, brokers=3, retention_bytes=None):
-    """Both clusters, one after the other, with the load average before and after."""
+def measure(records=1_000_000, value_bytes=100, partitions=4, brokers=3, retention_bytes=None, rounds=1):
+    """Both clusters, one after the other, ``rounds`` times (kwire first in the first round, then in turns),
+    with the load average before and after.  ``kwire`` and ``librdkafka`` are each cluster's run with the
+    median produce rate; ``rounds`` holds every pair."""
     import confluent_kafka
 
     load_before = os.getloadavg()
-    kw = kwire_serve(records, value_bytes, partitions, brokers, retention_bytes)
-    rd = librdkafka_mock(records, value_bytes, partitions)
-    return {"records": records, "value_bytes": value_bytes, "brokers": brokers, "kwire": kw, "librdkafka": rd,
-            "retention_bytes": retention_bytes,
+    pairs = []
+    for i in range(rounds):
+        if i % 2 == 0:
+            kw = kwire_serve(records, value_bytes, partitions, brokers, retention_bytes)
+            rd = librdkafka_mock(records, value_bytes, partitions)
+        else:
+            rd = librdkafka_mock(records, value_bytes, partitions)
+            kw = kwire_serve(records, value_bytes, partitions, brokers, retention_bytes)
+        pairs.append((kw, rd))
+    return {"records": records, "value_bytes": value_bytes, "brokers": brokers,
+            "kwire": _median_run([kw for kw, _ in pairs]), "librdkafka": _median_run([rd for _, rd in pairs]),
+            "rounds": pairs, "retention_bytes": retention_bytes,
             "confluent_kafka": confluent_kafka.__version__, "librdkafka_version": confluent_kafka.libversion()[0],
             "load_before": load_before, "load_after": os.getloadavg()}
+
+
+def _median_run(runs):
+    """The run with the median produce time (the lower middle one of an even count)."""
+    return sorted(runs, key=lambda r: r["produce_s"])[(len(runs) - 1) // 2]
 
 
 def _rates(r, n):
@@ -163,17 +223,28 @@ def _rates(r, n):
 def render(result):
     """A Markdown table of ``measure``'s result: records per second each way, and kwire's memory and CPU."""
     n, kw, rd = result["records"], result["kwire"], result["librdkafka"]
-    out = ["| cluster | produce, records/s | consume, records/s | partitions | server peak RSS | server CPU |",
-           "|---|---:|---:|---:|---:|---:|"]
+    out = ["| cluster | produce, records/s | producer thread: CPU, waiting for a core, blocked "
+           "| cluster CPU while producing "
+           "| consume, records/s "
+           "| partitions | server peak RSS | server CPU |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in (("`kwire serve`", kw), ("librdkafka's mock cluster", rd)):
         produce, consume = _rates(r, n)
         stalled = "" if r["got"] == n else f" (stalled after {r['got']:,})"
         mem = (f"{r['peak_rss'] / 2**20:,.1f} MiB, {r['peak_rss'] / max(r['stored'], 1):.2f}× the "
                f"{r['stored'] / 2**20:,.1f} MiB stored" if "peak_rss" in r else "inside the client")
         cpu = f"{r['cpu']:.2f} s" if "cpu" in r else "–"
-        out.append(f"| {name} | {produce:,.0f} | {consume:,.0f}{stalled} | {r['partitions']} | {mem} | {cpu} |")
+        blocked = r["produce_s"] - r["producer_cpu"] - r["producer_wait"]
+        out.append(f"| {name} | {produce:,.0f} | {r['producer_cpu']:.2f} s, {r['producer_wait']:.2f} s, {blocked:.2f} s "
+                   f"| {r['cluster_produce_cpu']:.3f} s "
+                   f"| {consume:,.0f}{stalled} | {r['partitions']} | {mem} | {cpu} |")
     (kp, kc), (rp, rc) = _rates(kw, n), _rates(rd, n)
-    out.append(f"| kwire ÷ librdkafka's mock | {kp / rp:.2f}× | {kc / max(rc, 1e-9):.2f}× | | | |")
+    out.append(f"| kwire ÷ librdkafka's mock | {kp / rp:.2f}× | | | {kc / max(rc, 1e-9):.2f}× | | | |")
+    pairs = result.get("rounds", ())
+    if len(pairs) > 1:
+        ratios = ", ".join(f"{_rates(k, n)[0] / _rates(r, n)[0]:.2f}×" for k, r in pairs)
+        out += ["", f"Produce, kwire ÷ librdkafka's mock, round by round: {ratios} (the rows above are each "
+                    f"cluster's median of {len(pairs)} runs)."]
     return "\n".join(out)
 
 
@@ -193,11 +264,15 @@ def main(argv=None):
     parser.add_argument("--partitions", type=int, default=4, help="kwire's num.partitions (the mock's is 4)")
     parser.add_argument("--brokers", type=int, default=3, help="kwire's brokers (the mock runs 3)")
     parser.add_argument("--retention-bytes", type=int, help="kwire's retention.bytes (the mock keeps 5 MiB per partition)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run both clusters this many times, in turns, and report each one's median")
     parser.add_argument("--clients", metavar="BOOTSTRAP", help=argparse.SUPPRESS)  # the clients' own process
+    parser.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)  # kwire serve's, for its CPU
     args = parser.parse_args(argv)
     if args.clients:
-        return _clients_main(args.clients, args.records, args.value_bytes)
-    result = measure(args.records, args.value_bytes, args.partitions, args.brokers, args.retention_bytes)
+        return _clients_main(args.clients, args.records, args.value_bytes, args.server_pid)
+    result = measure(args.records, args.value_bytes, args.partitions, args.brokers, args.retention_bytes,
+                     args.rounds)
     print(summary(result) + "\n")
     print(render(result))
     return 0

@@ -192,6 +192,29 @@ def test_retention_bytes_moves_the_log_start_and_the_total_cap_refuses():
         assert full.error_code == E.POLICY_VIOLATION and "kwire.storage.total.bytes" in full.error_message
 
 
+def test_a_batch_that_is_most_of_its_frame_is_kept_without_a_copy_and_read_back_with_its_offsets(cluster):
+    client = Client(cluster)
+    big = batch(3000, value=b"v" * 100)
+    for _ in range(2):
+        assert produce(client, "t", 0, big).error_code == E.NONE
+    # Two partitions in one Produce: neither batch is most of the frame, so each is copied out of it.
+    req = codec.ProduceRequest(acks=-1, timeout_ms=1000, transactional_id=None, topic_data=[
+        codec.TopicProduceData(name="t", partition_data=[codec.PartitionProduceData(index=0, records=big),
+                                                         codec.PartitionProduceData(index=1, records=big)])])
+    assert [p.base_offset for p in client.call(req, 9).responses[0].partition_responses] == [6000, 0]
+    kept = cluster.server.store.logs[("t", 0)].batches
+    assert [type(b) for b in kept] == [memoryview, memoryview, bytes]
+    for view in kept[:2]:
+        # The frame a view holds is at most 8/7 of the batch the log counts.
+        assert view.readonly and isinstance(view.obj, bytes) and len(view.obj) * 7 <= len(view) * 8
+    assert type(cluster.server.store.logs[("t", 1)].batches[0]) is bytes
+    # Stored as sent (base offset 0); read with the offsets the log assigned.
+    assert all(bytes(b[:8]) == bytes(8) for b in kept)
+    (part,) = fetch(client, cluster, "t", [(0, 3000, 50 << 20)])
+    assert offsets_of(part.records) == list(range(3000, 9000))
+    assert [r.offset for r in cluster.records("t", 0)] == list(range(9000))
+
+
 def test_helpers_produce_records_and_committed_without_a_client():
     with MockCluster(topics={"t": 4}) as cluster:
         assert cluster.produce("t", b"v", key=b"k", partition=2, headers={"h": b"x"}, timestamp=7) == (2, 0)

@@ -88,7 +88,7 @@ def stored_records(server, topic, partition):
     if log is None:
         return []
     out = []
-    for batch in decode_record_batches(b"".join(log.batches)):
+    for batch in decode_record_batches(log.joined()):
         out.extend(batch.records)
     return out
 

@@ -1,9 +1,13 @@
 """The mock cluster's storage: one log per partition in memory, record batches kept as the producer sent them.
 
-A batch is stored as one ``bytearray`` (its bytes as received, base offset rewritten in place: the CRC does not
-cover it), beside four ints: its base and last offset, its max timestamp and its size.  Nothing on the produce
-or fetch path builds a Python object per record; only a ListOffsets lookup by timestamp decodes the one batch
-it lands in.
+A batch is stored as its bytes as received, beside four ints: its base and last offset, its max timestamp and its
+size.  The base offset the log assigned is written into the batch when it is read (the CRC does not cover it), so a
+batch that is most of its Produce frame is kept as a read-only view of that frame, never copied: the frame is
+already one copy of what came from the socket, and each further copy of a producer's megabyte is time before its
+answer and CPU taken from the producer on a shared machine.  A batch that is less than seven eighths of its
+frame (several partitions in one Produce) is copied out, so the frames a log keeps hold at most 8/7 of the bytes
+it counts.  Nothing on the produce or fetch path builds a Python object per record; only a ListOffsets lookup by
+timestamp decodes the one batch it lands in.
 
 Limits, each with the error a client understands:
 
@@ -93,6 +97,19 @@ class _ProducerEntry:
                               f"{first_seq} (incoming) after {last} (last appended)")
 
 
+def _kept(data, position, size):
+    """The batch at ``position`` in ``data`` (a Produce's records, usually a view of its frame), as the log keeps
+    it: the view itself when the frame it shows is immutable and little more than the batch, else a copy."""
+    batch = data[position:position + size]
+    if isinstance(batch, memoryview):
+        frame = batch.obj
+        if not (isinstance(frame, bytes) and size * 8 >= len(frame) * 7):
+            return bytes(batch)
+    elif not isinstance(batch, bytes):
+        return bytes(batch)
+    return batch
+
+
 class PartitionLog:
     """One partition's batches, offsets and producers."""
 
@@ -102,7 +119,7 @@ class PartitionLog:
         self.bases = []           # base offset of each batch, ascending
         self.lasts = []           # last offset of each batch
         self.max_timestamps = []  # max timestamp of each batch
-        self.batches = []         # the batch bytes (bytearray), base offset rewritten
+        self.batches = []         # each batch as received (bytes, or a read-only view of its frame)
         self.size = 0             # bytes held
         self.log_start = 0        # the first offset still held (or the end, when empty)
         self.end = 0              # the next offset to assign: the log end offset, and the high watermark
@@ -122,17 +139,31 @@ class PartitionLog:
 
     def read(self, offset, max_bytes, min_one):
         """The batches from the one holding ``offset`` while they fit in ``max_bytes`` (the first one
-        whatever its size when ``min_one``): a list of buffers and their total size."""
-        out, total = [], 0
+        whatever its size when ``min_one``): ``(their bytes with their offsets, their total size)``."""
         batches = self.batches
-        for i in range(self.index_of(offset), len(batches)):
-            batch = batches[i]
-            n = len(batch)
-            if total + n > max_bytes and not (min_one and not out):
+        first = i = self.index_of(offset)
+        total = 0
+        while i < len(batches):
+            n = len(batches[i])
+            if total + n > max_bytes and not (min_one and i == first):
                 break
-            out.append(batch)
             total += n
-        return out, total
+            i += 1
+        return self.joined(first, i), total
+
+    def joined(self, first=0, stop=None):
+        """Batches ``first`` to ``stop`` (the last, if None) as one ``bytearray``, each with the base offset
+        the log assigned it written in."""
+        batches, bases = self.batches, self.bases
+        stop = len(batches) if stop is None else stop
+        if first >= stop:
+            return b""
+        out = bytearray().join(batches[first:stop])
+        pos = 0
+        for i in range(first, stop):
+            set_base_offset(out, pos, bases[i])
+            pos += len(batches[i])
+        return out
 
     def bytes_from(self, offset):
         """How many bytes a fetch from ``offset`` could return (for a long poll's min_bytes)."""
@@ -248,12 +279,10 @@ class LogStore:
                               f"the mock cluster holds {self.held} bytes and its cap, kwire.storage.total.bytes, "
                               f"is {self.total_bytes}: a batch of {size} bytes does not fit")
         base = log.end
-        batch = bytearray(data[info.position:info.position + size])
-        set_base_offset(batch, 0, base)
         log.bases.append(base)
         log.lasts.append(base + info.last_offset_delta)
         log.max_timestamps.append(info.max_timestamp)
-        log.batches.append(batch)
+        log.batches.append(_kept(data, info.position, size))
         log.size += size
         log.end = base + info.last_offset_delta + 1
         if len(log.batches) == 1:

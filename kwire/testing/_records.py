@@ -253,11 +253,11 @@ class RecordApis:
                     log = store.logs.get((name, partition))
                     if log is not None and log.batches:
                         limit = max(0, min(partition_max, max_bytes - total))
-                        batches, n = log.read(offset, limit, min_one)
-                        if batches:
+                        data, n = log.read(offset, limit, min_one)
+                        if n:
                             min_one = False
                             total += n
-                            part.records = b"".join(batches)
+                            part.records = data
                 parts.append(part)
             responses.append(FetchableTopicResponse(topic="" if by_id else t.topic, topic_id=t.topic_id,
                                                     partitions=parts))
@@ -326,7 +326,7 @@ class RecordApis:
 def _first_record_at_least(log, i, target):
     """``(timestamp, offset)`` of the first record of batch ``i`` whose timestamp is at least ``target``: the
     one place a batch is decoded, as Kafka's ``LogSegment.findOffsetByTimestamp`` reads the batch it lands in."""
-    for record in RecordBatch.decode(log.batches[i]).records:
+    for record in RecordBatch.decode(log.joined(i, i + 1)).records:
         if record.timestamp >= target:
             return record.timestamp, record.offset
     return log.max_timestamps[i], log.lasts[i]

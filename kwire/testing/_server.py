@@ -297,12 +297,7 @@ class ClusterServer(TopicApis, RecordApis):
                        graceful=True)
             return
         try:
-            # The header is read once: the body decodes from where it ends.  Bytes after the body are ignored,
-            # as Kafka's broker ignores them (RequestContext.parseRequest reads the fields and no further):
-            # librdkafka's all-topics Metadata v12 carries three.  Record batches are read as views of the
-            # frame (bytes, from the connection), not copied: the log's copy is their only one.
-            req = DEFAULT.message_class(key, "request").decode_prefix(body, version,
-                                                                     views=key == ApiKey.PRODUCE)[0]
+            req = self._decode(frame, body, key, version)
         except KwireError as e:
             conn.close(f"malformed api key {key} v{version} request: {e}", graceful=True)
             return
@@ -322,6 +317,21 @@ class ClusterServer(TopicApis, RecordApis):
             handler(req, version, fill, conn)
             return
         self._group_request(conn, req, key, version, fill, header.client_id or "")
+
+    def _decode(self, frame, body, key, version):
+        """The request in ``frame``, whose header was read already (``body`` is the rest, a view of it)."""
+        if key == ApiKey.PRODUCE:
+            # Record batches are read as views of the frame itself (bytes, from the connection), which the log
+            # keeps: a decoder given the body, a memoryview, would copy it first.  So the whole frame is read
+            # again from its start, header included (a few bytes).
+            try:
+                return DEFAULT.decode_request(frame, views=True)[1]
+            except KwireError:
+                pass  # bytes after the body, or a malformed request: read as below, which says which
+        # The body decodes from where the header ends.  Bytes after the body are ignored, as Kafka's broker
+        # ignores them (RequestContext.parseRequest reads the fields and no further): librdkafka's all-topics
+        # Metadata v12 carries three.
+        return DEFAULT.message_class(key, "request").decode_prefix(body, version, views=key == ApiKey.PRODUCE)[0]
 
     def _answer(self, conn, key, version, correlation_id, latency_ms):
         """A function that answers this request (now or later) in its place on the connection; given None it
