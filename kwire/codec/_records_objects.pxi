@@ -187,22 +187,7 @@ cdef class Record:
 # (LOAD_ATTR_SLOT): with five fields read per record, that is a third of a decode.  The fields are never NULL (the
 # type's tp_new fills them with None and deletion is refused), so the descriptors behave as the properties did.
 
-cdef extern from "structmember.h":
-    ctypedef struct PyMemberDef:
-        const char* name
-        int type
-        Py_ssize_t offset
-        int flags
-        const char* doc
-    int T_OBJECT_EX
-
-cdef extern from "Python.h":
-    ctypedef struct _TypeFields "PyTypeObject":
-        Py_ssize_t tp_basicsize
-        PyObject* tp_dict
-    object PyDescr_NewMember(_TypeFields*, PyMemberDef*)
-    void PyType_Modified(_TypeFields*)
-
+# PyMemberDef and _TypeFields are declared in _records_c.pyx, which also reads BatchList's slots.
 
 cdef Py_ssize_t _field_offset(object obj, object marker) except -1:
     """Where in ``obj``'s memory the field holding ``marker`` is (Cython names its struct, not its offsets)."""
@@ -253,6 +238,7 @@ cdef int _install_slots() except -1:
 _install_slots()
 
 
+@cython.freelist(64)  # a Fetch of many small batches makes and drops one per batch
 cdef class RecordBatch:
     """A record batch (magic 2) and its records.
 
@@ -326,11 +312,14 @@ cdef class RecordBatch:
         return iter(self.record_list)
 
     cdef _Records _walk(self):
+        cdef _Records w
         try:
-            return _records_of(self.lazy_data, <const unsigned char*>PyBytes_AS_STRING(self.lazy_data),
-                               self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
+            w = _records_of(self.lazy_data, <const unsigned char*>PyBytes_AS_STRING(self.lazy_data),
+                            self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
         except CorruptRecordError as exc:
             raise exc.prepend_path(self.lazy_index) from None
+        w.shares_base(self.base_timestamp)
+        return w
 
     @property
     def compression(self):
