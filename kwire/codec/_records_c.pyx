@@ -101,6 +101,7 @@ cdef enum:
     TRANSACTIONAL_FLAG = 0x10
     CONTROL_FLAG = 0x20
     DELETE_HORIZON_FLAG = 0x40
+    GZIP = 1
     LZ4 = 3
     ZSTD = 4
 

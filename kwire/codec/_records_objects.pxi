@@ -382,8 +382,7 @@ cdef class RecordBatch:
         cdef unsigned char* h
         cdef bytes result
         records = self.records
-        out.p = NULL
-        out.n = out.cap = 0
+        _take_scratch(&out)  # the buffer the last encode left, if any (see kw_scratch)
         try:
             _reserve(&out, HEADER_SIZE + 160 * len(records))
             out.n = HEADER_SIZE
@@ -391,14 +390,19 @@ cdef class RecordBatch:
                 _encode_record(&out, rec, j, base_offset, base_ts)
                 j += 1
             if codec:
-                payload = compress(codec, PyBytes_FromStringAndSize(<const char*>out.p + HEADER_SIZE,
-                                                                   out.n - HEADER_SIZE))
+                # zlib and zstd read the records where they are; snappy's blocks and LZ4's compressor want bytes.
+                # The view is released before the buffer is reused, even if a traceback keeps it.
+                raw = PyMemoryView_FromMemory(<char*>out.p + HEADER_SIZE, out.n - HEADER_SIZE, PyBUF_READ)
+                try:
+                    payload = compress(codec, raw if codec == GZIP or codec == ZSTD else bytes(raw))
+                finally:
+                    raw.release()
                 result = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + len(payload))
                 memcpy(PyBytes_AS_STRING(result) + HEADER_SIZE, PyBytes_AS_STRING(payload), len(payload))
             else:
                 result = PyBytes_FromStringAndSize(<const char*>out.p, out.n)
         finally:
-            PyMem_Free(out.p)
+            _give_back(&out)
         # A new bytes object that nothing else has seen yet: writing its header in place is safe.
         h = <unsigned char*>PyBytes_AS_STRING(result)
         wr_u64(h, <uint64_t>base_offset)
@@ -422,6 +426,52 @@ cdef class RecordBatch:
 cdef struct _Out:
     unsigned char* p
     Py_ssize_t n, cap
+
+
+# The records of a batch are written into one growing buffer, then copied into the result or compressed from it.
+# The last one (up to 4 MiB) is kept for the next encode: a fresh one of a megabyte or more comes from memory the
+# allocator maps anew, and touching its pages was, beside a compressor's own working memory, most of a zstd encode
+# of 10,000 records.
+# The buffer is taken and given back by atomic exchanges (the module runs without the GIL where Python has none):
+# two encodes at once never share it, the second makes its own.  A kept buffer holds its capacity in its first
+# bytes.
+cdef extern from *:
+    """
+    static void* kw_scratch = NULL;
+    #if defined(_MSC_VER)
+    #include <windows.h>
+    static void* kw_scratch_take(void) { return InterlockedExchangePointer(&kw_scratch, NULL); }
+    static int kw_scratch_keep(void* p) { return InterlockedCompareExchangePointer(&kw_scratch, p, NULL) == NULL; }
+    #else
+    static void* kw_scratch_take(void) { return __atomic_exchange_n(&kw_scratch, NULL, __ATOMIC_ACQ_REL); }
+    static int kw_scratch_keep(void* p) {
+        void* none = NULL;
+        return __atomic_compare_exchange_n(&kw_scratch, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    #endif
+    """
+    void* kw_scratch_take() noexcept nogil
+    bint kw_scratch_keep(void* p) noexcept nogil
+
+
+cdef enum:
+    SCRATCH_KEPT = 4 << 20
+
+
+cdef inline void _take_scratch(_Out* o) noexcept:
+    o.p = <unsigned char*>kw_scratch_take()
+    o.cap = (<Py_ssize_t*>o.p)[0] if o.p != NULL else 0
+    o.n = 0
+
+
+cdef inline void _give_back(_Out* o) noexcept:
+    if o.p == NULL:
+        return
+    if o.cap <= SCRATCH_KEPT:
+        (<Py_ssize_t*>o.p)[0] = o.cap  # _reserve makes 256 bytes at least
+        if kw_scratch_keep(o.p):
+            return
+    PyMem_Free(o.p)
 
 
 cdef int _reserve(_Out* o, Py_ssize_t extra) except -1:
