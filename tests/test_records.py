@@ -274,6 +274,18 @@ def test_encodes_one_after_another_and_at_once_give_their_own_bytes():
         assert not wrong
 
 
+def test_header_keys_of_one_batch_after_another():
+    # The compiled reader keeps the header keys of the batch before and shares them when the bytes are the same:
+    # keys that change, disappear, grow in number or have no UTF-8 (a lone surrogate) are read right all the same.
+    seq = [[("a", b"1"), ("b", b"2")], [("a", b"1"), ("c", b"2")], [("b\udcff", b"x")], [],
+           [("a", None), ("b", b"")], [("a", b"1"), ("b", b"2"), ("d", b"3")], [("a", b"9")], [("ab", b"1")]]
+    for R in RECORDS.values():
+        data = b"".join(R.RecordBatch([R.Record(b"k", b"v", h)]).encode() for h in seq) * 2
+        for batches in (R.decode_record_batches(data), R.read_record_batches(data)):
+            got = [[(h.key, h.value) for r in batch for h in r.headers] for batch in batches]
+            assert got == [[(k, v) for k, v in h] for h in seq] * 2
+
+
 def test_export_from_kwire_codec():
     import kwire.codec as c
 

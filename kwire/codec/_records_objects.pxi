@@ -16,6 +16,31 @@ from kwire.codec._records_common import (
     wrap64,
 )
 
+# Two objects kept from one call to the next, each in a slot that a call empties while it uses the object and fills
+# again after: the module runs without the GIL where Python has none, so the slot is taken and given back by atomic
+# exchanges, and a call that finds it empty makes its own.
+cdef extern from *:
+    """
+    static void* kw_scratch = NULL;  /* the encoder's buffer, kept for the next encode */
+    static void* kw_keys = NULL;  /* the header keys of the last batch read, a tuple of str (see _batch_keys) */
+    #if defined(_MSC_VER)
+    #include <windows.h>
+    static void* kw_take(void** slot) { return InterlockedExchangePointer(slot, NULL); }
+    static int kw_keep(void** slot, void* p) { return InterlockedCompareExchangePointer(slot, p, NULL) == NULL; }
+    #else
+    static void* kw_take(void** slot) { return __atomic_exchange_n(slot, NULL, __ATOMIC_ACQ_REL); }
+    static int kw_keep(void** slot, void* p) {
+        void* none = NULL;
+        return __atomic_compare_exchange_n(slot, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    #endif
+    """
+    void* kw_scratch
+    void* kw_keys
+    void* kw_take(void** slot) noexcept nogil
+    bint kw_keep(void** slot, void* p) noexcept nogil
+
+
 # Header and Record stay out of the cycle collector (no_gc): a decode makes one of each per record and header,
 # and tracking them made the collector's passes most of a 10,000-record decode.  They hold bytes, str, ints and
 # tuples of Headers; only a caller storing a container that refers back to the record could build a cycle, which
@@ -119,24 +144,52 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
 cdef int _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count,
                      _Keys* k) except -1:
     """The keys of one record's headers (checked by the walk), as str, into ``k``: the batch's guess at its header
-    keys."""
+    keys.  The keys of the batch before are kept (see kw_keys) and shared when their bytes are the same: a reader
+    of one-record batches (each record sent alone) then decodes its header keys once, not once a batch."""
     cdef int32_t i, n = 0
+    cdef PyObject* kept = <PyObject*>kw_take(&kw_keys)  # a tuple of str (the reference is ours), or NULL
+    cdef Py_ssize_t m = PyTuple_GET_SIZE(<object>kept) if kept != NULL else 0, klen = 0
+    cdef const char* kp
+    cdef bint all_kept = True
     rd_varint(b, &pos, limit, &n)
     k.n = 0
-    for i in range(min(count, KEYS_MAX)):
-        rd_varint(b, &pos, limit, &n)
-        key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
-        try:
-            k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a key with a lone surrogate has no UTF-8: not shared
-        except UnicodeEncodeError:
-            break
-        Py_INCREF(key)
-        k.obj[i] = <PyObject*>key
-        k.n = i + 1
-        pos += n
-        rd_varint(b, &pos, limit, &n)
-        if n > 0:
+    try:
+        for i in range(min(count, KEYS_MAX)):
+            rd_varint(b, &pos, limit, &n)
+            key = None
+            if i < m:
+                key = <object>PyTuple_GET_ITEM(<object>kept, i)
+                kp = PyUnicode_AsUTF8AndSize(key, &klen)  # kept keys all have their UTF-8 (see below)
+                if klen == n and same_bytes(kp, b + pos, n):
+                    k.p[i], k.len[i] = kp, klen
+                else:
+                    key = None
+            if key is None:
+                all_kept = False
+                key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+                try:
+                    k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a lone surrogate has no UTF-8: not shared
+                except UnicodeEncodeError:
+                    break
+            Py_INCREF(key)
+            k.obj[i] = <PyObject*>key
+            k.n = i + 1
             pos += n
+            rd_varint(b, &pos, limit, &n)
+            if n > 0:
+                pos += n
+    finally:
+        # Kept for the next batch: the same tuple when every key came from it, else this batch's keys.
+        if not (all_kept and kept != NULL) and k.n:
+            Py_XDECREF(kept)
+            fresh = PyTuple_New(k.n)
+            for i in range(k.n):
+                Py_INCREF(<object>k.obj[i])
+                PyTuple_SET_ITEM(fresh, i, <object>k.obj[i])
+            Py_INCREF(fresh)
+            kept = <PyObject*>fresh
+        if kept != NULL and not kw_keep(&kw_keys, kept):
+            Py_XDECREF(kept)  # another thread kept its own meanwhile
     return 0
 
 
@@ -432,34 +485,14 @@ cdef struct _Out:
 # The last one (up to 4 MiB) is kept for the next encode: a fresh one of a megabyte or more comes from memory the
 # allocator maps anew, and touching its pages was, beside a compressor's own working memory, most of a zstd encode
 # of 10,000 records.
-# The buffer is taken and given back by atomic exchanges (the module runs without the GIL where Python has none):
-# two encodes at once never share it, the second makes its own.  A kept buffer holds its capacity in its first
-# bytes.
-cdef extern from *:
-    """
-    static void* kw_scratch = NULL;
-    #if defined(_MSC_VER)
-    #include <windows.h>
-    static void* kw_scratch_take(void) { return InterlockedExchangePointer(&kw_scratch, NULL); }
-    static int kw_scratch_keep(void* p) { return InterlockedCompareExchangePointer(&kw_scratch, p, NULL) == NULL; }
-    #else
-    static void* kw_scratch_take(void) { return __atomic_exchange_n(&kw_scratch, NULL, __ATOMIC_ACQ_REL); }
-    static int kw_scratch_keep(void* p) {
-        void* none = NULL;
-        return __atomic_compare_exchange_n(&kw_scratch, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    }
-    #endif
-    """
-    void* kw_scratch_take() noexcept nogil
-    bint kw_scratch_keep(void* p) noexcept nogil
-
-
+# It is taken and given back by atomic exchanges (kw_take, kw_keep): two encodes at once never share it, the
+# second makes its own.  A kept buffer holds its capacity in its first bytes.
 cdef enum:
     SCRATCH_KEPT = 4 << 20
 
 
 cdef inline void _take_scratch(_Out* o) noexcept:
-    o.p = <unsigned char*>kw_scratch_take()
+    o.p = <unsigned char*>kw_take(&kw_scratch)
     o.cap = (<Py_ssize_t*>o.p)[0] if o.p != NULL else 0
     o.n = 0
 
@@ -469,7 +502,7 @@ cdef inline void _give_back(_Out* o) noexcept:
         return
     if o.cap <= SCRATCH_KEPT:
         (<Py_ssize_t*>o.p)[0] = o.cap  # _reserve makes 256 bytes at least
-        if kw_scratch_keep(o.p):
+        if kw_keep(&kw_scratch, o.p):
             return
     PyMem_Free(o.p)
 
