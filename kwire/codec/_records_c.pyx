@@ -74,8 +74,8 @@ from kwire.codec._records_common import (
     BatchInfo,
     BatchList,
     check_int,
-    _cramjam,
     check_limit,
+    cramjam_module,
     decompress,
     offset_delta,
     unknown_codec,
@@ -554,7 +554,7 @@ cdef _View _inflate(int codec, const unsigned char* b, Py_ssize_t start, Py_ssiz
     cdef uint64_t hint = frame_size_guess(codec, b + start, n)
     cdef _View view
     if _lz4_into is None:
-        cj = _cramjam()
+        cj = cramjam_module()
         _lz4_into, _zstd_into = cj.lz4.decompress_into, cj.zstd.decompress_into
     capacity = <Py_ssize_t>min(<uint64_t>limit, max(min(hint, 64 * <uint64_t>n + 65536), 4 * <uint64_t>n + 1024))
     out = PyByteArray_FromStringAndSize(NULL, capacity + 1)  # the spare byte, as _into: full means too small

@@ -130,7 +130,8 @@ XERIAL_BLOCK = 32 * 1024  # SnappyOutputStream's default block size
 _FULL = "failed to write whole buffer"  # cramjam's message when the output buffer is full
 
 
-def _cramjam():
+def cramjam_module():
+    """The cramjam package (both twins call it for snappy, LZ4 and zstd), or UnsupportedRecordFormatError."""
     try:
         import cramjam
     except ImportError as exc:  # a declared dependency; say so rather than fail with a bare ImportError
@@ -285,7 +286,7 @@ def decompress(codec, payload, limit, offset):
     """The records of a batch compressed with ``codec``, at most ``limit`` bytes; errors name ``offset``."""
     if codec == GZIP:
         return _gzip(payload, limit, offset)
-    cj = _cramjam()
+    cj = cramjam_module()
     if codec == SNAPPY:
         return _snappy(cj, payload, limit, offset)
     if codec == LZ4:
@@ -302,7 +303,7 @@ def compress(codec, data):
 
         c = zlib.compressobj(6, zlib.DEFLATED, 31)
         return c.compress(data) + c.flush()
-    cj = _cramjam()
+    cj = cramjam_module()
     if codec == SNAPPY:
         view = memoryview(data)
         parts = [XERIAL_HEADER]
