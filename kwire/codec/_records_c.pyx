@@ -705,7 +705,8 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
             raise exc.prepend_path(index) from None
         batch = RecordBatch.__new__(RecordBatch)
         batch.base_offset, batch.partition_leader_epoch, batch.magic = h.base_offset, h.epoch, h.magic
-        batch.crc, batch.attributes, batch.last_offset_delta = h.crc, <uint16_t>h.attributes, h.last_delta
+        batch.crc_read, batch.crc_unmade = h.crc, True
+        batch.attributes, batch.last_offset_delta = <uint16_t>h.attributes, h.last_delta
         # One int when the two timestamps are the same (every one-record batch's are).
         batch.base_timestamp = base_ts
         batch.max_timestamp = base_ts if h.max_ts == h.base_ts else h.max_ts

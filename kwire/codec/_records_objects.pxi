@@ -299,9 +299,14 @@ cdef class RecordBatch:
     (``compression``, ``timestamp_type``, ``is_transactional``, ``is_control``, ``delete_horizon_ms``) read.
     The constructor fills what it is not given as Java's producer does (see ``batch_defaults``)."""
 
-    cdef public object base_offset, partition_leader_epoch, magic, crc, attributes, last_offset_delta
+    cdef public object base_offset, partition_leader_epoch, magic, attributes, last_offset_delta
     cdef public object base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence
     cdef object record_list
+    # ``crc``: a decoded batch keeps the CRC it read as a C int and makes its int when it is first read (few
+    # readers ask: it belongs to the bytes); a one-record batch then makes one int fewer.
+    cdef object crc_int
+    cdef uint32_t crc_read
+    cdef bint crc_unmade
     # A batch from read_record_batches: the bytes its records are in (None once ``records`` has made them, or
     # for a batch that was never lazy), its header as read (the public fields may be changed), where it is.
     cdef object lazy_data
@@ -332,10 +337,23 @@ cdef class RecordBatch:
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
         self.magic = magic
-        self.crc = crc
+        self.crc_int = crc
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
+
+    @property
+    def crc(self):
+        """The CRC-32C the batch was read with (0 for a batch built here; ``encode`` computes its own)."""
+        if self.crc_unmade:
+            self.crc_int = self.crc_read
+            self.crc_unmade = False
+        return self.crc_int
+
+    @crc.setter
+    def crc(self, value):
+        self.crc_int = value
+        self.crc_unmade = False
 
     @property
     def records(self):
