@@ -241,6 +241,51 @@ def test_bad_values_give_encode_errors_in_both_twins():
     assert all(o == outcomes[0] for o in outcomes)
 
 
+def test_encodes_one_after_another_and_at_once_give_their_own_bytes():
+    # The compiled encoder keeps its buffer for the next encode: after a large batch, a small one, an encode
+    # that fails halfway and encodes in several threads at once, every result is what the pure twin writes.
+    import threading
+
+    P = RECORDS["python"]
+    sizes = (3000, 2, 0, 700, 1, 3000)
+    for R in RECORDS.values():
+        for codec in CODECS:
+            for n in sizes:
+                batch = R.RecordBatch(_records(R, n, base=n), base_offset=n, compression=codec)
+                assert batch.encode() == P.RecordBatch(_records(P, n, base=n), base_offset=n,
+                                                       compression=codec).encode()
+            bad = R.RecordBatch(_records(R, 2000) + [R.Record("text", b"v", offset=2000)], compression=codec)
+            with pytest.raises(EncodeError):
+                bad.encode()
+        expected = {n: P.RecordBatch(_records(P, n), compression="zstd").encode() for n in (5, 900, 2500)}
+        batches = {n: R.RecordBatch(_records(R, n), compression="zstd") for n in expected}
+        wrong = []
+
+        def encode_many(n):
+            for _ in range(20):
+                if batches[n].encode() != expected[n]:
+                    wrong.append(n)
+
+        threads = [threading.Thread(target=encode_many, args=(n,)) for n in expected for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not wrong
+
+
+def test_header_keys_of_one_batch_after_another():
+    # The compiled reader keeps the header keys of the batch before and shares them when the bytes are the same:
+    # keys that change, disappear, grow in number or have no UTF-8 (a lone surrogate) are read right all the same.
+    seq = [[("a", b"1"), ("b", b"2")], [("a", b"1"), ("c", b"2")], [("b\udcff", b"x")], [],
+           [("a", None), ("b", b"")], [("a", b"1"), ("b", b"2"), ("d", b"3")], [("a", b"9")], [("ab", b"1")]]
+    for R in RECORDS.values():
+        data = b"".join(R.RecordBatch([R.Record(b"k", b"v", h)]).encode() for h in seq) * 2
+        for batches in (R.decode_record_batches(data), R.read_record_batches(data)):
+            got = [[(h.key, h.value) for r in batch for h in r.headers] for batch in batches]
+            assert got == [[(k, v) for k, v in h] for h in seq] * 2
+
+
 def test_export_from_kwire_codec():
     import kwire.codec as c
 

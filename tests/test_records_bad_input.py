@@ -202,15 +202,87 @@ def test_a_lying_frame_size_does_not_reserve_the_limit():
     assert frame[4] == 0x20  # single segment, a 1-byte content size
     # The same frame claiming 2^40 bytes of content (an 8-byte size), as a liar would write it.
     liar = frame[:4] + b"\xe0" + (1 << 40).to_bytes(8, "little") + frame[6:]
+    _fails_within_a_mebibyte(_batch(liar, 1, attributes=4))
+
+
+def _fails_within_a_mebibyte(batch):
+    """``batch`` is a CorruptRecordError in every twin, and decoding it allocates less than 1 MiB at its peak."""
     for R in RECORDS:
         tracemalloc.start()
         try:
             with pytest.raises(CorruptRecordError):
-                R.decode_record_batches(_batch(liar, 1, attributes=4))
+                R.decode_record_batches(batch)
             _cur, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
         assert peak < 1 << 20
+
+
+def _lz4_frames(plain):
+    """LZ4 frames of ``plain`` as the lz4 package writes them with each option the format has: with and without
+    the content size, block and content checksums, block sizes, a frame of stored (uncompressed) blocks."""
+    lz4_frame = pytest.importorskip("lz4.frame")
+    noise = bytes((i * 2654435761 >> 13) & 0xFF for i in range(len(plain)))  # does not compress: stored blocks
+    frames = []
+    for store_size in (False, True):
+        for block_checksum in (False, True):
+            for block_size in (lz4_frame.BLOCKSIZE_MAX64KB, lz4_frame.BLOCKSIZE_MAX256KB):
+                frames.append(lz4_frame.compress(plain, store_size=store_size, block_checksum=block_checksum,
+                                                 block_size=block_size, content_checksum=block_checksum))
+    frames.append(lz4_frame.compress(noise, store_size=False))
+    return frames, noise
+
+
+def test_lz4_frames_decode_alike_whatever_their_options():
+    # The first buffer is sized from the frame (its content size, else its blocks' headers); every option of the
+    # format is read the same by both twins, from frames that compress 10x and from ones that do not compress.
+    from kwire.codec import _records_common as common
+
+    records = [P.Record(b"key-%08d" % i, bytes(range(100)), [("trace", b"%016x" % i)], offset=i) for i in range(300)]
+    plain = P.RecordBatch(records).encode()[61:]
+    frames, noise = _lz4_frames(plain)
+    for frame in frames[:-1]:
+        batch = _batch(frame, 300, attributes=3)
+        for R in RECORDS:
+            assert [(r.key, r.value) for r in R.decode_record_batches(batch)[0].records] == [
+                (r.key, r.value) for r in records]
+            assert [r.key for r in next(iter(R.read_record_batches(batch)))] == [r.key for r in records]
+    # Without a content size the guess covers these records (about 10x smaller compressed, beyond the 4x of a
+    # plain first guess) in one buffer, and stays within 16 times the frame.
+    guess = common.lz4_guess(frames[0])
+    assert len(plain) <= guess <= 16 * len(frames[0]) + 4096 and len(plain) > 6 * len(frames[0])
+    assert common.lz4_guess(frames[-1]) >= len(noise)
+    assert P.crc32c(bytes(common.decompress(3, frames[-1], 1 << 20, 0))) == P.crc32c(noise)
+    _same_first_guess(frames + [bytes(_cramjam_zstd().compress(plain)), frames[0][:40], b"\x28\xb5\x2f\xfd"])
+
+
+def _cramjam_zstd():
+    import cramjam
+
+    return cramjam.zstd
+
+
+def _same_first_guess(frames):
+    """The compiled twin sizes its first buffer in C: the same size as _records_common's, for every frame."""
+    from kwire.codec import _records_common as common
+
+    for R in RECORDS:
+        guess = getattr(R, "_frame_size_guess", None)
+        for frame in frames if guess else ():
+            for codec in (3, 4):
+                assert guess(codec, frame) == common._frame_content_size(frame, codec), (codec, frame[:20])
+
+
+def test_lying_lz4_block_headers_cost_a_bounded_buffer():
+    # Blocks that claim 4 MiB each (the largest block size) with a few bytes of input: the first buffer is held
+    # to 16 times the frame, and the frame is an error in both twins.
+    head = b"\x04\x22\x4d\x18\x60\x70\x73"  # magic, FLG (version 1, independent blocks), BD (4 MiB), HC
+    liar = head + b"".join(struct.pack("<I", 3) + b"\x00\x00\x00" for _ in range(200)) + b"\x00" * 4
+    from kwire.codec import _records_common as common
+
+    assert common.lz4_guess(liar) <= 16 * len(liar) + 4096
+    _same_first_guess([liar, liar[:7] + b"\xff\xff\xff\x7f"])
+    _fails_within_a_mebibyte(_batch(liar, 1, attributes=3))
 
 
 def test_bad_arguments_are_typed():

@@ -38,6 +38,28 @@ cdef extern from "Python.h":
     Py_ssize_t refcount "Py_REFCNT"(PyObject*)
     PyObject* type_of "Py_TYPE"(PyObject*)
     void PyObject_GC_UnTrack(object)
+    object PyByteArray_FromStringAndSize(const char*, Py_ssize_t)
+    object PyMemoryView_FromMemory(char*, Py_ssize_t, int)
+    int PyBUF_READ
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        const char* name
+        int type
+        Py_ssize_t offset
+        int flags
+        const char* doc
+    int T_OBJECT_EX
+
+cdef extern from "Python.h":
+    ctypedef struct _TypeFields "PyTypeObject":
+        Py_ssize_t tp_basicsize
+        PyObject* tp_dict
+        PyObject* (*tp_alloc)(_TypeFields*, Py_ssize_t) except NULL
+    ctypedef struct _MemberDescr "PyMemberDescrObject":
+        PyMemberDef* d_member
+    object PyDescr_NewMember(_TypeFields*, PyMemberDef*)
+    void PyType_Modified(_TypeFields*)
 
 cdef extern from "_crc32c.h":
     uint32_t kw_crc32c(uint32_t crc, const unsigned char* p, size_t n) nogil
@@ -53,6 +75,7 @@ from kwire.codec._records_common import (
     BatchList,
     check_int,
     check_limit,
+    cramjam_module,
     decompress,
     offset_delta,
     unknown_codec,
@@ -78,6 +101,9 @@ cdef enum:
     TRANSACTIONAL_FLAG = 0x10
     CONTROL_FLAG = 0x20
     DELETE_HORIZON_FLAG = 0x40
+    GZIP = 1
+    LZ4 = 3
+    ZSTD = 4
 
 
 # --- CRC-32C -------------------------------------------------------------------------------------------------------
@@ -127,6 +153,12 @@ def crc32c_backend():
 def _crc32c_use_tables(bint on):
     """Tests only: force the portable tables (True), or restore the CPU's choice (False)."""
     kw_crc32c_force_portable(on)
+
+
+def _frame_size_guess(int codec, data):
+    """Tests only: frame_size_guess over ``data``, to check it against _records_common._frame_content_size."""
+    cdef _View v = _View(data)
+    return frame_size_guess(codec, v.p, v.n)
 
 
 # --- Errors --------------------------------------------------------------------------------------------------------
@@ -238,6 +270,7 @@ cdef struct _Keys:
 
 @cython.final
 @cython.no_gc
+@cython.freelist(8)  # one per loop alive at a time, usually: a one-record batch's loop skips malloc and free
 cdef class _Records:
     """The records of one batch, walked one at a time: each step checks one record whole (``_walk_record``) and,
     asked, makes its :class:`Record`.  A decode's list and a lazily read batch's loop both step through one.
@@ -249,6 +282,8 @@ cdef class _Records:
     cdef Py_ssize_t pos, end, where, index
     cdef int32_t count, j
     cdef int64_t base_offset, base_ts, last_ts
+    # The int of the last timestamp made (records of one batch often share a millisecond); it starts as the
+    # batch's base timestamp, whose int the batch already holds (see shares_base).
     cdef object last_ts_o
     # The header keys of the batch's first record with headers (see _read_headers), and the header values of the
     # record before, shared with the next record when its bytes are the same (bytes are immutable).
@@ -259,6 +294,14 @@ cdef class _Records:
     cdef PyObject* ring[2]
     cdef int turn
     cdef bint done
+
+    cdef inline void shares_base(self, object base_ts) noexcept:
+        """Starts the walk with ``base_ts``, the batch's base timestamp as an int, when it is one equal to the
+        header's: a record whose timestamp delta is 0 (every one-record batch's) then shares it."""
+        cdef int overflow = 0
+        if type(base_ts) is int and PyLong_AsLongLongAndOverflow(base_ts, &overflow) == self.base_ts and not overflow:
+            self.last_ts_o = base_ts
+            self.last_ts = self.base_ts
 
     def __dealloc__(self):
         cdef int i
@@ -497,17 +540,50 @@ cdef int _header(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, bint ch
     return 1
 
 
+cdef object _lz4_into = None, _zstd_into = None  # cramjam's, looked up once
+
+
+cdef _View _inflate(int codec, const unsigned char* b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t limit):
+    """LZ4 or zstd records decompressed by one library call into a buffer sized as _records_common.decompress
+    sizes its first (frame_size_guess), or None: then _records_common.decompress does the work, growing the
+    buffer or raising its errors, so both twins give the same results and errors.  What this saves is Python:
+    a call per batch, the copy of the payload (the library reads it where it is) and the zeroing of the buffer
+    (a bytearray made with no content is not zeroed), half of a small batch's decompression."""
+    global _lz4_into, _zstd_into
+    cdef Py_ssize_t n = end - start, capacity, got
+    cdef uint64_t hint = frame_size_guess(codec, b + start, n)
+    cdef _View view
+    if _lz4_into is None:
+        cj = cramjam_module()
+        _lz4_into, _zstd_into = cj.lz4.decompress_into, cj.zstd.decompress_into
+    capacity = <Py_ssize_t>min(<uint64_t>limit, max(min(hint, 64 * <uint64_t>n + 65536), 4 * <uint64_t>n + 1024))
+    out = PyByteArray_FromStringAndSize(NULL, capacity + 1)  # the spare byte, as _into: full means too small
+    try:
+        got = (_lz4_into if codec == LZ4 else _zstd_into)(
+            PyMemoryView_FromMemory(<char*>b + start, n, PyBUF_READ), out)
+    except Exception:
+        return None
+    if not 0 <= got <= capacity:
+        return None
+    view = _View(out)
+    view.n = got
+    return view
+
+
 cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
                          Py_ssize_t index):
     """The walk over the records of the batch at ``pos`` in ``b`` (which ``owner`` holds), decompressed first
     when they are."""
     cdef Py_ssize_t start = pos + HEADER_SIZE, batch_end = pos + LOG_OVERHEAD + h.length
     cdef int codec = h.attributes & COMPRESSION_MASK
-    cdef _View plain_view
+    cdef _View plain_view = None
     if not codec:
         return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index)
-    payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
-    plain_view = _View(decompress(codec, payload, limit, start))
+    if codec == LZ4 or codec == ZSTD:
+        plain_view = _inflate(codec, b, start, batch_end, limit)
+    if plain_view is None:
+        payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
+        plain_view = _View(decompress(codec, payload, limit, start))
     return _records_at(plain_view, plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, index)
 
 
@@ -523,20 +599,48 @@ cdef object _info(Py_ssize_t pos, _Head* h):
 
 cdef Py_ssize_t _arguments(check_crc, allow_partial_tail, limit) except -1:
     """The checks of the keyword arguments, done in C when they are plain; the limit."""
+    cdef int overflow = 0
+    cdef long long n
     if type(check_crc) is not bool or type(allow_partial_tail) is not bool:
         for name, value in (("check_crc", check_crc), ("allow_partial_tail", allow_partial_tail)):
             if not isinstance(value, bool):
                 raise ArgumentTypeError(f"{name} must be a bool, not {type(value).__name__}")
-    if type(limit) is int and 0 <= limit <= PY_SSIZE_T_MAX:
-        return limit
+    if type(limit) is int:  # compared in C: comparing with PY_SSIZE_T_MAX in Python would make an int per call
+        n = PyLong_AsLongLongAndOverflow(limit, &overflow)
+        if not overflow and 0 <= n <= PY_SSIZE_T_MAX:
+            return <Py_ssize_t>n
     return min(check_limit(limit), PY_SSIZE_T_MAX)
 
 
+# Where BatchList keeps ``end`` and ``partial_tail`` (its __slots__), read from their member descriptors once: a
+# one-batch decode made its list through BatchList.__new__ and set both through setattr, a tenth of its time.
+cdef Py_ssize_t _member_offset(type cls, str name) except -1:
+    d = cls.__dict__[name]
+    if type(d).__name__ != "member_descriptor":
+        raise ImportError(f"{cls.__name__}.{name} is not a slot")
+    return (<_MemberDescr*><PyObject*>d).d_member.offset
+
+
+cdef Py_ssize_t _END_AT = _member_offset(BatchList, "end")
+cdef Py_ssize_t _TAIL_AT = _member_offset(BatchList, "partial_tail")
+
+
+cdef inline void _set_slot(object obj, Py_ssize_t at, object value) noexcept:
+    cdef PyObject** p = <PyObject**>(<char*><PyObject*>obj + at)
+    cdef PyObject* old = p[0]
+    Py_INCREF(value)
+    p[0] = <PyObject*>value
+    Py_XDECREF(old)
+
+
 cdef object _batch_list():
-    # BatchList's __init__ is Python; a decode of one small batch should not pay for it.
-    cdef object out = BatchList.__new__(BatchList)
-    out.end = 0
-    out.partial_tail = 0
+    # An empty BatchList, as BatchList.__new__ makes it (a list subclass's tp_new only allocates), without the
+    # Python-level call; its two slots written directly.
+    cdef PyObject* o = (<_TypeFields*><PyObject*>BatchList).tp_alloc(<_TypeFields*><PyObject*>BatchList, 0)
+    cdef object out = <object>o
+    Py_XDECREF(o)  # <object> took its own reference
+    _set_slot(out, _END_AT, 0)
+    _set_slot(out, _TAIL_AT, 0)
     return out
 
 
@@ -555,7 +659,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     while pos < v.n:
         try:
             if not _header(v.p, pos, v.n, check_crc, allow_partial_tail, &h):
-                out.partial_tail = v.n - pos
+                _set_slot(out, _TAIL_AT, v.n - pos)
                 break
             if walk:
                 _records_of(v, v.p, pos, &h, limit, index).check()
@@ -564,7 +668,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
         PyList_Append(out, _info(pos, &h))  # BatchList keeps list's append: no method lookup per batch
         pos += LOG_OVERHEAD + h.length
         index += 1
-    out.end = pos
+    _set_slot(out, _END_AT, pos)
     return out
 
 
@@ -575,6 +679,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
     cdef Py_ssize_t pos = 0, index = 0, n
     cdef const unsigned char* p
     cdef RecordBatch batch
+    cdef _Records w
     cdef _View copy
     cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     if type(data) is not bytes:
@@ -587,15 +692,24 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
     while pos < n:
         try:
             if not _header(p, pos, n, check_crc, allow_partial_tail, &h):
-                out.partial_tail = n - pos
+                _set_slot(out, _TAIL_AT, n - pos)
                 break
-            records = None if lazy else _records_of(data, p, pos, &h, limit, index).fill()
+            base_ts = h.base_ts
+            if lazy:
+                records = None
+            else:
+                w = _records_of(data, p, pos, &h, limit, index)
+                w.shares_base(base_ts)
+                records = w.fill()
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         batch = RecordBatch.__new__(RecordBatch)
         batch.base_offset, batch.partition_leader_epoch, batch.magic = h.base_offset, h.epoch, h.magic
-        batch.crc, batch.attributes, batch.last_offset_delta = h.crc, <uint16_t>h.attributes, h.last_delta
-        batch.base_timestamp, batch.max_timestamp = h.base_ts, h.max_ts
+        batch.crc_read, batch.crc_unmade = h.crc, True
+        batch.attributes, batch.last_offset_delta = <uint16_t>h.attributes, h.last_delta
+        # One int when the two timestamps are the same (every one-record batch's are).
+        batch.base_timestamp = base_ts
+        batch.max_timestamp = base_ts if h.max_ts == h.base_ts else h.max_ts
         batch.producer_id, batch.producer_epoch, batch.base_sequence = h.producer_id, h.producer_epoch, h.base_sequence
         if lazy:
             batch.lazy_data, batch.lazy_head, batch.lazy_pos = data, h, pos
@@ -605,7 +719,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
         PyList_Append(out, batch)
         pos += LOG_OVERHEAD + h.length
         index += 1
-    out.end = pos
+    _set_slot(out, _END_AT, pos)
     return out
 
 

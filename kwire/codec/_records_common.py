@@ -130,7 +130,8 @@ XERIAL_BLOCK = 32 * 1024  # SnappyOutputStream's default block size
 _FULL = "failed to write whole buffer"  # cramjam's message when the output buffer is full
 
 
-def _cramjam():
+def cramjam_module():
+    """The cramjam package (both twins call it for snappy, LZ4 and zstd), or UnsupportedRecordFormatError."""
     try:
         import cramjam
     except ImportError as exc:  # a declared dependency; say so rather than fail with a bare ImportError
@@ -223,10 +224,52 @@ def _gzip(payload, limit, offset):
             return memoryview(out)
 
 
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+LZ4_BLOCK_MAX = (0, 0, 0, 0, 64 << 10, 256 << 10, 1 << 20, 4 << 20)  # by the BD byte's bits 4-6 (LZ4 frame format)
+LZ4_MAX_RATIO = 255  # an LZ4 block's output per input byte at most: a match length byte of 255 adds 255 bytes
+LZ4_GUESS_RATIO = 16  # records compress 5-15x with LZ4; 255x is a bound rarely met, and a costly first buffer
+
+
+def lz4_guess(payload):
+    """The first capacity for an LZ4 frame without a content size: the bound its blocks give (see
+    _lz4_blocks_bound), at most 16 times the frame and 4 KiB (more is rare, and then the buffer grows); 0 for a
+    frame this cannot follow.  Java's producer and most clients write no content size, and their records compress
+    far beyond the 4x of the default first guess: this saves the second attempt."""
+    return min(_lz4_blocks_bound(payload), LZ4_GUESS_RATIO * len(payload) + 4096)
+
+
+def _lz4_blocks_bound(payload):
+    """What an LZ4 frame without a content size decompresses to at most, from its block headers: each block's
+    size when it is stored uncompressed, else the frame's block maximum (or 255 times its size, if less); 0 for
+    a frame this cannot follow."""
+    n = len(payload)
+    if n < 7 or bytes(payload[:4]) != LZ4_MAGIC:
+        return 0
+    flg = payload[4]
+    block_max = LZ4_BLOCK_MAX[(payload[5] >> 4) & 7]
+    if not block_max:
+        return 0
+    pos = 7 + (4 if flg & 0x01 else 0)  # magic, FLG, BD, the dictionary id if present, the header checksum
+    check = 4 if flg & 0x10 else 0  # a checksum after each block
+    total = 0
+    while pos + 4 <= n:
+        size = int.from_bytes(payload[pos:pos + 4], "little")
+        pos += 4
+        if not size:  # the end mark
+            return total
+        size &= 0x7FFFFFFF
+        total += size if payload[pos - 1] & 0x80 else min(block_max, LZ4_MAX_RATIO * size)
+        pos += size + check
+    return 0
+
+
 def _frame_content_size(payload, codec):
-    """The uncompressed size a zstd or LZ4 frame header announces, or 0: only a first guess at the capacity."""
+    """The uncompressed size a zstd or LZ4 frame header announces (for an LZ4 frame without one, the bound its
+    blocks give), or 0: only a first guess at the capacity."""
     p = bytes(payload[:18])
-    if codec == LZ4 and len(p) >= 15 and p[:4] == b"\x04\x22\x4d\x18" and p[4] & 0x08:
+    if codec == LZ4 and len(p) >= 7 and p[:4] == LZ4_MAGIC and not p[4] & 0x08:
+        return lz4_guess(payload)
+    if codec == LZ4 and len(p) >= 15 and p[:4] == LZ4_MAGIC and p[4] & 0x08:
         return int.from_bytes(p[6:14], "little")
     if codec == ZSTD and len(p) >= 6 and p[:4] == b"\x28\xb5\x2f\xfd":
         fhd = p[4]
@@ -243,7 +286,7 @@ def decompress(codec, payload, limit, offset):
     """The records of a batch compressed with ``codec``, at most ``limit`` bytes; errors name ``offset``."""
     if codec == GZIP:
         return _gzip(payload, limit, offset)
-    cj = _cramjam()
+    cj = cramjam_module()
     if codec == SNAPPY:
         return _snappy(cj, payload, limit, offset)
     if codec == LZ4:
@@ -260,7 +303,7 @@ def compress(codec, data):
 
         c = zlib.compressobj(6, zlib.DEFLATED, 31)
         return c.compress(data) + c.flush()
-    cj = _cramjam()
+    cj = cramjam_module()
     if codec == SNAPPY:
         view = memoryview(data)
         parts = [XERIAL_HEADER]

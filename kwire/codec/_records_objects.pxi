@@ -16,6 +16,31 @@ from kwire.codec._records_common import (
     wrap64,
 )
 
+# Two objects kept from one call to the next, each in a slot that a call empties while it uses the object and fills
+# again after: the module runs without the GIL where Python has none, so the slot is taken and given back by atomic
+# exchanges, and a call that finds it empty makes its own.
+cdef extern from *:
+    """
+    static void* kw_scratch = NULL;  /* the encoder's buffer, kept for the next encode */
+    static void* kw_keys = NULL;  /* the header keys of the last batch read, a tuple of str (see _batch_keys) */
+    #if defined(_MSC_VER)
+    #include <windows.h>
+    static void* kw_take(void** slot) { return InterlockedExchangePointer(slot, NULL); }
+    static int kw_keep(void** slot, void* p) { return InterlockedCompareExchangePointer(slot, p, NULL) == NULL; }
+    #else
+    static void* kw_take(void** slot) { return __atomic_exchange_n(slot, NULL, __ATOMIC_ACQ_REL); }
+    static int kw_keep(void** slot, void* p) {
+        void* none = NULL;
+        return __atomic_compare_exchange_n(slot, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    #endif
+    """
+    void* kw_scratch
+    void* kw_keys
+    void* kw_take(void** slot) noexcept nogil
+    bint kw_keep(void** slot, void* p) noexcept nogil
+
+
 # Header and Record stay out of the cycle collector (no_gc): a decode makes one of each per record and header,
 # and tracking them made the collector's passes most of a 10,000-record decode.  They hold bytes, str, ints and
 # tuples of Headers; only a caller storing a container that refers back to the record could build a cycle, which
@@ -119,24 +144,52 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
 cdef int _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count,
                      _Keys* k) except -1:
     """The keys of one record's headers (checked by the walk), as str, into ``k``: the batch's guess at its header
-    keys."""
+    keys.  The keys of the batch before are kept (see kw_keys) and shared when their bytes are the same: a reader
+    of one-record batches (each record sent alone) then decodes its header keys once, not once a batch."""
     cdef int32_t i, n = 0
+    cdef PyObject* kept = <PyObject*>kw_take(&kw_keys)  # a tuple of str (the reference is ours), or NULL
+    cdef Py_ssize_t m = PyTuple_GET_SIZE(<object>kept) if kept != NULL else 0, klen = 0
+    cdef const char* kp
+    cdef bint all_kept = True
     rd_varint(b, &pos, limit, &n)
     k.n = 0
-    for i in range(min(count, KEYS_MAX)):
-        rd_varint(b, &pos, limit, &n)
-        key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
-        try:
-            k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a key with a lone surrogate has no UTF-8: not shared
-        except UnicodeEncodeError:
-            break
-        Py_INCREF(key)
-        k.obj[i] = <PyObject*>key
-        k.n = i + 1
-        pos += n
-        rd_varint(b, &pos, limit, &n)
-        if n > 0:
+    try:
+        for i in range(min(count, KEYS_MAX)):
+            rd_varint(b, &pos, limit, &n)
+            key = None
+            if i < m:
+                key = <object>PyTuple_GET_ITEM(<object>kept, i)
+                kp = PyUnicode_AsUTF8AndSize(key, &klen)  # kept keys all have their UTF-8 (see below)
+                if klen == n and same_bytes(kp, b + pos, n):
+                    k.p[i], k.len[i] = kp, klen
+                else:
+                    key = None
+            if key is None:
+                all_kept = False
+                key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+                try:
+                    k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a lone surrogate has no UTF-8: not shared
+                except UnicodeEncodeError:
+                    break
+            Py_INCREF(key)
+            k.obj[i] = <PyObject*>key
+            k.n = i + 1
             pos += n
+            rd_varint(b, &pos, limit, &n)
+            if n > 0:
+                pos += n
+    finally:
+        # Kept for the next batch: the same tuple when every key came from it, else this batch's keys.
+        if not (all_kept and kept != NULL) and k.n:
+            Py_XDECREF(kept)
+            fresh = PyTuple_New(k.n)
+            for i in range(k.n):
+                Py_INCREF(<object>k.obj[i])
+                PyTuple_SET_ITEM(fresh, i, <object>k.obj[i])
+            Py_INCREF(fresh)
+            kept = <PyObject*>fresh
+        if kept != NULL and not kw_keep(&kw_keys, kept):
+            Py_XDECREF(kept)  # another thread kept its own meanwhile
     return 0
 
 
@@ -187,22 +240,7 @@ cdef class Record:
 # (LOAD_ATTR_SLOT): with five fields read per record, that is a third of a decode.  The fields are never NULL (the
 # type's tp_new fills them with None and deletion is refused), so the descriptors behave as the properties did.
 
-cdef extern from "structmember.h":
-    ctypedef struct PyMemberDef:
-        const char* name
-        int type
-        Py_ssize_t offset
-        int flags
-        const char* doc
-    int T_OBJECT_EX
-
-cdef extern from "Python.h":
-    ctypedef struct _TypeFields "PyTypeObject":
-        Py_ssize_t tp_basicsize
-        PyObject* tp_dict
-    object PyDescr_NewMember(_TypeFields*, PyMemberDef*)
-    void PyType_Modified(_TypeFields*)
-
+# PyMemberDef and _TypeFields are declared in _records_c.pyx, which also reads BatchList's slots.
 
 cdef Py_ssize_t _field_offset(object obj, object marker) except -1:
     """Where in ``obj``'s memory the field holding ``marker`` is (Cython names its struct, not its offsets)."""
@@ -253,6 +291,7 @@ cdef int _install_slots() except -1:
 _install_slots()
 
 
+@cython.freelist(64)  # a Fetch of many small batches makes and drops one per batch
 cdef class RecordBatch:
     """A record batch (magic 2) and its records.
 
@@ -260,9 +299,14 @@ cdef class RecordBatch:
     (``compression``, ``timestamp_type``, ``is_transactional``, ``is_control``, ``delete_horizon_ms``) read.
     The constructor fills what it is not given as Java's producer does (see ``batch_defaults``)."""
 
-    cdef public object base_offset, partition_leader_epoch, magic, crc, attributes, last_offset_delta
+    cdef public object base_offset, partition_leader_epoch, magic, attributes, last_offset_delta
     cdef public object base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence
     cdef object record_list
+    # ``crc``: a decoded batch keeps the CRC it read as a C int and makes its int when it is first read (few
+    # readers ask: it belongs to the bytes); a one-record batch then makes one int fewer.
+    cdef object crc_int
+    cdef uint32_t crc_read
+    cdef bint crc_unmade
     # A batch from read_record_batches: the bytes its records are in (None once ``records`` has made them, or
     # for a batch that was never lazy), its header as read (the public fields may be changed), where it is.
     cdef object lazy_data
@@ -293,10 +337,23 @@ cdef class RecordBatch:
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
         self.magic = magic
-        self.crc = crc
+        self.crc_int = crc
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
+
+    @property
+    def crc(self):
+        """The CRC-32C the batch was read with (0 for a batch built here; ``encode`` computes its own)."""
+        if self.crc_unmade:
+            self.crc_int = self.crc_read
+            self.crc_unmade = False
+        return self.crc_int
+
+    @crc.setter
+    def crc(self, value):
+        self.crc_int = value
+        self.crc_unmade = False
 
     @property
     def records(self):
@@ -326,11 +383,14 @@ cdef class RecordBatch:
         return iter(self.record_list)
 
     cdef _Records _walk(self):
+        cdef _Records w
         try:
-            return _records_of(self.lazy_data, <const unsigned char*>PyBytes_AS_STRING(self.lazy_data),
-                               self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
+            w = _records_of(self.lazy_data, <const unsigned char*>PyBytes_AS_STRING(self.lazy_data),
+                            self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
         except CorruptRecordError as exc:
             raise exc.prepend_path(self.lazy_index) from None
+        w.shares_base(self.base_timestamp)
+        return w
 
     @property
     def compression(self):
@@ -393,8 +453,7 @@ cdef class RecordBatch:
         cdef unsigned char* h
         cdef bytes result
         records = self.records
-        out.p = NULL
-        out.n = out.cap = 0
+        _take_scratch(&out)  # the buffer the last encode left, if any (see kw_scratch)
         try:
             _reserve(&out, HEADER_SIZE + 160 * len(records))
             out.n = HEADER_SIZE
@@ -402,14 +461,19 @@ cdef class RecordBatch:
                 _encode_record(&out, rec, j, base_offset, base_ts)
                 j += 1
             if codec:
-                payload = compress(codec, PyBytes_FromStringAndSize(<const char*>out.p + HEADER_SIZE,
-                                                                   out.n - HEADER_SIZE))
+                # zlib and zstd read the records where they are; snappy's blocks and LZ4's compressor want bytes.
+                # The view is released before the buffer is reused, even if a traceback keeps it.
+                raw = PyMemoryView_FromMemory(<char*>out.p + HEADER_SIZE, out.n - HEADER_SIZE, PyBUF_READ)
+                try:
+                    payload = compress(codec, raw if codec == GZIP or codec == ZSTD else bytes(raw))
+                finally:
+                    raw.release()
                 result = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + len(payload))
                 memcpy(PyBytes_AS_STRING(result) + HEADER_SIZE, PyBytes_AS_STRING(payload), len(payload))
             else:
                 result = PyBytes_FromStringAndSize(<const char*>out.p, out.n)
         finally:
-            PyMem_Free(out.p)
+            _give_back(&out)
         # A new bytes object that nothing else has seen yet: writing its header in place is safe.
         h = <unsigned char*>PyBytes_AS_STRING(result)
         wr_u64(h, <uint64_t>base_offset)
@@ -433,6 +497,32 @@ cdef class RecordBatch:
 cdef struct _Out:
     unsigned char* p
     Py_ssize_t n, cap
+
+
+# The records of a batch are written into one growing buffer, then copied into the result or compressed from it.
+# The last one (up to 4 MiB) is kept for the next encode: a fresh one of a megabyte or more comes from memory the
+# allocator maps anew, and touching its pages was, beside a compressor's own working memory, most of a zstd encode
+# of 10,000 records.
+# It is taken and given back by atomic exchanges (kw_take, kw_keep): two encodes at once never share it, the
+# second makes its own.  A kept buffer holds its capacity in its first bytes.
+cdef enum:
+    SCRATCH_KEPT = 4 << 20
+
+
+cdef inline void _take_scratch(_Out* o) noexcept:
+    o.p = <unsigned char*>kw_take(&kw_scratch)
+    o.cap = (<Py_ssize_t*>o.p)[0] if o.p != NULL else 0
+    o.n = 0
+
+
+cdef inline void _give_back(_Out* o) noexcept:
+    if o.p == NULL:
+        return
+    if o.cap <= SCRATCH_KEPT:
+        (<Py_ssize_t*>o.p)[0] = o.cap  # _reserve makes 256 bytes at least
+        if kw_keep(&kw_scratch, o.p):
+            return
+    PyMem_Free(o.p)
 
 
 cdef int _reserve(_Out* o, Py_ssize_t extra) except -1:
