@@ -273,16 +273,99 @@ def test_small_range_groups_take_the_small_path_with_javas_answers(monkeypatch):
     rng = random.Random("small range")
     for _ in range(150):
         subs, counts, _ = random_group(rng, "range")
-        for implementation in IMPLEMENTATIONS:
-            try:
-                want = leader_assignments("range", join_response(subs), counts, implementation=implementation)
-            except KwireError as exc:
-                with pytest.raises(type(exc)):
-                    leader_assignments("range", join_response(subs), counts)
-                continue
-            got = leader_assignments("range", join_response(subs), counts)
-            assert [(x.member_id, x.assignment) for x in got] == [(x.member_id, x.assignment) for x in want]
+        assert_default_path_is_the_array_paths("range", subs, counts)
     assert len(calls) > golden
+
+
+def assert_default_path_is_the_array_paths(strategy, subs, counts):
+    """``leader_assignments`` with no implementation named (where a small path may answer) gives what each
+    twin's array path gives, or the same error; returns the default answer's payloads (None on an error)."""
+    got = None
+    for implementation in IMPLEMENTATIONS:
+        try:
+            want = leader_assignments(strategy, join_response(subs), counts, implementation=implementation)
+        except KwireError as exc:
+            with pytest.raises(type(exc)):
+                leader_assignments(strategy, join_response(subs), counts)
+            continue
+        got = leader_assignments(strategy, join_response(subs), counts)
+        assert [(x.member_id, x.assignment) for x in got] == [(x.member_id, x.assignment) for x in want]
+    return None if got is None else [x.assignment for x in got]
+
+
+def small_cooperative_group(rng):
+    """A group the small cooperative-sticky path may take: one subscription (sometimes listed in another
+    order, or with a repeat), no racks, claims that conflict, are stale or past a topic's end, generations
+    old and new (in the Subscription field or only in the userData)."""
+    topics = rng.sample(["a", "b", "orders", "\u00e9t\u00e9", "\U0001f600", "z"], rng.randint(1, 4))
+    counts = {t: rng.randint(0, 9) for t in topics}
+    if rng.random() < 0.2:
+        counts["unsubscribed"] = 4
+    shared = sorted(rng.sample(topics, rng.randint(1, len(topics))))
+    subs = []
+    for i in range(rng.randint(1, 9)):
+        mine = list(shared)
+        if rng.random() < 0.2:
+            rng.shuffle(mine)
+        if rng.random() < 0.1:
+            mine.append(mine[0])
+        owned = {}
+        for t in shared:
+            for p in range(counts[t] + 2):
+                if rng.random() < 0.3:
+                    owned.setdefault(rng.choice([t, t, "gone"]), []).append(p)
+        generation = rng.choice([-1, 1, 2, 3])
+        user_data = codec.CooperativeStickyUserData(generation=rng.randint(0, 3)).encode(0) if rng.random() < 0.5 else None
+        sub = codec.Subscription(topics=mine, user_data=user_data, generation_id=generation, rack_id=rng.choice([None, ""]),
+                                 owned_partitions=[codec.SubscriptionTopicPartition(topic=t, partitions=ps)
+                                                   for t, ps in owned.items()])
+        subs.append((f"member-{rng.randrange(10**6)}-{i}", rng.choice([None, None, f"inst-{i}"]),
+                     sub.encode(rng.choice([1, 2, 3]))))
+    return subs, counts
+
+
+def test_small_cooperative_groups_take_the_small_path_with_the_array_paths_answers(monkeypatch):
+    """A small ``cooperative-sticky`` group with one subscription, no racks and no implementation named is
+    assigned by the small path (``_sticky_small``): the array path's bytes (or its error) for Java's golden
+    cases and for random groups, in both twins; Java's own bytes wherever Java's answer is a valid one."""
+    import kwire.assignors._api as api
+
+    calls = []
+    real = api.small_cooperative_sticky
+
+    def counted(*args):
+        answer = real(*args)
+        if answer is not None:
+            calls.append(1)
+        return answer
+
+    monkeypatch.setattr(api, "small_cooperative_sticky", counted)
+    groups = []
+    for case in CASES:
+        if case["assignor"] == "cooperative-sticky" and not case.get("partition_racks"):
+            subs = [(m["member_id"], m["group_instance_id"], _golden_subscription_bytes(case, m))
+                    for m in case["members"]]
+            groups.append((subs, case["partitions_per_topic"], case))
+    golden = len(groups)
+    rng = random.Random("small cooperative")
+    groups += [(*small_cooperative_group(rng), None) for _ in range(300)]
+    matched_java = 0
+    for k, (subs, counts, case) in enumerate(groups):
+        got = assert_default_path_is_the_array_paths("cooperative-sticky", subs, counts)
+        if case is not None:
+            exact = leader_assignments("cooperative-sticky", join_response(subs), counts, java_exact=True)
+            expected = []
+            for x in exact:
+                groups_of = {}
+                for t, p in case["expected"][x.member_id]:
+                    groups_of.setdefault(t, []).append(p)
+                expected.append(encode_member_assignment(list(groups_of.items())))
+            assert [x.assignment for x in exact] == expected, case["id"]
+            matched_java += got == expected
+        if k == golden - 1:
+            assert calls, "no golden case took the small path"
+    assert matched_java >= golden - 4   # four of Java's answers are invalid, which the default repairs
+    assert len(calls) > 200   # answered by the small path (each group once per twin, the Java-exact run aside)
 
 
 def recorded_reads(monkeypatch, implementation):

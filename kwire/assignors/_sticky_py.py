@@ -18,12 +18,14 @@ goals, so the steps below keep Java's observable order of operations:
 
 from __future__ import annotations
 
+import operator
 from typing import Dict, List, Optional, Set, Tuple
 
 from ._javaorder import (
     JavaHashTable,
     hashmap_capacity,
     hashmap_order,
+    java_sorted,
     spread,
     string_hash,
     topic_partition_hash,
@@ -35,6 +37,9 @@ from ._sticky_rules import JavaAssignorFailure, balance_score, move_budget, pair
 IMPLEMENTATION = "python"
 
 TP = Tuple[str, int]
+
+#: The sort key (partition, topic) of a (topic, partition) pair, for topic names whose Python order is Java's.
+_PARTITION_THEN_TOPIC = operator.itemgetter(1, 0)
 
 
 class _Movements:
@@ -264,9 +269,13 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
     revoked: Set[TP] = set()
     under: List[str] = []
     at_min: List[str] = []
+    # Every claim here is on a topic of ``counts``: with ASCII names, Python's order of (topic, partition)
+    # pairs is Java's, and the sorts below need no key built per partition.
+    plain = "".join(counts).isascii()
+    by_partition = _PARTITION_THEN_TOPIC if plain else (lambda tp: (tp[1], utf16_key(tp[0])))
     for mid in order:
-        mine = sorted((tp for tp in owned[mid] if not racks.mismatch(mid, tp)),
-                      key=lambda tp: (tp[1], utf16_key(tp[0])))
+        mine = sorted(owned[mid] if not racks.active else (tp for tp in owned[mid] if not racks.mismatch(mid, tp)),
+                      key=by_partition)
         if contested:
             mine = [tp for tp in mine if tp not in contested]
         if len(mine) < lo:
@@ -287,13 +296,13 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
             if over < n_over:
                 at_min.append(mid)
 
-    topics = sorted(counts, key=utf16_key)
+    topics = java_sorted(counts)
     everything = [(t, p) for t in topics for p in range(counts[t])]
-    kept_sorted = sorted(kept_all, key=lambda tp: (utf16_key(tp[0]), tp[1]))
+    kept_sorted = sorted(kept_all) if plain else sorted(kept_all, key=lambda tp: (utf16_key(tp[0]), tp[1]))
     todo = _walk_unassigned(everything, kept_sorted)
 
-    under.sort(key=utf16_key)
-    at_min.sort(key=utf16_key)
+    under = java_sorted(under)
+    at_min = java_sorted(at_min)
     if racks.crowd is not None:
         crowd = racks.crowd
         todo.sort(key=lambda tp: crowd.get(tp, 0))
