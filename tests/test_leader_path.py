@@ -294,23 +294,25 @@ def assert_default_path_is_the_array_paths(strategy, subs, counts):
 
 
 def small_cooperative_group(rng):
-    """A group the small cooperative-sticky path may take: one subscription (sometimes listed in another
-    order, or with a repeat), no racks, claims that conflict, are stale or past a topic's end, generations
-    old and new (in the Subscription field or only in the userData)."""
+    """A group the small cooperative-sticky path may take: no racks; mostly one subscription (sometimes
+    listed in another order, or with a repeat), sometimes members subscribing to other topics (Java's
+    general path); claims that conflict, are stale or past a topic's end; generations old and new (in the
+    Subscription field or only in the userData)."""
     topics = rng.sample(["a", "b", "orders", "\u00e9t\u00e9", "\U0001f600", "z"], rng.randint(1, 4))
     counts = {t: rng.randint(0, 9) for t in topics}
     if rng.random() < 0.2:
         counts["unsubscribed"] = 4
     shared = sorted(rng.sample(topics, rng.randint(1, len(topics))))
     subs = []
+    differ = rng.random() < 0.4
     for i in range(rng.randint(1, 9)):
-        mine = list(shared)
+        mine = list(shared) if not differ or rng.random() < 0.5 else sorted(rng.sample(topics, rng.randint(1, len(topics))))
         if rng.random() < 0.2:
             rng.shuffle(mine)
         if rng.random() < 0.1:
             mine.append(mine[0])
         owned = {}
-        for t in shared:
+        for t in mine:
             for p in range(counts[t] + 2):
                 if rng.random() < 0.3:
                     owned.setdefault(rng.choice([t, t, "gone"]), []).append(p)

@@ -719,6 +719,16 @@ def sticky_assign(group: GroupInput, cooperative: bool) -> MemberAssignments:
     by_id = {m.member_id: m for m in group.members}
     counts = topic_counts(group)
     racks = _Racks(group.members, order, counts, group.partition_racks)
+    result = assign_in_order(order, by_id, counts, racks, cooperative)
+    return {m.member_id: result[m.member_id] for m in group.members}
+
+
+def assign_in_order(order: List[str], by_id: Dict[str, MemberInput], counts: Dict[str, int], racks,
+                    cooperative: bool) -> Dict[str, List[TP]]:
+    """Java's run once its inputs are read: ``order``, the member ids in the leader's HashMap order;
+    ``by_id``, each member (valid, cleaned up); ``counts``, the subscribed topics that have partitions
+    (:func:`topic_counts`); ``racks``, the rack facts (:class:`_Racks`, or an object with the same
+    attributes).  Returns each member's list."""
     all_equal, owned, contested, max_gen = resolve_owners([by_id[m] for m in order], counts)
     if all_equal:
         result, transferring = constrained_assign(order, owned, contested, counts, racks)
@@ -728,7 +738,7 @@ def sticky_assign(group: GroupInput, cooperative: bool) -> MemberAssignments:
         result = _General(order, by_id, owned, counts, racks, max_gen).build()
         if cooperative:
             _withhold(result, _computed_transfers(order, by_id, result))
-    return {m.member_id: result[m.member_id] for m in group.members}
+    return result
 
 
 def sticky_pair_arrays(group):

@@ -2,15 +2,14 @@
 
 A leader of a few members pays the array path's fixed cost (columns, an
 ``ArrayGroup``, the kernels' setup) many times over the work of Java's
-algorithm itself.  Where every member subscribes to the same topics and no
-member has a rack, Java's ``AbstractStickyAssignor`` takes its constrained
-path (``ConstrainedAssignmentBuilder``), and ``CooperativeStickyAssignor``
-then withholds the partitions changing owner.  This module runs exactly the
-reference's steps for that case (:mod:`kwire.assignors._sticky_py`:
-``resolve_owners``, ``constrained_assign``, the withholding), with each
-member id's ``String.hashCode`` remembered across calls; any other group
-(subscriptions that differ, racks, many members) is left to the array path,
-as is an answer that is not a valid assignment (the array path repairs it).
+algorithm itself.  Where no member has a rack, this module runs exactly the
+reference's steps (:mod:`kwire.assignors._sticky_py`, ``assign_in_order``:
+owner resolution, Java's constrained or general path, and
+``CooperativeStickyAssignor``'s withholding of the partitions changing
+owner) on the members as the leader reads them, with each member id's
+``String.hashCode`` remembered across calls.  Any other group (racks, many
+members, odd input) is left to the array path, as is an answer that is not a
+valid assignment (the array path repairs it) or where Java throws.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ._javaorder import capacity_after, small_string_map_positions
 from ._model import MemberInput
-from ._sticky_py import constrained_assign, resolve_owners
+from ._sticky_py import assign_in_order
 from ._sticky_rules import JavaAssignorFailure
 from ._userdata import cooperative_generation, protocol_generation
 
@@ -35,6 +34,8 @@ class _NoRacks:
 
     active = False
     crowd = None
+    member_rack: Dict[str, str] = {}
+    partition_racks: Dict[Tuple[str, int], set] = {}
 
     @staticmethod
     def mismatch(member, tp):
@@ -45,26 +46,19 @@ def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[Mem
     """What the leader reads of each JoinGroup member for ``cooperative-sticky`` (``read``: its
     ``(member_id, group_instance_id, Subscription)``), cleaned up as ``_api._sanitized`` cleans it (topics
     listed once, claims past a topic's known end dropped); None for a group the small path does not take:
-    a negative claim, a rack, or subscriptions to different topics."""
-    first = None
+    a negative claim or a rack."""
     cleaned: Dict[tuple, tuple] = {}
-    # Every subscription's topics first: a group whose subscriptions differ goes to the array path having
-    # cost no more than its decoding.
-    for _, _, sub in read:
+    rows = []
+    for member_id, instance_id, sub in read:
         topics = sub.topics
         if topics is None or sub.rack_id:
             return None
         topics = tuple(topics)
-        if topics not in cleaned:
+        unique = cleaned.get(topics)
+        if unique is None:
             if not all(type(t) is str for t in topics):
                 return None
             unique = cleaned[topics] = tuple(dict.fromkeys(topics))
-            if first is None:
-                first = set(unique)
-            elif set(unique) != first:
-                return None   # Java's general path: the array path's
-    rows = []
-    for member_id, instance_id, sub in read:
         owned = []
         for entry in sub.owned_partitions or ():
             topic, partitions = entry.topic, entry.partitions
@@ -78,7 +72,7 @@ def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[Mem
             generation = cooperative_generation(sub.generation_id, sub.user_data)
         except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
             return None
-        rows.append(MemberInput(member_id=member_id, group_instance_id=instance_id, topics=cleaned[tuple(sub.topics)],
+        rows.append(MemberInput(member_id=member_id, group_instance_id=instance_id, topics=unique,
                                 owned=tuple(owned), generation=generation,
                                 subscription_generation=protocol_generation(sub.generation_id)))
     return rows
@@ -105,18 +99,10 @@ def small_cooperative_sticky(members: List[MemberInput], counts: Dict[str, int]
     topic_counts = {t: c for t, c in counts.items() if t in wanted and c > 0}
     if sum(topic_counts.values()) > SMALL_STICKY_PARTITIONS:
         return None
-    all_equal, owned, contested, _ = resolve_owners([by_id[m] for m in order], topic_counts)
-    if not all_equal:
-        return None   # the general path: the array path's
     try:
-        result, transferring = constrained_assign(order, owned, contested, topic_counts, _NoRacks)
+        result = assign_in_order(order, by_id, topic_counts, _NoRacks, True)
     except JavaAssignorFailure:
         return None   # the array path answers for Java's failure
-    for tp, mid in transferring.items():   # CooperativeStickyAssignor: a partition changing owner waits a round
-        try:
-            result[mid].remove(tp)
-        except ValueError:
-            pass
     out: Dict[str, List[Tuple[str, List[int]]]] = {}
     seen = set()
     for m in members:
