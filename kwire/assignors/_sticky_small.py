@@ -14,10 +14,9 @@ valid assignment (the array path repairs it) or where Java throws.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ._javaorder import capacity_after, small_string_map_positions
-from ._model import MemberInput
 from ._sticky_py import assign_in_order
 from ._sticky_rules import JavaAssignorFailure
 from ._userdata import cooperative_generation, protocol_generation
@@ -27,6 +26,21 @@ from ._userdata import cooperative_generation, protocol_generation
 SMALL_STICKY_MEMBERS = 8
 #: The most partitions (of the subscribed topics) the small path assigns.
 SMALL_STICKY_PARTITIONS = 1 << 12
+
+
+class SmallMember(NamedTuple):
+    """A member as the reference reads it (the fields of :class:`~kwire.assignors._model.MemberInput` it
+    uses), made for the price of a tuple: a leader makes one per member at every rebalance."""
+
+    member_id: str
+    group_instance_id: Optional[str]
+    topics: Tuple[str, ...]
+    owned: Tuple[Tuple[str, int], ...]
+    generation: int
+    subscription_generation: int
+
+
+_new_member = SmallMember._make
 
 
 class _NoRacks:
@@ -42,7 +56,7 @@ class _NoRacks:
         return False
 
 
-def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[MemberInput]]:
+def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[SmallMember]]:
     """What the leader reads of each JoinGroup member for ``cooperative-sticky`` (``read``: its
     ``(member_id, group_instance_id, Subscription)``), cleaned up as ``_api._sanitized`` cleans it (topics
     listed once, claims past a topic's known end dropped); None for a group the small path does not take:
@@ -72,13 +86,12 @@ def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[Mem
             generation = cooperative_generation(sub.generation_id, sub.user_data)
         except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
             return None
-        rows.append(MemberInput(member_id=member_id, group_instance_id=instance_id, topics=unique,
-                                owned=tuple(owned), generation=generation,
-                                subscription_generation=protocol_generation(sub.generation_id)))
+        rows.append(_new_member((member_id, instance_id, unique, tuple(owned), generation,
+                                 protocol_generation(sub.generation_id))))
     return rows
 
 
-def small_cooperative_sticky(members: List[MemberInput], counts: Dict[str, int]
+def small_cooperative_sticky(members: List[SmallMember], counts: Dict[str, int]
                              ) -> Optional[Dict[str, List[Tuple[str, List[int]]]]]:
     """Java's cooperative-sticky answer for ``members`` (in JoinGroup order, ids str and distinct, topics
     distinct, claims cleaned up as ``_api._sanitized`` cleans them, no rack) on ``counts`` (checked), as each
