@@ -418,6 +418,8 @@ class _General:
         tm = self.topic_members
         self.topic_key = lambda t: (len(tm[t]), utf16_key(t))
         topics = sorted(counts, key=self.topic_key)
+        # Names differ, so topic_key order is a strict order and a topic's place in it stands for its key.
+        self.topic_position = {t: k for k, t in enumerate(topics)}
         self.all_partitions: List[TP] = [(t, p) for t in topics for p in range(counts[t])]
         self.active: Set[str] = set()
         self.rank = {mid: i for i, mid in enumerate(sorted(order, key=utf16_key))}
@@ -456,7 +458,8 @@ class _General:
     def build(self) -> Dict[str, List[TP]]:
         prev = self._previous_owners()
         assigned = self._keep_owned()
-        assigned.sort(key=lambda tp: (self.topic_key(tp[0]), tp[1]))
+        position = self.topic_position   # every kept claim is on a topic of counts
+        assigned.sort(key=lambda tp: (position[tp[0]], tp[1]))
         unassigned = _walk_unassigned(self.all_partitions, assigned)
         self.active = set(self.current)
         self._balance(prev, unassigned)
@@ -476,13 +479,15 @@ class _General:
 
     def _keep_owned(self) -> List[TP]:
         kept: List[TP] = []
+        racks = self.racks
+        rack_aware = racks.active   # without racks nothing mismatches
         for mid in self.order:
-            subs = self.by_id[mid].topics
+            subs = set(self.by_id[mid].topics)
             keep = []
             for tp in self.current[mid]:
                 if tp[0] not in self.topic_members:
                     self.holder.pop(tp, None)
-                elif tp[0] not in subs or self.racks.mismatch(mid, tp):
+                elif tp[0] not in subs or (rack_aware and racks.mismatch(mid, tp)):
                     self.revocation_required = True
                 else:
                     keep.append(tp)
@@ -554,21 +559,19 @@ class _General:
         sizes = [len(self.current[mid]) for mid in self.active]
         if not sizes or min(sizes) >= max(sizes) - 1:
             return True
-        holder_of: Dict[TP, str] = {}
-        shared = False
-        for mid, lst in self.current.items():
-            for tp in lst:
-                if tp in holder_of:
-                    shared = True
-                holder_of[tp] = mid
+        current = self.current
+        # each partition's last holder; shared: some partition is held more than once
+        holder_of: Dict[TP, str] = {tp: mid for mid, lst in current.items() for tp in lst}
+        shared = len(holder_of) != sum(map(len, current.values()))
         if not shared and self._every_partition_held(holder_of):
             return self._balanced_by_topic()
         return self._balanced_by_partition(holder_of)
 
     def _every_partition_held(self, holder_of) -> bool:
         held: Dict[str, int] = {}
+        count_of = self.counts.get
         for t, p in holder_of:
-            if p < self.counts.get(t, 0):
+            if p < count_of(t, 0):
                 held[t] = held.get(t, 0) + 1
         return all(held.get(t, 0) == self.counts[t]
                    for mid in self.active for t in self.member_topics[mid])
