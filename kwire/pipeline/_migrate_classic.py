@@ -89,7 +89,10 @@ class ClassicReplay(Replay):
         self.push(t + m.latency, RESPOND, m, out.token, _found(out.request, out.version))
 
     def deliver(self, m, token, out, t):
-        self.route(self.coordinator.handle((m, token), out.request, out.version, t, client_id=m.key), t)
+        respond = self.respond
+        for reply in self.coordinator.handle((m, token), out.request, out.version, t, client_id=m.key):
+            to, its_token = reply.handle
+            respond(to, its_token, reply.response, t)
         if self.silent:
             self.expelled()
 
@@ -119,7 +122,7 @@ class ClassicReplay(Replay):
         return self.coordinator.group_state(self.h.group_id) in _SETTLED
 
     def steady(self, m):
-        return m.machine.state == _STEADY
+        return m.machine.state is _STEADY   # states are the enum's members
 
 
 class _LazyRandom:
