@@ -426,6 +426,8 @@ class _General:
         self.revocation_required = False
         self.moves = _Movements()
         self.moves_made = 0
+        self.balanced_at = None   # moves_made when _balanced() last answered inside _reassign, and its answer
+        self.balanced_was = False
         self.move_budget = move_budget(self.total, len(order))
 
     # -- the ordered set of members keyed by (load, id) ------------------
@@ -627,10 +629,16 @@ class _General:
 
     def _reassign(self, partitions: List[TP], prev) -> bool:
         performed = False
+        # Inside this loop only _move changes the lists: while no move was made, isBalanced's answer (a
+        # function of the lists) is the one it gave last, which Java computes again for each partition.
+        self.balanced_at = None
         while True:
             modified = False
             for tp in partitions:
-                if self._balanced():
+                if self.balanced_at != self.moves_made:
+                    self.balanced_was = self._balanced()
+                    self.balanced_at = self.moves_made
+                if self.balanced_was:
                     break
                 mid = self.holder.get(tp)
                 if mid is None:
