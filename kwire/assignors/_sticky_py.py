@@ -269,8 +269,7 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
     revoked: Set[TP] = set()
     under: List[str] = []
     at_min: List[str] = []
-    # Every claim here is on a topic of ``counts``: with ASCII names, Python's order of (topic, partition)
-    # pairs is Java's, and the sorts below need no key built per partition.
+    # Claims here are on topics of ``counts``: with ASCII names, Python's (topic, partition) order is Java's.
     plain = "".join(counts).isascii()
     by_partition = _PARTITION_THEN_TOPIC if plain else (lambda tp: (tp[1], utf16_key(tp[0])))
     for mid in order:
@@ -418,16 +417,14 @@ class _General:
         tm = self.topic_members
         self.topic_key = lambda t: (len(tm[t]), utf16_key(t))
         topics = sorted(counts, key=self.topic_key)
-        # Names differ, so topic_key order is a strict order and a topic's place in it stands for its key.
-        self.topic_position = {t: k for k, t in enumerate(topics)}
+        self.topic_position = {t: k for k, t in enumerate(topics)}   # names differ: a place stands for a key
         self.all_partitions: List[TP] = [(t, p) for t in topics for p in range(counts[t])]
         self.active: Set[str] = set()
         self.rank = {mid: i for i, mid in enumerate(sorted(order, key=utf16_key))}
         self.revocation_required = False
         self.moves = _Movements()
         self.moves_made = 0
-        self.balanced_at = None   # moves_made when _balanced() last answered inside _reassign, and its answer
-        self.balanced_was = False
+        self.balanced_at, self.balanced_was = None, False   # moves_made at _reassign's last _balanced(), its answer
         self.move_budget = move_budget(self.total, len(order))
 
     # -- the ordered set of members keyed by (load, id) ------------------
@@ -460,8 +457,7 @@ class _General:
     def build(self) -> Dict[str, List[TP]]:
         prev = self._previous_owners()
         assigned = self._keep_owned()
-        position = self.topic_position   # every kept claim is on a topic of counts
-        assigned.sort(key=lambda tp: (position[tp[0]], tp[1]))
+        assigned.sort(key=lambda tp, place=self.topic_position: (place[tp[0]], tp[1]))   # claims on counts' topics
         unassigned = _walk_unassigned(self.all_partitions, assigned)
         self.active = set(self.current)
         self._balance(prev, unassigned)
@@ -481,8 +477,7 @@ class _General:
 
     def _keep_owned(self) -> List[TP]:
         kept: List[TP] = []
-        racks = self.racks
-        rack_aware = racks.active   # without racks nothing mismatches
+        racks, rack_aware = self.racks, self.racks.active   # without racks nothing mismatches
         for mid in self.order:
             subs = set(self.by_id[mid].topics)
             keep = []
@@ -562,18 +557,16 @@ class _General:
         if not sizes or min(sizes) >= max(sizes) - 1:
             return True
         current = self.current
-        # each partition's last holder; shared: some partition is held more than once
-        holder_of: Dict[TP, str] = {tp: mid for mid, lst in current.items() for tp in lst}
-        shared = len(holder_of) != sum(map(len, current.values()))
+        holder_of: Dict[TP, str] = {tp: mid for mid, lst in current.items() for tp in lst}   # its last holder
+        shared = len(holder_of) != sum(map(len, current.values()))   # some partition held more than once
         if not shared and self._every_partition_held(holder_of):
             return self._balanced_by_topic()
         return self._balanced_by_partition(holder_of)
 
     def _every_partition_held(self, holder_of) -> bool:
         held: Dict[str, int] = {}
-        count_of = self.counts.get
         for t, p in holder_of:
-            if p < count_of(t, 0):
+            if p < self.counts.get(t, 0):
                 held[t] = held.get(t, 0) + 1
         return all(held.get(t, 0) == self.counts[t]
                    for mid in self.active for t in self.member_topics[mid])
@@ -629,8 +622,7 @@ class _General:
 
     def _reassign(self, partitions: List[TP], prev) -> bool:
         performed = False
-        # Inside this loop only _move changes the lists: while no move was made, isBalanced's answer (a
-        # function of the lists) is the one it gave last, which Java computes again for each partition.
+        # Only _move changes the lists here: until one, isBalanced's answer (Java's, per partition) stands.
         self.balanced_at = None
         while True:
             modified = False
