@@ -25,6 +25,7 @@ from ._arrays import (ArrayAssignment, ArrayGroup, array_assignment_of, checked_
 from ._leader import ColumnReading, assignment_payloads, join_members_group, member_objects_group, sync_request_frame
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import SMALL_GROUP_MEMBERS, assign_range, assign_range_many, reference_range, small_range
+from ._sticky_small import SMALL_STICKY_MEMBERS, small_cooperative_members, small_cooperative_sticky
 from ._userdata import cooperative_generations, member_input_for, protocol_generations, sticky_claim_columns
 from ._roundrobin import assign_roundrobin, assign_roundrobin_many, reference_roundrobin
 
@@ -444,8 +445,12 @@ def leader_assignments(
     order.  ``java_exact`` as for :func:`assign`."""
     if join_group_response is None:
         raise AssignmentError("leader_assignments needs a JoinGroupResponse, got None")
-    if strategy == "range" and partition_racks is None and implementation is None:
-        small = _small_range_assignments(join_group_response, partitions_per_topic, version)
+    if partition_racks is None and implementation is None:
+        small = None
+        if strategy == "range":
+            small = _small_range_assignments(join_group_response, partitions_per_topic, version)
+        elif strategy == "cooperative-sticky" and not java_exact:
+            small = _small_cooperative_assignments(join_group_response, partitions_per_topic, version)
         if small is not None:
             return small
     group = leader_group(strategy, join_group_response, partitions_per_topic, partition_racks=partition_racks,
@@ -464,17 +469,12 @@ def _small_range_assignments(join_group_response, partitions_per_topic, version:
     if type(members) is not list or not members or len(members) > SMALL_GROUP_MEMBERS:
         return None
     counts = _counts_of(partitions_per_topic)
+    read = _small_join_members(members)
+    if read is None:
+        return None
     rows = []
-    for m in members:
-        member_id = getattr(m, "member_id", None)
-        instance_id = getattr(m, "group_instance_id", None)
-        metadata = getattr(m, "metadata", None)
-        if type(member_id) is not str or not (instance_id is None or type(instance_id) is str) or metadata is None:
-            return None
-        try:
-            topics = codec.Subscription.decode(metadata).topics
-        except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
-            return None
+    for member_id, instance_id, subscription in read:
+        topics = subscription.topics
         if topics is None or not all(type(t) is str for t in topics):
             return None
         rows.append((member_id, instance_id, tuple(dict.fromkeys(topics))))
@@ -484,6 +484,59 @@ def _small_range_assignments(join_group_response, partitions_per_topic, version:
     return [codec.SyncGroupRequestAssignment(member_id=member_id,
                                              assignment=encode_member_assignment(result[member_id], version))
             for member_id, _, _ in rows]
+
+
+def _small_join_members(members) -> Optional[list]:
+    """``[(member_id, group_instance_id, Subscription), ...]`` of a small path's JoinGroup members, or None
+    for ids of the wrong type or bytes that do not decode (the array path reads them again and says what is
+    wrong)."""
+    read = []
+    for m in members:
+        member_id = getattr(m, "member_id", None)
+        instance_id = getattr(m, "group_instance_id", None)
+        metadata = getattr(m, "metadata", None)
+        if type(member_id) is not str or not (instance_id is None or type(instance_id) is str) or metadata is None:
+            return None
+        try:
+            read.append((member_id, instance_id, codec.Subscription.decode(metadata)))
+        except Exception:  # noqa: BLE001 - see above
+            return None
+    return read
+
+
+#: The ``cooperative-sticky`` array function whose default answers ``small_cooperative_sticky`` gives
+#: (``_sticky`` registers it): a strategy registered under that name by a caller is not taken by it.
+_SMALL_COOPERATIVE_OF: Dict[str, ArrayFn] = {}
+
+
+def small_cooperative_path_for(arrays: ArrayFn) -> None:
+    """Mark ``arrays`` as the ``cooperative-sticky`` whose default answers the leader's small path gives."""
+    _SMALL_COOPERATIVE_OF["cooperative-sticky"] = arrays
+
+
+def _small_cooperative_assignments(join_group_response, partitions_per_topic, version: int) -> Optional[list]:
+    """:func:`leader_assignments` of a small group under the built-in ``cooperative-sticky``
+    (:func:`small_cooperative_sticky`), or None for any group it does not take: a large one, one with odd
+    ids, undecodable bytes, a negative claim or a rack (the array path then answers, or refuses the input
+    as it always does)."""
+    if get_strategy("cooperative-sticky").arrays is not _SMALL_COOPERATIVE_OF.get("cooperative-sticky"):
+        return None
+    members = getattr(join_group_response, "members", None)
+    if type(members) is not list or not members or len(members) > SMALL_STICKY_MEMBERS:
+        return None
+    read = _small_join_members(members)
+    if read is None:
+        return None
+    counts = _counts_of(partitions_per_topic)
+    rows = small_cooperative_members(read, counts)
+    if rows is None:
+        return None
+    result = small_cooperative_sticky(rows, counts)
+    if result is None:
+        return None
+    return [codec.SyncGroupRequestAssignment(member_id=m.member_id,
+                                             assignment=encode_member_assignment(result[m.member_id], version))
+            for m in rows]
 
 
 def _sync_assignments(group: ArrayGroup, result: ArrayAssignment, version: int, implementation) -> list:

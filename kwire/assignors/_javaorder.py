@@ -143,7 +143,7 @@ def string_hashes(names: Sequence[str]) -> np.ndarray:
 
 def topic_partition_hash(topic: str, partition: int) -> int:
     """Java ``TopicPartition.hashCode``: ``31*(31+partition) + topic.hashCode()``."""
-    return _to_int32(31 * (31 + partition) + string_hash(topic))
+    return _to_int32(31 * (31 + partition) + remembered_hash(topic))
 
 
 def spread(h: int) -> int:
@@ -156,6 +156,21 @@ def spread(h: int) -> int:
 #: and topic names into a HashMap at every rebalance.  Cleared when full, so it stays bounded.
 _SPREADS: dict = {}
 _SPREADS_MAX = 1 << 16
+
+
+#: Each name's ``String.hashCode``, remembered as ``_SPREADS`` remembers the spread ones: a sticky assignor
+#: hashes the same few topic names for every partition it moves.
+_HASHES: dict = {}
+
+
+def remembered_hash(name: str) -> int:
+    """``string_hash(name)``, remembered across calls."""
+    h = _HASHES.get(name)
+    if h is None:
+        if len(_HASHES) >= _SPREADS_MAX:
+            _HASHES.clear()
+        h = _HASHES[name] = string_hash(name)
+    return h
 
 
 def remembered_spread(name: str) -> int:

@@ -18,7 +18,7 @@ import numpy as np
 from ._arrays import ArrayAssignment, ArrayGroup, load_kernels
 from ._model import GroupInput, MemberAssignments
 from . import _sticky_py, _sticky_repair
-from ._api import assign_arrays, get_strategy, register_strategy
+from ._api import assign_arrays, get_strategy, register_strategy, small_cooperative_path_for
 from ..errors import AssignmentError, KwireError
 from ._sticky_rules import JavaAssignorFailure, validate
 from ._userdata import member_input_for
@@ -223,3 +223,4 @@ register_strategy(
     reference=reference_cooperative_sticky,
     member_input=member_input_for,
 )
+small_cooperative_path_for(assign_cooperative_sticky)

@@ -18,12 +18,14 @@ goals, so the steps below keep Java's observable order of operations:
 
 from __future__ import annotations
 
+import operator
 from typing import Dict, List, Optional, Set, Tuple
 
 from ._javaorder import (
     JavaHashTable,
     hashmap_capacity,
     hashmap_order,
+    java_sorted,
     spread,
     string_hash,
     topic_partition_hash,
@@ -35,6 +37,9 @@ from ._sticky_rules import JavaAssignorFailure, balance_score, move_budget, pair
 IMPLEMENTATION = "python"
 
 TP = Tuple[str, int]
+
+#: The sort key (partition, topic) of a (topic, partition) pair, for topic names whose Python order is Java's.
+_PARTITION_THEN_TOPIC = operator.itemgetter(1, 0)
 
 
 class _Movements:
@@ -264,9 +269,12 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
     revoked: Set[TP] = set()
     under: List[str] = []
     at_min: List[str] = []
+    # Claims here are on topics of ``counts``: with ASCII names, Python's (topic, partition) order is Java's.
+    plain = "".join(counts).isascii()
+    by_partition = _PARTITION_THEN_TOPIC if plain else (lambda tp: (tp[1], utf16_key(tp[0])))
     for mid in order:
-        mine = sorted((tp for tp in owned[mid] if not racks.mismatch(mid, tp)),
-                      key=lambda tp: (tp[1], utf16_key(tp[0])))
+        mine = sorted(owned[mid] if not racks.active else (tp for tp in owned[mid] if not racks.mismatch(mid, tp)),
+                      key=by_partition)
         if contested:
             mine = [tp for tp in mine if tp not in contested]
         if len(mine) < lo:
@@ -287,13 +295,13 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
             if over < n_over:
                 at_min.append(mid)
 
-    topics = sorted(counts, key=utf16_key)
+    topics = java_sorted(counts)
     everything = [(t, p) for t in topics for p in range(counts[t])]
-    kept_sorted = sorted(kept_all, key=lambda tp: (utf16_key(tp[0]), tp[1]))
+    kept_sorted = sorted(kept_all) if plain else sorted(kept_all, key=lambda tp: (utf16_key(tp[0]), tp[1]))
     todo = _walk_unassigned(everything, kept_sorted)
 
-    under.sort(key=utf16_key)
-    at_min.sort(key=utf16_key)
+    under = java_sorted(under)
+    at_min = java_sorted(at_min)
     if racks.crowd is not None:
         crowd = racks.crowd
         todo.sort(key=lambda tp: crowd.get(tp, 0))
@@ -409,12 +417,14 @@ class _General:
         tm = self.topic_members
         self.topic_key = lambda t: (len(tm[t]), utf16_key(t))
         topics = sorted(counts, key=self.topic_key)
+        self.topic_position = {t: k for k, t in enumerate(topics)}   # names differ: a place stands for a key
         self.all_partitions: List[TP] = [(t, p) for t in topics for p in range(counts[t])]
         self.active: Set[str] = set()
         self.rank = {mid: i for i, mid in enumerate(sorted(order, key=utf16_key))}
         self.revocation_required = False
         self.moves = _Movements()
         self.moves_made = 0
+        self.balanced_at, self.balanced_was = None, False   # moves_made at _reassign's last _balanced(), its answer
         self.move_budget = move_budget(self.total, len(order))
 
     # -- the ordered set of members keyed by (load, id) ------------------
@@ -447,7 +457,7 @@ class _General:
     def build(self) -> Dict[str, List[TP]]:
         prev = self._previous_owners()
         assigned = self._keep_owned()
-        assigned.sort(key=lambda tp: (self.topic_key(tp[0]), tp[1]))
+        assigned.sort(key=lambda tp, place=self.topic_position: (place[tp[0]], tp[1]))   # claims on counts' topics
         unassigned = _walk_unassigned(self.all_partitions, assigned)
         self.active = set(self.current)
         self._balance(prev, unassigned)
@@ -467,13 +477,14 @@ class _General:
 
     def _keep_owned(self) -> List[TP]:
         kept: List[TP] = []
+        racks, rack_aware = self.racks, self.racks.active   # without racks nothing mismatches
         for mid in self.order:
-            subs = self.by_id[mid].topics
+            subs = set(self.by_id[mid].topics)
             keep = []
             for tp in self.current[mid]:
                 if tp[0] not in self.topic_members:
                     self.holder.pop(tp, None)
-                elif tp[0] not in subs or self.racks.mismatch(mid, tp):
+                elif tp[0] not in subs or (rack_aware and racks.mismatch(mid, tp)):
                     self.revocation_required = True
                 else:
                     keep.append(tp)
@@ -545,13 +556,9 @@ class _General:
         sizes = [len(self.current[mid]) for mid in self.active]
         if not sizes or min(sizes) >= max(sizes) - 1:
             return True
-        holder_of: Dict[TP, str] = {}
-        shared = False
-        for mid, lst in self.current.items():
-            for tp in lst:
-                if tp in holder_of:
-                    shared = True
-                holder_of[tp] = mid
+        current = self.current
+        holder_of: Dict[TP, str] = {tp: mid for mid, lst in current.items() for tp in lst}   # its last holder
+        shared = len(holder_of) != sum(map(len, current.values()))   # some partition held more than once
         if not shared and self._every_partition_held(holder_of):
             return self._balanced_by_topic()
         return self._balanced_by_partition(holder_of)
@@ -615,10 +622,15 @@ class _General:
 
     def _reassign(self, partitions: List[TP], prev) -> bool:
         performed = False
+        # Only _move changes the lists here: until one, isBalanced's answer (Java's, per partition) stands.
+        self.balanced_at = None
         while True:
             modified = False
             for tp in partitions:
-                if self._balanced():
+                if self.balanced_at != self.moves_made:
+                    self.balanced_was = self._balanced()
+                    self.balanced_at = self.moves_made
+                if self.balanced_was:
                     break
                 mid = self.holder.get(tp)
                 if mid is None:
@@ -710,6 +722,16 @@ def sticky_assign(group: GroupInput, cooperative: bool) -> MemberAssignments:
     by_id = {m.member_id: m for m in group.members}
     counts = topic_counts(group)
     racks = _Racks(group.members, order, counts, group.partition_racks)
+    result = assign_in_order(order, by_id, counts, racks, cooperative)
+    return {m.member_id: result[m.member_id] for m in group.members}
+
+
+def assign_in_order(order: List[str], by_id: Dict[str, MemberInput], counts: Dict[str, int], racks,
+                    cooperative: bool) -> Dict[str, List[TP]]:
+    """Java's run once its inputs are read: ``order``, the member ids in the leader's HashMap order;
+    ``by_id``, each member (valid, cleaned up); ``counts``, the subscribed topics that have partitions
+    (:func:`topic_counts`); ``racks``, the rack facts (:class:`_Racks`, or an object with the same
+    attributes).  Returns each member's list."""
     all_equal, owned, contested, max_gen = resolve_owners([by_id[m] for m in order], counts)
     if all_equal:
         result, transferring = constrained_assign(order, owned, contested, counts, racks)
@@ -719,7 +741,7 @@ def sticky_assign(group: GroupInput, cooperative: bool) -> MemberAssignments:
         result = _General(order, by_id, owned, counts, racks, max_gen).build()
         if cooperative:
             _withhold(result, _computed_transfers(order, by_id, result))
-    return {m.member_id: result[m.member_id] for m in group.members}
+    return result
 
 
 def sticky_pair_arrays(group):

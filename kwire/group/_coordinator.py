@@ -235,6 +235,15 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
             return theirs if mine is None else mine
         return min(mine, theirs)
 
+    @property
+    def deadlines_queued(self):
+        """A count that grows whenever a timer of either protocol is queued: while it stands still,
+        :meth:`next_deadline` can only have moved later (a session timer re-armed, a timer cancelled or fired)
+        or stayed, so a caller that already waits for an earlier time need not ask again."""
+        if self._consumer_active:
+            return self._timers.pushes + self._consumer.deadlines_queued
+        return self._timers.pushes
+
     def set_topics(self, topics):
         """The cluster's topics, ``{name: (topic_id_16_bytes, partitions)}``, replacing the previous set: the
         server calls it whenever a topic is created, grows or is deleted.  Consumer groups subscribed to a

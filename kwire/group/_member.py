@@ -342,6 +342,13 @@ class ConsumerMember:
             raise GroupProtocolError(f"token {token} was a {kind} request; got a {type(response).__name__}")
         if self.state not in _ENDED:
             on_response(self, token, response, generation, now)
+            if (kind == "heartbeat" and self.state is _STABLE and not self._out and not self._rejoin_needed
+                    and now < self._heartbeat_due and self._joined_topics == self.topics
+                    and self.coordinator is not None
+                    and (self._session_deadline is None or now < self._session_deadline)):
+                # A steady heartbeat's answer: nothing poll() could do now (no session expiry, no rejoin,
+                # no heartbeat due), so its outputs are none.
+                return []
         return self.poll(now)
 
     def request_failed(self, token, now):

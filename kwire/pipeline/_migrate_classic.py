@@ -62,6 +62,15 @@ class ClassicReplay(Replay):
             initial_rebalance_delay_ms=int(initial_rebalance_delay_ms),
             min_session_timeout_ms=min(sessions), max_session_timeout_ms=max(sessions),
             member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
+        self.deadlines_seen = -1
+
+    def after_coordinator(self, t):
+        # A tick already queued is never later than the coordinator's next deadline; unless a timer was queued
+        # since, that deadline can only have moved later, and the queued tick still comes first.
+        if self.tick_at is not None and self.coordinator.deadlines_queued == self.deadlines_seen:
+            return
+        super().after_coordinator(t)
+        self.deadlines_seen = self.coordinator.deadlines_queued
 
     def make_machine(self, key, index, topic_names):
         h = self.h
@@ -80,7 +89,10 @@ class ClassicReplay(Replay):
         self.push(t + m.latency, RESPOND, m, out.token, _found(out.request, out.version))
 
     def deliver(self, m, token, out, t):
-        self.route(self.coordinator.handle((m, token), out.request, out.version, t, client_id=m.key), t)
+        respond = self.respond
+        for reply in self.coordinator.handle((m, token), out.request, out.version, t, client_id=m.key):
+            to, its_token = reply.handle
+            respond(to, its_token, reply.response, t)
         if self.silent:
             self.expelled()
 
@@ -110,7 +122,7 @@ class ClassicReplay(Replay):
         return self.coordinator.group_state(self.h.group_id) in _SETTLED
 
     def steady(self, m):
-        return m.machine.state == _STEADY
+        return m.machine.state is _STEADY   # states are the enum's members
 
 
 class _LazyRandom:

@@ -1,0 +1,136 @@
+"""``cooperative-sticky`` for a leader's small group, on plain lists.
+
+A leader of a few members pays the array path's fixed cost (columns, an
+``ArrayGroup``, the kernels' setup) many times over the work of Java's
+algorithm itself.  Where no member has a rack, this module runs exactly the
+reference's steps (:mod:`kwire.assignors._sticky_py`, ``assign_in_order``:
+owner resolution, Java's constrained or general path, and
+``CooperativeStickyAssignor``'s withholding of the partitions changing
+owner) on the members as the leader reads them, with each member id's
+``String.hashCode`` remembered across calls.  Any other group (racks, many
+members, odd input) is left to the array path, as is an answer that is not a
+valid assignment (the array path repairs it) or where Java throws.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+from ._javaorder import capacity_after, small_string_map_positions
+from ._sticky_py import assign_in_order
+from ._sticky_rules import JavaAssignorFailure
+from ._userdata import cooperative_generation, protocol_generation
+
+#: The most members the small path takes.  Below 9 keys no bin of a Java ``HashMap`` can reach the
+#: length that grows a small table (``treeifyBin``), so the members' map order is the size rule's alone.
+SMALL_STICKY_MEMBERS = 8
+#: The most partitions (of the subscribed topics) the small path assigns.
+SMALL_STICKY_PARTITIONS = 1 << 12
+
+
+class SmallMember(NamedTuple):
+    """A member as the reference reads it (the fields of :class:`~kwire.assignors._model.MemberInput` it
+    uses), made for the price of a tuple: a leader makes one per member at every rebalance."""
+
+    member_id: str
+    group_instance_id: Optional[str]
+    topics: Tuple[str, ...]
+    owned: Tuple[Tuple[str, int], ...]
+    generation: int
+    subscription_generation: int
+
+
+_new_member = SmallMember._make
+
+
+class _NoRacks:
+    """The reference's rack facts when no member has a rack: nothing mismatches, nothing is crowded."""
+
+    active = False
+    crowd = None
+    member_rack: Dict[str, str] = {}
+    partition_racks: Dict[Tuple[str, int], set] = {}
+
+    @staticmethod
+    def mismatch(member, tp):
+        return False
+
+
+def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[SmallMember]]:
+    """What the leader reads of each JoinGroup member for ``cooperative-sticky`` (``read``: its
+    ``(member_id, group_instance_id, Subscription)``), cleaned up as ``_api._sanitized`` cleans it (topics
+    listed once, claims past a topic's known end dropped); None for a group the small path does not take:
+    a negative claim or a rack."""
+    cleaned: Dict[tuple, tuple] = {}
+    rows = []
+    for member_id, instance_id, sub in read:
+        topics = sub.topics
+        if topics is None or sub.rack_id:
+            return None
+        topics = tuple(topics)
+        unique = cleaned.get(topics)
+        if unique is None:
+            if not all(type(t) is str for t in topics):
+                return None
+            unique = cleaned[topics] = tuple(dict.fromkeys(topics))
+        owned = []
+        for entry in sub.owned_partitions or ():
+            topic, partitions = entry.topic, entry.partitions
+            if not partitions:
+                continue
+            if type(topic) is not str or min(partitions) < 0:
+                return None
+            count = counts.get(topic)
+            owned += [(topic, p) for p in partitions if count is None or p < count]
+        try:
+            generation = cooperative_generation(sub.generation_id, sub.user_data)
+        except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
+            return None
+        rows.append(_new_member((member_id, instance_id, unique, tuple(owned), generation,
+                                 protocol_generation(sub.generation_id))))
+    return rows
+
+
+def small_cooperative_sticky(members: List[SmallMember], counts: Dict[str, int]
+                             ) -> Optional[Dict[str, List[Tuple[str, List[int]]]]]:
+    """Java's cooperative-sticky answer for ``members`` (in JoinGroup order, ids str and distinct, topics
+    distinct, claims cleaned up as ``_api._sanitized`` cleans them, no rack) on ``counts`` (checked), as each
+    member's ``[(topic, [partition, ...]), ...]`` (topics in order of first appearance in its list, as its
+    Assignment is written); None for a group the small path does not take, or whose answer the array path
+    must repair."""
+    n = len(members)
+    if not n or n > SMALL_STICKY_MEMBERS:
+        return None
+    by_id = {m.member_id: m for m in members}
+    if len(by_id) != n:
+        return None
+    ids = list(by_id)
+    order = ids if n == 1 else [ids[i] for i in small_string_map_positions(ids, capacity_after(n))]
+    wanted = set()
+    for m in members:
+        wanted.update(m.topics)
+    topic_counts = {t: c for t, c in counts.items() if t in wanted and c > 0}
+    if sum(topic_counts.values()) > SMALL_STICKY_PARTITIONS:
+        return None
+    try:
+        result = assign_in_order(order, by_id, topic_counts, _NoRacks, True)
+    except JavaAssignorFailure:
+        return None   # the array path answers for Java's failure
+    out: Dict[str, List[Tuple[str, List[int]]]] = {}
+    seen = set()
+    for m in members:
+        subscribed = m.topics
+        groups: Dict[str, List[int]] = {}
+        for tp in result[m.member_id]:
+            topic, p = tp
+            # Valid: an existing partition of a topic the member subscribes to, given once.
+            if tp in seen or topic not in subscribed or not 0 <= p < topic_counts.get(topic, 0):
+                return None
+            seen.add(tp)
+            partitions = groups.get(topic)
+            if partitions is None:
+                groups[topic] = [p]
+            else:
+                partitions.append(p)
+        out[m.member_id] = list(groups.items())
+    return out
