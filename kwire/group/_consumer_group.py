@@ -256,13 +256,14 @@ class ConsumerGroup:
         for topic_id, partitions in assignment.items():
             held = epochs.get(topic_id)
             if held is None:
-                held = epochs[topic_id] = {}
-            for p in partitions:
-                if p in held:
-                    raise GroupInvariantError(
-                        f"group {self.group_id!r}: partition {topic_id.hex()}-{p} is given at epoch {epoch} while "
-                        f"a member still holds it at epoch {held[p]}")
-                held[p] = epoch
+                epochs[topic_id] = dict.fromkeys(partitions, epoch)
+                continue
+            if not held.keys().isdisjoint(partitions):
+                p = next(p for p in partitions if p in held)
+                raise GroupInvariantError(
+                    f"group {self.group_id!r}: partition {topic_id.hex()}-{p} is given at epoch {epoch} while "
+                    f"a member still holds it at epoch {held[p]}")
+            held.update(dict.fromkeys(partitions, epoch))
 
     def remove_partitions(self, assignment, epoch):
         epochs = self.partition_epochs

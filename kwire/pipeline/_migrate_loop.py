@@ -67,6 +67,8 @@ class Replay:
         self.h = history
         self.interval = float(heartbeat_interval_ms)
         self.names = list(history.topics)
+        # Topic name -> index, to read the members' partition events; None when a protocol's members name
+        # each topic by its index already.
         self.topic_index = {name: k for k, name in enumerate(self.names)}
         self.ledger = Ledger(history.partition_counts, history.n_rebalances, unit_us=1000)
         self.heap = []
@@ -168,6 +170,11 @@ class Replay:
         steady with nothing on its way, no crashed member waiting to be removed, the group stable."""
         if self.in_flight or self.silent or self.ledger.open:
             return False
+        return self.all_steady()
+
+    def all_steady(self):
+        """Every member in its steady state (a joiner still on its way is not), and the coordinator says the
+        group is stable (or it has no member).  A protocol may answer this without a call per member."""
         for m in self.members.values():
             if not self.steady(m):
                 return False
@@ -266,8 +273,8 @@ class Replay:
                 self.tick_at = None
                 self.tick(t)
                 self.after_coordinator(t)
-        if ledger.open:
-            self.check_stable(t)
+        if ledger.open and not ledger.unowned and not self.silent and self.all_steady():
+            ledger.settle(t)   # check_stable, inline: it runs after every entry
 
     def respond(self, m, token, response, t):
         """Queue ``response`` to reach ``m`` half its latency after ``t``."""
@@ -301,9 +308,11 @@ class Replay:
             if kind is Send:
                 self.send(m, out, t)
             elif kind is PartitionsAssigned:
-                ledger.consume(m.key, [(index[topic], p) for topic, p in out.partitions], t)
+                ledger.consume(m.key, out.partitions if index is None else
+                               [(index[topic], p) for topic, p in out.partitions], t)
             elif kind is PartitionsRevoked or kind is PartitionsLost:
-                ledger.release(m.key, [(index[topic], p) for topic, p in out.partitions], t)
+                ledger.release(m.key, out.partitions if index is None else
+                               [(index[topic], p) for topic, p in out.partitions], t)
         if m.live:
             self.schedule_poll(m, t)
 
@@ -323,11 +332,7 @@ class Replay:
         ledger = self.ledger
         if not ledger.open or ledger.unowned or self.silent:
             return
-        # Every member in its steady state (a joiner still on its way is not), and the coordinator agrees.
-        for m in self.members.values():
-            if not self.steady(m):
-                return
-        if not self.members or self.settled():
+        if self.all_steady():
             ledger.settle(t)
 
 
