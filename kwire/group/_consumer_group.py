@@ -269,11 +269,14 @@ class ConsumerGroup:
         epochs = self.partition_epochs
         for topic_id, partitions in assignment.items():
             held = epochs.get(topic_id)
+            # Every partition held at ``epoch``, checked without a Python step per partition.
+            if held is None or list(map(held.get, partitions)).count(epoch) != len(partitions):
+                for p in partitions:
+                    if held is None or held.get(p) != epoch:
+                        raise GroupInvariantError(
+                            f"group {self.group_id!r}: partition {topic_id.hex()}-{p} is released at epoch {epoch} "
+                            f"but is held at epoch {None if held is None else held.get(p)}")
             for p in partitions:
-                if held is None or held.get(p) != epoch:
-                    raise GroupInvariantError(
-                        f"group {self.group_id!r}: partition {topic_id.hex()}-{p} is released at epoch {epoch} but "
-                        f"is held at epoch {None if held is None else held.get(p)}")
                 del held[p]
             if not held:
                 epochs.pop(topic_id, None)

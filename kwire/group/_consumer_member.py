@@ -253,10 +253,11 @@ class ConsumerProtocolMember:
         if type(response) is not ConsumerGroupHeartbeatResponse:
             raise GroupProtocolError(f"expected a ConsumerGroupHeartbeatResponse, got {type(response).__name__}")
         self._in_flight = None
-        if self.state in _IGNORES_RESPONSES:
+        state = self.state
+        if state in _IGNORES_RESPONSES:
             return []
-        out = []
         if response.error_code:
+            out = []
             try:
                 code = ErrorCode(response.error_code)
             except ValueError:
@@ -268,22 +269,23 @@ class ConsumerProtocolMember:
         if response.member_id:
             self.member_id = response.member_id
         self.member_epoch = response.member_epoch
-        if response.heartbeat_interval_ms > 0:
-            self.heartbeat_interval_ms = response.heartbeat_interval_ms
-            self._next_send = self._last_sent_at + self.heartbeat_interval_ms
+        interval = response.heartbeat_interval_ms
+        if interval > 0:
+            self.heartbeat_interval_ms = interval
+            self._next_send = self._last_sent_at + interval
         assignment = response.assignment
-        if assignment is not None and self.state in _TAKES_ASSIGNMENTS:
+        if assignment is not None and state in _TAKES_ASSIGNMENTS:
             tps = assignment.topic_partitions
             target = frozenset([(tid, p) for tp in tps for tid in (tp.topic_id,) for p in tp.partitions])
             self._target = target
             self._target_topics = [tp.topic_id for tp in tps]
             if target != self.assignment:
                 self._to(_RECONCILING)
-            elif self.state in (_JOINING, _RECONCILING):
+            elif state is _JOINING or state is _RECONCILING:
                 self._to(_STABLE)
-        elif self.state is _STABLE and now < self._next_send and self._coordinator_known:
-            return out   # a steady answer: poll() would send nothing before the interval ends
-        return out + self.poll(now)
+        elif state is _STABLE and now < self._next_send and self._coordinator_known:
+            return []   # a steady answer: poll() would send nothing before the interval ends
+        return self.poll(now)
 
     def request_failed(self, token, now):
         """A heartbeat that got no answer (disconnect, timeout): ``AbstractHeartbeatRequestManager.onFailure``
