@@ -77,7 +77,7 @@ class ConsumerReplay(Replay):
         self.coordinator_config = _config(session, int(heartbeat_interval_ms), int(assignment_interval_ms))
         self.coordinator = ConsumerGroupCoordinator(
             self.coordinator_config, topics={name: (topic_id(k), int(n)) for k, (name, n)
-                            in enumerate(zip(self.names, history.partition_counts))})
+                            in enumerate(zip(self.names, history.partition_counts.tolist()))})
         # The members learn each topic id's "name" as the topic's index: their partition events then carry
         # (topic index, partition) pairs, what the ledger counts, and no event is translated back.  The names
         # only label events: the members subscribe by the real names, which the coordinator resolves.

@@ -47,7 +47,9 @@ class Ledger:
 
     def __init__(self, partition_counts, n_rebalances, unit_us=1):
         self.unit_us = unit_us
-        self.counts = [int(c) for c in partition_counts]
+        # An array's values read once as Python ints (numpy's scalar access costs several times a list's).
+        self.counts = [int(c) for c in (partition_counts.tolist() if hasattr(partition_counts, "tolist")
+                                        else partition_counts)]
         #: per topic, per partition: how many members consume it (0 or 1 in a correct protocol)
         self.consumers = [[0] * c for c in self.counts]
         #: per topic: its partitions no member consumes

@@ -81,7 +81,7 @@ class Replay:
         self.offset = 0.0          # ms of steady state skipped so far
         self.t0 = int(history.event_ts[0]) if history.n_events else 0
         longest = max([int(session_timeout_ms), int(history.rebalance_timeout_ms)]
-                      + [int(s) for s in history.session_timeout_ms])
+                      + [int(s) for s in history.session_timeout_ms.tolist()])
         self.settle = settle_us / 1000.0 if settle_us is not None else 2.0 * longest
 
     # -- hooks ------------------------------------------------------------------------------------------
