@@ -130,6 +130,7 @@ class Replay:
         heap = self.heap
         pop = heapq.heappop
         handle = self.handle
+        ledger = self.ledger
         interval2 = 2 * self.interval
         t = 0.0
         end = None
@@ -143,7 +144,9 @@ class Replay:
             if i < n:
                 next_history = at[i] - self.offset
                 if heap and heap[0][0] < next_history:
-                    if next_history - t > interval2 and self.quiet():
+                    # quiet(), its cheap tests first: most steps have something in flight.
+                    if (next_history - t > interval2 and not self.in_flight and not self.silent
+                            and not ledger.open and self.all_steady()):
                         self.skip_steady(t, next_history)
                         continue
                     entry = pop(heap)
