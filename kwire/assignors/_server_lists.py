@@ -105,20 +105,17 @@ def homogeneous_lists(order, subscribed, keys, partitions, current):
     if not subscribed or not m_count:
         return None
     insub = set(subscribed)
-    assigned = {t: bytearray(partitions[t]) for t in subscribed}
+    # What the members hold of each topic; a value beyond the topic's range is never asked for below.
+    assigned = {t: set() for t in subscribed}
     for entries in current:
         for t, ps in entries:
             if t in insub:
-                n = partitions[t]
-                held = assigned[t]
-                for p in ps:
-                    if 0 <= p < n:
-                        held[p] = 1
+                assigned[t].update(ps)
     unassigned = []
     total = 0
     for t in subscribed:
         held = assigned[t]
-        unassigned.extend([(t, p) for p in range(partitions[t]) if not held[p]])
+        unassigned.extend([(t, p) for p in range(partitions[t]) if p not in held])
         total += partitions[t]
     min_quota, extra = divmod(total, m_count)
     got = [{} for _ in range(m_count)]
@@ -295,11 +292,20 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
     balancer = _Balancer(size)
     free_topics = [t for t in subs if -1 in owner[t]]
     free_topics.sort(key=lambda t: _topic_sort_key(t, partitions, subs, keys))
+    next_least = balancer.next_least
     for t in free_topics:
         balancer.init(subs[t])
-        for p, o in enumerate(owner[t]):
+        own = owner[t]
+        for p, o in enumerate(own):
             if o == -1:
-                move(t, p, balancer.next_least())
+                # move() of a partition nobody owns: no old owner to unload
+                i = next_least()
+                if dup:
+                    holders = dup.get((t, p))
+                    if holders:
+                        holders.discard(i)
+                own[p] = i
+                size[i] += 1
 
     shared = [t for t in subs if len(subs[t]) >= 2]
     shared.sort(key=lambda t: _topic_sort_key(t, partitions, subs, keys))

@@ -254,6 +254,11 @@ class ConsumerGroupCoordinator(ClassicMembers):
         """False only when no timer can be due at ``now`` (cheap: the caller's hot path asks it)."""
         return self._timers.may_be_due(now)
 
+    @property
+    def has_events(self):
+        """Whether :meth:`take_events` has something to return."""
+        return bool(self._events)
+
     def take_events(self):
         """The events since the last call (or :meth:`tick`), for a caller that fires timers through requests."""
         events, self._events = self._events, []
@@ -585,7 +590,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
         # Step 5 (computed before anything changes: CurrentAssignmentBuilder reads the partition epochs as they
         # stand before this heartbeat's records).
         result = None
-        if not member.is_reconciled_to(target_epoch):
+        if member.member_epoch != target_epoch or member.state is not _MEMBER_STABLE:   # is_reconciled_to
             owned = owned_map(req.topic_partitions)
             result = reconcile(member.state, member.member_epoch, member.assigned, member.pending, target_epoch,
                                member_target, owned, group.partition_epochs)
@@ -617,8 +622,10 @@ class ConsumerGroupCoordinator(ClassicMembers):
             member.rack_id = req.rack_id
         if req.rebalance_timeout_ms != -1:
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        group.update_assignor(member, new_assignor)
-        group.update_subscription(member, new_names)
+        if new_assignor != member.server_assignor:
+            group.update_assignor(member, new_assignor)
+        if new_names != member.subscribed_topic_names:
+            group.update_subscription(member, new_names)
         member.client_id = client_id
         member.client_host = client_host
         if metadata is not None:

@@ -256,23 +256,27 @@ class ConsumerGroup:
         for topic_id, partitions in assignment.items():
             held = epochs.get(topic_id)
             if held is None:
-                held = epochs[topic_id] = {}
-            for p in partitions:
-                if p in held:
-                    raise GroupInvariantError(
-                        f"group {self.group_id!r}: partition {topic_id.hex()}-{p} is given at epoch {epoch} while "
-                        f"a member still holds it at epoch {held[p]}")
-                held[p] = epoch
+                epochs[topic_id] = dict.fromkeys(partitions, epoch)
+                continue
+            if not held.keys().isdisjoint(partitions):
+                p = next(p for p in partitions if p in held)
+                raise GroupInvariantError(
+                    f"group {self.group_id!r}: partition {topic_id.hex()}-{p} is given at epoch {epoch} while "
+                    f"a member still holds it at epoch {held[p]}")
+            held.update(dict.fromkeys(partitions, epoch))
 
     def remove_partitions(self, assignment, epoch):
         epochs = self.partition_epochs
         for topic_id, partitions in assignment.items():
             held = epochs.get(topic_id)
+            # Every partition held at ``epoch``, checked without a Python step per partition.
+            if held is None or list(map(held.get, partitions)).count(epoch) != len(partitions):
+                for p in partitions:
+                    if held is None or held.get(p) != epoch:
+                        raise GroupInvariantError(
+                            f"group {self.group_id!r}: partition {topic_id.hex()}-{p} is released at epoch {epoch} "
+                            f"but is held at epoch {None if held is None else held.get(p)}")
             for p in partitions:
-                if held is None or held.get(p) != epoch:
-                    raise GroupInvariantError(
-                        f"group {self.group_id!r}: partition {topic_id.hex()}-{p} is released at epoch {epoch} but "
-                        f"is held at epoch {None if held is None else held.get(p)}")
                 del held[p]
             if not held:
                 epochs.pop(topic_id, None)

@@ -136,6 +136,7 @@ class ConsumerProtocolMember:
         self.assignment = frozenset()         # current: {(topic id, partition)}
         self._assignment_epoch = 0            # local epoch of the current assignment (the ack is its change)
         self._target = None                   # last received target: frozenset of (topic id, partition)
+        self._target_topics = ()              # the topic ids that target's response listed
         self._topic_names = dict(topic_names or {})
         self._next_send = 0
         self._last_sent_at = 0
@@ -244,7 +245,7 @@ class ConsumerProtocolMember:
         return out
 
     def receive(self, token, response, now):
-        if token in self._leave_tokens:
+        if self._leave_tokens and token in self._leave_tokens:
             self._leave_tokens.discard(token)
             return []
         if token != self._in_flight:
@@ -252,10 +253,11 @@ class ConsumerProtocolMember:
         if type(response) is not ConsumerGroupHeartbeatResponse:
             raise GroupProtocolError(f"expected a ConsumerGroupHeartbeatResponse, got {type(response).__name__}")
         self._in_flight = None
-        if self.state in _IGNORES_RESPONSES:
+        state = self.state
+        if state in _IGNORES_RESPONSES:
             return []
-        out = []
         if response.error_code:
+            out = []
             try:
                 code = ErrorCode(response.error_code)
             except ValueError:
@@ -267,19 +269,23 @@ class ConsumerProtocolMember:
         if response.member_id:
             self.member_id = response.member_id
         self.member_epoch = response.member_epoch
-        if response.heartbeat_interval_ms > 0:
-            self.heartbeat_interval_ms = response.heartbeat_interval_ms
-            self._next_send = self._last_sent_at + self.heartbeat_interval_ms
-        if response.assignment is not None and self.state in _TAKES_ASSIGNMENTS:
-            target = frozenset((tp.topic_id, p) for tp in response.assignment.topic_partitions for p in tp.partitions)
+        interval = response.heartbeat_interval_ms
+        if interval > 0:
+            self.heartbeat_interval_ms = interval
+            self._next_send = self._last_sent_at + interval
+        assignment = response.assignment
+        if assignment is not None and state in _TAKES_ASSIGNMENTS:
+            tps = assignment.topic_partitions
+            target = frozenset([(tid, p) for tp in tps for tid in (tp.topic_id,) for p in tp.partitions])
             self._target = target
+            self._target_topics = [tp.topic_id for tp in tps]
             if target != self.assignment:
                 self._to(_RECONCILING)
-            elif self.state in (_JOINING, _RECONCILING):
+            elif state is _JOINING or state is _RECONCILING:
                 self._to(_STABLE)
-        elif self.state is _STABLE and now < self._next_send and self._coordinator_known:
-            return out   # a steady answer: poll() would send nothing before the interval ends
-        return out + self.poll(now)
+        elif state is _STABLE and now < self._next_send and self._coordinator_known:
+            return []   # a steady answer: poll() would send nothing before the interval ends
+        return self.poll(now)
 
     def request_failed(self, token, now):
         """A heartbeat that got no answer (disconnect, timeout): ``AbstractHeartbeatRequestManager.onFailure``
@@ -357,14 +363,17 @@ class ConsumerProtocolMember:
 
     def _resolved(self, tps):
         names = self._topic_names
-        return _names((names[t], p) for t, p in tps if t in names)
+        return _names([(names[t], p) for t, p in tps if t in names])
 
     def _reconcile(self, out):
         """``AbstractMembershipManager.maybeReconcile`` / ``revokeAndAssign``: resolve what can be, revoke what
         is gone (one event), assign what is new (one event, even if empty), then acknowledge."""
         target = self._target or frozenset()
         names = self._topic_names
-        resolvable = frozenset(tp for tp in target if tp[0] in names)
+        if target and all(t in names for t in self._target_topics):
+            resolvable = target   # every topic id named (the usual case): nothing to filter
+        else:
+            resolvable = frozenset([tp for tp in target if tp[0] in names])
         if resolvable == self.assignment and resolvable != target:
             return  # only unresolved topic ids differ: wait for their names
         revoked = self.assignment - resolvable

@@ -83,8 +83,10 @@ class _Columns:
         self.instance_ids.append(instance_id)
         self.racks.append(rack)
         if current_target and self.read_assignment:
+            index = self.index
             topic = self._topic
-            self.current.append([(topic(tid), sorted(ps)) for tid, ps in current_target.items()])
+            self.current.append([(index[tid] if tid in index else topic(tid), sorted(ps))
+                                 for tid, ps in current_target.items()])
         else:
             self.current.append([])
 

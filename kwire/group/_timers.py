@@ -47,9 +47,10 @@ class Timers:
             heapq.heapify(self._heap)
 
     def cancel(self, key):
-        self._deadline.pop(key, None)
-        self._payload.pop(key, None)
-        self._entry.pop(key, None)
+        if key in self._deadline:   # most cancels find nothing (a revocation timer never armed)
+            del self._deadline[key]
+            self._payload.pop(key, None)
+            self._entry.pop(key, None)
 
     def scheduled(self, key):
         return key in self._deadline

@@ -77,8 +77,12 @@ class ConsumerReplay(Replay):
         self.coordinator_config = _config(session, int(heartbeat_interval_ms), int(assignment_interval_ms))
         self.coordinator = ConsumerGroupCoordinator(
             self.coordinator_config, topics={name: (topic_id(k), int(n)) for k, (name, n)
-                            in enumerate(zip(self.names, history.partition_counts))})
-        self.topic_ids = {topic_id(k): name for k, name in enumerate(self.names)}
+                            in enumerate(zip(self.names, history.partition_counts.tolist()))})
+        # The members learn each topic id's "name" as the topic's index: their partition events then carry
+        # (topic index, partition) pairs, what the ledger counts, and no event is translated back.  The names
+        # only label events: the members subscribe by the real names, which the coordinator resolves.
+        self.topic_ids = {topic_id(k): k for k in range(len(self.names))}
+        self.topic_index = None
         self.deadlines_seen = -1
 
     def make_machine(self, key, index, topic_names):
@@ -100,7 +104,8 @@ class ConsumerReplay(Replay):
     def deliver(self, m, token, request, t):
         coordinator = self.coordinator
         response = coordinator.heartbeat(request, 0, t)
-        self.fenced(coordinator.take_events())
+        if coordinator.has_events:
+            self.fenced(coordinator.take_events())
         self.respond(m, token, response, t)
 
     def tick(self, t):
@@ -119,3 +124,9 @@ class ConsumerReplay(Replay):
 
     def steady(self, m):
         return m.machine.state is _STEADY
+
+    def all_steady(self):
+        for m in self.members.values():
+            if m.machine.state is not _STEADY:
+                return False
+        return not self.members or self.coordinator.group_state(self.h.group_id) in _SETTLED

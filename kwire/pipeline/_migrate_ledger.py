@@ -47,7 +47,9 @@ class Ledger:
 
     def __init__(self, partition_counts, n_rebalances, unit_us=1):
         self.unit_us = unit_us
-        self.counts = [int(c) for c in partition_counts]
+        # An array's values read once as Python ints (numpy's scalar access costs several times a list's).
+        self.counts = [int(c) for c in (partition_counts.tolist() if hasattr(partition_counts, "tolist")
+                                        else partition_counts)]
         #: per topic, per partition: how many members consume it (0 or 1 in a correct protocol)
         self.consumers = [[0] * c for c in self.counts]
         #: per topic: its partitions no member consumes
@@ -108,16 +110,21 @@ class Ledger:
         mine = self.owned_by.setdefault(member, set())
         consumers, free, subscribers = self.consumers, self.free, self.subscribers
         counts = self.counts
-        for k, p in tps:
-            if (k, p) in mine or not 0 <= p < counts[k]:
-                continue   # already consumed, or beyond the topic's size (nothing to count)
-            mine.add((k, p))
+        owned = 0
+        for tp in tps:
+            if tp in mine:
+                continue   # already consumed
+            k, p = tp
+            if not 0 <= p < counts[k]:
+                continue   # beyond the topic's size (nothing to count)
+            mine.add(tp)
             row = consumers[k]
             if row[p] == 0:
                 free[k] -= 1
                 if subscribers[k]:
-                    self.unowned -= 1
+                    owned += 1
             row[p] += 1
+        self.unowned -= owned
 
     def release(self, member, tps, t):
         """``member`` stops consuming ``tps`` at ``t`` (None: everything it consumes)."""
@@ -128,16 +135,19 @@ class Ledger:
         if tps is None:
             tps = list(mine)
         consumers, free, subscribers = self.consumers, self.free, self.subscribers
-        for k, p in tps:
-            if (k, p) not in mine:
+        freed = 0
+        for tp in tps:
+            if tp not in mine:
                 continue
-            mine.discard((k, p))
+            mine.discard(tp)
+            k, p = tp
             row = consumers[k]
             row[p] -= 1
             if row[p] == 0:
                 free[k] += 1
                 if subscribers[k]:
-                    self.unowned += 1
+                    freed += 1
+        self.unowned += freed
 
     def consumed(self, member):
         return self.owned_by.get(member, set())

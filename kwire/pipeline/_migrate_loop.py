@@ -67,6 +67,8 @@ class Replay:
         self.h = history
         self.interval = float(heartbeat_interval_ms)
         self.names = list(history.topics)
+        # Topic name -> index, to read the members' partition events; None when a protocol's members name
+        # each topic by its index already.
         self.topic_index = {name: k for k, name in enumerate(self.names)}
         self.ledger = Ledger(history.partition_counts, history.n_rebalances, unit_us=1000)
         self.heap = []
@@ -79,7 +81,7 @@ class Replay:
         self.offset = 0.0          # ms of steady state skipped so far
         self.t0 = int(history.event_ts[0]) if history.n_events else 0
         longest = max([int(session_timeout_ms), int(history.rebalance_timeout_ms)]
-                      + [int(s) for s in history.session_timeout_ms])
+                      + [int(s) for s in history.session_timeout_ms.tolist()])
         self.settle = settle_us / 1000.0 if settle_us is not None else 2.0 * longest
 
     # -- hooks ------------------------------------------------------------------------------------------
@@ -128,6 +130,7 @@ class Replay:
         heap = self.heap
         pop = heapq.heappop
         handle = self.handle
+        ledger = self.ledger
         interval2 = 2 * self.interval
         t = 0.0
         end = None
@@ -141,7 +144,9 @@ class Replay:
             if i < n:
                 next_history = at[i] - self.offset
                 if heap and heap[0][0] < next_history:
-                    if next_history - t > interval2 and self.quiet():
+                    # quiet(), its cheap tests first: most steps have something in flight.
+                    if (next_history - t > interval2 and not self.in_flight and not self.silent
+                            and not ledger.open and self.all_steady()):
                         self.skip_steady(t, next_history)
                         continue
                     entry = pop(heap)
@@ -168,6 +173,11 @@ class Replay:
         steady with nothing on its way, no crashed member waiting to be removed, the group stable."""
         if self.in_flight or self.silent or self.ledger.open:
             return False
+        return self.all_steady()
+
+    def all_steady(self):
+        """Every member in its steady state (a joiner still on its way is not), and the coordinator says the
+        group is stable (or it has no member).  A protocol may answer this without a call per member."""
         for m in self.members.values():
             if not self.steady(m):
                 return False
@@ -266,8 +276,8 @@ class Replay:
                 self.tick_at = None
                 self.tick(t)
                 self.after_coordinator(t)
-        if ledger.open:
-            self.check_stable(t)
+        if ledger.open and not ledger.unowned and not self.silent and self.all_steady():
+            ledger.settle(t)   # check_stable, inline: it runs after every entry
 
     def respond(self, m, token, response, t):
         """Queue ``response`` to reach ``m`` half its latency after ``t``."""
@@ -301,9 +311,11 @@ class Replay:
             if kind is Send:
                 self.send(m, out, t)
             elif kind is PartitionsAssigned:
-                ledger.consume(m.key, [(index[topic], p) for topic, p in out.partitions], t)
+                ledger.consume(m.key, out.partitions if index is None else
+                               [(index[topic], p) for topic, p in out.partitions], t)
             elif kind is PartitionsRevoked or kind is PartitionsLost:
-                ledger.release(m.key, [(index[topic], p) for topic, p in out.partitions], t)
+                ledger.release(m.key, out.partitions if index is None else
+                               [(index[topic], p) for topic, p in out.partitions], t)
         if m.live:
             self.schedule_poll(m, t)
 
@@ -323,11 +335,7 @@ class Replay:
         ledger = self.ledger
         if not ledger.open or ledger.unowned or self.silent:
             return
-        # Every member in its steady state (a joiner still on its way is not), and the coordinator agrees.
-        for m in self.members.values():
-            if not self.steady(m):
-                return
-        if not self.members or self.settled():
+        if self.all_steady():
             ledger.settle(t)
 
 
