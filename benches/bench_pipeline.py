@@ -216,10 +216,10 @@ def session_cpu_seconds():
 
 
 def bench_decode(spark, path, out, repeat):
-    from kwire.pipeline._spark_stages import decode_stage, ordered_capture
+    from kwire.pipeline._spark_stages import ordered_capture, write_frames
 
     def decode():
-        decode_stage(spark, path).write.mode("overwrite").parquet(os.path.join(out, "decoded"))
+        write_frames(spark, path, os.path.join(out, "decoded"))
 
     def nothing():
         ordered = ordered_capture(spark, path)
