@@ -26,8 +26,10 @@ Run: ``python benches/bench_pipeline.py [--groups N] [--seed S | --capture PATH]
    on all the generations' groups against ``assign_sticky_pair`` group by group.
 4. **Decode ÷ do-nothing**, in a started local[2] session that has already
    run a job and both stages once (the JVM and the Python workers warm): the
-   decode stage written to Parquet, against a ``mapInArrow`` that passes the
-   same ordered capture through unchanged and writes it.  Best of
+   decode stage as ``run_pipeline`` runs it (``write_frames``: its tasks
+   decode and write ``frames`` to Parquet themselves), against a
+   ``mapInArrow`` that passes the same ordered capture through unchanged and
+   Spark writes to Parquet.  Best of
    ``--repeat`` runs each, alternated, and the CPU seconds of the session's
    JVM and Python workers for each, as a ratio that moves less with the
    machine's load.  The goal is <= 1.5x.
