@@ -26,8 +26,10 @@ Run: ``python benches/bench_pipeline.py [--groups N] [--seed S | --capture PATH]
    on all the generations' groups against ``assign_sticky_pair`` group by group.
 4. **Decode ÷ do-nothing**, in a started local[2] session that has already
    run a job and both stages once (the JVM and the Python workers warm): the
-   decode stage written to Parquet, against a ``mapInArrow`` that passes the
-   same ordered capture through unchanged and writes it.  Best of
+   decode stage as ``run_pipeline`` runs it (``write_frames``: its tasks
+   decode and write ``frames`` to Parquet themselves), against a
+   ``mapInArrow`` that passes the same ordered capture through unchanged and
+   Spark writes to Parquet.  Best of
    ``--repeat`` runs each, alternated, and the CPU seconds of the session's
    JVM and Python workers for each, as a ratio that moves less with the
    machine's load.  The goal is <= 1.5x.
@@ -216,10 +218,10 @@ def session_cpu_seconds():
 
 
 def bench_decode(spark, path, out, repeat):
-    from kwire.pipeline._spark_stages import decode_stage, ordered_capture
+    from kwire.pipeline._spark_stages import ordered_capture, write_frames
 
     def decode():
-        decode_stage(spark, path).write.mode("overwrite").parquet(os.path.join(out, "decoded"))
+        write_frames(spark, path, os.path.join(out, "decoded"))
 
     def nothing():
         ordered = ordered_capture(spark, path)

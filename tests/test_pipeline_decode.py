@@ -276,6 +276,56 @@ def test_batch_boundaries_do_not_break_pairing(tmp_path):
     assert whole.column("decode_error").null_count == whole.num_rows
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_partition_written_to_parquet_reads_back_as_the_decoded_table(tmp_path, impl):
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    path = tmp_path / "s.parquet"
+    synth(path, groups=4, seed=5, duration_s=90, corrupt_rate=0.02)
+    table = read_capture(path).sort_by([("conn", "ascending"), ("seq", "ascending")])
+    want = decode_table(table, impl)
+    mod = batch_decoder(impl)
+    out = str(tmp_path / "part.parquet")
+    # Small batches and row groups: pairing and the connection count cross both boundaries.
+    frames, errors, connections = decode_module.decode_to_parquet(
+        table.to_batches(max_chunksize=100), mod.Pairing(), fs.LocalFileSystem(), out, str(tmp_path / ".part.tmp"),
+        mod, row_group_rows=250)
+    got = pq.read_table(out)
+    assert got.schema.equals(mod.FRAMES_SCHEMA)
+    assert pq.ParquetFile(out).num_row_groups > 1
+    assert got.sort_by("seq").equals(want)
+    assert frames == want.num_rows
+    assert 0 < errors == want.num_rows - want.column("decode_error").null_count
+    assert connections == len(pc.unique(table.column("conn")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part.parquet", "s.parquet"]
+
+
+def test_a_partition_that_fails_leaves_no_file(tmp_path):
+    from pyarrow import fs
+
+    path = tmp_path / "s.parquet"
+    synth(path, groups=2, seed=1, duration_s=30)
+    table = read_capture(path).sort_by([("conn", "ascending"), ("seq", "ascending")])
+    mod = batch_decoder()
+
+    def failing():
+        yield table.to_batches()[0]
+        raise RuntimeError("the task was lost")
+
+    with pytest.raises(RuntimeError):
+        decode_module.decode_to_parquet(failing(), mod.Pairing(), fs.LocalFileSystem(), str(tmp_path / "p.parquet"),
+                                        str(tmp_path / ".p.tmp"), mod)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.parquet"]
+    # An empty partition is a file with the schema and no rows, which Spark's reader takes.
+    assert decode_module.decode_to_parquet(iter(()), mod.Pairing(), fs.LocalFileSystem(), str(tmp_path / "e.parquet"),
+                                           str(tmp_path / ".e.tmp"), mod) == (0, 0, 0)
+    import pyarrow.parquet as pq
+
+    empty = pq.read_table(tmp_path / "e.parquet")
+    assert empty.num_rows == 0 and empty.schema.equals(mod.FRAMES_SCHEMA)
+
+
 def test_binary_views_share_the_arrow_buffers():
     arr = pa.array([b"abc", b"", b"defg", b"h"], pa.binary()).slice(1, 3)
     offsets, values = binary_views(arr)

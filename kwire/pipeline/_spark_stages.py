@@ -3,8 +3,9 @@
 1. **decode**: the capture is partitioned by connection and sorted by
    ``seq`` inside each partition, so every response follows its request in
    the same Python worker; ``mapInArrow`` feeds each Arrow batch to the
-   batch decoder (``kwire.codec._batch_c``) as zero-copy NumPy views.  Written to
-   ``OUT/frames``.
+   batch decoder (``kwire.codec._batch_c``) as zero-copy NumPy views, and
+   each task writes its decoded partition to ``OUT/frames`` with pyarrow
+   (:func:`write_frames`), handing Spark back only its counts.
 2. **metadata**: topic sizes from the Metadata responses, capture-wide
    (Metadata is the cluster's, not a group's): each partition reduced to
    where a topic's size changes, then the driver reduces those
@@ -271,18 +272,6 @@ def check_capture(spark, capture_path):
 # -- stages ------------------------------------------------------------------------------------
 
 
-def decode_partition(batches, implementation=None):
-    """Runs in the Python worker: one Pairing per partition, so pairing state
-    survives batch boundaries (the partition is sorted by conn, seq)."""
-    from kwire.codec import batch_decoder
-    from kwire.pipeline._decode import decode_record_batch
-
-    mod = batch_decoder(implementation)
-    pairing = mod.Pairing()
-    for batch in batches:
-        yield decode_record_batch(batch, pairing, mod)
-
-
 def ordered_capture(spark, capture_path, partitions=None):
     """The capture's :data:`DECODE_COLUMNS`, partitioned by connection and
     sorted by ``seq`` within each: the order the decoder's pairing needs."""
@@ -291,12 +280,57 @@ def ordered_capture(spark, capture_path, partitions=None):
     return capture.repartition(n, "conn").sortWithinPartitions("conn", "seq")
 
 
-def decode_stage(spark, capture_path, partitions=None, implementation=None, archive=None):
+#: What each task of :func:`write_frames` returns: its partition's counts.
+WRITTEN_SCHEMA = pa.schema([("frames", pa.int64()), ("errors", pa.int64()), ("connections", pa.int64())])
+
+
+def decode_write_partition(batches, out, implementation=None):
+    """Runs in the Python worker: decodes one partition and writes it as one
+    file of ``out`` (``part-NNNNN.parquet`` by partition: a retried or
+    speculative attempt replaces it with the same rows); yields the counts."""
+    from pyspark import TaskContext
+
+    from kwire.codec import batch_decoder
+    from kwire.pipeline._decode import decode_to_parquet
+
+    mod = batch_decoder(implementation)
+    task = TaskContext.get()
+    filesystem, base = report.output_fs(out)
+    name = f"part-{task.partitionId():05d}.parquet"
+    counts = decode_to_parquet(batches, mod.Pairing(), filesystem, f"{base}/{name}",
+                               f"{base}/.{name}.{task.taskAttemptId()}", mod)
+    yield pa.RecordBatch.from_arrays([pa.array([c], pa.int64()) for c in counts], schema=WRITTEN_SCHEMA)
+
+
+def write_frames(spark, capture_path, out, partitions=None, implementation=None, archive=None):
+    """The decode stage, written to ``out`` (replaced if present) by its own
+    tasks with pyarrow's Parquet writer, a file per partition; returns
+    ``{"frames", "decode_errors", "connections"}``.
+
+    The tasks write the decoded columns themselves rather than hand them back
+    to the JVM: Spark's Parquet writer takes Arrow batches a row and a value
+    at a time (most of the 34 columns of a heartbeat's row are nulls, each
+    written one by one into nested columns' levels), which cost more than
+    the decoding and the rest of the stage.  ``out`` is a local path or a URI
+    ``pyarrow.fs`` knows, reachable from the executors."""
+    from pyarrow import fs
+
+    filesystem, base = report.output_fs(out)
+    if filesystem.get_file_info(base).type != fs.FileType.NotFound:
+        filesystem.delete_dir(base)
+    filesystem.create_dir(base, recursive=True)
+    run = remote(__name__, "decode_write_partition", archive)
+    rows = ordered_capture(spark, capture_path, partitions).mapInArrow(
+        lambda it: run(it, out, implementation), spark_schema(WRITTEN_SCHEMA)).collect()
+    return {"frames": sum(r["frames"] for r in rows), "decode_errors": sum(r["errors"] for r in rows),
+            "connections": sum(r["connections"] for r in rows)}
+
+
+def read_frames(spark, out, implementation=None):
+    """``out``'s frames (:func:`write_frames`) as a DataFrame of the decoder's schema."""
     from kwire.codec import batch_decoder
 
-    schema = spark_schema(batch_decoder(implementation).FRAMES_SCHEMA)
-    decode = remote(__name__, "decode_partition", archive)
-    return ordered_capture(spark, capture_path, partitions).mapInArrow(lambda it: decode(it, implementation), schema)
+    return spark.read.schema(spark_schema(batch_decoder(implementation).FRAMES_SCHEMA)).parquet(out)
 
 
 #: What the metadata stage's tasks return: bad Metadata frames (``kind``
@@ -606,15 +640,10 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         buckets = buckets or DEFAULT_BUCKETS_PER_CORE * par
 
         with progress.stage("decode") as st:
-            decode_stage(spark, capture_path, partitions, implementation, archive).write.mode("overwrite").parquet(
-                _path(out, "frames"))
-            frames = spark.read.parquet(_path(out, "frames"))
-            row = frames.agg(F.count(F.lit(1)).alias("frames"),
-                             F.sum(F.col("decode_error").isNotNull().cast("long")).alias("errors"),
-                             F.countDistinct("conn").alias("conns")).first()
-            st.done(frames=row["frames"])
-        stages["decode"] = {"seconds": st.seconds, "frames": row["frames"]}
-        s = {"frames": row["frames"], "decode_errors": row["errors"] or 0, "connections": row["conns"]}
+            s = write_frames(spark, capture_path, _path(out, "frames"), partitions, implementation, archive)
+            frames = read_frames(spark, _path(out, "frames"), implementation)
+            st.done(frames=s["frames"])
+        stages["decode"] = {"seconds": st.seconds, "frames": s["frames"]}
 
         with progress.stage("metadata") as st:
             metadata_counts, metadata_bad = metadata_stage(frames, max_partitions, archive)
