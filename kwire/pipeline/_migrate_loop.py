@@ -276,8 +276,10 @@ class Replay:
                 self.tick_at = None
                 self.tick(t)
                 self.after_coordinator(t)
+        # An open rebalance settles once every partition is owned, no crashed member waits to be removed and
+        # every member is steady (tested here, after every entry, cheapest first).
         if ledger.open and not ledger.unowned and not self.silent and self.all_steady():
-            ledger.settle(t)   # check_stable, inline: it runs after every entry
+            ledger.settle(t)
 
     def respond(self, m, token, response, t):
         """Queue ``response`` to reach ``m`` half its latency after ``t``."""
@@ -330,13 +332,6 @@ class Replay:
         m.poll_at = at
         self.seq += 1
         heapq.heappush(self.heap, (at, POLL, self.seq, m, m.version, None))
-
-    def check_stable(self, t):
-        ledger = self.ledger
-        if not ledger.open or ledger.unowned or self.silent:
-            return
-        if self.all_steady():
-            ledger.settle(t)
 
 
 def median_session_ms(history: MembershipHistory, default=45000) -> int:
