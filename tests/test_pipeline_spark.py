@@ -71,8 +71,23 @@ def run(spark, tmp_path_factory):
     capture = str(base / "capture.parquet")
     sims = scripted_capture(capture, extra=_extra)
     out = str(base / "out")
+    persisted = _persisted(spark)
     summary = run_pipeline(capture, out, spark=spark, buckets=3, partitions=2, log=lambda *_: None)
+    _HELD["before"], _HELD["after"] = persisted, _persisted(spark)
     return capture, out, summary, sims
+
+
+_HELD = {}
+
+
+def _persisted(spark):
+    return sorted(int(k) for k in spark.sparkContext._jsc.getPersistentRDDs().keySet())
+
+
+def test_a_run_in_a_callers_session_leaves_nothing_held_in_it(run):
+    """The run caches and locally checkpoints its events and timelines; in a session it does not own,
+    which outlives the run, it frees them all (a local checkpoint's blocks too) when it ends."""
+    assert _HELD["after"] == _HELD["before"]
 
 
 def _read(out, name):

@@ -630,6 +630,9 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         progress = Progress(sc, stream=_LogStream(log) if not sys.stderr.isatty() else None)
     elif progress.sc is None:
         progress.sc = sc
+    # What this run keeps in the session's block managers, released when it ends however it ends: a
+    # caller's session outlives the run, and a second run in it would otherwise hold both runs' events.
+    held = []
     try:
         if not checked:
             check_capture(spark, capture_path)
@@ -660,10 +663,12 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             # (``localCheckpoint``): Spark's columnar cache took longer to
             # fill and to read with these nested columns than the scans.
             all_events = events_stage(frames).localCheckpoint()
+            held.append(all_events)
             # Groups with ConsumerGroupHeartbeat traffic (consumer and mixed) go to the consumer-protocol analysis.
             kip848_events, classic_events = split_protocols(all_events)
             events = bucketed(classic_events, buckets)
             kip848 = bucketed(kip848_events, buckets)
+            held += [events, kip848]
             # Each group's timeline is built once here for every table of
             # TIMELINE_TABLES, the what-if's included (its replay is timed
             # by ``replay``); the first write computes and caches them all,
@@ -673,6 +678,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             # hundred bytes as a row, 1.4 million assignments' rows on 10,000
             # groups, where the columnar cache compresses the nulls away.)
             wide = bucket_stage(events, max_partitions, archive, replay, metadata_counts, replay_cpu).persist()
+            held.append(wide)
             rows = {}
             for name in ("rebalances", "assignments", "bad_frames"):
                 table = unwide(wide, name)
@@ -697,6 +703,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             consumer_tables, consumer_rows, _topic_ids, consumer_histories = consumer_stage(
                 kip848, frames, out, spark_schema=spark_schema, archive=archive,
                 session_timeout_ms=consumer_session_timeout_ms)
+            held.append(consumer_histories)
             st.done(**consumer_rows)
         stages["consumer"] = {"seconds": st.seconds, **st.counts}
         # The classic groups' membership histories were read off their timelines in the cached pass.
@@ -733,8 +740,21 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         if own_session:
             spark.stop()
         else:
+            for df in held:
+                release(df)
             for k, v in saved_conf.items():
                 spark.conf.set(k, v)
+
+
+def release(df):
+    """Free what ``df`` holds in the block managers: its cache, or the blocks of a ``localCheckpoint``.
+
+    ``unpersist`` frees a cache only: a local checkpoint's blocks belong to the RDD under the checkpointed
+    plan (``Dataset.checkpoint`` wraps it in a ``LogicalRDD``), which only that RDD's own ``unpersist`` frees."""
+    df.unpersist()
+    plan = df._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)
 
 
 class _LogStream:
