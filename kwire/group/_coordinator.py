@@ -83,6 +83,16 @@ def _random_member_id(prefix):
     return f"{prefix}-{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
+_DEFAULT_CONSUMER_CONFIG = []
+
+
+def _default_consumer_config():
+    """``ConsumerGroupConfig({})``, made once: nothing assigns to a config after it is made."""
+    if not _DEFAULT_CONSUMER_CONFIG:
+        _DEFAULT_CONSUMER_CONFIG.append(ConsumerGroupConfig({}))
+    return _DEFAULT_CONSUMER_CONFIG[0]
+
+
 _CONSUMER_REQUESTS = frozenset({ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest})
 
 CLASSIC_GROUP_TYPE = "classic"   # ListGroups v5's GroupType of a classic group
@@ -138,7 +148,8 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
                     max_session_timeout_ms = value
                 else:
                     max_group_size = value
-        consumer_config = ConsumerGroupConfig(config)
+        # Most coordinators (every migration replay's, every test's) take the defaults: read them once.
+        consumer_config = _default_consumer_config() if not config else ConsumerGroupConfig(config)
         if max_group_size < 1:
             raise GroupProtocolError("max_group_size must be at least 1 (group.max.size)")
         if max_groups is not None and max_groups < 1:
