@@ -198,6 +198,11 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
             ConsumerGroupHeartbeatRequest: self._consumer_heartbeat,
             ConsumerGroupDescribeRequest: self._consumer_describe,
         }
+        # Until the consumer side is first reached no consumer group exists, so the classic requests go
+        # straight to their classic handlers (the routed ones would find no consumer group of the id).
+        self._classic_handlers = {**self._handlers, JoinGroupRequest: self._join_group,
+                                  SyncGroupRequest: self._sync_group, HeartbeatRequest: self._heartbeat,
+                                  LeaveGroupRequest: self._leave_group}
 
     # -- the driving surface ----------------------------------------------------------------------------
 
@@ -206,7 +211,7 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
 
         ``client_id`` is the request header's client id (the prefix of a dynamic member's new id) and
         ``client_host`` the peer address as Java prints it; both are reported by DescribeGroups."""
-        handler = self._handlers.get(type(request))
+        handler = (self._handlers if self._consumer_active else self._classic_handlers).get(type(request))
         if handler is None:
             raise GroupProtocolError(
                 f"GroupCoordinator handles JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, "

@@ -492,21 +492,32 @@ class ConsumerMember:
             assignment = Assignment.decode(assignment_bytes)
         except KwireError as exc:
             return self._fail(UNKNOWN_SERVER_ERROR, f"undecodable assignment: {exc}")
-        topics = [tp.topic for tp in assignment.assigned_partitions if tp.partitions]
-        if not set(topics).issubset(self.topics):
-            self._request_rejoin()
-            return
-        assigned = [(tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions]
+        subscribed = self.topics
+        assigned = []
+        for tp in assignment.assigned_partitions:
+            partitions = tp.partitions
+            if partitions:
+                topic = tp.topic
+                if topic not in subscribed:
+                    self._request_rejoin()   # assigned a topic it does not subscribe to
+                    return
+                assigned += [(topic, p) for p in partitions]
         assigned.sort()
         assigned = tuple(assigned)
-        owned = set(self.owned)
-        if self.protocol == COOPERATIVE:
-            revoked = _sorted_tps(owned.difference(assigned))
-            if revoked:
-                # Two-phase: give these up now, rejoin so a later round can hand them to someone else.
-                self._out.append(PartitionsRevoked(revoked))
-                self._request_rejoin()
-        added = _sorted_tps(set(assigned).difference(owned))
+        given = set(assigned)
+        if self.owned:
+            owned = set(self.owned)
+            if self.protocol == COOPERATIVE:
+                revoked = _sorted_tps(owned.difference(assigned))
+                if revoked:
+                    # Two-phase: give these up now, rejoin so a later round can hand them to someone else.
+                    self._out.append(PartitionsRevoked(revoked))
+                    self._request_rejoin()
+            added = _sorted_tps(given.difference(owned))
+        else:
+            # Nothing owned (always so in an eager rebalance): everything given is added; ``assigned`` is
+            # already sorted, and is the answer unless the leader listed a partition twice.
+            added = assigned if len(given) == len(assigned) else _sorted_tps(given)
         self.owned = assigned
         self._last_assignment = assigned
         generation = self.generation
