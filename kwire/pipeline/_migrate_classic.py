@@ -124,6 +124,19 @@ class ClassicReplay(Replay):
     def steady(self, m):
         return m.machine.state is _STEADY   # states are the enum's members
 
+    def all_steady(self):
+        # The loop's answer with the group's state asked first: during a rebalance the group is not stable,
+        # and that one look answers without a call per member.
+        members = self.members
+        if not members:
+            return True
+        if self.coordinator.group_state(self.h.group_id) not in _SETTLED:
+            return False
+        for m in members.values():
+            if m.machine.state is not _STEADY:
+                return False
+        return True
+
 
 class _LazyRandom:
     """``random.Random(seed)`` made on its first use: a member draws from it only to back off after an
