@@ -81,7 +81,10 @@ def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[Sma
             if type(topic) is not str or min(partitions) < 0:
                 return None
             count = counts.get(topic)
-            owned += [(topic, p) for p in partitions if count is None or p < count]
+            if count is None or max(partitions) < count:
+                owned += [(topic, p) for p in partitions]
+            else:
+                owned += [(topic, p) for p in partitions if p < count]
         try:
             generation = cooperative_generation(sub.generation_id, sub.user_data)
         except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
