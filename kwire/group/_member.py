@@ -21,6 +21,8 @@ sent as the rebalance timeout but nothing here expires it) -- those belong to th
 """
 
 import random
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, NamedTuple, Optional, Tuple
 
 from kwire.codec import (
@@ -100,6 +102,7 @@ _ENDED = (MemberState.CLOSED, MemberState.FAILED)
 _HEARTBEATING = frozenset({MemberState.COMPLETING_REBALANCE, MemberState.STABLE})
 _STABLE = MemberState.STABLE
 _new_tuple = tuple.__new__  # builds a namedtuple from a tuple without its Python-level __new__
+_TOPIC = itemgetter(0)
 
 EAGER = "EAGER"
 COOPERATIVE = "COOPERATIVE"
@@ -185,14 +188,8 @@ def _grouped(tps, cls):
     """``[cls(topic=..., partitions=[...]), ...]`` of ``(topic, partition)`` pairs, topics and partitions sorted."""
     if not tps:
         return []
-    topics = {}
-    for topic, partition in sorted(tps):
-        partitions = topics.get(topic)
-        if partitions is None:
-            topics[topic] = [partition]
-        else:
-            partitions.append(partition)
-    return [cls(topic=t, partitions=ps) for t, ps in topics.items()]
+    # Sorted pairs hold each topic's partitions together: one group per run of a topic.
+    return [cls(topic=topic, partitions=[p for _, p in pairs]) for topic, pairs in groupby(sorted(tps), _TOPIC)]
 
 
 class ConsumerMember:
