@@ -1,6 +1,6 @@
 """The migration what-if's speed: simulated member-events per second of simulation time.
 
-Run: ``python benches/bench_migrate.py [--groups N] [--seed S] [--spark]``.
+Run: ``python benches/bench_migrate.py [--groups N] [--seed S] [--spark [--spark-protocol P]]``.
 
 1. A synthetic classic capture of N groups (``kwire.pipeline.synth``, cached in the temporary directory as
    bench_pipeline.py caches it), its events and each group's membership history (not timed).
@@ -11,7 +11,9 @@ Run: ``python benches/bench_migrate.py [--groups N] [--seed S] [--spark]``.
    direction: member-events, wall seconds inside the simulation function (as the pipeline's
    ``stages.migration.replay_seconds`` sums them), member-events per wall second and per CPU second, best
    of ``--repeat``.  The goal is >= 100,000 member-events per second of simulation time.
-3. ``--spark``: ``run_pipeline`` on the same capture on local[2], and its ``stages.migration`` figures:
+3. ``--spark``: ``run_pipeline`` on the same capture (or, with ``--spark-protocol consumer``, on a synthetic
+   capture of consumer-protocol groups, which the pipeline replays under classic rebalances) on local[2], and
+   its ``stages.migration`` figures:
    ``member_events / replay_seconds``, the replay time summed over the tasks, and the same per CPU second
    (``replay_cpu_seconds``).
 
@@ -69,6 +71,21 @@ def bench_direction(name, histories, simulate, repeat):
     return events / wall
 
 
+def consumer_capture_path(protocol, groups, seed):
+    """A synthetic capture of consumer-protocol (or mixed) groups, cached beside the classic one: the pipeline
+    replays these under classic eager and cooperative rebalances."""
+    from kwire.pipeline._synth_fleet import synth
+
+    cache = os.path.join(tempfile.gettempdir(), "kwire-bench-pipeline")
+    os.makedirs(cache, exist_ok=True)
+    path = os.path.join(cache, f"synth-{protocol}-{groups}-{seed}.parquet")
+    if not os.path.exists(path):
+        partial = path + ".part"
+        synth(partial, protocol=protocol, groups=groups, seed=seed)
+        os.replace(partial, path)
+    return path
+
+
 def bench_spark(path):
     from kwire.pipeline import run_pipeline, spark_session
 
@@ -97,6 +114,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--spark", action="store_true", help="also run the pipeline on local[2]")
+    ap.add_argument("--spark-protocol", choices=("classic", "consumer", "mixed"), default="classic",
+                    help="the protocol of the capture --spark runs: consumer-protocol groups are replayed under "
+                         "classic eager and cooperative rebalances (default: classic)")
     args = ap.parse_args(argv)
     if args.groups <= 0 or args.repeat <= 0:
         ap.error("--groups and --repeat must be positive")
@@ -110,7 +130,8 @@ def main(argv=None):
     bench_direction("consumer -> classic cooperative", as_consumer,
                     lambda h: simulate_classic(h, cooperative=True), args.repeat)
     if args.spark:
-        bench_spark(path)
+        bench_spark(path if args.spark_protocol == "classic" else
+                    consumer_capture_path(args.spark_protocol, args.groups, args.seed))
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

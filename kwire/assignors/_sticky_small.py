@@ -81,7 +81,10 @@ def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[Sma
             if type(topic) is not str or min(partitions) < 0:
                 return None
             count = counts.get(topic)
-            owned += [(topic, p) for p in partitions if count is None or p < count]
+            if count is None or max(partitions) < count:
+                owned += [(topic, p) for p in partitions]
+            else:
+                owned += [(topic, p) for p in partitions if p < count]
         try:
             generation = cooperative_generation(sub.generation_id, sub.user_data)
         except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
@@ -118,19 +121,23 @@ def small_cooperative_sticky(members: List[SmallMember], counts: Dict[str, int]
         return None   # the array path answers for Java's failure
     out: Dict[str, List[Tuple[str, List[int]]]] = {}
     seen = set()
+    given = 0
     for m in members:
         subscribed = m.topics
         groups: Dict[str, List[int]] = {}
-        for tp in result[m.member_id]:
-            topic, p = tp
-            # Valid: an existing partition of a topic the member subscribes to, given once.
-            if tp in seen or topic not in subscribed or not 0 <= p < topic_counts.get(topic, 0):
-                return None
-            seen.add(tp)
+        mine = result[m.member_id]
+        for topic, p in mine:
             partitions = groups.get(topic)
             if partitions is None:
                 groups[topic] = [p]
             else:
                 partitions.append(p)
+        # Valid: existing partitions of topics the member subscribes to, each given once (checked per topic
+        # here, and once for the whole group by the count of distinct pairs below).
+        for topic, partitions in groups.items():
+            if topic not in subscribed or min(partitions) < 0 or max(partitions) >= topic_counts.get(topic, 0):
+                return None
+        seen.update(mine)
+        given += len(mine)
         out[m.member_id] = list(groups.items())
-    return out
+    return out if len(seen) == given else None

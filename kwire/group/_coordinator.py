@@ -83,6 +83,16 @@ def _random_member_id(prefix):
     return f"{prefix}-{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
+_DEFAULT_CONSUMER_CONFIG = []
+
+
+def _default_consumer_config():
+    """``ConsumerGroupConfig({})``, made once: nothing assigns to a config after it is made."""
+    if not _DEFAULT_CONSUMER_CONFIG:
+        _DEFAULT_CONSUMER_CONFIG.append(ConsumerGroupConfig({}))
+    return _DEFAULT_CONSUMER_CONFIG[0]
+
+
 _CONSUMER_REQUESTS = frozenset({ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest})
 
 CLASSIC_GROUP_TYPE = "classic"   # ListGroups v5's GroupType of a classic group
@@ -138,7 +148,8 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
                     max_session_timeout_ms = value
                 else:
                     max_group_size = value
-        consumer_config = ConsumerGroupConfig(config)
+        # Most coordinators (every migration replay's, every test's) take the defaults: read them once.
+        consumer_config = _default_consumer_config() if not config else ConsumerGroupConfig(config)
         if max_group_size < 1:
             raise GroupProtocolError("max_group_size must be at least 1 (group.max.size)")
         if max_groups is not None and max_groups < 1:
@@ -187,6 +198,11 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
             ConsumerGroupHeartbeatRequest: self._consumer_heartbeat,
             ConsumerGroupDescribeRequest: self._consumer_describe,
         }
+        # Until the consumer side is first reached no consumer group exists, so the classic requests go
+        # straight to their classic handlers (the routed ones would find no consumer group of the id).
+        self._classic_handlers = {**self._handlers, JoinGroupRequest: self._join_group,
+                                  SyncGroupRequest: self._sync_group, HeartbeatRequest: self._heartbeat,
+                                  LeaveGroupRequest: self._leave_group}
 
     # -- the driving surface ----------------------------------------------------------------------------
 
@@ -195,7 +211,7 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
 
         ``client_id`` is the request header's client id (the prefix of a dynamic member's new id) and
         ``client_host`` the peer address as Java prints it; both are reported by DescribeGroups."""
-        handler = self._handlers.get(type(request))
+        handler = (self._handlers if self._consumer_active else self._classic_handlers).get(type(request))
         if handler is None:
             raise GroupProtocolError(
                 f"GroupCoordinator handles JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, "

@@ -21,6 +21,8 @@ sent as the rebalance timeout but nothing here expires it) -- those belong to th
 """
 
 import random
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, NamedTuple, Optional, Tuple
 
 from kwire.codec import (
@@ -100,6 +102,7 @@ _ENDED = (MemberState.CLOSED, MemberState.FAILED)
 _HEARTBEATING = frozenset({MemberState.COMPLETING_REBALANCE, MemberState.STABLE})
 _STABLE = MemberState.STABLE
 _new_tuple = tuple.__new__  # builds a namedtuple from a tuple without its Python-level __new__
+_TOPIC = itemgetter(0)
 
 EAGER = "EAGER"
 COOPERATIVE = "COOPERATIVE"
@@ -185,14 +188,8 @@ def _grouped(tps, cls):
     """``[cls(topic=..., partitions=[...]), ...]`` of ``(topic, partition)`` pairs, topics and partitions sorted."""
     if not tps:
         return []
-    topics = {}
-    for topic, partition in sorted(tps):
-        partitions = topics.get(topic)
-        if partitions is None:
-            topics[topic] = [partition]
-        else:
-            partitions.append(partition)
-    return [cls(topic=t, partitions=ps) for t, ps in topics.items()]
+    # Sorted pairs hold each topic's partitions together: one group per run of a topic.
+    return [cls(topic=topic, partitions=[p for _, p in pairs]) for topic, pairs in groupby(sorted(tps), _TOPIC)]
 
 
 class ConsumerMember:
@@ -492,21 +489,32 @@ class ConsumerMember:
             assignment = Assignment.decode(assignment_bytes)
         except KwireError as exc:
             return self._fail(UNKNOWN_SERVER_ERROR, f"undecodable assignment: {exc}")
-        topics = [tp.topic for tp in assignment.assigned_partitions if tp.partitions]
-        if not set(topics).issubset(self.topics):
-            self._request_rejoin()
-            return
-        assigned = [(tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions]
+        subscribed = self.topics
+        assigned = []
+        for tp in assignment.assigned_partitions:
+            partitions = tp.partitions
+            if partitions:
+                topic = tp.topic
+                if topic not in subscribed:
+                    self._request_rejoin()   # assigned a topic it does not subscribe to
+                    return
+                assigned += [(topic, p) for p in partitions]
         assigned.sort()
         assigned = tuple(assigned)
-        owned = set(self.owned)
-        if self.protocol == COOPERATIVE:
-            revoked = _sorted_tps(owned.difference(assigned))
-            if revoked:
-                # Two-phase: give these up now, rejoin so a later round can hand them to someone else.
-                self._out.append(PartitionsRevoked(revoked))
-                self._request_rejoin()
-        added = _sorted_tps(set(assigned).difference(owned))
+        given = set(assigned)
+        if self.owned:
+            owned = set(self.owned)
+            if self.protocol == COOPERATIVE:
+                revoked = _sorted_tps(owned.difference(assigned))
+                if revoked:
+                    # Two-phase: give these up now, rejoin so a later round can hand them to someone else.
+                    self._out.append(PartitionsRevoked(revoked))
+                    self._request_rejoin()
+            added = _sorted_tps(given.difference(owned))
+        else:
+            # Nothing owned (always so in an eager rebalance): everything given is added; ``assigned`` is
+            # already sorted, and is the answer unless the leader listed a partition twice.
+            added = assigned if len(given) == len(assigned) else _sorted_tps(given)
         self.owned = assigned
         self._last_assignment = assigned
         generation = self.generation

@@ -51,12 +51,12 @@ def simulate_classic(history: MembershipHistory, *, cooperative=False,
 
 class ClassicReplay(Replay):
     def __init__(self, history, cooperative, heartbeat_interval_ms, initial_rebalance_delay_ms, settle_us):
-        sessions = [int(s) for s in history.session_timeout_ms] or [45000]
+        sessions = [int(s) for s in history.session_timeout_ms.tolist()] or [45000]
         interval = min(int(heartbeat_interval_ms), max(1, min(sessions) // 3))
         super().__init__(history, interval, settle_us, max(sessions))
         self.protocol = COOPERATIVE if cooperative else EAGER
         self.assignors = ("cooperative-sticky",) if cooperative else ("range",)
-        self.counts = {name: int(n) for name, n in zip(self.names, history.partition_counts)}
+        self.counts = {name: int(n) for name, n in zip(self.names, history.partition_counts.tolist())}
         ids = iter(range(1, 1 << 62))
         self.coordinator = GroupCoordinator(
             initial_rebalance_delay_ms=int(initial_rebalance_delay_ms),
@@ -123,6 +123,19 @@ class ClassicReplay(Replay):
 
     def steady(self, m):
         return m.machine.state is _STEADY   # states are the enum's members
+
+    def all_steady(self):
+        # The loop's answer with the group's state asked first: during a rebalance the group is not stable,
+        # and that one look answers without a call per member.
+        members = self.members
+        if not members:
+            return True
+        if self.coordinator.group_state(self.h.group_id) not in _SETTLED:
+            return False
+        for m in members.values():
+            if m.machine.state is not _STEADY:
+                return False
+        return True
 
 
 class _LazyRandom:
