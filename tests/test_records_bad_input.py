@@ -18,6 +18,7 @@ from kwire.errors import (
 )
 
 from tests._twins import IMPLS as IMPLEMENTATIONS
+from tests._zstd_libraries import zstd_library  # noqa: F401 (a fixture)
 
 RECORDS = [_impl.load("records", impl, package="kwire.codec") for impl in IMPLEMENTATIONS]
 P = _impl.load("records", "python", package="kwire.codec")
@@ -153,6 +154,7 @@ def test_unknown_codec():
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
+@pytest.mark.usefixtures("zstd_library")
 def test_garbage_compressed_records(codec):
     _, reason, offset, _ = _same_error(_batch(b"\x00not compressed at all" * 3, 1, attributes=codec),
                                        CorruptRecordError, 61)
@@ -171,10 +173,15 @@ def _gzip(data):
     return c.compress(data) + c.flush()
 
 
-@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd", "zstd without a size"])
+@pytest.mark.usefixtures("zstd_library")
 def test_decompression_bomb_is_stopped_while_decompressing(codec):
     # 16 MiB of zeros in one value; a limit of 1 MiB must stop it without holding 16 MiB.
-    big = P.RecordBatch([P.Record(None, bytes(16 << 20))], compression=codec).encode()
+    big = P.RecordBatch([P.Record(None, bytes(16 << 20))], compression=codec.split()[0]).encode()
+    if codec == "zstd without a size":  # framed as a streaming writer (Java's producer) frames it
+        zstandard = pytest.importorskip("zstandard")
+        plain = P.RecordBatch([P.Record(None, bytes(16 << 20))]).encode()[61:]
+        big = _batch(zstandard.ZstdCompressor(write_content_size=False).compress(plain), 1, attributes=4)
     assert len(big) < 1 << 20
     for R in RECORDS:
         tracemalloc.start()
@@ -194,6 +201,7 @@ def test_decompression_bomb_is_stopped_while_decompressing(codec):
         assert len(R.decode_record_batches(big, max_decompressed_size=17 << 20)[0].records[0].value) == 16 << 20
 
 
+@pytest.mark.usefixtures("zstd_library")
 def test_a_lying_frame_size_does_not_reserve_the_limit():
     import cramjam
 
@@ -233,6 +241,7 @@ def _lz4_frames(plain):
     return frames, noise
 
 
+@pytest.mark.usefixtures("zstd_library")
 def test_lz4_frames_decode_alike_whatever_their_options():
     # The first buffer is sized from the frame (its content size, else its blocks' headers); every option of the
     # format is read the same by both twins, from frames that compress 10x and from ones that do not compress.
@@ -271,6 +280,8 @@ def _same_first_guess(frames):
         for frame in frames if guess else ():
             for codec in (3, 4):
                 assert guess(codec, frame) == common._frame_content_size(frame, codec), (codec, frame[:20])
+            for limit in (0, 100, 1 << 26):
+                assert R._zstd_capacity(frame, limit) == common.zstd_capacity(frame, limit), (limit, frame[:20])
 
 
 def test_lying_lz4_block_headers_cost_a_bounded_buffer():

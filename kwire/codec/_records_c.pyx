@@ -78,6 +78,7 @@ from kwire.codec._records_common import (
     cramjam_module,
     decompress,
     offset_delta,
+    zstd_with_context,
     unknown_codec,
     unsupported_magic,
 )
@@ -159,6 +160,12 @@ def _frame_size_guess(int codec, data):
     """Tests only: frame_size_guess over ``data``, to check it against _records_common._frame_content_size."""
     cdef _View v = _View(data)
     return frame_size_guess(codec, v.p, v.n)
+
+
+def _zstd_capacity(data, limit):
+    """Tests only: zstd_capacity over ``data``, to check it against _records_common.zstd_capacity."""
+    cdef _View v = _View(data)
+    return zstd_capacity(v.p, v.n, limit)
 
 
 # --- Errors --------------------------------------------------------------------------------------------------------
@@ -545,14 +552,22 @@ cdef object _lz4_into = None, _zstd_into = None  # cramjam's, looked up once
 
 cdef _View _inflate(int codec, const unsigned char* b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t limit):
     """LZ4 or zstd records decompressed by one library call into a buffer sized as _records_common.decompress
-    sizes its first (frame_size_guess), or None: then _records_common.decompress does the work, growing the
-    buffer or raising its errors, so both twins give the same results and errors.  What this saves is Python:
-    a call per batch, the copy of the payload (the library reads it where it is) and the zeroing of the buffer
-    (a bytearray made with no content is not zeroed), half of a small batch's decompression."""
+    sizes its first (zstd_capacity for python-zstandard's kept context, else frame_size_guess), or None: then
+    _records_common.decompress does the work, growing the buffer or raising its errors, so both twins give the
+    same results and errors.  What this saves is Python: a call per batch, the copy of the payload (the library
+    reads it where it is) and the zeroing of the buffer (a bytearray made with no content is not zeroed), half
+    of a small batch's decompression."""
     global _lz4_into, _zstd_into
     cdef Py_ssize_t n = end - start, capacity, got
-    cdef uint64_t hint = frame_size_guess(codec, b + start, n)
+    cdef uint64_t hint
     cdef _View view
+    if codec == ZSTD:
+        capacity = zstd_capacity(b + start, n, limit)
+        if capacity:
+            out = zstd_with_context(PyMemoryView_FromMemory(<char*>b + start, n, PyBUF_READ), capacity)
+            if out is not None:
+                return _View(out)
+    hint = frame_size_guess(codec, b + start, n)
     if _lz4_into is None:
         cj = cramjam_module()
         _lz4_into, _zstd_into = cj.lz4.decompress_into, cj.zstd.decompress_into
