@@ -168,6 +168,30 @@ def test_errors_inside_compressed_records_name_the_payload():
     assert reason == "varint longer than 10 bytes (byte 2 of the decompressed records)"
 
 
+def test_snappy_streams_read_alike_and_their_faults_are_the_same_errors():
+    # snappy-java's stream as Java's producer writes it, with more blocks than the compiled twin keeps on its stack
+    # (32 KiB of records each), and the faults of its framing: the same records, or the same error, in every twin.
+    records = [P.Record(b"k%d" % i, bytes((i * 7 + j) & 0xFF for j in range(100_000)), offset=i) for i in range(6)]
+    good = P.RecordBatch(records, compression="snappy").encode()
+    payload = good[61:]
+    assert payload[:8] == b"\x82SNAPPY\x00" and len(records[0].value) * 6 > 17 * 32 * 1024
+    for R in RECORDS:
+        assert [(r.offset, r.key, r.value) for r in R.decode_record_batches(good)[0].records] == [
+            (r.offset, r.key, r.value) for r in records]
+    first = struct.unpack(">I", payload[16:20])[0]
+    block = payload[20:20 + first]
+    cases = {
+        "a cut length": payload[:16] + b"\x00\x00",
+        "a block beyond the payload": payload[:16] + struct.pack(">I", first + 1) + block,
+        "a size that lies": payload[:16] + struct.pack(">I", first + 1) + b"\xff" + block,
+        "an empty block": payload[:16] + struct.pack(">I", 0),
+        "a raw block that lies": b"\xff\xff\x03" + block[3:],
+    }
+    for name, bad in cases.items():
+        _same_error(_batch(bad, 6, attributes=2), CorruptRecordError, 61)
+    _same_error(good, DecompressionLimitError, 61, max_decompressed_size=len(P.RecordBatch(records).encode()) - 62)
+
+
 def _gzip(data):
     c = zlib.compressobj(6, zlib.DEFLATED, 31)
     return c.compress(data) + c.flush()

@@ -103,6 +103,7 @@ cdef enum:
     CONTROL_FLAG = 0x20
     DELETE_HORIZON_FLAG = 0x40
     GZIP = 1
+    SNAPPY = 2
     LZ4 = 3
     ZSTD = 4
 
@@ -547,42 +548,7 @@ cdef int _header(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, bint ch
     return 1
 
 
-cdef object _lz4_into = None, _zstd_into = None  # cramjam's, looked up once
-
-
-cdef _View _inflate(int codec, const unsigned char* b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t limit):
-    """LZ4 or zstd records decompressed by one library call into a buffer sized as _records_common.decompress
-    sizes its first (zstd_capacity for python-zstandard's kept context, else frame_size_guess), or None: then
-    _records_common.decompress does the work, growing the buffer or raising its errors, so both twins give the
-    same results and errors.  What this saves is Python: a call per batch, the copy of the payload (the library
-    reads it where it is) and the zeroing of the buffer (a bytearray made with no content is not zeroed), half
-    of a small batch's decompression."""
-    global _lz4_into, _zstd_into
-    cdef Py_ssize_t n = end - start, capacity, got
-    cdef uint64_t hint
-    cdef _View view
-    if codec == ZSTD:
-        capacity = zstd_capacity(b + start, n, limit)
-        if capacity:
-            out = zstd_with_context(PyMemoryView_FromMemory(<char*>b + start, n, PyBUF_READ), capacity)
-            if out is not None:
-                return _View(out)
-    hint = frame_size_guess(codec, b + start, n)
-    if _lz4_into is None:
-        cj = cramjam_module()
-        _lz4_into, _zstd_into = cj.lz4.decompress_into, cj.zstd.decompress_into
-    capacity = <Py_ssize_t>min(<uint64_t>limit, max(min(hint, 64 * <uint64_t>n + 65536), 4 * <uint64_t>n + 1024))
-    out = PyByteArray_FromStringAndSize(NULL, capacity + 1)  # the spare byte, as _into: full means too small
-    try:
-        got = (_lz4_into if codec == LZ4 else _zstd_into)(
-            PyMemoryView_FromMemory(<char*>b + start, n, PyBUF_READ), out)
-    except Exception:
-        return None
-    if not 0 <= got <= capacity:
-        return None
-    view = _View(out)
-    view.n = got
-    return view
+include "_records_inflate.pxi"
 
 
 cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
@@ -596,6 +562,8 @@ cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, 
         return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index)
     if codec == LZ4 or codec == ZSTD:
         plain_view = _inflate(codec, b, start, batch_end, limit)
+    elif codec == SNAPPY:
+        plain_view = _unsnappy(b, start, batch_end, limit)
     if plain_view is None:
         payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
         plain_view = _View(decompress(codec, payload, limit, start))
