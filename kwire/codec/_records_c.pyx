@@ -302,6 +302,7 @@ cdef class _Records:
     cdef PyObject* ring[2]
     cdef int turn
     cdef bint done
+    cdef bint loop  # the walk of a lazy loop (see failed)
 
     cdef inline void shares_base(self, object base_ts) noexcept:
         """Starts the walk with ``base_ts``, the batch's base timestamp as an int, when it is one equal to the
@@ -324,20 +325,23 @@ cdef class _Records:
         return self
 
     def __next__(self):
-        # The lazy loop (RecordBatch.__iter__): errors get the batch's index, as decode_record_batches gives them;
-        # after one, the loop ends, and the records it gave before stay the caller's.
-        cdef Record rec
-        try:
-            if self.j < self.count:
-                return self.step(True, True)
-            if not self.done:
-                self.done = True
-                self.finish()
-        except CorruptRecordError as exc:
+        # The lazy loop (RecordBatch.__iter__, which sets ``loop``): see failed for its errors.
+        if self.j < self.count:
+            return self.step(True, True)
+        if not self.done:
+            self.done = True
+            self.finish()
+        raise StopIteration
+
+    cdef object failed(self, exc):
+        """``exc``, raised by the walk: in the lazy loop it gets the batch's index, as decode_record_batches gives
+        it, and the loop ends (the records it gave before stay the caller's).  Decided where the error is made,
+        so that the loop's step needs no try (saving and restoring the exception state on every record)."""
+        if self.loop:
             self.j = self.count
             self.done = True
-            raise exc.prepend_path(self.index) from None
-        raise StopIteration
+            return exc.prepend_path(self.index)
+        return exc
 
     cdef Record recycled(self):
         """A record for the loop's next step: the one it gave two steps ago when nothing but this walk holds it any
@@ -360,11 +364,12 @@ cdef class _Records:
     cdef inline int advance(self, _Rec* r) except -1:
         """Walks the next record, checked whole, into ``r``; the caller checks that ``j < count``."""
         if self.pos >= self.end:
-            raise _fail(f"record count {self.count} but only {self.j} records are present", self.pos, self.where)
+            raise self.failed(_fail(f"record count {self.count} but only {self.j} records are present", self.pos,
+                                    self.where))
         try:
             _walk_record(self.b, &self.pos, self.end, self.where, r)
         except CorruptRecordError as exc:
-            raise exc.prepend_path(self.j).prepend_path("records") from None
+            raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
         self.j += 1
         return 0
 
@@ -420,7 +425,7 @@ cdef class _Records:
 
     cdef int finish(self) except -1:
         if self.pos != self.end:
-            raise _fail(f"bytes after the {self.count} records the batch declares", self.pos, self.where)
+            raise self.failed(_fail(f"bytes after the {self.count} records the batch declares", self.pos, self.where))
         return 0
 
     cdef list fill(self):
@@ -655,6 +660,17 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     return out
 
 
+cdef tuple _SMALL = tuple(range(-5, 257))  # the ints CPython keeps made
+
+
+cdef inline object _int(int64_t v):
+    """``v`` as an int, read from _SMALL without a call when it is one of them: a batch header's fields are mostly
+    -1 (no producer id, epoch or sequence), 0 and 2."""
+    if -5 <= v <= 256:
+        return <object>PyTuple_GET_ITEM(_SMALL, v + 5)
+    return PyLong_FromLongLong(v)
+
+
 cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, bint lazy):
     """decode_record_batches, or with ``lazy`` read_record_batches: each batch's records are then left in the
     bytes, for its loop (RecordBatch.__iter__) or its ``records`` to decode."""
@@ -664,6 +680,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
     cdef RecordBatch batch
     cdef _Records w
     cdef _View copy
+    cdef object base_ts  # an object: as a C int (what Cython would infer) each field set would make its own
     cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     if type(data) is not bytes:
         copy = _View(data)
@@ -687,13 +704,14 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         batch = RecordBatch.__new__(RecordBatch)
-        batch.base_offset, batch.partition_leader_epoch, batch.magic = h.base_offset, h.epoch, h.magic
+        batch.base_offset, batch.partition_leader_epoch, batch.magic = _int(h.base_offset), _int(h.epoch), _int(h.magic)
         batch.crc_read, batch.crc_unmade = h.crc, True
-        batch.attributes, batch.last_offset_delta = <uint16_t>h.attributes, h.last_delta
+        batch.attributes, batch.last_offset_delta = _int(<uint16_t>h.attributes), _int(h.last_delta)
         # One int when the two timestamps are the same (every one-record batch's are).
         batch.base_timestamp = base_ts
         batch.max_timestamp = base_ts if h.max_ts == h.base_ts else h.max_ts
-        batch.producer_id, batch.producer_epoch, batch.base_sequence = h.producer_id, h.producer_epoch, h.base_sequence
+        batch.producer_id, batch.producer_epoch = _int(h.producer_id), _int(h.producer_epoch)
+        batch.base_sequence = _int(h.base_sequence)
         if lazy:
             batch.lazy_data, batch.lazy_head, batch.lazy_pos = data, h, pos
             batch.lazy_index, batch.lazy_limit = index, limit
