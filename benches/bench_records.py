@@ -145,8 +145,9 @@ def peer_encode(builder_class, codec, vals):
 
 def decompress_only(codec, data):
     """kwire's decompression library call on the batch's payload, as kwire makes it: zlib's decompress, cramjam's
-    raw snappy per block of snappy-java's stream, cramjam's LZ4 frame decompress, and for zstd python-zstandard's
-    decompress with a kept context where it is installed (else cramjam's, which makes a context per call)."""
+    raw snappy per block of snappy-java's stream, cramjam's raw LZ4 block call per block of a frame the compiled
+    twin reads itself (else its LZ4 frame call), and for zstd python-zstandard's decompress with a kept context
+    where it is installed (else cramjam's, which makes a context per call)."""
     import cramjam
 
     from kwire.codec import _records_common as common
@@ -161,12 +162,46 @@ def decompress_only(codec, data):
             blocks.append(payload[pos + 4:pos + 4 + n])
             pos += 4 + n
         return lambda: [cramjam.snappy.decompress_raw(b) for b in blocks]
+    if codec == 3 and _reads_lz4_itself(payload):
+        return _lz4_blocks(cramjam, payload)
     if codec == 4 and common.ZSTD_CONTEXTS.chosen() == "zstandard":
         import zstandard
 
         context, capacity = zstandard.ZstdDecompressor(), common.zstd_capacity(payload, R_LIMIT)
         return lambda: context.decompress(payload, max_output_size=capacity, allow_extra_data=False)
     return {3: lambda: cramjam.lz4.decompress(payload), 4: lambda: cramjam.zstd.decompress(payload)}[codec]
+
+
+def _reads_lz4_itself(payload):
+    """Whether kwire's compiled twin reads this (valid) LZ4 frame itself, calling cramjam per block: a frame of
+    version 1 with independent blocks and no dictionary, as Kafka's clients write them (docs/RECORDS.md)."""
+    return _impl.IMPLEMENTATION == "cython" and payload[4] & 0xE3 == 0x60
+
+
+def _lz4_blocks(cramjam, payload):
+    """cramjam's raw block call on each block of the frame, into one buffer: the library's share of kwire's read of
+    an LZ4 frame (the frame's header, sizes and checksums are read by kwire)."""
+    flg, blocks = payload[4], []
+    pos = 7 + (8 if flg & 0x08 else 0)
+    while True:
+        size = int.from_bytes(payload[pos:pos + 4], "little")
+        pos += 4
+        if not size:
+            break
+        blocks.append((size >> 31, memoryview(payload)[pos:pos + (size & 0x7FFFFFFF)]))
+        pos += (size & 0x7FFFFFFF) + (4 if flg & 0x10 else 0)
+    out = memoryview(bytearray(len(blocks) * (4 << 20)))
+    block_max = 1 << (16 + 2 * (((payload[5] >> 4) & 7) - 4))
+
+    def run():
+        at = 0
+        for stored, block in blocks:
+            if stored:
+                out[at:at + len(block)] = block
+                at += len(block)
+            else:
+                at += cramjam.lz4.decompress_block_into(block, out[at:at + block_max], output_len=block_max)
+    return run
 
 
 R_LIMIT = 64 << 20  # kwire's default max_decompressed_size
@@ -180,12 +215,15 @@ def peer_decompress_only(codec, data):
     return {1: ac.gzip_decode, 2: ac.snappy_decode, 3: ac.lz4_decode, 4: ac.zstd_decode}[codec].__get__(payload)
 
 
-def decompress_libraries(codec):
-    """(kwire's, aiokafka's) decompression library for ``codec``, as the table's note names them."""
+def decompress_libraries(codec, data):
+    """(kwire's, aiokafka's) decompression library for the batch ``data`` of ``codec``, as the table's note names
+    them."""
     from kwire.codec import _records_common as common
 
     if codec == 1:
         return "zlib", "the gzip module (zlib)"
+    if codec == 3 and _reads_lz4_itself(data[61:]):
+        return "cramjam's raw block call (the frame read by kwire)", "cramjam's frame call"
     if codec == 4 and common.ZSTD_CONTEXTS.chosen() == "zstandard":
         return "python-zstandard, a kept context", "cramjam, a context per call"
     return "cramjam", "cramjam"
@@ -227,7 +265,7 @@ def decode_rows(R, budget, codecs=CODECS, sizes=SIZES):
             if codec:
                 fns += [decompress_only(codec, data), peer_decompress_only(codec, data)]
             k, k_list, a, p, k_kv, a_kv, k_none, a_none, *d = best(*fns, budget=budget * 4)
-            libraries = decompress_libraries(codec) if codec else (None, None)
+            libraries = decompress_libraries(codec, data) if codec else (None, None)
             rows.append({"codec": name, "records": n, "kwire": k, "kwire_list": k_list, "aiokafka": a,
                          "kafka-python": p, "kwire_kv": k_kv, "aiokafka_kv": a_kv, "kwire_none": k_none,
                          "aiokafka_none": a_none, "decompress": d[0] if d else None,

@@ -308,6 +308,58 @@ def _same_first_guess(frames):
                 assert R._zstd_capacity(frame, limit) == common.zstd_capacity(frame, limit), (limit, frame[:20])
 
 
+def test_lz4_frames_of_independent_blocks_are_read_by_the_compiled_twin_and_their_faults_by_cramjam():
+    # The compiled twin reads LZ4 frames of independent blocks itself (every checksum they carry checked) and
+    # decompresses their blocks with cramjam's raw block call; any other frame, and any fault, is cramjam's to read,
+    # so the records and the errors are the same in both twins.
+    lz4_frame = pytest.importorskip("lz4.frame")
+    import cramjam
+
+    records = [P.Record(b"key-%08d" % i, bytes(range(100)), [("trace", b"%016x" % i)], offset=i) for i in range(300)]
+    plain = P.RecordBatch(records).encode()[61:]
+    frames = [P.RecordBatch(records, compression="lz4").encode()[61:]]  # cramjam's, as kwire writes it
+    for store_size in (False, True):
+        for checksums in (False, True):
+            for block_size in (lz4_frame.BLOCKSIZE_MAX64KB, lz4_frame.BLOCKSIZE_MAX4MB):
+                frames.append(lz4_frame.compress(plain, store_size=store_size, block_checksum=checksums,
+                                                 content_checksum=checksums, block_size=block_size,
+                                                 block_linked=False))
+    two_blocks = plain + bytes(range(256)) * 100
+    frames.append(lz4_frame.compress(two_blocks, block_linked=False))
+    reads_itself = getattr(RECORDS[0], "_lz4_records", None)
+    for frame in frames:
+        data = bytes(cramjam.lz4.decompress(frame))
+        if reads_itself:
+            assert reads_itself(frame, 1 << 26) == data
+            assert reads_itself(frame, len(data) - 1) is None  # beyond the limit: cramjam's bomb
+        if data == plain:
+            for R in RECORDS:
+                assert [r.key for r in R.decode_record_batches(_batch(frame, 300, attributes=3))[0].records] == [
+                    r.key for r in records]
+    linked = lz4_frame.compress(two_blocks, block_linked=True)
+    assert not linked[4] & 0x20  # blocks that refer to the ones before: cramjam's to read
+    assert bytes(cramjam.lz4.decompress(linked)) == two_blocks
+    assert reads_itself is None or reads_itself(linked, 1 << 26) is None
+    checked = lz4_frame.compress(plain, store_size=True, block_checksum=True, content_checksum=True,
+                                 block_linked=False)
+    assert checked[4] == 0x7C  # independent blocks, block and content checksums, content size
+    faults = {
+        "header checksum": (14, 1),
+        "block checksum": (19 + int.from_bytes(checked[15:19], "little") & 0x7FFFFFFF, 1),
+        "content checksum": (len(checked) - 1, 1),
+        "content size": (6, 1),
+        "block size": (15, 0x10),
+    }
+    for name, (at, bit) in faults.items():
+        bad = bytearray(checked)
+        bad[at] ^= bit
+        assert reads_itself is None or reads_itself(bytes(bad), 1 << 26) is None, name
+        _same_error(_batch(bytes(bad), 300, attributes=3), CorruptRecordError, 61)
+    for bad in (checked + b"\x00", checked[:-1], checked[:-5] + checked[-4:]):
+        assert reads_itself is None or reads_itself(bad, 1 << 26) is None
+        _same_error(_batch(bad, 300, attributes=3), CorruptRecordError, 61)
+
+
 def test_lying_lz4_block_headers_cost_a_bounded_buffer():
     # Blocks that claim 4 MiB each (the largest block size) with a few bytes of input: the first buffer is held
     # to 16 times the frame, and the frame is an error in both twins.

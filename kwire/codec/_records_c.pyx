@@ -163,6 +163,13 @@ def _frame_size_guess(int codec, data):
     return frame_size_guess(codec, v.p, v.n)
 
 
+def _lz4_records(data, limit):
+    """Tests only: the LZ4 frame ``data`` as the compiled twin reads it itself, or None where cramjam reads it."""
+    cdef _View v = _View(data)
+    cdef _View out = _unlz4(v.p, 0, v.n, limit)
+    return None if out is None else PyBytes_FromStringAndSize(<const char*>out.p, out.n)
+
+
 def _zstd_capacity(data, limit):
     """Tests only: zstd_capacity over ``data``, to check it against _records_common.zstd_capacity."""
     cdef _View v = _View(data)
@@ -565,7 +572,9 @@ cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, 
     cdef _View plain_view = None
     if not codec:
         return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index)
-    if codec == LZ4 or codec == ZSTD:
+    if codec == LZ4:
+        plain_view = _unlz4(b, start, batch_end, limit)
+    if (codec == LZ4 and plain_view is None) or codec == ZSTD:
         plain_view = _inflate(codec, b, start, batch_end, limit)
     elif codec == SNAPPY:
         plain_view = _unsnappy(b, start, batch_end, limit)
