@@ -358,6 +358,14 @@ def test_lz4_frames_of_independent_blocks_are_read_by_the_compiled_twin_and_thei
     for bad in (checked + b"\x00", checked[:-1], checked[:-5] + checked[-4:]):
         assert reads_itself is None or reads_itself(bad, 1 << 26) is None
         _same_error(_batch(bad, 300, attributes=3), CorruptRecordError, 61)
+    # A stored block of 0 bytes is a block, not the end mark (cramjam reads it so): with the end mark after it the
+    # frame is whole, without it the frame is cut short.
+    plain_frame = lz4_frame.compress(plain, store_size=False, block_linked=False)
+    empty_block = plain_frame[:-4] + b"\x00\x00\x00\x80"
+    assert reads_itself is None or reads_itself(empty_block + plain_frame[-4:], 1 << 26) == plain
+    for R in RECORDS:
+        assert len(R.decode_record_batches(_batch(empty_block + plain_frame[-4:], 300, attributes=3))[0].records) == 300
+    _same_error(_batch(empty_block, 300, attributes=3), CorruptRecordError, 61)
 
 
 def test_lying_lz4_block_headers_cost_a_bounded_buffer():
