@@ -17,8 +17,10 @@ with each codec.  aiokafka's builder writes them (real client bytes); every libr
   kwire and aiokafka make every field's object when they make the record, so these differ by the reads alone;
 * page faults: minor faults per decode of 10,000 records (``getrusage``), for each way;
 * **encode** = from Python values (key, value, headers, offset, timestamp) to the batch's bytes;
-* compressed cases also give the decompression alone (the library's own call on the same payload, the same library
-  for everyone: ``decompress_only``) and kwire's own share, its time minus that.
+* compressed cases also give each side's decompression alone (its own library's call on the same payload:
+  ``decompress_only`` for kwire, ``peer_decompress_only`` for aiokafka) and its own share, its time minus that.
+  The libraries are the same but for zstd where python-zstandard is installed: kwire then decompresses with it,
+  keeping its context from one call to the next, and aiokafka with cramjam, which makes a context per call.
 
 Goals (compiled kwire, uncompressed, 100 and 10,000 records): decode >= 2x aiokafka's compiled classes and
 >= 30x kafka-python; CRC-32C >= 5 GB/s over 1 MiB.
@@ -142,9 +144,13 @@ def peer_encode(builder_class, codec, vals):
 
 
 def decompress_only(codec, data):
-    """The codec library's own call on the batch's payload, the one every reader pays: zlib's decompress, cramjam's
-    raw snappy per block of snappy-java's stream, cramjam's LZ4 frame and zstd decompress (what aiokafka calls)."""
+    """kwire's decompression library call on the batch's payload, as kwire makes it: zlib's decompress, cramjam's
+    raw snappy per block of snappy-java's stream, cramjam's raw LZ4 block call per block of a frame the compiled
+    twin reads itself (else its LZ4 frame call), and for zstd python-zstandard's decompress with a kept context
+    where it is installed (else cramjam's, which makes a context per call)."""
     import cramjam
+
+    from kwire.codec import _records_common as common
 
     payload = data[61:]
     if codec == 1:
@@ -156,7 +162,71 @@ def decompress_only(codec, data):
             blocks.append(payload[pos + 4:pos + 4 + n])
             pos += 4 + n
         return lambda: [cramjam.snappy.decompress_raw(b) for b in blocks]
+    if codec == 3 and _reads_lz4_itself(payload):
+        return _lz4_blocks(cramjam, payload)
+    if codec == 4 and common.ZSTD_CONTEXTS.chosen() == "zstandard":
+        import zstandard
+
+        context, capacity = zstandard.ZstdDecompressor(), common.zstd_capacity(payload, R_LIMIT)
+        return lambda: context.decompress(payload, max_output_size=capacity, allow_extra_data=False)
     return {3: lambda: cramjam.lz4.decompress(payload), 4: lambda: cramjam.zstd.decompress(payload)}[codec]
+
+
+def _reads_lz4_itself(payload):
+    """Whether kwire's compiled twin reads this (valid) LZ4 frame itself, calling cramjam per block: a frame of
+    version 1 with independent blocks and no dictionary, as Kafka's clients write them (docs/RECORDS.md)."""
+    return _impl.IMPLEMENTATION == "cython" and payload[4] & 0xE3 == 0x60
+
+
+def _lz4_blocks(cramjam, payload):
+    """cramjam's raw block call on each block of the frame, into one buffer: the library's share of kwire's read of
+    an LZ4 frame (the frame's header, sizes and checksums are read by kwire)."""
+    flg, blocks = payload[4], []
+    pos = 7 + (8 if flg & 0x08 else 0)
+    while True:
+        size = int.from_bytes(payload[pos:pos + 4], "little")
+        pos += 4
+        if not size:
+            break
+        blocks.append((size >> 31, memoryview(payload)[pos:pos + (size & 0x7FFFFFFF)]))
+        pos += (size & 0x7FFFFFFF) + (4 if flg & 0x10 else 0)
+    out = memoryview(bytearray(len(blocks) * (4 << 20)))
+    block_max = 1 << (16 + 2 * (((payload[5] >> 4) & 7) - 4))
+
+    def run():
+        at = 0
+        for stored, block in blocks:
+            if stored:
+                out[at:at + len(block)] = block
+                at += len(block)
+            else:
+                at += cramjam.lz4.decompress_block_into(block, out[at:at + block_max], output_len=block_max)
+    return run
+
+
+R_LIMIT = 64 << 20  # kwire's default max_decompressed_size
+
+
+def peer_decompress_only(codec, data):
+    """aiokafka's own decompression call on the same payload (``aiokafka.codec``: the gzip module, cramjam)."""
+    from aiokafka import codec as ac
+
+    payload = data[61:]
+    return {1: ac.gzip_decode, 2: ac.snappy_decode, 3: ac.lz4_decode, 4: ac.zstd_decode}[codec].__get__(payload)
+
+
+def decompress_libraries(codec, data):
+    """(kwire's, aiokafka's) decompression library for the batch ``data`` of ``codec``, as the table's note names
+    them."""
+    from kwire.codec import _records_common as common
+
+    if codec == 1:
+        return "zlib", "the gzip module (zlib)"
+    if codec == 3 and _reads_lz4_itself(data[61:]):
+        return "cramjam's raw block call (the frame read by kwire)", "cramjam's frame call"
+    if codec == 4 and common.ZSTD_CONTEXTS.chosen() == "zstandard":
+        return "python-zstandard, a kept context", "cramjam, a context per call"
+    return "cramjam", "cramjam"
 
 
 # --- The run -----------------------------------------------------------------------------------------------------
@@ -193,11 +263,14 @@ def decode_rows(R, budget, codecs=CODECS, sizes=SIZES):
                    peer_decode(aio_batch, data, "key-value"), kwire_decode(R, data, "none"),
                    peer_decode(aio_batch, data, "none")]
             if codec:
-                fns.append(decompress_only(codec, data))
+                fns += [decompress_only(codec, data), peer_decompress_only(codec, data)]
             k, k_list, a, p, k_kv, a_kv, k_none, a_none, *d = best(*fns, budget=budget * 4)
+            libraries = decompress_libraries(codec, data) if codec else (None, None)
             rows.append({"codec": name, "records": n, "kwire": k, "kwire_list": k_list, "aiokafka": a,
                          "kafka-python": p, "kwire_kv": k_kv, "aiokafka_kv": a_kv, "kwire_none": k_none,
-                         "aiokafka_none": a_none, "decompress": d[0] if d else None})
+                         "aiokafka_none": a_none, "decompress": d[0] if d else None,
+                         "decompress_aiokafka": d[1] if d else None, "library": libraries[0],
+                         "library_aiokafka": libraries[1]})
     return rows
 
 
@@ -219,18 +292,30 @@ def encode_rows(R, budget, codecs=CODECS, sizes=SIZES):
 
 
 def render_decode(rows):
-    """kwire's figures are ``for record in batch``'s; "list" is ``batch.records`` of decode_record_batches."""
+    """kwire's figures are ``for record in batch``'s; "list" is ``batch.records`` of decode_record_batches.  For a
+    compressed batch, each side's decompression alone (its own library's call on the same payload) and its own
+    share (its time minus that call); the note under the table names the libraries."""
     out = ["| codec | records | kwire decode µs | kwire list µs | aiokafka | kafka-python | × aiokafka "
            "| × kafka-python | list: × aiokafka | list: × kafka-python | × aiokafka, key and value read "
-           "| × aiokafka, no field read | decompress µs | kwire own µs |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| × aiokafka, no field read | decompress µs: kwire's | aiokafka's | own µs: kwire | aiokafka |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    libraries = {}
     for r in rows:
-        k, kl, a, p, d = r["kwire"], r["kwire_list"], r["aiokafka"], r["kafka-python"], r["decompress"]
+        k, kl, a, p, d, da = (r["kwire"], r["kwire_list"], r["aiokafka"], r["kafka-python"], r["decompress"],
+                              r.get("decompress_aiokafka"))
         out.append(f"| {r['codec']} | {r['records']} | {k * 1e6:.1f} | {kl * 1e6:.1f} | {a * 1e6:.1f} | {p * 1e6:.1f} "
                    f"| {a / k:.2f} | {p / k:.1f} | {a / kl:.2f} | {p / kl:.1f} "
                    f"| {r['aiokafka_kv'] / r['kwire_kv']:.2f} | {r['aiokafka_none'] / r['kwire_none']:.2f} "
-                   f"| {(d or 0.0) * 1e6:.1f} | {'–' if d is None else f'{(k - d) * 1e6:.1f}'} |")
+                   f"| {_us(d)} | {_us(da)} | {_us(d and k - d)} | {_us(da and a - da)} |")
+        if r.get("library"):
+            libraries[r["codec"]] = f"{r['codec']}: kwire {r['library']}, aiokafka {r['library_aiokafka']}"
+    if libraries:
+        out += ["", "Decompression: " + "; ".join(libraries.values()) + "."]
     return "\n".join(out)
+
+
+def _us(t):
+    return "–" if t is None else f"{t * 1e6:.1f}"
 
 
 def page_faults(R, n=10_000, decodes=50):

@@ -18,6 +18,7 @@ from kwire.errors import (
 )
 
 from tests._twins import IMPLS as IMPLEMENTATIONS
+from tests._zstd_libraries import zstd_library  # noqa: F401 (a fixture)
 
 RECORDS = [_impl.load("records", impl, package="kwire.codec") for impl in IMPLEMENTATIONS]
 P = _impl.load("records", "python", package="kwire.codec")
@@ -153,6 +154,7 @@ def test_unknown_codec():
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
+@pytest.mark.usefixtures("zstd_library")
 def test_garbage_compressed_records(codec):
     _, reason, offset, _ = _same_error(_batch(b"\x00not compressed at all" * 3, 1, attributes=codec),
                                        CorruptRecordError, 61)
@@ -166,15 +168,44 @@ def test_errors_inside_compressed_records_name_the_payload():
     assert reason == "varint longer than 10 bytes (byte 2 of the decompressed records)"
 
 
+def test_snappy_streams_read_alike_and_their_faults_are_the_same_errors():
+    # snappy-java's stream as Java's producer writes it, with more blocks than the compiled twin keeps on its stack
+    # (32 KiB of records each), and the faults of its framing: the same records, or the same error, in every twin.
+    records = [P.Record(b"k%d" % i, bytes((i * 7 + j) & 0xFF for j in range(100_000)), offset=i) for i in range(6)]
+    good = P.RecordBatch(records, compression="snappy").encode()
+    payload = good[61:]
+    assert payload[:8] == b"\x82SNAPPY\x00" and len(records[0].value) * 6 > 17 * 32 * 1024
+    for R in RECORDS:
+        assert [(r.offset, r.key, r.value) for r in R.decode_record_batches(good)[0].records] == [
+            (r.offset, r.key, r.value) for r in records]
+    first = struct.unpack(">I", payload[16:20])[0]
+    block = payload[20:20 + first]
+    cases = {
+        "a cut length": payload[:16] + b"\x00\x00",
+        "a block beyond the payload": payload[:16] + struct.pack(">I", first + 1) + block,
+        "a size that lies": payload[:16] + struct.pack(">I", first + 1) + b"\xff" + block,
+        "an empty block": payload[:16] + struct.pack(">I", 0),
+        "a raw block that lies": b"\xff\xff\x03" + block[3:],
+    }
+    for name, bad in cases.items():
+        _same_error(_batch(bad, 6, attributes=2), CorruptRecordError, 61)
+    _same_error(good, DecompressionLimitError, 61, max_decompressed_size=len(P.RecordBatch(records).encode()) - 62)
+
+
 def _gzip(data):
     c = zlib.compressobj(6, zlib.DEFLATED, 31)
     return c.compress(data) + c.flush()
 
 
-@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd", "zstd without a size"])
+@pytest.mark.usefixtures("zstd_library")
 def test_decompression_bomb_is_stopped_while_decompressing(codec):
     # 16 MiB of zeros in one value; a limit of 1 MiB must stop it without holding 16 MiB.
-    big = P.RecordBatch([P.Record(None, bytes(16 << 20))], compression=codec).encode()
+    big = P.RecordBatch([P.Record(None, bytes(16 << 20))], compression=codec.split()[0]).encode()
+    if codec == "zstd without a size":  # framed as a streaming writer (Java's producer) frames it
+        zstandard = pytest.importorskip("zstandard")
+        plain = P.RecordBatch([P.Record(None, bytes(16 << 20))]).encode()[61:]
+        big = _batch(zstandard.ZstdCompressor(write_content_size=False).compress(plain), 1, attributes=4)
     assert len(big) < 1 << 20
     for R in RECORDS:
         tracemalloc.start()
@@ -194,6 +225,7 @@ def test_decompression_bomb_is_stopped_while_decompressing(codec):
         assert len(R.decode_record_batches(big, max_decompressed_size=17 << 20)[0].records[0].value) == 16 << 20
 
 
+@pytest.mark.usefixtures("zstd_library")
 def test_a_lying_frame_size_does_not_reserve_the_limit():
     import cramjam
 
@@ -233,6 +265,7 @@ def _lz4_frames(plain):
     return frames, noise
 
 
+@pytest.mark.usefixtures("zstd_library")
 def test_lz4_frames_decode_alike_whatever_their_options():
     # The first buffer is sized from the frame (its content size, else its blocks' headers); every option of the
     # format is read the same by both twins, from frames that compress 10x and from ones that do not compress.
@@ -271,6 +304,68 @@ def _same_first_guess(frames):
         for frame in frames if guess else ():
             for codec in (3, 4):
                 assert guess(codec, frame) == common._frame_content_size(frame, codec), (codec, frame[:20])
+            for limit in (0, 100, 1 << 26):
+                assert R._zstd_capacity(frame, limit) == common.zstd_capacity(frame, limit), (limit, frame[:20])
+
+
+def test_lz4_frames_of_independent_blocks_are_read_by_the_compiled_twin_and_their_faults_by_cramjam():
+    # The compiled twin reads LZ4 frames of independent blocks itself (every checksum they carry checked) and
+    # decompresses their blocks with cramjam's raw block call; any other frame, and any fault, is cramjam's to read,
+    # so the records and the errors are the same in both twins.
+    lz4_frame = pytest.importorskip("lz4.frame")
+    import cramjam
+
+    records = [P.Record(b"key-%08d" % i, bytes(range(100)), [("trace", b"%016x" % i)], offset=i) for i in range(300)]
+    plain = P.RecordBatch(records).encode()[61:]
+    frames = [P.RecordBatch(records, compression="lz4").encode()[61:]]  # cramjam's, as kwire writes it
+    for store_size in (False, True):
+        for checksums in (False, True):
+            for block_size in (lz4_frame.BLOCKSIZE_MAX64KB, lz4_frame.BLOCKSIZE_MAX4MB):
+                frames.append(lz4_frame.compress(plain, store_size=store_size, block_checksum=checksums,
+                                                 content_checksum=checksums, block_size=block_size,
+                                                 block_linked=False))
+    two_blocks = plain + bytes(range(256)) * 100
+    frames.append(lz4_frame.compress(two_blocks, block_linked=False))
+    reads_itself = getattr(RECORDS[0], "_lz4_records", None)
+    for frame in frames:
+        data = bytes(cramjam.lz4.decompress(frame))
+        if reads_itself:
+            assert reads_itself(frame, 1 << 26) == data
+            assert reads_itself(frame, len(data) - 1) is None  # beyond the limit: cramjam's bomb
+        if data == plain:
+            for R in RECORDS:
+                assert [r.key for r in R.decode_record_batches(_batch(frame, 300, attributes=3))[0].records] == [
+                    r.key for r in records]
+    linked = lz4_frame.compress(two_blocks, block_linked=True)
+    assert not linked[4] & 0x20  # blocks that refer to the ones before: cramjam's to read
+    assert bytes(cramjam.lz4.decompress(linked)) == two_blocks
+    assert reads_itself is None or reads_itself(linked, 1 << 26) is None
+    checked = lz4_frame.compress(plain, store_size=True, block_checksum=True, content_checksum=True,
+                                 block_linked=False)
+    assert checked[4] == 0x7C  # independent blocks, block and content checksums, content size
+    faults = {
+        "header checksum": (14, 1),
+        "block checksum": (19 + int.from_bytes(checked[15:19], "little") & 0x7FFFFFFF, 1),
+        "content checksum": (len(checked) - 1, 1),
+        "content size": (6, 1),
+        "block size": (15, 0x10),
+    }
+    for name, (at, bit) in faults.items():
+        bad = bytearray(checked)
+        bad[at] ^= bit
+        assert reads_itself is None or reads_itself(bytes(bad), 1 << 26) is None, name
+        _same_error(_batch(bytes(bad), 300, attributes=3), CorruptRecordError, 61)
+    for bad in (checked + b"\x00", checked[:-1], checked[:-5] + checked[-4:]):
+        assert reads_itself is None or reads_itself(bad, 1 << 26) is None
+        _same_error(_batch(bad, 300, attributes=3), CorruptRecordError, 61)
+    # A stored block of 0 bytes is a block, not the end mark (cramjam reads it so): with the end mark after it the
+    # frame is whole, without it the frame is cut short.
+    plain_frame = lz4_frame.compress(plain, store_size=False, block_linked=False)
+    empty_block = plain_frame[:-4] + b"\x00\x00\x00\x80"
+    assert reads_itself is None or reads_itself(empty_block + plain_frame[-4:], 1 << 26) == plain
+    for R in RECORDS:
+        assert len(R.decode_record_batches(_batch(empty_block + plain_frame[-4:], 300, attributes=3))[0].records) == 300
+    _same_error(_batch(empty_block, 300, attributes=3), CorruptRecordError, 61)
 
 
 def test_lying_lz4_block_headers_cost_a_bounded_buffer():

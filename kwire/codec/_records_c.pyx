@@ -78,6 +78,7 @@ from kwire.codec._records_common import (
     cramjam_module,
     decompress,
     offset_delta,
+    zstd_with_context,
     unknown_codec,
     unsupported_magic,
 )
@@ -102,6 +103,7 @@ cdef enum:
     CONTROL_FLAG = 0x20
     DELETE_HORIZON_FLAG = 0x40
     GZIP = 1
+    SNAPPY = 2
     LZ4 = 3
     ZSTD = 4
 
@@ -159,6 +161,19 @@ def _frame_size_guess(int codec, data):
     """Tests only: frame_size_guess over ``data``, to check it against _records_common._frame_content_size."""
     cdef _View v = _View(data)
     return frame_size_guess(codec, v.p, v.n)
+
+
+def _lz4_records(data, limit):
+    """Tests only: the LZ4 frame ``data`` as the compiled twin reads it itself, or None where cramjam reads it."""
+    cdef _View v = _View(data)
+    cdef _View out = _unlz4(v.p, 0, v.n, limit)
+    return None if out is None else PyBytes_FromStringAndSize(<const char*>out.p, out.n)
+
+
+def _zstd_capacity(data, limit):
+    """Tests only: zstd_capacity over ``data``, to check it against _records_common.zstd_capacity."""
+    cdef _View v = _View(data)
+    return zstd_capacity(v.p, v.n, limit)
 
 
 # --- Errors --------------------------------------------------------------------------------------------------------
@@ -294,6 +309,7 @@ cdef class _Records:
     cdef PyObject* ring[2]
     cdef int turn
     cdef bint done
+    cdef bint loop  # the walk of a lazy loop (see failed)
 
     cdef inline void shares_base(self, object base_ts) noexcept:
         """Starts the walk with ``base_ts``, the batch's base timestamp as an int, when it is one equal to the
@@ -316,20 +332,23 @@ cdef class _Records:
         return self
 
     def __next__(self):
-        # The lazy loop (RecordBatch.__iter__): errors get the batch's index, as decode_record_batches gives them;
-        # after one, the loop ends, and the records it gave before stay the caller's.
-        cdef Record rec
-        try:
-            if self.j < self.count:
-                return self.step(True, True)
-            if not self.done:
-                self.done = True
-                self.finish()
-        except CorruptRecordError as exc:
+        # The lazy loop (RecordBatch.__iter__, which sets ``loop``): see failed for its errors.
+        if self.j < self.count:
+            return self.step(True, True)
+        if not self.done:
+            self.done = True
+            self.finish()
+        raise StopIteration
+
+    cdef object failed(self, exc):
+        """``exc``, raised by the walk: in the lazy loop it gets the batch's index, as decode_record_batches gives
+        it, and the loop ends (the records it gave before stay the caller's).  Decided where the error is made,
+        so that the loop's step needs no try (saving and restoring the exception state on every record)."""
+        if self.loop:
             self.j = self.count
             self.done = True
-            raise exc.prepend_path(self.index) from None
-        raise StopIteration
+            return exc.prepend_path(self.index)
+        return exc
 
     cdef Record recycled(self):
         """A record for the loop's next step: the one it gave two steps ago when nothing but this walk holds it any
@@ -352,11 +371,12 @@ cdef class _Records:
     cdef inline int advance(self, _Rec* r) except -1:
         """Walks the next record, checked whole, into ``r``; the caller checks that ``j < count``."""
         if self.pos >= self.end:
-            raise _fail(f"record count {self.count} but only {self.j} records are present", self.pos, self.where)
+            raise self.failed(_fail(f"record count {self.count} but only {self.j} records are present", self.pos,
+                                    self.where))
         try:
             _walk_record(self.b, &self.pos, self.end, self.where, r)
         except CorruptRecordError as exc:
-            raise exc.prepend_path(self.j).prepend_path("records") from None
+            raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
         self.j += 1
         return 0
 
@@ -412,7 +432,7 @@ cdef class _Records:
 
     cdef int finish(self) except -1:
         if self.pos != self.end:
-            raise _fail(f"bytes after the {self.count} records the batch declares", self.pos, self.where)
+            raise self.failed(_fail(f"bytes after the {self.count} records the batch declares", self.pos, self.where))
         return 0
 
     cdef list fill(self):
@@ -540,34 +560,7 @@ cdef int _header(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, bint ch
     return 1
 
 
-cdef object _lz4_into = None, _zstd_into = None  # cramjam's, looked up once
-
-
-cdef _View _inflate(int codec, const unsigned char* b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t limit):
-    """LZ4 or zstd records decompressed by one library call into a buffer sized as _records_common.decompress
-    sizes its first (frame_size_guess), or None: then _records_common.decompress does the work, growing the
-    buffer or raising its errors, so both twins give the same results and errors.  What this saves is Python:
-    a call per batch, the copy of the payload (the library reads it where it is) and the zeroing of the buffer
-    (a bytearray made with no content is not zeroed), half of a small batch's decompression."""
-    global _lz4_into, _zstd_into
-    cdef Py_ssize_t n = end - start, capacity, got
-    cdef uint64_t hint = frame_size_guess(codec, b + start, n)
-    cdef _View view
-    if _lz4_into is None:
-        cj = cramjam_module()
-        _lz4_into, _zstd_into = cj.lz4.decompress_into, cj.zstd.decompress_into
-    capacity = <Py_ssize_t>min(<uint64_t>limit, max(min(hint, 64 * <uint64_t>n + 65536), 4 * <uint64_t>n + 1024))
-    out = PyByteArray_FromStringAndSize(NULL, capacity + 1)  # the spare byte, as _into: full means too small
-    try:
-        got = (_lz4_into if codec == LZ4 else _zstd_into)(
-            PyMemoryView_FromMemory(<char*>b + start, n, PyBUF_READ), out)
-    except Exception:
-        return None
-    if not 0 <= got <= capacity:
-        return None
-    view = _View(out)
-    view.n = got
-    return view
+include "_records_inflate.pxi"
 
 
 cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
@@ -579,8 +572,12 @@ cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, 
     cdef _View plain_view = None
     if not codec:
         return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index)
-    if codec == LZ4 or codec == ZSTD:
+    if codec == LZ4:
+        plain_view = _unlz4(b, start, batch_end, limit)
+    if (codec == LZ4 and plain_view is None) or codec == ZSTD:
         plain_view = _inflate(codec, b, start, batch_end, limit)
+    elif codec == SNAPPY:
+        plain_view = _unsnappy(b, start, batch_end, limit)
     if plain_view is None:
         payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
         plain_view = _View(decompress(codec, payload, limit, start))
@@ -672,6 +669,17 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     return out
 
 
+cdef tuple _SMALL = tuple(range(-5, 257))  # the ints CPython keeps made
+
+
+cdef inline object _int(int64_t v):
+    """``v`` as an int, read from _SMALL without a call when it is one of them: a batch header's fields are mostly
+    -1 (no producer id, epoch or sequence), 0 and 2."""
+    if -5 <= v <= 256:
+        return <object>PyTuple_GET_ITEM(_SMALL, v + 5)
+    return PyLong_FromLongLong(v)
+
+
 cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, bint lazy):
     """decode_record_batches, or with ``lazy`` read_record_batches: each batch's records are then left in the
     bytes, for its loop (RecordBatch.__iter__) or its ``records`` to decode."""
@@ -681,6 +689,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
     cdef RecordBatch batch
     cdef _Records w
     cdef _View copy
+    cdef object base_ts  # an object: as a C int (what Cython would infer) each field set would make its own
     cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     if type(data) is not bytes:
         copy = _View(data)
@@ -704,13 +713,14 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         batch = RecordBatch.__new__(RecordBatch)
-        batch.base_offset, batch.partition_leader_epoch, batch.magic = h.base_offset, h.epoch, h.magic
+        batch.base_offset, batch.partition_leader_epoch, batch.magic = _int(h.base_offset), _int(h.epoch), _int(h.magic)
         batch.crc_read, batch.crc_unmade = h.crc, True
-        batch.attributes, batch.last_offset_delta = <uint16_t>h.attributes, h.last_delta
+        batch.attributes, batch.last_offset_delta = _int(<uint16_t>h.attributes), _int(h.last_delta)
         # One int when the two timestamps are the same (every one-record batch's are).
         batch.base_timestamp = base_ts
         batch.max_timestamp = base_ts if h.max_ts == h.base_ts else h.max_ts
-        batch.producer_id, batch.producer_epoch, batch.base_sequence = h.producer_id, h.producer_epoch, h.base_sequence
+        batch.producer_id, batch.producer_epoch = _int(h.producer_id), _int(h.producer_epoch)
+        batch.base_sequence = _int(h.base_sequence)
         if lazy:
             batch.lazy_data, batch.lazy_head, batch.lazy_pos = data, h, pos
             batch.lazy_index, batch.lazy_limit = index, limit

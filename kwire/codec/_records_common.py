@@ -271,21 +271,139 @@ def _frame_content_size(payload, codec):
         return lz4_guess(payload)
     if codec == LZ4 and len(p) >= 15 and p[:4] == LZ4_MAGIC and p[4] & 0x08:
         return int.from_bytes(p[6:14], "little")
-    if codec == ZSTD and len(p) >= 6 and p[:4] == b"\x28\xb5\x2f\xfd":
-        fhd = p[4]
-        size_code, single = fhd >> 6, (fhd >> 5) & 1
-        pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
-        width = (1 if single else 0, 2, 4, 8)[size_code]
-        if width and len(p) >= pos + width:
-            n = int.from_bytes(p[pos:pos + width], "little")
-            return n + 256 if width == 2 else n
+    if codec == ZSTD:
+        head = _zstd_header(p)
+        return max(0, head[1]) if head is not None and len(p) >= head[2] else 0
     return 0
+
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def _zstd_header(p):
+    """(window size, content size, header size) of the zstd frame header that ``p`` (the frame's first 18 bytes)
+    starts, or None when it starts none: the window is 0 for a single-segment frame (whose window is its content),
+    the content size -1 when the header announces none."""
+    if len(p) < 6 or p[:4] != ZSTD_MAGIC:
+        return None
+    fhd = p[4]
+    single = (fhd >> 5) & 1
+    window = 0
+    if not single:  # the window descriptor: a power of two from 2^10, plus eighths of it
+        base = 1 << (10 + (p[5] >> 3))
+        window = base + (base >> 3) * (p[5] & 7)
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]  # after the window byte and the dictionary id
+    width = (1 if single else 0, 2, 4, 8)[fhd >> 6]
+    if not width:
+        return window, -1, pos
+    if len(p) < pos + width:
+        return window, 0, pos + width
+    n = int.from_bytes(p[pos:pos + width], "little")
+    return window, n + 256 if width == 2 else n, pos + width
+
+
+# --- zstd with a kept context ------------------------------------------------------------------------------------
+# cramjam's zstd call makes a decompression context per call: most of a small batch's decompression (about 8 us
+# of a one-record batch's 9).  python-zstandard's ZstdDecompressor keeps its context from one call to the next,
+# and where it is installed (the [fast] extra) both twins decompress zstd with it.  Its one-shot decompress
+# allocates the size the frame announces, or for a frame that announces none the max_output_size it is given, so
+# it is asked only about a single frame whose output fits zstd_capacity: the limit, and the 64x of the input that
+# _into also believes at most (a liar's claim costs no more than that).  A frame it cannot decode in one call
+# within that buffer (several frames, corrupt input, a bigger output) and a frame it is not asked about (an
+# announced size of 0, which it answers without reading the frame; a window beyond zstd's default limit, which
+# cramjam refuses) go to cramjam's bounded path, which gives the result and the error it gives without it.
+
+ZSTD_WINDOW_MAX = 1 << 27  # zstd's default largest window to decode (ZSTD_WINDOWLOG_LIMIT_DEFAULT), cramjam's too
+ZSTD_KEPT = 4  # contexts kept at most (one per thread that decompresses at the same time)
+ZSTD_KEPT_SIZE = 16 << 20  # a context grown beyond this (the window of a big frame without a size) is dropped
+
+
+def zstd_capacity(payload, limit):
+    """The output buffer python-zstandard may decompress the zstd ``payload`` into (its announced size, or for a
+    frame without one the most it may take), or 0 when it is not asked."""
+    head = _zstd_header(bytes(payload[:18]))
+    if head is None or head[0] > ZSTD_WINDOW_MAX or len(payload) < head[2]:
+        return 0
+    bound = min(limit, 64 * len(payload) + 65536)
+    size = head[1]
+    if size < 0:
+        return bound
+    return size if size <= bound else 0  # an announced 0 is 0 too: not asked
+
+
+class ZstdContexts:
+    """The library zstd is decompressed with, and python-zstandard's contexts that no call is using.
+
+    A call takes a context from ``free`` (list.pop: atomic, so no two threads ever use one at the same time) or
+    makes one with ``new``, and gives it back after.  The package is looked for when the first context is made:
+    importing it takes longer than importing kwire, and a program that reads no zstd need not pay for it."""
+
+    __slots__ = ("library", "new", "free")
+
+    def __init__(self):
+        self.use(None)
+
+    def use(self, library):
+        """Decompress zstd with "zstandard" (python-zstandard, with kept contexts) or "cramjam" (tests force
+        each); None: python-zstandard if it imports when it is first needed, else cramjam."""
+        if library not in (None, "zstandard", "cramjam"):
+            raise ArgumentValueError(f"zstd library must be 'zstandard' or 'cramjam', not {library!r}")
+        self.new = None if library == "cramjam" else _zstandard_context
+        self.library = library
+        self.free = []
+
+    def chosen(self):
+        """The library zstd is decompressed with: "zstandard" or "cramjam" (the first looks for the package)."""
+        if self.library is None:
+            context = _zstandard_context()
+            if context is not None:
+                self.free.append(context)
+        return self.library
+
+
+def _zstandard_context():
+    """A new python-zstandard context; None, and cramjam from then on, when the package does not import."""
+    try:
+        from zstandard import ZstdDecompressor
+    except ImportError:
+        ZSTD_CONTEXTS.use("cramjam")
+        return None
+    ZSTD_CONTEXTS.library = "zstandard"
+    return ZstdDecompressor()
+
+
+ZSTD_CONTEXTS = ZstdContexts()
+
+
+def zstd_with_context(payload, capacity):
+    """``payload`` decompressed by python-zstandard with a kept context into at most ``capacity`` (> 0) bytes,
+    as bytes; None when zstd is cramjam's or the library could not (cramjam's bounded path then decides)."""
+    contexts = ZSTD_CONTEXTS
+    free = contexts.free
+    try:
+        d = free.pop()
+    except IndexError:
+        d = contexts.new() if contexts.new is not None else None
+        if d is None:
+            return None
+    try:
+        out = d.decompress(payload, max_output_size=capacity, allow_extra_data=False)
+    except Exception:  # zstandard.ZstdError, or the buffer could not be had: cramjam says what is wrong
+        out = None
+    if len(free) < ZSTD_KEPT and d.memory_size() <= ZSTD_KEPT_SIZE:
+        free.append(d)
+    return out
 
 
 def decompress(codec, payload, limit, offset):
     """The records of a batch compressed with ``codec``, at most ``limit`` bytes; errors name ``offset``."""
     if codec == GZIP:
         return _gzip(payload, limit, offset)
+    if codec == ZSTD:
+        capacity = zstd_capacity(payload, limit)
+        out = zstd_with_context(payload, capacity) if capacity else None
+        if out is not None:
+            return memoryview(out)
     cj = cramjam_module()
     if codec == SNAPPY:
         return _snappy(cj, payload, limit, offset)

@@ -378,8 +378,11 @@ cdef class RecordBatch:
         """The records, one at a time.  A batch from read_record_batches whose ``records`` has not been read
         decodes each as the loop reaches it, and raises the error decode_record_batches would give at the first
         bad one (the records before it are already the caller's); any other batch iterates ``records``."""
+        cdef _Records w
         if self.lazy_data is not None:
-            return self._walk()
+            w = self._walk()
+            w.loop = True
+            return w
         return iter(self.record_list)
 
     cdef _Records _walk(self):

@@ -170,21 +170,57 @@ cdef uint64_t _lz4_frame_guess(const unsigned char* p, Py_ssize_t n) noexcept no
     return 0
 
 
+cdef bint _zstd_header(const unsigned char* p, Py_ssize_t n, uint64_t* window, int64_t* size,
+                       Py_ssize_t* length) noexcept nogil:
+    """_records_common._zstd_header: whether ``p[:n]`` starts a zstd frame; its window (0 for a single segment),
+    announced content size (-1 for none) and header size."""
+    cdef int fhd, single, width, pos, i
+    cdef uint64_t v = 0, base
+    if n < 6 or memcmp(p, b"\x28\xb5\x2f\xfd", 4) != 0:
+        return False
+    fhd = p[4]
+    single = (fhd >> 5) & 1
+    window[0] = 0
+    if not single:
+        base = <uint64_t>1 << (10 + (p[5] >> 3))
+        window[0] = base + (base >> 3) * (p[5] & 7)
+    pos = 5 + (0 if single else 1) + ((1 << (fhd & 3)) >> 1)  # the window byte, the dictionary id (0, 1, 2 or 4)
+    width = (1 << (fhd >> 6)) if fhd >> 6 else single  # the content size: 0 (1 if single segment), 2, 4 or 8
+    length[0] = pos + width
+    size[0] = -1 if not width else 0
+    if width and n >= pos + width:
+        for i in range(width):
+            v |= <uint64_t>p[pos + i] << (8 * i)
+        size[0] = <int64_t>(v + 256 if width == 2 else v)
+    return True
+
+
 cdef uint64_t frame_size_guess(int codec, const unsigned char* p, Py_ssize_t n) noexcept nogil:
     """_records_common._frame_content_size: the size an LZ4 (3) or zstd (4) frame announces or its blocks bound
     (LZ4), or 0."""
-    cdef int fhd, single, width, pos, i
-    cdef uint64_t v = 0
+    cdef uint64_t window
+    cdef int64_t size
+    cdef Py_ssize_t length
     if codec == 3:
         return _lz4_frame_guess(p, n)
-    if codec != 4 or n < 6 or memcmp(p, b"\x28\xb5\x2f\xfd", 4) != 0:
+    if codec != 4 or not _zstd_header(p, n, &window, &size, &length) or n < length or size < 0:
         return 0
-    fhd = p[4]
-    single = (fhd >> 5) & 1
-    pos = 5 + (0 if single else 1) + ((1 << (fhd & 3)) >> 1)  # the window byte, the dictionary id (0, 1, 2 or 4)
-    width = (1 << (fhd >> 6)) if fhd >> 6 else single  # the content size: 0 (1 if single segment), 2, 4 or 8
-    if not width or n < pos + width:
+    return <uint64_t>size
+
+
+cdef enum:
+    ZSTD_WINDOW_MAX = 1 << 27  # _records_common.ZSTD_WINDOW_MAX
+
+
+cdef Py_ssize_t zstd_capacity(const unsigned char* p, Py_ssize_t n, Py_ssize_t limit) noexcept nogil:
+    """_records_common.zstd_capacity: the output buffer python-zstandard may decompress the zstd frame ``p[:n]``
+    into, or 0 when it is not asked."""
+    cdef uint64_t window, bound
+    cdef int64_t size
+    cdef Py_ssize_t length
+    if not _zstd_header(p, n, &window, &size, &length) or window > ZSTD_WINDOW_MAX or n < length:
         return 0
-    for i in range(width):
-        v |= <uint64_t>p[pos + i] << (8 * i)
-    return v + 256 if width == 2 else v
+    bound = min(<uint64_t>limit, 64 * <uint64_t>n + 65536)
+    if size < 0:
+        return <Py_ssize_t>bound
+    return <Py_ssize_t>size if <uint64_t>size <= bound else 0  # an announced 0 is 0 too: not asked
