@@ -331,8 +331,8 @@ def run_records(quick, log):
 def render_records(rec):
     crc = ", ".join(f"{label} {rate:.2f} GB/s" for label, rate in rec["crc"].items())
     return "\n".join([f"{rec['library']}.", "", "Decode (read every batch, check its CRC, read every record's offset, "
-                      "timestamp, key, value and headers; \"decompress\" is the codec library alone on the same "
-                      "payload, \"kwire own\" kwire's time minus it):", "", BR.render_decode(rec["decode"]), "",
+                      "timestamp, key, value and headers; \"decompress\" is each side's own library call alone on the "
+                      "same payload, named under the table, and \"own\" each side's time minus it):", "", BR.render_decode(rec["decode"]), "",
                       "Encode, from the same Python values to bytes:", "", BR.render_encode(rec["encode"]), "",
                       f"CRC-32C over 1 MiB: {crc}."])
 
