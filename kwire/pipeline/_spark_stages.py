@@ -741,7 +741,10 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             spark.stop()
         else:
             for df in held:
-                release(df)
+                try:
+                    release(df)
+                except Exception as exc:  # noqa: BLE001 - a session that failed mid-run must not hide the run's own error
+                    log(f"could not free a kept table of this run: {exc}")
             for k, v in saved_conf.items():
                 spark.conf.set(k, v)
 
