@@ -743,7 +743,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             for df in held:
                 try:
                     release(df)
-                except Exception as exc:  # noqa: BLE001 - a session that failed mid-run must not hide the run's own error
+                except Exception as exc:  # noqa: BLE001 - a session that failed must not hide the run's error
                     log(f"could not free a kept table of this run: {exc}")
             for k, v in saved_conf.items():
                 spark.conf.set(k, v)
