@@ -81,7 +81,7 @@ def extensions():
                 extra_link_args=link_args,
             )
         )
-    return cythonize(
+    compiled = cythonize(
         exts,
         nthreads=os.cpu_count() or 1,
         language_level=3,
@@ -94,6 +94,38 @@ def extensions():
             "freethreading_compatible": True,
         },
     )
+    return compiled + cythonize(
+        [Extension(name, [_source_of(name)], extra_compile_args=compile_args, extra_link_args=link_args)
+         for name in _compiled_modules().COMPILED],
+        nthreads=os.cpu_count() or 1,
+        language_level=3,
+        # Plain Python compiled as it is: annotations are not C types, and every Python rule (negative
+        # indices, bounds, division, overflow) holds as in the interpreter.
+        compiler_directives={"annotation_typing": False, "binding": True, "embedsignature": True},
+    )
+
+
+def _compiled_modules():
+    """kwire/_compiled.py: which pure-Python modules are also compiled, and how their compiled files are
+    named (the finder that loads them reads the same rule)."""
+    return sys.modules.get("_kwire_build_compiled") or _load_by_path("_kwire_build_compiled",
+                                                                     os.path.join("kwire", "_compiled.py"))
+
+
+def _source_of(module_name):
+    return os.path.join(*module_name.split(".")) + ".py"
+
+
+def _digest_named(fullname, path):
+    """``path`` (a file or folder/file name of ``fullname``'s extension) renamed with its source's digest when
+    ``fullname`` is compiled from a .py source; otherwise unchanged."""
+    compiled = _compiled_modules()
+    if fullname not in compiled.COMPILED:
+        return path
+    folder, base = os.path.split(path)
+    last = fullname.rpartition(".")[2]
+    digest = compiled.source_digest(os.path.join(HERE, _source_of(fullname)))
+    return os.path.join(folder, compiled.compiled_name(fullname, digest, base[len(last):]))
 
 
 # GCC stops inlining anywhere in a translation unit once the unit has grown by
@@ -134,6 +166,17 @@ class BuildExt(build_ext):
         if self.parallel is None:
             self.parallel = os.cpu_count() or 1
 
+    # A module compiled from its .py source (kwire/_compiled.py) is named after the digest of that source: the
+    # finder loads only the file built from the source as it is now.  distutils names the built file through
+    # get_ext_fullpath (with the last part of the name only) and setuptools the in-place copy through
+    # get_ext_filename: both are renamed.
+
+    def get_ext_filename(self, fullname):
+        return _digest_named(fullname, super().get_ext_filename(fullname))
+
+    def get_ext_fullpath(self, ext_name):
+        return _digest_named(self.get_ext_fullname(ext_name), super().get_ext_fullpath(ext_name))
+
     def build_extension(self, ext):
         self._started = getattr(self, "_started", 0) + 1
         print(f"kwire: extension {self._started}/{len(self.extensions)}: {ext.name}", file=sys.stderr, flush=True)
@@ -154,6 +197,15 @@ class BuildExt(build_ext):
             target = os.path.join(package_dir, os.path.basename(filename))
             if os.path.exists(target):
                 os.unlink(target)
+            if fullname in _compiled_modules().COMPILED:
+                # Files built from earlier versions of the source: never loaded again, so removed.
+                stem = modpath[-1] + "."
+                suffix = filename[filename.rindex(stem) + len(stem):].partition(".")[2]
+                for name in os.listdir(package_dir or "."):
+                    old = os.path.join(package_dir, name)
+                    if (name.startswith(stem) and name.endswith("." + suffix) and old != target
+                            and len(name) == len(os.path.basename(target))):
+                        os.unlink(old)
         super().copy_extensions_to_source()
 
 
