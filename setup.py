@@ -183,6 +183,8 @@ class BuildExt(build_ext):
         if ext.name == "kwire.codec._codec_c" and _is_gcc(self.compiler):
             ext.extra_compile_args = list(ext.extra_compile_args or []) + _GCC_CODEC_ARGS
         super().build_extension(ext)
+        if self.get_ext_fullname(ext.name) in _compiled_modules().COMPILED:
+            _remove_earlier_builds(self.get_ext_fullpath(ext.name))
 
     # Overwriting a loaded extension in place changes the pages a running
     # interpreter has mapped, which kills it with SIGBUS; unlinking first lets
@@ -198,15 +200,20 @@ class BuildExt(build_ext):
             if os.path.exists(target):
                 os.unlink(target)
             if fullname in _compiled_modules().COMPILED:
-                # Files built from earlier versions of the source: never loaded again, so removed.
-                stem = modpath[-1] + "."
-                suffix = filename[filename.rindex(stem) + len(stem):].partition(".")[2]
-                for name in os.listdir(package_dir or "."):
-                    old = os.path.join(package_dir, name)
-                    if (name.startswith(stem) and name.endswith("." + suffix) and old != target
-                            and len(name) == len(os.path.basename(target))):
-                        os.unlink(old)
+                _remove_earlier_builds(target)
         super().copy_extensions_to_source()
+
+
+def _remove_earlier_builds(path):
+    """Delete the files beside ``path`` (a module's compiled file, named after its source's digest) that were
+    built from earlier versions of its source: they are never loaded again, and a wheel would carry them."""
+    folder, base = os.path.split(path)
+    stem, digest, suffix = base.split(".", 2)
+    for name in os.listdir(folder or "."):
+        parts = name.split(".", 2)
+        if len(parts) == 3 and parts[0] == stem and parts[2] == suffix and len(parts[1]) == len(digest) \
+                and parts[1] != digest:
+            os.unlink(os.path.join(folder, name))
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})
