@@ -81,7 +81,7 @@ def extensions():
                 extra_link_args=link_args,
             )
         )
-    return cythonize(
+    compiled = cythonize(
         exts,
         nthreads=os.cpu_count() or 1,
         language_level=3,
@@ -94,6 +94,38 @@ def extensions():
             "freethreading_compatible": True,
         },
     )
+    return compiled + cythonize(
+        [Extension(name, [_source_of(name)], extra_compile_args=compile_args, extra_link_args=link_args)
+         for name in _compiled_modules().COMPILED],
+        nthreads=os.cpu_count() or 1,
+        language_level=3,
+        # Plain Python compiled as it is: annotations are not C types, and every Python rule (negative
+        # indices, bounds, division, overflow) holds as in the interpreter.
+        compiler_directives={"annotation_typing": False, "binding": True, "embedsignature": True},
+    )
+
+
+def _compiled_modules():
+    """kwire/_compiled.py: which pure-Python modules are also compiled, and how their compiled files are
+    named (the finder that loads them reads the same rule)."""
+    return sys.modules.get("_kwire_build_compiled") or _load_by_path("_kwire_build_compiled",
+                                                                     os.path.join("kwire", "_compiled.py"))
+
+
+def _source_of(module_name):
+    return os.path.join(*module_name.split(".")) + ".py"
+
+
+def _digest_named(fullname, path):
+    """``path`` (a file or folder/file name of ``fullname``'s extension) renamed with its source's digest when
+    ``fullname`` is compiled from a .py source; otherwise unchanged."""
+    compiled = _compiled_modules()
+    if fullname not in compiled.COMPILED:
+        return path
+    folder, base = os.path.split(path)
+    last = fullname.rpartition(".")[2]
+    digest = compiled.source_digest(os.path.join(HERE, _source_of(fullname)))
+    return os.path.join(folder, compiled.compiled_name(fullname, digest, base[len(last):]))
 
 
 # GCC stops inlining anywhere in a translation unit once the unit has grown by
@@ -134,12 +166,25 @@ class BuildExt(build_ext):
         if self.parallel is None:
             self.parallel = os.cpu_count() or 1
 
+    # A module compiled from its .py source (kwire/_compiled.py) is named after the digest of that source: the
+    # finder loads only the file built from the source as it is now.  distutils names the built file through
+    # get_ext_fullpath (with the last part of the name only) and setuptools the in-place copy through
+    # get_ext_filename: both are renamed.
+
+    def get_ext_filename(self, fullname):
+        return _digest_named(fullname, super().get_ext_filename(fullname))
+
+    def get_ext_fullpath(self, ext_name):
+        return _digest_named(self.get_ext_fullname(ext_name), super().get_ext_fullpath(ext_name))
+
     def build_extension(self, ext):
         self._started = getattr(self, "_started", 0) + 1
         print(f"kwire: extension {self._started}/{len(self.extensions)}: {ext.name}", file=sys.stderr, flush=True)
         if ext.name == "kwire.codec._codec_c" and _is_gcc(self.compiler):
             ext.extra_compile_args = list(ext.extra_compile_args or []) + _GCC_CODEC_ARGS
         super().build_extension(ext)
+        if self.get_ext_fullname(ext.name) in _compiled_modules().COMPILED:
+            _remove_earlier_builds(self.get_ext_fullpath(ext.name))
 
     # Overwriting a loaded extension in place changes the pages a running
     # interpreter has mapped, which kills it with SIGBUS; unlinking first lets
@@ -154,7 +199,21 @@ class BuildExt(build_ext):
             target = os.path.join(package_dir, os.path.basename(filename))
             if os.path.exists(target):
                 os.unlink(target)
+            if fullname in _compiled_modules().COMPILED:
+                _remove_earlier_builds(target)
         super().copy_extensions_to_source()
+
+
+def _remove_earlier_builds(path):
+    """Delete the files beside ``path`` (a module's compiled file, named after its source's digest) that were
+    built from earlier versions of its source: they are never loaded again, and a wheel would carry them."""
+    folder, base = os.path.split(path)
+    stem, digest, suffix = base.split(".", 2)
+    for name in os.listdir(folder or "."):
+        parts = name.split(".", 2)
+        if len(parts) == 3 and parts[0] == stem and parts[2] == suffix and len(parts[1]) == len(digest) \
+                and parts[1] != digest:
+            os.unlink(os.path.join(folder, name))
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})

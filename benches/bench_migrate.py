@@ -18,6 +18,8 @@ Run: ``python benches/bench_migrate.py [--groups N] [--seed S] [--spark [--spark
    (``replay_cpu_seconds``).
 
 The load average is printed before and after: the machine may be shared, and the figures scale with it.
+So is how many of the modules kwire/_compiled.py lists run compiled (an edited one runs as Python until the
+next ``python setup.py build_ext --inplace``).
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ def bench_spark(path):
 
 
 def main(argv=None):
+    import kwire
     from kwire.pipeline._migrate_classic import simulate_classic
     from kwire.pipeline._migrate_consumer import simulate_consumer
 
@@ -124,6 +127,11 @@ def main(argv=None):
     path = capture_path(args.groups, args.seed)
     histories = histories_of(path)
     as_consumer = [h._replace(protocol="consumer") for h in histories]
+    from kwire._compiled import COMPILED, compiled_status
+
+    compiled = [name for name, path in compiled_status().items() if path]
+    print(f"kwire {kwire.IMPLEMENTATION}: {len(compiled)} of the {len(COMPILED)} modules kwire/_compiled.py lists "
+          f"run compiled ({len(compiled_status())} imported)")
     print("in one process (best of %d):" % args.repeat)
     bench_direction("classic -> consumer", histories, simulate_consumer, args.repeat)
     bench_direction("consumer -> classic eager", as_consumer, lambda h: simulate_classic(h), args.repeat)

@@ -17,6 +17,8 @@ extensions should fail loudly.
 import importlib
 import os
 
+from kwire import _compiled
+
 
 def _no_extensions(env_value, built_with_extensions):
     """The switch: ``env_value`` is ``$KWIRE_NO_EXTENSIONS`` (None when unset)."""
@@ -34,6 +36,10 @@ except ImportError:  # a source tree no build has run in: the compiled modules a
 NO_EXTENSIONS = _no_extensions(os.environ.get("KWIRE_NO_EXTENSIONS"), _BUILT_WITH_EXTENSIONS)
 
 IMPLEMENTATION = "python" if NO_EXTENSIONS else "cython"
+
+# The pure-Python modules the build also compiles from their own source (kwire/_compiled.py) follow the same
+# switch.  Every part of kwire imports this module before any of those, so the finder is in place first.
+_compiled.install(not NO_EXTENSIONS)
 
 
 #: Each module :func:`load` has imported, by name: the leader's whole path
