@@ -1,7 +1,7 @@
 """Pure-Python modules that also run compiled: the build compiles each with Cython from its own source.
 
-The consumer protocol's state machines and the migration what-if's replay loop spend their time in Python
-function calls and attribute reads, which Cython's compiled form of the very same source runs in about two
+Both protocols' group state machines, the small assignor paths they call and the migration what-if's replay
+spend their time in Python function calls and attribute reads, which Cython's compiled form of the very same source runs in about two
 thirds of the time.  Unlike the twins (``_X_c.pyx`` beside ``_X_py.py``, chosen by :mod:`kwire._impl`), there is
 no second source: setup.py compiles the ``.py`` file named in :data:`COMPILED` itself, and the module is imported
 under its own name, compiled or not, so a class has one identity whichever form runs.
@@ -28,6 +28,11 @@ import sys
 
 #: The modules setup.py compiles from their own ``.py`` source (dotted names).
 COMPILED = (
+    "kwire.group._classic_group",
+    "kwire.group._classic_rebalance",
+    "kwire.group._coordinator",
+    "kwire.group._member",
+    "kwire.group._registry",
     "kwire.group._consumer_coordinator",
     "kwire.group._consumer_dispatch",
     "kwire.group._consumer_group",
@@ -38,6 +43,8 @@ COMPILED = (
     "kwire.group._timers",
     "kwire.assignors._server",
     "kwire.assignors._server_lists",
+    "kwire.assignors._sticky_small",
+    "kwire.pipeline._migrate_classic",
     "kwire.pipeline._migrate_consumer",
     "kwire.pipeline._migrate_ledger",
     "kwire.pipeline._migrate_loop",

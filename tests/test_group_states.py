@@ -4,6 +4,7 @@ machine goes through its transition table."""
 
 import ast
 import inspect
+import os
 
 import pytest
 
@@ -63,7 +64,12 @@ def test_the_old_names_are_the_enum_members():
 
 def _state_assignments(cls):
     """``(method, line)`` of every ``self.state = ...`` in a class's source."""
-    tree = ast.parse(inspect.getsource(inspect.getmodule(cls)))
+    # The module's .py source, read as a file: a module that runs compiled (kwire/_compiled.py) has no source
+    # for inspect to give.
+    module = inspect.getmodule(cls)
+    source = os.path.join(os.path.dirname(module.__file__), module.__name__.rpartition(".")[2] + ".py")
+    with open(source, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
