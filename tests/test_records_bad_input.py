@@ -237,6 +237,17 @@ def test_a_lying_frame_size_does_not_reserve_the_limit():
     _fails_within_a_mebibyte(_batch(liar, 1, attributes=4))
 
 
+def test_a_snappy_block_that_claims_more_than_it_can_hold_reserves_nothing():
+    # A raw snappy block (librdkafka's framing) and a block of snappy-java's stream, each of a few bytes, that
+    # say they hold 60 MiB: within the default limit, but more than 22 bytes a byte, which no block can hold.
+    claim = 60 << 20
+    size = bytes([(claim >> s & 0x7F) | (0x80 if claim >> s + 7 else 0) for s in range(0, 28, 7)])
+    raw = size + b"\x00" * 20
+    _fails_within_a_mebibyte(_batch(raw, 1, attributes=2))
+    stream = b"\x82SNAPPY\x00" + b"\x00\x00\x00\x01" * 2 + struct.pack(">I", len(raw)) + raw
+    _fails_within_a_mebibyte(_batch(stream, 1, attributes=2))
+
+
 def _fails_within_a_mebibyte(batch):
     """``batch`` is a CorruptRecordError in every twin, and decoding it allocates less than 1 MiB at its peak."""
     for R in RECORDS:

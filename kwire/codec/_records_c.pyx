@@ -78,6 +78,7 @@ from kwire.codec._records_common import (
     cramjam_module,
     decompress,
     offset_delta,
+    SNAPPY_MAX_RATIO,
     zstd_with_context,
     unknown_codec,
     unsupported_magic,

@@ -128,6 +128,10 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"  # snappy-java's SnappyOutputStream header, whi
 XERIAL_HEADER = XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"  # version 1, minimum compatible version 1
 XERIAL_BLOCK = 32 * 1024  # SnappyOutputStream's default block size
 _FULL = "failed to write whole buffer"  # cramjam's message when the output buffer is full
+# The most bytes a raw snappy block of n bytes can hold: its densest element is a copy of 64 bytes in 3 (snappy's
+# format description: a copy with a 2-byte offset), so a block that says it holds more lies, and is refused
+# before its buffer is made, as a size beyond the limit is.
+SNAPPY_MAX_RATIO = 22
 
 
 def cramjam_module():
@@ -175,6 +179,9 @@ def _snappy_raw(cj, block, limit, offset):
         raise _bad(SNAPPY, exc, offset) from None
     if n > limit:
         raise _bomb(limit, offset)
+    if n > SNAPPY_MAX_RATIO * len(block):
+        raise CorruptRecordError(f"a snappy block of {len(block)} bytes says it holds {n} bytes, more than it can",
+                                 offset)
     out = bytearray(n)
     try:
         got = cj.snappy.decompress_raw_into(block, out)

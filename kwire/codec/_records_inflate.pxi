@@ -48,6 +48,7 @@ cdef extern from "Python.h":
     char* PyByteArray_AS_STRING(object)
 
 cdef object _snappy_len = None, _snappy_into = None  # cramjam's, looked up once
+cdef Py_ssize_t _snappy_ratio = SNAPPY_MAX_RATIO  # the most a raw block's bytes can hold, as a C number
 
 cdef enum:
     XERIAL_HEADER_SIZE = 16  # _records_common.XERIAL_HEADER: the magic, the version, the minimum compatible version
@@ -92,7 +93,7 @@ cdef _View _unsnappy(const unsigned char* b, Py_ssize_t start, Py_ssize_t end, P
         sizes = []
         for i in range(count):
             size = _snappy_len(PyMemoryView_FromMemory(<char*>p + blocks[2 * i], blocks[2 * i + 1], PyBUF_READ))
-            if size < 0 or size > limit - total:
+            if size < 0 or size > limit - total or size > _snappy_ratio * blocks[2 * i + 1]:
                 return None
             sizes.append(size)
             total += size
