@@ -38,10 +38,10 @@ _SIZE = struct.Struct(">i")
 READ_BYTES = 16 << 10
 # The chunks a frame bigger than the read buffer is read into, one at a time as its bytes come.
 CHUNK_BYTES = 256 << 10
-# Spare chunks kept for the next big frame, by every connection of the process (at most 4 MiB); a deque's append
-# and pop are atomic, so clusters on threads of their own can share it.
+# Spare chunks kept for the next big frame, by every connection of the process (at most 4 MiB: a full deque drops
+# its oldest as one more comes).  A deque's append and pop are atomic, so clusters on threads of their own share it.
 SPARE_CHUNKS = 16
-_spare = deque()
+_spare = deque(maxlen=SPARE_CHUNKS)
 
 
 def _take_chunk():
@@ -49,13 +49,6 @@ def _take_chunk():
         return _spare.pop()
     except IndexError:
         return bytearray(CHUNK_BYTES)
-
-
-def _give_back(chunks):
-    for chunk in chunks:
-        if len(_spare) >= SPARE_CHUNKS:
-            return
-        _spare.append(chunk)
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -141,7 +134,7 @@ class Connection(asyncio.BufferedProtocol):
             with last[:self.part_fill] as tail:
                 self.backlog.append(b"".join(parts[:-1] + [tail]))
             last.release()
-            _give_back(parts)
+            _spare.extend(parts)
             self._drain_backlog()
             return
         # Split the whole frames in inbox off to the backlog; a partial one moves to its start.
