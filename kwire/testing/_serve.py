@@ -27,7 +27,9 @@ Each control line is answered on standard output with ``ok: ...`` or ``error: ..
 """
 
 import asyncio
+import ctypes
 import logging
+import platform
 import signal
 import sys
 import threading
@@ -38,6 +40,11 @@ from ._config import ALIASES, parse_assignments, with_aliases
 from ._server import ClusterServer, log
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# glibc's mallopt parameters (malloc.h) and the values kwire serve sets: allocations up to 4 MiB come from the heap,
+# which keeps up to 8 MiB free at its top rather than giving it back.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD = 4 << 20
+_TRIM_THRESHOLD = 8 << 20
 
 
 def add_serve_parser(sub):
@@ -178,8 +185,31 @@ def _print(text):
         print(text, flush=True)
 
 
+def _tune_malloc():
+    """Keep request frames on glibc's heap, whose freed memory is reused, rather than in mappings of their own.
+
+    glibc maps each allocation above its mmap threshold afresh, faults its pages in one at a time as they are first
+    written and unmaps it when freed; it raises the threshold, from 128 KiB, only once it has freed such a mapping.
+    A fresh server stores a producer's half-megabyte Produce frames as they came, and frees them only when retention
+    drops them: until then each one is a new mapping, and after it the heap grows to take the next ones.  For a
+    million 100-byte records that was about 11,000 page faults, on the path of each answer (the client's next batch
+    of a partition waits for it), against 6,500 with the thresholds set at the start where glibc's own rule would
+    raise them (the trim threshold at twice the mmap threshold).  A process, not a library, setting: ``kwire serve``
+    only, never a :class:`MockCluster` inside someone else's process; elsewhere than glibc nothing is done."""
+    if platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+
+
 def serve(args):
     """Run ``kwire serve`` with parsed arguments until SIGTERM/SIGINT; returns the exit status."""
+    _tune_malloc()
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
                         format="kwire serve: %(levelname)s %(message)s", stream=sys.stderr)
     log.debug("starting")
