@@ -287,24 +287,25 @@ class ConsumerGroup:
         partitions.  Returns False, having changed nothing, when either call would refuse (the caller then
         makes them, and they raise)."""
         epochs = self.partition_epochs
-        for topic_id in (old.keys() | new.keys()) if old is not new else old.keys():
+        topics = (old.keys() | new.keys()) if old is not new else old.keys()
+        for topic_id in topics:
             held = epochs.get(topic_id)
-            gone = old.get(topic_id, ())
-            if gone and (held is None or list(map(held.get, gone)).count(old_epoch) != len(gone)):
+            gone = old.get(topic_id)
+            came = new.get(topic_id)
+            if gone:
+                if held is None or list(map(held.get, gone)).count(old_epoch) != len(gone):
+                    return False
+                if came and not held.keys().isdisjoint(came - gone):
+                    return False
+            elif came and held is not None and not held.keys().isdisjoint(came):
                 return False
-            came = new.get(topic_id, ())
-            if came and held is not None:
-                for p in came:
-                    if p in held and p not in gone:
-                        return False
-        for topic_id in (old.keys() | new.keys()) if old is not new else old.keys():
+        for topic_id in topics:
             gone = old.get(topic_id)
             came = new.get(topic_id)
             held = epochs.get(topic_id)
             if gone is not None and held is not None:
-                for p in gone:
-                    if came is None or p not in came:
-                        del held[p]
+                for p in (gone - came if came else gone):
+                    del held[p]
                 if not held and not came:
                     # removed as remove_partitions removes an emptied topic (add_partitions may add it back)
                     del epochs[topic_id]
