@@ -68,9 +68,14 @@ def _forms(members, topics):
 
 def _by_lists(lists):
     try:
-        return [{t: sorted(ps) for t, ps in got.items()} for got in UNIFORM_LISTS(*lists)]
+        got = UNIFORM_LISTS(*lists)
     except AssignmentError as exc:
         return type(exc), str(exc)
+    # The coordinator's form: keyed by topic id, in the same order, without the topics kept empty.
+    keys = lists[3]
+    assert [list(m.items()) for m in UNIFORM_LISTS(*lists, by_id=True)] == [
+        [(keys[t], ps) for t, ps in m.items() if ps] for m in got]
+    return [{t: sorted(ps) for t, ps in m.items()} for m in got]
 
 
 def _by_arrays(arrays, implementation):

@@ -144,7 +144,7 @@ def _small_map_order(member_ids, implementation):
 
 
 def uniform_lists(member_ids, member_sub, rows, keys, partitions, current, homogeneous,
-                  implementation: Optional[str] = None):
+                  implementation: Optional[str] = None, by_id=False):
     """Kafka's ``UniformAssignor.assign`` on a small group given in plain lists, for a coordinator that
     computes a target at every epoch bump: no columns, work arrays or result arrays, whose fixed cost is
     many times a small group's assignment.  The same answers as :func:`uniform_arrays` (the same
@@ -158,7 +158,9 @@ def uniform_lists(member_ids, member_sub, rows, keys, partitions, current, homog
     whether every member subscribes to the same names (``ModernGroup.subscriptionType``).
 
     Returns, per member, ``{topic index: frozenset(partitions)}`` in ascending topic order (a topic kept
-    with no partition maps to an empty set).  Raises ``AssignmentError`` as the array level does."""
+    with no partition maps to an empty set); with ``by_id``, ``{keys[t]: frozenset(partitions)}`` in the same
+    order without the topics kept with no partition, the form a coordinator stores.  Raises
+    ``AssignmentError`` as the array level does."""
     m_count = len(member_ids)
     if not m_count:
         return []
@@ -181,6 +183,8 @@ def uniform_lists(member_ids, member_sub, rows, keys, partitions, current, homog
         built = heterogeneous_lists(order, member_sub, rows, keys, partitions, current)
     if built is None:
         return [{} for _ in range(m_count)]
+    if by_id:
+        return [{keys[t]: frozenset(ps) for t in sorted(got) for ps in (got[t],) if ps} for got in built]
     return [{t: frozenset(got[t]) for t in sorted(got)} for got in built]
 
 

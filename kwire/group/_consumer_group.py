@@ -281,6 +281,42 @@ class ConsumerGroup:
             if not held:
                 epochs.pop(topic_id, None)
 
+    def shift_partitions(self, old, old_epoch, new, epoch):
+        """``remove_partitions(old, old_epoch)`` then ``add_partitions(new, epoch)`` as one step that touches
+        only what differs (a partition kept has its epoch rewritten in place): most reconciliations keep most
+        partitions.  Returns False, having changed nothing, when either call would refuse (the caller then
+        makes them, and they raise)."""
+        epochs = self.partition_epochs
+        topics = (old.keys() | new.keys()) if old is not new else old.keys()
+        for topic_id in topics:
+            held = epochs.get(topic_id)
+            gone = old.get(topic_id)
+            came = new.get(topic_id)
+            if gone:
+                if held is None or list(map(held.get, gone)).count(old_epoch) != len(gone):
+                    return False
+                if came and not held.keys().isdisjoint(came - gone):
+                    return False
+            elif came and held is not None and not held.keys().isdisjoint(came):
+                return False
+        for topic_id in topics:
+            gone = old.get(topic_id)
+            came = new.get(topic_id)
+            held = epochs.get(topic_id)
+            if gone is not None and held is not None:
+                for p in (gone - came if came else gone):
+                    del held[p]
+                if not held and not came:
+                    # removed as remove_partitions removes an emptied topic (add_partitions may add it back)
+                    del epochs[topic_id]
+                    held = None
+            if came is not None:
+                if held is None:
+                    epochs[topic_id] = dict.fromkeys(came, epoch)
+                else:
+                    held.update(dict.fromkeys(came, epoch))
+        return True
+
     def move_member(self, member, state, epoch, previous_epoch, assigned, pending):
         """Apply a reconciliation (or a static leave) to ``member`` and the partition epochs
         (``ConsumerGroup.maybeUpdatePartitionEpoch``: the old partitions leave at the old epoch, the new ones
@@ -288,10 +324,11 @@ class ConsumerGroup:
         old_epoch = member.member_epoch
         changed = assigned != member.assigned
         if changed or pending != member.pending or epoch != old_epoch:
-            self.remove_partitions(member.assigned, old_epoch)
-            self.remove_partitions(member.pending, old_epoch)
-            self.add_partitions(assigned, epoch)
-            self.add_partitions(pending, epoch)
+            if member.pending or pending or not self.shift_partitions(member.assigned, old_epoch, assigned, epoch):
+                self.remove_partitions(member.assigned, old_epoch)
+                self.remove_partitions(member.pending, old_epoch)
+                self.add_partitions(assigned, epoch)
+                self.add_partitions(pending, epoch)
         member.state = state
         member.member_epoch = epoch
         member.previous_member_epoch = previous_epoch

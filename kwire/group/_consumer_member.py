@@ -109,6 +109,11 @@ class CoordinatorLost(NamedTuple):
     error_code: int
 
 
+# A NamedTuple's own constructor is namedtuple's generated __new__, a Python function: the outputs made on
+# every heartbeat are made as tuples of their class instead (the same objects, fields in declaration order).
+_make = tuple.__new__
+
+
 def _names(tps):
     return tuple(sorted(tps))
 
@@ -379,10 +384,10 @@ class ConsumerProtocolMember:
         revoked = self.assignment - resolvable
         added = resolvable - self.assignment
         if revoked:
-            out.append(PartitionsRevoked(self._resolved(revoked)))
+            out.append(_make(PartitionsRevoked, (self._resolved(revoked),)))
         self.assignment = resolvable
         self._assignment_epoch += 1
-        out.append(PartitionsAssigned(self._resolved(added)))
+        out.append(_make(PartitionsAssigned, (self._resolved(added),)))
         self._to(_ACKNOWLEDGING)
 
     def _topic_partitions(self):
@@ -429,7 +434,7 @@ class ConsumerProtocolMember:
             # onHeartbeatRequestGenerated: the ack is on its way.
             waiting = (self._target or frozenset()) != self.assignment   # e.g. topic ids without names yet
             self._to(_RECONCILING if waiting else _STABLE)
-        return Send(self._tokens, request, HEARTBEAT_VERSION, True)
+        return _make(Send, (self._tokens, request, HEARTBEAT_VERSION, True))
 
     def _send_leave(self):
         request = ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
@@ -440,7 +445,7 @@ class ConsumerProtocolMember:
             # A heartbeat still in flight is answered into a member that has left: read and dropped.
             self._leave_tokens.add(self._in_flight)
         self._in_flight = None
-        return Send(self._tokens, request, HEARTBEAT_VERSION, True)
+        return _make(Send, (self._tokens, request, HEARTBEAT_VERSION, True))
 
     def _finish_leave(self, out):
         self.member_epoch = self._pending_leave_epoch

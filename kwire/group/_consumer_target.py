@@ -111,10 +111,8 @@ class _Columns:
 
     def lists_targets(self, lists):
         """The target from the assignor's list form, as :meth:`targets` gives it from the columns."""
-        result = lists(self.member_ids, self.member_sub, self.sub_rows(), self.keys, self.counts, self.current,
-                       len(self.rows) <= 1)
-        keys = self.keys
-        return {mid: {keys[t]: ps for t, ps in got.items() if ps} for mid, got in zip(self.member_ids, result)}
+        return dict(zip(self.member_ids, lists(self.member_ids, self.member_sub, self.sub_rows(), self.keys,
+                                               self.counts, self.current, len(self.rows) <= 1, by_id=True)))
 
     def arrays(self):
         sub_rows = self.sub_rows()

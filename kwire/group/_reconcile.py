@@ -65,6 +65,11 @@ class Reconciled(NamedTuple):
     pending: Assignment
 
 
+# Reconciled is made on every reconciling heartbeat: as a tuple of its class (the same object) rather than
+# through namedtuple's generated __new__, a Python function.
+_make = tuple.__new__
+
+
 def owned_map(topic_partitions):
     """The heartbeat's ``TopicPartitions`` as ``{topic_id: set}``; None stays None ("owns everything")."""
     if topic_partitions is None:
@@ -110,7 +115,7 @@ def _next_assignment(e, previous, assigned, target_epoch, target, owned, partiti
     is kept, what must be revoked and what may be given now; pick the row; build the member."""
     if assigned == target:
         # Nothing to revoke, give or wait for: the last row, the member stable on its target.
-        return Reconciled(STABLE, target_epoch, previous, dict(target), EMPTY_ASSIGNMENT)
+        return _make(Reconciled, (STABLE, target_epoch, previous, dict(target), EMPTY_ASSIGNMENT))
     keep = {}
     revoke = {}
     give = {}
@@ -143,8 +148,8 @@ def _next_assignment(e, previous, assigned, target_epoch, target, owned, partiti
         for topic_id, ps in give.items():
             have = keep.get(topic_id)
             keep[topic_id] = ps if have is None else have | ps
-    return Reconciled(state, e if epoch_from == "e" else target_epoch, previous, keep,
-                      revoke if pending_from == "revoke" else EMPTY_ASSIGNMENT)
+    return _make(Reconciled, (state, e if epoch_from == "e" else target_epoch, previous, keep,
+                              revoke if pending_from == "revoke" else EMPTY_ASSIGNMENT))
 
 
 # -- CurrentAssignmentBuilder.build's switch --------------------------------------------------------------------
