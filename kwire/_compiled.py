@@ -44,6 +44,8 @@ COMPILED = (
     "kwire.assignors._server",
     "kwire.assignors._server_lists",
     "kwire.assignors._sticky_small",
+    "kwire.assignors._sticky_order",
+    "kwire.assignors._javaorder",
     "kwire.pipeline._migrate_classic",
     "kwire.pipeline._migrate_consumer",
     "kwire.pipeline._migrate_ledger",
