@@ -46,6 +46,8 @@ COMPILED = (
     "kwire.assignors._sticky_small",
     "kwire.assignors._sticky_order",
     "kwire.assignors._javaorder",
+    "kwire.assignors._api",
+    "kwire.assignors._range",
     "kwire.pipeline._migrate_classic",
     "kwire.pipeline._migrate_consumer",
     "kwire.pipeline._migrate_ledger",
