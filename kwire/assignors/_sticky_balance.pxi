@@ -92,7 +92,7 @@ cdef class _HashSetOrder:
 
 cdef class _PartitionMovements:
     """Which partitions moved between which members during balancing
-    (Java's ``PartitionMovements``; ``_sticky_py._Movements`` is the same
+    (Java's ``PartitionMovements``; ``_sticky_order._Movements`` is the same
     over topic-partition tuples)."""
     cdef dict by_topic    # topic -> {(src, dst): _HashSetOrder}
     cdef dict pair_of     # partition -> (origin, current destination)

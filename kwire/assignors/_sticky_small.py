@@ -3,7 +3,7 @@
 A leader of a few members pays the array path's fixed cost (columns, an
 ``ArrayGroup``, the kernels' setup) many times over the work of Java's
 algorithm itself.  Where no member has a rack, this module runs exactly the
-reference's steps (:mod:`kwire.assignors._sticky_py`, ``assign_in_order``:
+reference's steps (:mod:`kwire.assignors._sticky_order`, ``assign_in_order``:
 owner resolution, Java's constrained or general path, and
 ``CooperativeStickyAssignor``'s withholding of the partitions changing
 owner) on the members as the leader reads them, with each member id's
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ._javaorder import capacity_after, small_string_map_positions
-from ._sticky_py import assign_in_order
+from ._sticky_order import assign_in_order
 from ._sticky_rules import JavaAssignorFailure
 from ._userdata import cooperative_generation, protocol_generation
 
