@@ -100,8 +100,8 @@ def migration_rows(histories: Iterable[MembershipHistory], timer=None, cpu_timer
     columns = {name: [] for name in MIGRATION_SCHEMA.names}
     # Python's cycle collector is off while the bucket replays, as for the classic analysis
     # (``_spark_stages.collector_paused``): a replay makes many short-lived objects, and each collection
-    # would walk everything the worker holds.  The few cycles a replay leaves are collected after it, from
-    # the youngest generation only (:func:`_replay_all`).
+    # would walk everything the worker holds.  The few cycles the replays leave are collected from the
+    # youngest generation only, every so often (:func:`_replay_all`).
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -110,6 +110,12 @@ def migration_rows(histories: Iterable[MembershipHistory], timer=None, cpu_timer
         if collecting:
             gc.enable()
     return pa.table(columns, schema=MIGRATION_SCHEMA)
+
+
+#: Objects in the youngest generation past which a bucket's replays collect it, while the collector is off:
+#: it bounds what a bucket holds.  One collection per replay instead cost twice as much, in calls more than
+#: in objects freed.
+_YOUNG_LIMIT = 2000
 
 
 def _replay_all(histories, columns, timer, cpu_timer):
@@ -132,10 +138,11 @@ def _replay_all(histories, columns, timer, cpu_timer):
                 result, error = simulate(history), None
             except KwireError as exc:
                 result, error = None, f"{type(exc).__name__}: {exc}"
-            # The simulation's own cyclic garbage (a classic replay leaves some hundred objects a group),
-            # freed while it is young and small: the collector is off for the bucket, which would otherwise
-            # hold all of it to the end.  Timed: it is the simulation's cost.
-            gc.collect(0)
+            # The simulations' own cyclic garbage (a classic replay leaves some hundred objects a group),
+            # freed while it is young: the collector is off for the bucket, which would otherwise hold all of
+            # it to the end.  Timed: it is the simulations' cost.
+            if gc.get_count()[0] > _YOUNG_LIMIT:
+                gc.collect(0)
             spent += time.perf_counter() - t
             cpu += time.process_time() - c
             _append(columns, history, observed, name, result, error)

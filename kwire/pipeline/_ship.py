@@ -101,8 +101,8 @@ def kwire_for_workers(spark_context, directory=None):
 
 
 def needs_shipping(master):
-    """Executors of ``local[...]`` are this interpreter's threads' workers and
-    see this ``sys.path``; every other master's may not."""
+    """Executors of ``local[...]`` run on this machine and read its files (not
+    this ``sys.path``: :func:`kwire_for_workers`); every other master's may not."""
     return not (master == "local" or master.startswith("local["))
 
 

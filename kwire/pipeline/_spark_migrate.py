@@ -22,9 +22,6 @@ from kwire.pipeline._migrate_table import MIGRATION_SCHEMA
 from kwire.pipeline._report_migration import summarize_migration
 from kwire.pipeline._ship import remote
 
-_TABLE = "kwire.pipeline._migrate_table"
-
-
 def replay_task(batches, timer=None, cpu_timer=None, tasks=None, python_tasks=None):
     """Runs in the Python worker: :func:`~kwire.pipeline._migrate_table.migrate_histories`, then adds 1 to
     ``tasks``, and to ``python_tasks`` when a module of :data:`kwire._compiled.COMPILED` this worker
