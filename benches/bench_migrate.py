@@ -15,7 +15,8 @@ Run: ``python benches/bench_migrate.py [--groups N] [--seed S] [--spark [--spark
    capture of consumer-protocol groups, which the pipeline replays under classic rebalances) on local[2], and
    its ``stages.migration`` figures:
    ``member_events / replay_seconds``, the replay time summed over the tasks, and the same per CPU second
-   (``replay_cpu_seconds``).
+   (``replay_cpu_seconds``), and how many of its tasks ran modules of kwire/_compiled.py as Python
+   (``replay_tasks_python``; a worker imports the driver's kwire).
 
 The load average is printed before and after: the machine may be shared, and the figures scale with it.
 So is how many of the modules kwire/_compiled.py lists run compiled (an edited one runs as Python until the
@@ -104,7 +105,8 @@ def bench_spark(path):
     print(f"spark local[2]: migration stage {st['seconds']:.1f} s, {st['rows']:,} rows, "
           f"{st['member_events']:,} member-events in {st['replay_seconds']:.2f} s of replay = "
           f"{st['member_events_per_second']:,.0f} member-events/s; {st['replay_cpu_seconds']:.2f} CPU s = "
-          f"{st['member_events_per_cpu_second']:,.0f} per CPU second")
+          f"{st['member_events_per_cpu_second']:,.0f} per CPU second; {st['replay_tasks_python']} of "
+          f"{st['replay_tasks']} tasks replayed with modules running as Python")
 
 
 def main(argv=None):

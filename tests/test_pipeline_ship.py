@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from kwire import _impl
-from kwire.pipeline._ship import kwire_archive, needs_shipping, remote
+from kwire.pipeline._ship import kwire_archive, kwire_for_workers, needs_shipping, remote
 
 
 def test_the_archive_holds_the_package_and_this_platform_s_extensions(tmp_path):
@@ -47,3 +47,25 @@ def test_needs_shipping():
 
 def test_remote_without_an_archive_is_the_function():
     assert remote("os.path", "join")("a", "b") == os.path.join("a", "b")
+
+
+def test_remote_with_a_folder_imports_from_it_first(tmp_path, monkeypatch):
+    # A local master's workers import the driver's kwire, not the one of their working directory.
+    (tmp_path / "kwire_ship_probe.py").write_text("def where():\n    return __file__\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "kwire_ship_probe", raising=False)
+    assert remote("kwire_ship_probe", "where", str(tmp_path))() == str(tmp_path / "kwire_ship_probe.py")
+    assert sys.path[0] == str(tmp_path)
+    remote("kwire_ship_probe", "where", str(tmp_path))()
+    assert sys.path.count(str(tmp_path)) == 1
+    sys.modules.pop("kwire_ship_probe", None)
+
+
+def test_a_local_master_s_workers_are_given_the_driver_s_kwire():
+    import kwire
+
+    class Context:
+        master = "local[2]"
+
+    folder = kwire_for_workers(Context())
+    assert os.path.isabs(folder) and os.path.join(folder, "kwire", "__init__.py") == os.path.abspath(kwire.__file__)

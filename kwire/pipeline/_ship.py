@@ -15,6 +15,15 @@ unpacked directory first on ``sys.path`` and only then imports the kwire
 function it stands for.  Executors still need kwire's dependencies (NumPy,
 pyarrow, pandas) and the same Python version; docs/PIPELINE.md shows the
 packed-venv way, which ships those too.
+
+A local master's workers run on this machine but not with this interpreter's
+``sys.path``: Spark starts them as ``python -m pyspark.daemon`` in the
+driver's working directory, so they import the kwire of that directory or of
+site-packages, which need not be the one the driver imported (a script that
+put a checkout on its own path, run from elsewhere).  They would then run
+other code, or a checkout whose compiled modules were never built for its
+sources, as Python.  :func:`kwire_for_workers` names the driver's own kwire
+for them instead, and :func:`remote` puts it first on their path.
 """
 
 from __future__ import annotations
@@ -80,26 +89,41 @@ def ship_kwire(spark_context, directory=None):
     return os.path.basename(path)
 
 
+def kwire_for_workers(spark_context, directory=None):
+    """What :func:`remote` takes for the workers to import the driver's kwire: the shipped archive's name
+    (:func:`ship_kwire`) when the master's executors may lack it, else the absolute path of the folder the
+    driver's ``kwire`` package is in."""
+    if needs_shipping(spark_context.master):
+        return ship_kwire(spark_context, directory)
+    import kwire
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(kwire.__file__)))
+
+
 def needs_shipping(master):
-    """Executors of ``local[...]`` are this interpreter's threads' workers and
-    see this ``sys.path``; every other master's may not."""
+    """Executors of ``local[...]`` run on this machine and read its files (not
+    this ``sys.path``: :func:`kwire_for_workers`); every other master's may not."""
     return not (master == "local" or master.startswith("local["))
 
 
 def remote(module, name, archive=None):
     """``module.name``, callable on a worker that may not have kwire installed.
 
-    With ``archive`` (from :func:`ship_kwire`) the unpacked archive goes first
-    on ``sys.path`` before the import.  The closure refers to no kwire object,
+    With ``archive`` (from :func:`kwire_for_workers`: an archive's name, or an
+    absolute folder) the unpacked archive, or that folder, goes first on
+    ``sys.path`` before the import.  The closure refers to no kwire object,
     so cloudpickle sends it by value and the worker imports kwire only when it
     is first called, from wherever the path says."""
 
     def call(*args, **kwargs):
         if archive is not None:
-            from pyspark import SparkFiles
+            if os.path.isabs(archive):
+                path = archive
+            else:
+                from pyspark import SparkFiles
 
-            path = os.path.join(SparkFiles.getRootDirectory(), archive)
-            if os.path.isdir(path) and path not in sys.path:
+                path = os.path.join(SparkFiles.getRootDirectory(), archive)
+            if os.path.isdir(path) and sys.path[:1] != [path]:
                 sys.path.insert(0, path)
         return getattr(importlib.import_module(module), name)(*args, **kwargs)
 

@@ -9,6 +9,11 @@ are summed over the tasks in an accumulator: ``stages.migration.replay_seconds``
 speed is ``member_events / replay_seconds``.  Their CPU seconds are summed beside them
 (``replay_cpu_seconds``): the tasks run side by side on shared cores, so their wall seconds grow with the
 machine's load while the CPU seconds do not.
+
+Each task also says whether its replay ran compiled (:mod:`kwire._compiled`): ``replay_tasks`` counts the
+tasks and ``replay_tasks_python`` those in which one or more of the modules kwire/_compiled.py lists ran as
+Python (``KWIRE_NO_EXTENSIONS=1``, or a source edited since the last build), which replays at about
+two thirds of the compiled speed; the stage logs a line when there are any.
 """
 
 from __future__ import annotations
@@ -17,14 +22,28 @@ from kwire.pipeline._migrate_table import MIGRATION_SCHEMA
 from kwire.pipeline._report_migration import summarize_migration
 from kwire.pipeline._ship import remote
 
-_TABLE = "kwire.pipeline._migrate_table"
+def replay_task(batches, timer=None, cpu_timer=None, tasks=None, python_tasks=None):
+    """Runs in the Python worker: :func:`~kwire.pipeline._migrate_table.migrate_histories`, then adds 1 to
+    ``tasks``, and to ``python_tasks`` when a module of :data:`kwire._compiled.COMPILED` this worker
+    imported runs as Python (accumulators, or None)."""
+    from kwire._compiled import compiled_status
+    from kwire.pipeline._migrate_table import migrate_histories
+
+    yield from migrate_histories(batches, timer, cpu_timer)
+    if tasks is not None:
+        tasks.add(1)
+    if python_tasks is not None and None in compiled_status().values():
+        python_tasks.add(1)
 
 
-def history_rows_stage(histories, spark_schema, archive=None, timer=None, cpu_timer=None):
+def history_rows_stage(histories, spark_schema, archive=None, timer=None, cpu_timer=None, tasks=None,
+                       python_tasks=None):
     """The ``migration`` rows of ``histories`` (a DataFrame of
-    :data:`~kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows), each partition replayed where it is."""
-    run = remote(_TABLE, "migrate_histories", archive)
-    return histories.mapInArrow(lambda batches: run(batches, timer, cpu_timer), spark_schema(MIGRATION_SCHEMA))
+    :data:`~kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows), each partition replayed where it is.
+    ``archive``: what :func:`~kwire.pipeline._ship.remote` takes; the rest: :func:`replay_task`'s."""
+    run = remote(__name__, "replay_task", archive)
+    return histories.mapInArrow(lambda batches: run(batches, timer, cpu_timer, tasks, python_tasks),
+                                spark_schema(MIGRATION_SCHEMA))
 
 
 def migration_stage(spark, histories, path, progress, spark_schema, archive=None, consumer_histories=None):
@@ -34,12 +53,14 @@ def migration_stage(spark, histories, path, progress, spark_schema, archive=None
     :data:`~kwire.pipeline._migrate_table.HISTORY_SCHEMA` rows.  Returns ``(report summary, stage figures)``."""
     from pyspark.sql import functions as F
 
-    timer = spark.sparkContext.accumulator(0.0)
-    cpu_timer = spark.sparkContext.accumulator(0.0)
+    sc = spark.sparkContext
+    timer, cpu_timer, tasks, python_tasks = (sc.accumulator(0.0), sc.accumulator(0.0), sc.accumulator(0),
+                                             sc.accumulator(0))
+    figures = (timer, cpu_timer, tasks, python_tasks)
     with progress.stage("migration") as st:
-        rows = history_rows_stage(histories, spark_schema, archive, timer, cpu_timer)
+        rows = history_rows_stage(histories, spark_schema, archive, *figures)
         if consumer_histories is not None:
-            rows = rows.unionByName(history_rows_stage(consumer_histories, spark_schema, archive, timer, cpu_timer))
+            rows = rows.unionByName(history_rows_stage(consumer_histories, spark_schema, archive, *figures))
         rows.write.mode("overwrite").parquet(path)
         table = spark.read.parquet(path)
         row = table.agg(F.count(F.lit(1)).alias("rows"), F.sum("member_events").alias("events")).first()
@@ -49,5 +70,10 @@ def migration_stage(spark, histories, path, progress, spark_schema, archive=None
     events_n = row["events"] or 0
     stage = {"seconds": st.seconds, **st.counts, "replay_seconds": seconds,
              "member_events_per_second": events_n / seconds if seconds > 0 else None,
-             "replay_cpu_seconds": cpu, "member_events_per_cpu_second": events_n / cpu if cpu > 0 else None}
+             "replay_cpu_seconds": cpu, "member_events_per_cpu_second": events_n / cpu if cpu > 0 else None,
+             "replay_tasks": tasks.value, "replay_tasks_python": python_tasks.value}
+    if python_tasks.value:
+        progress.write(f"migration: {python_tasks.value} of {tasks.value} tasks replayed with modules of "
+                       "kwire/_compiled.py running as Python, not compiled (KWIRE_NO_EXTENSIONS=1, or "
+                       "`python setup.py build_ext --inplace` not run since a source changed)\n")
     return summary, stage

@@ -69,7 +69,7 @@ from kwire.pipeline import _report as report
 from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
 from kwire.pipeline._progress import Progress
 from kwire.pipeline._spark_consumer import consumer_stage, consumer_summary, split_protocols
-from kwire.pipeline._ship import needs_shipping, remote, ship_kwire
+from kwire.pipeline._ship import kwire_for_workers, remote
 from kwire.pipeline._spark_migrate import migration_stage
 
 DEFAULT_BUCKETS_PER_CORE = 4
@@ -617,7 +617,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
         spark = spark_session(master, **options)
         if log_level:
             spark.sparkContext.setLogLevel(log_level)
-        archive = ship_kwire(spark.sparkContext) if needs_shipping(spark.sparkContext.master) else None
+        archive = kwire_for_workers(spark.sparkContext)
         warm_workers(spark, archive)
         stages["spark_start"] = {"seconds": time.perf_counter() - t}
     else:
@@ -638,7 +638,7 @@ def run_pipeline(capture_path, out_dir, spark=None, master=None, buckets=None, p
             check_capture(spark, capture_path)
         out = _spark_out(out_dir)
         if not own_session:
-            archive = ship_kwire(sc) if needs_shipping(sc.master) else None
+            archive = kwire_for_workers(sc)
         par = sc.defaultParallelism
         buckets = buckets or DEFAULT_BUCKETS_PER_CORE * par
 
