@@ -277,11 +277,8 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
                     dup.setdefault((t, p), set()).add(own[p])
                 own[p] = i
 
-    def move(t, p, i):
-        old = owner[t][p]
-        if old != -1:
-            size[old] -= 1
-            removed_from.add((old, t))
+    def give(t, p, i):
+        """Member ``i`` takes partition ``p`` of ``t``, whose old owner, if any, is already unloaded."""
         if dup:
             holders = dup.get((t, p))
             if holders:
@@ -289,23 +286,22 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
         owner[t][p] = i
         size[i] += 1
 
+    def move(t, p, i):
+        old = owner[t][p]
+        if old != -1:
+            size[old] -= 1
+            removed_from.add((old, t))
+        give(t, p, i)
+
     balancer = _Balancer(size)
     free_topics = [t for t in subs if -1 in owner[t]]
     free_topics.sort(key=lambda t: _topic_sort_key(t, partitions, subs, keys))
     next_least = balancer.next_least
     for t in free_topics:
         balancer.init(subs[t])
-        own = owner[t]
-        for p, o in enumerate(own):
-            if o == -1:
-                # move() of a partition nobody owns: no old owner to unload
-                i = next_least()
-                if dup:
-                    holders = dup.get((t, p))
-                    if holders:
-                        holders.discard(i)
-                own[p] = i
-                size[i] += 1
+        for p, o in enumerate(owner[t]):
+            if o == -1:   # nobody owns it: no old owner to unload
+                give(t, p, next_least())
 
     shared = [t for t in subs if len(subs[t]) >= 2]
     shared.sort(key=lambda t: _topic_sort_key(t, partitions, subs, keys))
