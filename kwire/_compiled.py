@@ -58,10 +58,37 @@ COMPILED = (
 DIGEST_CHARS = 16
 
 
+#: The folder that holds the ``kwire`` package (a checkout's root, or site-packages).
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def declaration_files():
+    """The ``.pxd`` files beside :data:`COMPILED` modules' sources, as (dotted name, path), in name order.
+
+    Cython reads a module's ``X.pxd`` when it compiles ``X.py`` (C types for its classes, attributes and
+    locals), and one ``.pxd`` may ``cimport`` another's classes, whose C layout then is built into both
+    modules.  So every compiled module's digest covers all of them: a changed declaration anywhere makes every
+    compiled file stale, never one built against another module's old layout."""
+    found = []
+    for name in COMPILED:
+        path = os.path.join(_ROOT, *name.split(".")) + ".pxd"
+        if os.path.isfile(path):
+            found.append((name, path))
+    return found
+
+
 def source_digest(source_path):
-    """The digest of a source file's bytes that names its compiled file."""
+    """The digest that names the compiled file of the source at ``source_path``: its bytes, and every
+    declaration file's (see :func:`declaration_files`)."""
+    digest = hashlib.sha256()
     with open(source_path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()[:DIGEST_CHARS]
+        digest.update(fh.read())
+    for name, path in declaration_files():
+        with open(path, "rb") as fh:
+            declared = fh.read()
+        digest.update(b"\0%s\0%d\0" % (name.encode(), len(declared)))
+        digest.update(declared)
+    return digest.hexdigest()[:DIGEST_CHARS]
 
 
 def compiled_name(module_name, digest, suffix):

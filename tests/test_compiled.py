@@ -62,6 +62,31 @@ def test_a_compiled_file_is_found_only_for_the_source_it_was_built_from(tmp_path
     assert compiled_path("pkg._m", str(tmp_path / "_gone.py")) is None
 
 
+def test_a_changed_declaration_file_makes_every_compiled_file_stale(tmp_path, monkeypatch):
+    # A .pxd gives C types to the module it sits beside and may be cimported by another's, so a compiled file
+    # built against an older declaration of any module must never load.
+    from kwire import _compiled
+
+    source = tmp_path / "_m.py"
+    source.write_text("X = 1\n", encoding="utf-8")
+    declared = tmp_path / "_other.pxd"
+    monkeypatch.setattr(_compiled, "declaration_files", lambda: [("pkg._other", str(declared))])
+    declared.write_text("cdef class A:\n    cdef public int x\n", encoding="utf-8")
+    before = source_digest(source)
+    declared.write_text("cdef class A:\n    cdef public long x\n", encoding="utf-8")
+    assert source_digest(source) != before
+    monkeypatch.setattr(_compiled, "declaration_files", lambda: [])
+    assert source_digest(source) not in (before, "")
+
+
+def test_declaration_files_are_found_beside_listed_sources_only():
+    from kwire import _compiled
+
+    for name, path in _compiled.declaration_files():
+        assert name in COMPILED and path.endswith(os.path.join(*name.split(".")) + ".pxd")
+        assert os.path.isfile(path)
+
+
 def test_the_finder_answers_only_for_listed_modules_and_only_with_extensions(tmp_path):
     name = COMPILED[0]
     module = importlib.import_module(name)
