@@ -72,6 +72,11 @@ _ASSIGN = "consumer-assign"
 _TP = ConsumerGroupHeartbeatResponseTopicPartitions
 _Response = ConsumerGroupHeartbeatResponse
 
+# A NamedTuple's own constructor is namedtuple's generated __new__, a Python function: the events and the member
+# change made on the way of a heartbeat are made as tuples of their class instead (the same objects, fields in
+# declaration order).
+_make = tuple.__new__
+
 
 class MemberFenced(NamedTuple):
     """A member left the group: ``reason`` is "leave" (epoch -1), "session-timeout" or "rebalance-timeout"
@@ -150,13 +155,9 @@ def _assignment_message(assigned):
         topic_partitions=[_TP(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(assigned.items())])
 
 
-class ConsumerGroupCoordinator(ClassicMembers):
-    """Consumer-protocol groups on the caller's clock.  ``config`` takes Kafka's broker keys
-    (:class:`ConsumerGroupConfig`); ``topics`` is ``{name: (topic_id, partitions)}``.  Classic-protocol members
-    of these groups (mixed groups) are ``_consumer_classic.py``'s."""
-
-    _refused_type = _Refused
-    _session_kind = _SESSION
+class _Coordinator:
+    """:class:`ConsumerGroupCoordinator` but its classic members: a class of its own so that, compiled, it can
+    be a C type (``_consumer_coordinator.pxd``), which a class with a plain-Python base cannot be."""
 
     def __init__(self, config=None, *, topics=None, member_id_factory=None, classic_group_lookup=None,
                  classic_group_remove=None, groups=None, classic_group_convert=None, classic_group_downgrade=None):
@@ -579,7 +580,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
             rack = req.rack_id if req.rack_id is not None else member.rack_id
             new_target = self._compute_target(
                 group, group_epoch, metadata if metadata is not None else group.subscription_metadata,
-                MemberChange(member_id, new_names, new_assignor, instance_id, rack, replaced, holder_target))
+                _make(MemberChange, (member_id, new_names, new_assignor, instance_id, rack, replaced, holder_target)))
             target_epoch = group_epoch
             member_target = new_target.get(member_id, {})
         elif replaced is not None:
@@ -697,7 +698,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
         group.last_assignment_ms = now
         self.assignments_computed += 1
         self._timers.cancel((_ASSIGN, group.group_id, None))
-        self._events.append(TargetAssignmentComputed(group.group_id, epoch, self._last_assignor, len(target)))
+        self._events.append(_make(TargetAssignmentComputed, (group.group_id, epoch, self._last_assignor, len(target))))
 
     # -- leaving (GroupMetadataManager.consumerGroupLeave) --------------------------------------------------
 
@@ -733,7 +734,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
         if self._classic_downgrade is not None and self._classic_downgrade(group, member_id):
             self._cancel_member_timers(group.group_id, member_id)
             self.forget_group(group)
-            self._events.append(MemberFenced(group.group_id, member_id, reason))
+            self._events.append(_make(MemberFenced, (group.group_id, member_id, reason)))
             return
         self._drop(group, member_id, reason)
         metadata = group.compute_subscription_metadata(self._topics)
@@ -746,10 +747,10 @@ class ConsumerGroupCoordinator(ClassicMembers):
     def _drop(self, group, member_id, reason):
         group.remove_member(member_id)
         self._cancel_member_timers(group.group_id, member_id)
-        self._events.append(MemberFenced(group.group_id, member_id, reason))
+        self._events.append(_make(MemberFenced, (group.group_id, member_id, reason)))
 
     def _emptied(self, group):
-        self._events.append(GroupEmptied(group.group_id))
+        self._events.append(_make(GroupEmptied, (group.group_id,)))
 
     # -- timers -----------------------------------------------------------------------------------------------
 
@@ -779,3 +780,12 @@ class ConsumerGroupCoordinator(ClassicMembers):
                 self._fence(group, member_id, "rebalance-timeout")
             elif kind == _REVOKE and member.member_epoch == payload:
                 self._fence(group, member_id, "rebalance-timeout")
+
+
+class ConsumerGroupCoordinator(_Coordinator, ClassicMembers):
+    """Consumer-protocol groups on the caller's clock.  ``config`` takes Kafka's broker keys
+    (:class:`ConsumerGroupConfig`); ``topics`` is ``{name: (topic_id, partitions)}``.  Classic-protocol members
+    of these groups (mixed groups) are ``_consumer_classic.py``'s."""
+
+    _refused_type = _Refused
+    _session_kind = _SESSION
