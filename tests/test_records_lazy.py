@@ -241,3 +241,37 @@ def test_a_hash_taken_of_a_key_or_value_is_never_stale(R):
         for blob in (r.key, r.value):
             assert {blob: 1}[bytes(memoryview(blob))] == 1  # a new bytes, equal: found only if the hashes agree
         assert (r.key, r.value) == (recs[r.offset].key, recs[r.offset].value)
+
+
+def test_what_a_caller_keeps_from_one_loop_is_never_changed_by_the_next(R):
+    # The compiled twin keeps the last record of a loop for the next loop, over any batch, to refill when nothing
+    # else holds it: one-record batches (each its own loop) read one after another.
+    batches = [R.RecordBatch([R.Record(b"key-%04d" % i, b"value-%06d" % i, [("trace", b"%04d" % i), ("n", b"x")],
+                                       offset=i, timestamp=1_700_000_000_000 + i)], base_offset=i).encode()
+               for i in range(60)]
+    expected = [_fields(R.decode_record_batches(data)[0].records[0]) for data in batches]
+    kept = {}
+    for i, data in enumerate(batches):
+        for r in R.read_record_batches(data)[0]:
+            assert _fields(r) == expected[i]
+        if i % 4 == 0:
+            kept[i] = r  # the loop variable, kept past the next loop
+        elif i % 4 == 1:
+            kept[i] = (r.offset, r.timestamp, r.key, r.value)
+        elif i % 4 == 2:
+            kept[i] = r.headers
+        del r
+    for i, k in kept.items():
+        if i % 4 == 0:
+            assert _fields(k) == expected[i]
+        elif i % 4 == 1:
+            assert k == expected[i][:4]
+        else:
+            assert tuple((h.key, h.value) for h in k) == expected[i][4]
+    # A record still held by the loop variable when the next loop starts is not refilled.
+    for data in batches[:3]:
+        for r in R.read_record_batches(data)[0]:
+            pass
+        held = r
+        assert _fields(held) == _fields(R.decode_record_batches(data)[0].records[0])
+    assert _fields(held) == expected[2] and _fields(r) == expected[2]

@@ -322,8 +322,13 @@ cdef class _Records:
 
     def __dealloc__(self):
         cdef int i
+        cdef PyObject* last = self.ring[self.turn ^ 1]
         for i in range(KEYS_MAX):
             Py_XDECREF(self.values[i])
+        # The loop's last record is kept for the next loop (see recycled) when at most the caller's loop variable
+        # still holds it and its fields are small (a kept record keeps them alive until then).
+        if last != NULL and refcount(last) <= 2 and _small(<Record>last) and kw_keep(&kw_spare, last):
+            self.ring[self.turn ^ 1] = NULL
         Py_XDECREF(self.ring[0])
         Py_XDECREF(self.ring[1])
         for i in range(self.k.n):
@@ -359,6 +364,14 @@ cdef class _Records:
         reference count above 1 and is never reused, and every field is set again."""
         cdef PyObject* old = self.ring[self.turn]
         cdef Record rec
+        if old == NULL:
+            # The loop's first two steps: the record the last loop kept (see __dealloc__), when nothing else holds
+            # it any more.  A reader of one-record batches, each its own loop, then reuses its record too.
+            old = <PyObject*>kw_take(&kw_spare)
+            if old != NULL and refcount(old) != 1:
+                Py_XDECREF(old)
+                old = NULL
+            self.ring[self.turn] = old
         if old != NULL and refcount(old) == 1:
             rec = <Record>old
         else:
@@ -467,6 +480,23 @@ cdef extern from *:
     """
     bint KW_CAN_REWRITE
     void kw_forget_hash(PyObject* o)
+
+
+cdef enum:
+    SPARE_MAX = 16384  # the most key, value and header value bytes a kept record may hold (see _Records.__dealloc__)
+
+
+cdef inline bint _small(Record rec) noexcept:
+    cdef Py_ssize_t n = 0
+    if type(rec.key) is bytes:
+        n += PyBytes_GET_SIZE(rec.key)
+    if type(rec.value) is bytes:
+        n += PyBytes_GET_SIZE(rec.value)
+    if type(rec.headers) is tuple:
+        for h in <tuple>rec.headers:
+            if type(h) is Header and type((<Header>h).value) is bytes:
+                n += PyBytes_GET_SIZE((<Header>h).value)
+    return n <= SPARE_MAX
 
 
 cdef inline bint _rewrite(PyObject* old, const unsigned char* p, Py_ssize_t n) noexcept:

@@ -23,6 +23,7 @@ cdef extern from *:
     """
     static void* kw_scratch = NULL;  /* the encoder's buffer, kept for the next encode */
     static void* kw_keys = NULL;  /* the header keys of the last batch read, a tuple of str (see _batch_keys) */
+    static void* kw_spare = NULL;  /* the last record a lazy loop made, for the next loop (see _Records.recycled) */
     #if defined(_MSC_VER)
     #include <windows.h>
     static void* kw_take(void** slot) { return InterlockedExchangePointer(slot, NULL); }
@@ -37,6 +38,7 @@ cdef extern from *:
     """
     void* kw_scratch
     void* kw_keys
+    void* kw_spare
     void* kw_take(void** slot) noexcept nogil
     bint kw_keep(void** slot, void* p) noexcept nogil
 
