@@ -275,3 +275,21 @@ def test_what_a_caller_keeps_from_one_loop_is_never_changed_by_the_next(R):
         held = r
         assert _fields(held) == _fields(R.decode_record_batches(data)[0].records[0])
     assert _fields(held) == expected[2] and _fields(r) == expected[2]
+
+
+@pytest.mark.parametrize("base_offset, base_timestamp", [((1 << 30) - 50, -(1 << 30) - 40), (1 << 40, 1 << 62)])
+def test_offsets_and_timestamps_kept_by_a_caller_never_change(R, base_offset, base_timestamp):
+    # The compiled loop may write a dropped record's offset and timestamp ints over when it refills the record
+    # (never an int anything else holds, nor one CPython keeps made).  Here they cross a digit boundary and a sign.
+    recs = [R.Record(b"k", b"v", offset=base_offset + i, timestamp=base_timestamp + 3 * i * (-1) ** i)
+            for i in range(100)]
+    data = R.RecordBatch(recs, base_offset=base_offset).encode()
+    kept = []
+    for i, r in enumerate(R.read_record_batches(data)[0]):
+        assert (r.offset, r.timestamp) == (recs[i].offset, recs[i].timestamp)
+        if i % 3 == 0:
+            kept.append((i, r.offset, r.timestamp))
+    assert all((o, t) == (recs[i].offset, recs[i].timestamp) for i, o, t in kept)
+    data = R.RecordBatch([R.Record(offset=i) for i in range(300)]).encode()
+    small = [r.offset for r in R.read_record_batches(data)[0]]
+    assert small == list(range(300)) and all(small[i] is i for i in range(257))

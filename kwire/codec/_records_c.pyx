@@ -421,10 +421,11 @@ cdef class _Records:
         if not build:
             return None
         rec = self.recycled() if recycle else Record.__new__(Record)
-        rec.offset = PyLong_FromLongLong(<int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>r.offset_delta))
+        rec.offset = _reint(<PyObject*>rec.offset,
+                            <int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>r.offset_delta), recycle)
         ts = <int64_t>(<uint64_t>self.base_ts + <uint64_t>r.ts_delta)
         if self.last_ts_o is None or ts != self.last_ts:  # records of one batch often share a millisecond: one int
-            self.last_ts_o = PyLong_FromLongLong(ts)
+            self.last_ts_o = _reint(<PyObject*>rec.timestamp, ts, recycle)
             self.last_ts = ts
         rec.timestamp = self.last_ts_o
         if not (recycle and _rewrite(<PyObject*>rec.key, self.b + r.key_pos, r.key_len)):
@@ -477,9 +478,41 @@ cdef extern from *:
     #define KW_CAN_REWRITE 0
     static inline void kw_forget_hash(PyObject* o) { (void)o; }
     #endif
+
+    /* kw_int_rewrite: whether the int ``o`` now holds ``v``, written over its digits: the int layout of CPython
+       3.11 (a signed digit count in ob_size), with as many digits of the same sign.  Later layouts: never. */
+    #if PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION) && !defined(Py_GIL_DISABLED)
+    static inline int kw_int_rewrite(PyObject* o, long long v) {
+        unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+        digit d[(64 + PyLong_SHIFT - 1) / PyLong_SHIFT];
+        Py_ssize_t n = 0, i;
+        while (a) {
+            d[n++] = (digit)(a & PyLong_MASK);
+            a >>= PyLong_SHIFT;
+        }
+        if ((v < 0 ? -n : n) != Py_SIZE(o))
+            return 0;
+        for (i = 0; i < n; i++)
+            ((PyLongObject*)o)->ob_digit[i] = d[i];
+        return 1;
+    }
+    #else
+    static inline int kw_int_rewrite(PyObject* o, long long v) { (void)o; (void)v; return 0; }
+    #endif
     """
     bint KW_CAN_REWRITE
     void kw_forget_hash(PyObject* o)
+    bint kw_int_rewrite(PyObject* o, long long v)
+
+
+cdef inline object _reint(PyObject* old, int64_t v, bint recycle):
+    """``v`` as an int: ``old``, a recycled record's offset or timestamp (see _Records.recycled), written over
+    when nothing but the record holds it (no one can see it change), else a new int.  The ints CPython keeps made
+    (-5 to 256) are never written over, nor made in their place."""
+    if (recycle and (v < -5 or v > 256) and refcount(old) == 1 and type_of(old) == <PyObject*>int
+            and kw_int_rewrite(old, v)):
+        return <object>old
+    return PyLong_FromLongLong(v)
 
 
 cdef enum:

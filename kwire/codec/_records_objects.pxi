@@ -124,7 +124,11 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
             prev = w.values[i]
             if not (prev != NULL and PyBytes_GET_SIZE(<object>prev) == n
                     and same_bytes(PyBytes_AS_STRING(<object>prev), b + pos, n)):
-                value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
+                # A refilled header's own value, when nothing else holds it, is written over (see _rewrite).
+                if reuse and _rewrite(<PyObject*>h.value, b + pos, n):
+                    value = h.value
+                else:
+                    value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
                 Py_INCREF(value)
                 Py_XDECREF(prev)
                 w.values[i] = <PyObject*>value
