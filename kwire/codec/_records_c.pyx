@@ -642,6 +642,8 @@ cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, 
         plain_view = _inflate(codec, b, start, batch_end, limit)
     elif codec == SNAPPY:
         plain_view = _unsnappy(b, start, batch_end, limit)
+    elif codec == GZIP:
+        plain_view = _gunzip(b, start, batch_end, limit)
     if plain_view is None:
         payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
         plain_view = _View(decompress(codec, payload, limit, start))

@@ -1,4 +1,4 @@
-# The compiled twin's decompression of snappy, LZ4 and zstd records (included by _records_c.pyx): one library
+# The compiled twin's decompression of gzip, snappy, LZ4 and zstd records (included by _records_c.pyx): one library
 # call per block on the payload where it lies, into a buffer that is not zeroed first.  Each gives None where it
 # does not decode the records plainly (a library error, a buffer too small, a limit reached, a framing it does not
 # expect); _records_common.decompress then does the work as in the pure twin, so both give the same results and
@@ -41,6 +41,31 @@ cdef _View _inflate(int codec, const unsigned char* b, Py_ssize_t start, Py_ssiz
     view = _View(out)
     view.n = got
     return view
+
+
+cdef object _decompressobj = None  # zlib's, looked up once
+
+
+cdef _View _gunzip(const unsigned char* b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t limit):
+    """Gzip records as _records_common._gzip reads them when they are one gzip member, decompressed by one
+    library call on the payload where it lies, or None (several members, a fault, the limit reached): then
+    _records_common._gzip does the work and raises its errors.  What this saves is the copies of the payload and
+    of the records, half of a one-record batch's decompression."""
+    global _decompressobj
+    if _decompressobj is None:
+        import zlib
+
+        _decompressobj = zlib.decompressobj
+    d = _decompressobj(31)
+    try:
+        # The bound that makes the reader stop (0 is none: no limit is beyond the largest size there can be).
+        out = d.decompress(PyMemoryView_FromMemory(<char*>b + start, end - start, PyBUF_READ),
+                           limit + 1 if limit < PY_SSIZE_T_MAX else 0)
+    except Exception:
+        return None
+    if type(out) is not bytes or PyBytes_GET_SIZE(out) > limit or not d.eof or d.unused_data:
+        return None
+    return _View(out)
 
 
 cdef extern from "Python.h":
