@@ -322,10 +322,14 @@ def render_decode(rows):
                    f"| {a / k:.2f} | {p / k:.1f} | {a / kl:.2f} | {p / kl:.1f} "
                    f"| {r['aiokafka_kv'] / r['kwire_kv']:.2f} | {r['aiokafka_none'] / r['kwire_none']:.2f} "
                    f"| {_us(d)} | {_us(da)} | {_us(d and k - d)} | {_us(da and a - da)} |")
-        if r.get("library"):
-            libraries[r["codec"]] = f"{r['codec']}: kwire {r['library']}, aiokafka {r['library_aiokafka']}"
+        if r.get("library"):  # a library may depend on the batch's size: each is named with the sizes it read
+            pair = f"kwire {r['library']}, aiokafka {r['library_aiokafka']}"
+            libraries.setdefault(r["codec"], {}).setdefault(pair, []).append(str(r["records"]))
     if libraries:
-        out += ["", "Decompression: " + "; ".join(libraries.values()) + "."]
+        out += ["", "Decompression: " + "; ".join(
+            f"{codec}: " + "; ".join(pair if len(pairs) == 1 else f"{pair} ({', '.join(sizes)} records)"
+                                     for pair, sizes in pairs.items())
+            for codec, pairs in libraries.items()) + "."]
     return "\n".join(out)
 
 
