@@ -293,3 +293,22 @@ def test_offsets_and_timestamps_kept_by_a_caller_never_change(R, base_offset, ba
     data = R.RecordBatch([R.Record(offset=i) for i in range(300)]).encode()
     small = [r.offset for r in R.read_record_batches(data)[0]]
     assert small == list(range(300)) and all(small[i] is i for i in range(257))
+
+
+def test_a_record_the_caller_filled_with_its_own_objects_is_not_kept(R):
+    # The compiled loop keeps its last record for the next loop only when it holds what a decode gives it, and
+    # little of it: an object of the caller's stays the caller's, freed when the caller drops it.
+    import sys
+
+    data = R.RecordBatch([R.Record(b"k", b"v", [("h", b"x")])]).encode()
+    for field in ("key", "value", "headers"):
+        own = ["the caller's"] * 1000
+        for r in R.read_record_batches(data)[0]:
+            setattr(r, field, own)
+        del r
+        assert sys.getrefcount(own) == 2, field
+    big = b"x" * 20000
+    for r in R.read_record_batches(data)[0]:
+        r.value = big
+    del r
+    assert sys.getrefcount(big) == 2

@@ -253,15 +253,25 @@ cdef enum:
 
 
 cdef inline bint _small(Record rec) noexcept:
+    """Whether ``rec`` holds what a decode gives it (bytes or None, a tuple of Header) and at most SPARE_MAX bytes."""
     cdef Py_ssize_t n = 0
     if type(rec.key) is bytes:
         n += PyBytes_GET_SIZE(rec.key)
+    elif rec.key is not None:
+        return False
     if type(rec.value) is bytes:
         n += PyBytes_GET_SIZE(rec.value)
-    if type(rec.headers) is tuple:
-        for h in <tuple>rec.headers:
-            if type(h) is Header and type((<Header>h).value) is bytes:
-                n += PyBytes_GET_SIZE((<Header>h).value)
+    elif rec.value is not None:
+        return False
+    if type(rec.headers) is not tuple:
+        return False
+    for h in <tuple>rec.headers:
+        if type(h) is not Header:
+            return False
+        if type((<Header>h).value) is bytes:
+            n += PyBytes_GET_SIZE((<Header>h).value)
+        elif (<Header>h).value is not None:
+            return False
     return n <= SPARE_MAX
 
 
