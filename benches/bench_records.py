@@ -187,8 +187,10 @@ def _reads_lz4_itself(payload):
 def _inflates_with_isal(payload):
     """Whether kwire's compiled twin inflates this gzip payload with python-isal (installed, and the payload
     long enough for it to be the faster)."""
-    return (_impl.IMPLEMENTATION == "cython"
-            and _impl.load("records", "cython", package="kwire.codec")._gzip_library(len(payload)) == "isal")
+    from kwire.codec import _records_common as common
+
+    return (_impl.IMPLEMENTATION == "cython" and len(payload) in common.GZIP_ISAL_SIZES
+            and common.isal_decompressobj() is not None)
 
 
 def _lz4_blocks(cramjam, payload):

@@ -43,34 +43,24 @@ cdef _View _inflate(int codec, const unsigned char* b, Py_ssize_t start, Py_ssiz
     return view
 
 
-cdef object _decompressobj = None, _isal_decompressobj = None  # zlib's and python-isal's, looked up once
+from kwire.codec._records_common import GZIP_ISAL_SIZES, isal_decompressobj
 
-cdef enum:
-    # The payload size from which python-isal's inflate (ISA-L) beats zlib's: below it, its setup costs more than
-    # it saves (measured here: 1.4x slower at 160 bytes, as fast near 300, 1.6x faster at 1 KiB, 2.5x at 85 KiB).
-    ISAL_FROM = 320
-    # The payload size from which zlib's inflate is used again: python-isal grows its output by reallocation, and
-    # an output of megabytes then comes from pages the allocator maps afresh on every call (hundreds of page faults
-    # per batch, slower than zlib).
-    ISAL_UNTIL = 16384
+cdef object _decompressobj = None, _isal_decompressobj = None  # zlib's and python-isal's, looked up once
+cdef Py_ssize_t _isal_from = GZIP_ISAL_SIZES.start, _isal_until = GZIP_ISAL_SIZES.stop
 
 
 cdef _View _gunzip(const unsigned char* b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t limit):
     """Gzip records as _records_common._gzip reads them when they are one gzip member, decompressed by one
-    library call on the payload where it lies, or None (several members, a fault, the limit reached): then
-    _records_common._gzip does the work with zlib and raises its errors.  What this saves is the copies of the
-    payload and of the records, half of a one-record batch's decompression; and with python-isal installed (the
-    same DEFLATE, decoded faster), half of a larger batch's inflate."""
+    library call on the payload where it lies (python-isal's for the payload sizes GZIP_ISAL_SIZES gives, where it
+    is installed, else zlib's), or None (several members, a fault, the limit reached): then _records_common._gzip
+    does the work with zlib and raises its errors.  What this saves is the copies of the payload and of the
+    records, half of a one-record batch's decompression, and with python-isal half of a larger batch's inflate."""
     global _decompressobj, _isal_decompressobj
     if _decompressobj is None:
         import zlib
 
-        try:
-            from isal.isal_zlib import decompressobj as isal_decompressobj
-        except ImportError:
-            isal_decompressobj = None
-        _decompressobj, _isal_decompressobj = zlib.decompressobj, isal_decompressobj
-    d = (_isal_decompressobj if ISAL_FROM <= end - start < ISAL_UNTIL and _isal_decompressobj is not None
+        _decompressobj, _isal_decompressobj = zlib.decompressobj, isal_decompressobj()
+    d = (_isal_decompressobj if _isal_from <= end - start < _isal_until and _isal_decompressobj is not None
          else _decompressobj)(31)
     try:
         # The bound that makes the reader stop (0 is none: no limit is beyond the largest size there can be).
@@ -81,13 +71,6 @@ cdef _View _gunzip(const unsigned char* b, Py_ssize_t start, Py_ssize_t end, Py_
     if type(out) is not bytes or PyBytes_GET_SIZE(out) > limit or not d.eof or d.unused_data:
         return None
     return _View(out)
-
-
-def _gzip_library(Py_ssize_t n):
-    """The library the compiled twin inflates a gzip payload of ``n`` bytes with: "isal" or "zlib" (tests and
-    benches)."""
-    _gunzip(<const unsigned char*>b"", 0, 0, 0)  # looks the libraries up
-    return "isal" if ISAL_FROM <= n < ISAL_UNTIL and _isal_decompressobj is not None else "zlib"
 
 
 cdef extern from "Python.h":
