@@ -446,7 +446,7 @@ def test_a_decode_builds_no_more_per_byte_than_json_loads():
         assert _peak(lambda: R.read_batch_infos(data, check_records=True))[0] < 64 * 1024
 
 
-@pytest.mark.parametrize("n", [1, 40, 2000])  # payloads below, within and beyond where python-isal may inflate them
+@pytest.mark.parametrize("n", [1, 40, 2000])  # below and beyond where python-isal may inflate them
 def test_gzip_records_read_alike_whichever_library_inflates_them(n):
     # The compiled twin inflates one gzip member itself (with python-isal where it is installed and faster, else
     # zlib); anything else is _records_common._gzip's.  Same records, or the same error, in every twin.
@@ -455,7 +455,7 @@ def test_gzip_records_read_alike_whichever_library_inflates_them(n):
     records = [P.Record(b"k%d" % i, b"value %06d " % i * 8, [("h", b"%d" % i)], offset=i) for i in range(n)]
     plain = P.RecordBatch(records).encode()[61:]
     good = _batch(_gzip(plain), n, attributes=1)
-    assert (len(good) - 61 in common.GZIP_ISAL_SIZES) == (n == 40)
+    assert (len(good) - 61 >= common.GZIP_ISAL_FROM) == (n > 1)
     for R in RECORDS:
         assert [(r.offset, r.key, r.value, [tuple(h) for h in r.headers])
                 for r in R.decode_record_batches(good)[0].records] == [
