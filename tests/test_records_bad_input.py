@@ -444,3 +444,28 @@ def test_a_decode_builds_no_more_per_byte_than_json_loads():
             assert records[1].offset == 1001 and records[1].timestamp == big + 1
             assert peak / len(data) <= json_ratio, (R.__name__, peak / len(data), json_ratio)
         assert _peak(lambda: R.read_batch_infos(data, check_records=True))[0] < 64 * 1024
+
+
+@pytest.mark.parametrize("n", [1, 40, 2000])  # below and beyond where python-isal may inflate them
+def test_gzip_records_read_alike_whichever_library_inflates_them(n):
+    # The compiled twin inflates one gzip member itself (with python-isal where it is installed and faster, else
+    # zlib); anything else is _records_common._gzip's.  Same records, or the same error, in every twin.
+    from kwire.codec import _records_common as common
+
+    records = [P.Record(b"k%d" % i, b"value %06d " % i * 8, [("h", b"%d" % i)], offset=i) for i in range(n)]
+    plain = P.RecordBatch(records).encode()[61:]
+    good = _batch(_gzip(plain), n, attributes=1)
+    assert (len(good) - 61 >= common.GZIP_ISAL_FROM) == (n > 1)
+    for R in RECORDS:
+        assert [(r.offset, r.key, r.value, [tuple(h) for h in r.headers])
+                for r in R.decode_record_batches(good)[0].records] == [
+            (r.offset, r.key, r.value, [tuple(h) for h in r.headers]) for r in records]
+    half = len(plain) // 2
+    two_members = _batch(_gzip(plain[:half]) + _gzip(plain[half:]), n, attributes=1)
+    for R in RECORDS:
+        assert len(R.decode_record_batches(two_members)[0].records) == n
+    _same_error(_batch(_gzip(plain)[:-9], n, attributes=1), CorruptRecordError, 61)
+    _same_error(_batch(_gzip(plain) + b"\x1f\x8b junk", n, attributes=1), CorruptRecordError, 61)
+    _same_error(good, DecompressionLimitError, 61, max_decompressed_size=len(plain) - 1)
+    assert [len(R.decode_record_batches(good, max_decompressed_size=len(plain))[0].records) for R in RECORDS] == [
+        n] * len(RECORDS)

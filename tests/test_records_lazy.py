@@ -241,3 +241,74 @@ def test_a_hash_taken_of_a_key_or_value_is_never_stale(R):
         for blob in (r.key, r.value):
             assert {blob: 1}[bytes(memoryview(blob))] == 1  # a new bytes, equal: found only if the hashes agree
         assert (r.key, r.value) == (recs[r.offset].key, recs[r.offset].value)
+
+
+def test_what_a_caller_keeps_from_one_loop_is_never_changed_by_the_next(R):
+    # The compiled twin keeps the last record of a loop for the next loop, over any batch, to refill when nothing
+    # else holds it: one-record batches (each its own loop) read one after another.
+    batches = [R.RecordBatch([R.Record(b"key-%04d" % i, b"value-%06d" % i, [("trace", b"%04d" % i), ("n", b"x")],
+                                       offset=i, timestamp=1_700_000_000_000 + i)], base_offset=i).encode()
+               for i in range(60)]
+    expected = [_fields(R.decode_record_batches(data)[0].records[0]) for data in batches]
+    kept = {}
+    for i, data in enumerate(batches):
+        for r in R.read_record_batches(data)[0]:
+            assert _fields(r) == expected[i]
+        if i % 4 == 0:
+            kept[i] = r  # the loop variable, kept past the next loop
+        elif i % 4 == 1:
+            kept[i] = (r.offset, r.timestamp, r.key, r.value)
+        elif i % 4 == 2:
+            kept[i] = r.headers
+        del r
+    for i, k in kept.items():
+        if i % 4 == 0:
+            assert _fields(k) == expected[i]
+        elif i % 4 == 1:
+            assert k == expected[i][:4]
+        else:
+            assert tuple((h.key, h.value) for h in k) == expected[i][4]
+    # A record still held by the loop variable when the next loop starts is not refilled.
+    for data in batches[:3]:
+        for r in R.read_record_batches(data)[0]:
+            pass
+        held = r
+        assert _fields(held) == _fields(R.decode_record_batches(data)[0].records[0])
+    assert _fields(held) == expected[2] and _fields(r) == expected[2]
+
+
+@pytest.mark.parametrize("base_offset, base_timestamp", [((1 << 30) - 50, -(1 << 30) - 40), (1 << 40, 1 << 62)])
+def test_offsets_and_timestamps_kept_by_a_caller_never_change(R, base_offset, base_timestamp):
+    # The compiled loop may write a dropped record's offset and timestamp ints over when it refills the record
+    # (never an int anything else holds, nor one CPython keeps made).  Here they cross a digit boundary and a sign.
+    recs = [R.Record(b"k", b"v", offset=base_offset + i, timestamp=base_timestamp + 3 * i * (-1) ** i)
+            for i in range(100)]
+    data = R.RecordBatch(recs, base_offset=base_offset).encode()
+    kept = []
+    for i, r in enumerate(R.read_record_batches(data)[0]):
+        assert (r.offset, r.timestamp) == (recs[i].offset, recs[i].timestamp)
+        if i % 3 == 0:
+            kept.append((i, r.offset, r.timestamp))
+    assert all((o, t) == (recs[i].offset, recs[i].timestamp) for i, o, t in kept)
+    data = R.RecordBatch([R.Record(offset=i) for i in range(300)]).encode()
+    small = [r.offset for r in R.read_record_batches(data)[0]]
+    assert small == list(range(300)) and all(small[i] is i for i in range(257))
+
+
+def test_a_record_the_caller_filled_with_its_own_objects_is_not_kept(R):
+    # The compiled loop keeps its last record for the next loop only when it holds what a decode gives it, and
+    # little of it: an object of the caller's stays the caller's, freed when the caller drops it.
+    import sys
+
+    data = R.RecordBatch([R.Record(b"k", b"v", [("h", b"x")])]).encode()
+    for field in ("key", "value", "headers"):
+        own = ["the caller's"] * 1000
+        for r in R.read_record_batches(data)[0]:
+            setattr(r, field, own)
+        del r
+        assert sys.getrefcount(own) == 2, field
+    big = b"x" * 20000
+    for r in R.read_record_batches(data)[0]:
+        r.value = big
+    del r
+    assert sys.getrefcount(big) == 2

@@ -322,8 +322,13 @@ cdef class _Records:
 
     def __dealloc__(self):
         cdef int i
+        cdef PyObject* last = self.ring[self.turn ^ 1]
         for i in range(KEYS_MAX):
             Py_XDECREF(self.values[i])
+        # The loop's last record is kept for the next loop (see recycled) when at most the caller's loop variable
+        # still holds it and its fields are small (a kept record keeps them alive until then).
+        if last != NULL and refcount(last) <= 2 and _small(<Record>last) and kw_keep(&kw_spare, last):
+            self.ring[self.turn ^ 1] = NULL
         Py_XDECREF(self.ring[0])
         Py_XDECREF(self.ring[1])
         for i in range(self.k.n):
@@ -359,6 +364,14 @@ cdef class _Records:
         reference count above 1 and is never reused, and every field is set again."""
         cdef PyObject* old = self.ring[self.turn]
         cdef Record rec
+        if old == NULL:
+            # The loop's first two steps: the record the last loop kept (see __dealloc__), when nothing else holds
+            # it any more.  A reader of one-record batches, each its own loop, then reuses its record too.
+            old = <PyObject*>kw_take(&kw_spare)
+            if old != NULL and refcount(old) != 1:
+                Py_XDECREF(old)
+                old = NULL
+            self.ring[self.turn] = old
         if old != NULL and refcount(old) == 1:
             rec = <Record>old
         else:
@@ -408,10 +421,11 @@ cdef class _Records:
         if not build:
             return None
         rec = self.recycled() if recycle else Record.__new__(Record)
-        rec.offset = PyLong_FromLongLong(<int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>r.offset_delta))
+        rec.offset = _reint(<PyObject*>rec.offset,
+                            <int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>r.offset_delta), recycle)
         ts = <int64_t>(<uint64_t>self.base_ts + <uint64_t>r.ts_delta)
         if self.last_ts_o is None or ts != self.last_ts:  # records of one batch often share a millisecond: one int
-            self.last_ts_o = PyLong_FromLongLong(ts)
+            self.last_ts_o = _reint(<PyObject*>rec.timestamp, ts, recycle)
             self.last_ts = ts
         rec.timestamp = self.last_ts_o
         if not (recycle and _rewrite(<PyObject*>rec.key, self.b + r.key_pos, r.key_len)):
@@ -452,34 +466,6 @@ cdef class _Records:
                 out.append(rec)
         self.finish()
         return out
-
-
-cdef extern from *:
-    """
-    /* The bytes layouts whose cached hash kw_rewrite knows how to forget (CPython 3.11 to 3.13). */
-    #if PY_VERSION_HEX < 0x030E0000
-    #define KW_CAN_REWRITE 1
-    static inline void kw_forget_hash(PyObject* o) { ((PyBytesObject*)o)->ob_shash = -1; }
-    #else
-    #define KW_CAN_REWRITE 0
-    static inline void kw_forget_hash(PyObject* o) { (void)o; }
-    #endif
-    """
-    bint KW_CAN_REWRITE
-    void kw_forget_hash(PyObject* o)
-
-
-cdef inline bint _rewrite(PyObject* old, const unsigned char* p, Py_ssize_t n) noexcept:
-    """Whether ``old``, a recycled record's key or value (see _Records.recycled), now holds ``p[:n]``: when it is
-    a bytes of that size that nothing but the record holds, its bytes are written over (no one can see them
-    change) and its cached hash forgotten; else the caller makes a new bytes."""
-    if not KW_CAN_REWRITE or n < 2 or refcount(old) != 1 or type_of(old) != <PyObject*>bytes:
-        return False  # below 2 bytes CPython shares its bytes objects
-    if PyBytes_GET_SIZE(<object>old) != n:
-        return False
-    memcpy(PyBytes_AS_STRING(<object>old), p, n)
-    kw_forget_hash(old)
-    return True
 
 
 cdef _Records _records_at(object owner, const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
@@ -579,6 +565,8 @@ cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, 
         plain_view = _inflate(codec, b, start, batch_end, limit)
     elif codec == SNAPPY:
         plain_view = _unsnappy(b, start, batch_end, limit)
+    elif codec == GZIP:
+        plain_view = _gunzip(b, start, batch_end, limit)
     if plain_view is None:
         payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
         plain_view = _View(decompress(codec, payload, limit, start))

@@ -1,4 +1,4 @@
-# The compiled twin's decompression of snappy, LZ4 and zstd records (included by _records_c.pyx): one library
+# The compiled twin's decompression of gzip, snappy, LZ4 and zstd records (included by _records_c.pyx): one library
 # call per block on the payload where it lies, into a buffer that is not zeroed first.  Each gives None where it
 # does not decode the records plainly (a library error, a buffer too small, a limit reached, a framing it does not
 # expect); _records_common.decompress then does the work as in the pure twin, so both give the same results and
@@ -41,6 +41,42 @@ cdef _View _inflate(int codec, const unsigned char* b, Py_ssize_t start, Py_ssiz
     view = _View(out)
     view.n = got
     return view
+
+
+from kwire.codec._records_common import GZIP_ISAL_FROM, isal_decompressobj
+
+cdef object _decompressobj = None, _isal_decompressobj = None  # zlib's and python-isal's, looked up once
+cdef Py_ssize_t _isal_from = GZIP_ISAL_FROM
+
+
+cdef _View _gunzip(const unsigned char* b, Py_ssize_t start, Py_ssize_t end, Py_ssize_t limit):
+    """Gzip records as _records_common._gzip reads them when they are one gzip member, decompressed by one
+    library call on the payload where it lies (python-isal's from GZIP_ISAL_FROM bytes where it is installed, else
+    zlib's), or None (several members, a fault, the limit reached): then _records_common._gzip does the work with
+    zlib and raises its errors.  What this saves is the copies of the payload and of the records, half of a
+    one-record batch's decompression, and with python-isal half of a larger batch's inflate."""
+    global _decompressobj, _isal_decompressobj
+    cdef Py_ssize_t n = end - start, cap = limit
+    if _decompressobj is None:
+        import zlib
+
+        _decompressobj, _isal_decompressobj = zlib.decompressobj, isal_decompressobj()
+    # The size one member's trailer gives (ISIZE), which the library checks: the reader stops one byte beyond it
+    # and beyond the limit (the caller's path then reports what the records really are).  Bounded so, python-isal
+    # sizes its output from the start: bounded by the limit alone, it made an output of megabytes from fresh pages
+    # on every call.
+    if n >= 4 and rd_le32(b + end - 4) < <uint64_t>cap:
+        cap = rd_le32(b + end - 4)
+    d = (_isal_decompressobj if n >= _isal_from and _isal_decompressobj is not None else _decompressobj)(31)
+    try:
+        # (0 is no bound: no limit is beyond the largest size there can be.)
+        out = d.decompress(PyMemoryView_FromMemory(<char*>b + start, n, PyBUF_READ),
+                           cap + 1 if cap < PY_SSIZE_T_MAX else 0)
+    except Exception:
+        return None
+    if type(out) is not bytes or PyBytes_GET_SIZE(out) > cap or not d.eof or d.unused_data:
+        return None
+    return _View(out)
 
 
 cdef extern from "Python.h":

@@ -23,6 +23,7 @@ cdef extern from *:
     """
     static void* kw_scratch = NULL;  /* the encoder's buffer, kept for the next encode */
     static void* kw_keys = NULL;  /* the header keys of the last batch read, a tuple of str (see _batch_keys) */
+    static void* kw_spare = NULL;  /* the last record a lazy loop made, for the next loop (see _Records.recycled) */
     #if defined(_MSC_VER)
     #include <windows.h>
     static void* kw_take(void** slot) { return InterlockedExchangePointer(slot, NULL); }
@@ -37,6 +38,7 @@ cdef extern from *:
     """
     void* kw_scratch
     void* kw_keys
+    void* kw_spare
     void* kw_take(void** slot) noexcept nogil
     bint kw_keep(void** slot, void* p) noexcept nogil
 
@@ -122,7 +124,11 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
             prev = w.values[i]
             if not (prev != NULL and PyBytes_GET_SIZE(<object>prev) == n
                     and same_bytes(PyBytes_AS_STRING(<object>prev), b + pos, n)):
-                value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
+                # A refilled header's own value, when nothing else holds it, is written over (see _rewrite).
+                if reuse and _rewrite(<PyObject*>h.value, b + pos, n):
+                    value = h.value
+                else:
+                    value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
                 Py_INCREF(value)
                 Py_XDECREF(prev)
                 w.values[i] = <PyObject*>value
@@ -191,6 +197,95 @@ cdef int _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, i
         if kept != NULL and not kw_keep(&kw_keys, kept):
             Py_XDECREF(kept)  # another thread kept its own meanwhile
     return 0
+
+
+# --- Refilling a record the lazy loop gave before (see _Records.recycled) ---------------------------------------
+
+cdef extern from *:
+    """
+    /* The bytes layouts whose cached hash kw_rewrite knows how to forget (CPython 3.11 to 3.13). */
+    #if PY_VERSION_HEX < 0x030E0000
+    #define KW_CAN_REWRITE 1
+    static inline void kw_forget_hash(PyObject* o) { ((PyBytesObject*)o)->ob_shash = -1; }
+    #else
+    #define KW_CAN_REWRITE 0
+    static inline void kw_forget_hash(PyObject* o) { (void)o; }
+    #endif
+
+    /* kw_int_rewrite: whether the int ``o`` now holds ``v``, written over its digits: the int layout of CPython
+       3.11 (a signed digit count in ob_size), with as many digits of the same sign.  Later layouts: never. */
+    #if PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION) && !defined(Py_GIL_DISABLED)
+    static inline int kw_int_rewrite(PyObject* o, long long v) {
+        unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+        digit d[(64 + PyLong_SHIFT - 1) / PyLong_SHIFT];
+        Py_ssize_t n = 0, i;
+        while (a) {
+            d[n++] = (digit)(a & PyLong_MASK);
+            a >>= PyLong_SHIFT;
+        }
+        if ((v < 0 ? -n : n) != Py_SIZE(o))
+            return 0;
+        for (i = 0; i < n; i++)
+            ((PyLongObject*)o)->ob_digit[i] = d[i];
+        return 1;
+    }
+    #else
+    static inline int kw_int_rewrite(PyObject* o, long long v) { (void)o; (void)v; return 0; }
+    #endif
+    """
+    bint KW_CAN_REWRITE
+    void kw_forget_hash(PyObject* o)
+    bint kw_int_rewrite(PyObject* o, long long v)
+
+
+cdef inline object _reint(PyObject* old, int64_t v, bint recycle):
+    """``v`` as an int: ``old``, a recycled record's offset or timestamp (see _Records.recycled), written over
+    when nothing but the record holds it (no one can see it change), else a new int.  The ints CPython keeps made
+    (-5 to 256) are never written over, nor made in their place."""
+    if (recycle and (v < -5 or v > 256) and refcount(old) == 1 and type_of(old) == <PyObject*>int
+            and kw_int_rewrite(old, v)):
+        return <object>old
+    return PyLong_FromLongLong(v)
+
+
+cdef enum:
+    SPARE_MAX = 16384  # the most key, value and header value bytes a kept record may hold (see _Records.__dealloc__)
+
+
+cdef inline bint _small(Record rec) noexcept:
+    """Whether ``rec`` holds what a decode gives it (bytes or None, a tuple of Header) and at most SPARE_MAX bytes."""
+    cdef Py_ssize_t n = 0
+    if type(rec.key) is bytes:
+        n += PyBytes_GET_SIZE(rec.key)
+    elif rec.key is not None:
+        return False
+    if type(rec.value) is bytes:
+        n += PyBytes_GET_SIZE(rec.value)
+    elif rec.value is not None:
+        return False
+    if type(rec.headers) is not tuple:
+        return False
+    for h in <tuple>rec.headers:
+        if type(h) is not Header:
+            return False
+        if type((<Header>h).value) is bytes:
+            n += PyBytes_GET_SIZE((<Header>h).value)
+        elif (<Header>h).value is not None:
+            return False
+    return n <= SPARE_MAX
+
+
+cdef inline bint _rewrite(PyObject* old, const unsigned char* p, Py_ssize_t n) noexcept:
+    """Whether ``old``, a recycled record's key or value (see _Records.recycled), now holds ``p[:n]``: when it is
+    a bytes of that size that nothing but the record holds, its bytes are written over (no one can see them
+    change) and its cached hash forgotten; else the caller makes a new bytes."""
+    if not KW_CAN_REWRITE or n < 2 or refcount(old) != 1 or type_of(old) != <PyObject*>bytes:
+        return False  # below 2 bytes CPython shares its bytes objects
+    if PyBytes_GET_SIZE(<object>old) != n:
+        return False
+    memcpy(PyBytes_AS_STRING(<object>old), p, n)
+    kw_forget_hash(old)
+    return True
 
 
 @cython.no_gc
