@@ -23,6 +23,8 @@ with each codec.  aiokafka's builder writes them (real client bytes); every libr
   keeping its context from one call to the next, and aiokafka with cramjam, which makes a context per call; and
   for gzip where python-isal is installed: kwire's compiled twin then inflates payloads of 320 bytes or more with
   it (ISA-L), aiokafka with the gzip module (zlib).
+* glibc's malloc thresholds are fixed for the whole run (``--allocator-as-is`` keeps its adaptive ones), so no
+  library's allocations change how the next one's pages are found.
 
 Goals (compiled kwire, uncompressed, 100 and 10,000 records): decode >= 2x aiokafka's compiled classes and
 >= 30x kafka-python; CRC-32C >= 5 GB/s over 1 MiB.
@@ -382,8 +384,26 @@ def library_line(R):
             f"kafka-python {kp.DefaultRecordBatch.__module__}")
 
 
+# glibc moves its mmap threshold up when it frees a large mapping, so how fast a library's decode of a large batch
+# runs (fresh pages faulted in, or heap reused) depended on what ran before it in the process: which library
+# decompressed the previous case, with which allocator.  Fixed thresholds, set before the interpreter starts, put
+# every side under the same allocator state (the values `kwire serve` sets for itself).
+_FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(4 << 20), "MALLOC_TRIM_THRESHOLD_": str(8 << 20)}
+
+
+def _with_fixed_allocator():
+    """Run this script again with :data:`_FIXED_MALLOC` in its environment, unless it is there already or
+    ``--allocator-as-is`` was given."""
+    if "--allocator-as-is" in sys.argv or all(os.environ.get(k) == v for k, v in _FIXED_MALLOC.items()):
+        return
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **_FIXED_MALLOC})
+
+
 def main():
+    _with_fixed_allocator()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--allocator-as-is", action="store_true",
+                    help="keep glibc's adaptive malloc thresholds (by default the bench fixes them for every side)")
     ap.add_argument("--quick", action="store_true", help="shorter timings (noisier)")
     ap.add_argument("--json", metavar="BUDGET", type=float,
                     help="print the report's rows as JSON instead, with this time budget per case (benches/report.py)")
