@@ -69,11 +69,10 @@ def simulate_consumer(history: MembershipHistory, *, heartbeat_interval_ms=CONSU
 
 
 class ConsumerReplay(Replay):
-    protocol = CONSUMER
-
     def __init__(self, history, heartbeat_interval_ms, session_timeout_ms, assignment_interval_ms, settle_us):
         session = int(session_timeout_ms) if session_timeout_ms is not None else median_session_ms(history)
         super().__init__(history, heartbeat_interval_ms, settle_us, session)
+        self.protocol = CONSUMER
         self.coordinator_config = _config(session, int(heartbeat_interval_ms), int(assignment_interval_ms))
         self.coordinator = ConsumerGroupCoordinator(
             self.coordinator_config, topics={name: (topic_id(k), int(n)) for k, (name, n)
@@ -95,7 +94,7 @@ class ConsumerReplay(Replay):
         queued = self.coordinator.deadlines_queued
         if queued == self.deadlines_seen and self.tick_at is not None:
             return
-        super().after_coordinator(t)
+        Replay.after_coordinator(self, t)
         self.deadlines_seen = self.coordinator.deadlines_queued
 
     def send(self, m, out, t):

@@ -61,9 +61,8 @@ class Member:
 class Replay:
     """One history's replay; subclasses set ``protocol``, ``coordinator`` and the hooks below."""
 
-    protocol = ""
-
     def __init__(self, history: MembershipHistory, heartbeat_interval_ms, settle_us, session_timeout_ms):
+        self.protocol = ""
         self.h = history
         self.interval = float(heartbeat_interval_ms)
         self.names = list(history.topics)
@@ -129,7 +128,6 @@ class Replay:
         i = 0
         heap = self.heap
         pop = heapq.heappop
-        handle = self.handle
         ledger = self.ledger
         interval2 = 2 * self.interval
         t = 0.0
@@ -151,7 +149,7 @@ class Replay:
                         continue
                     entry = pop(heap)
                     t = entry[0]
-                    handle(entry)
+                    self.handle(entry)
                     continue
                 t = max(t, next_history)
                 self.history_event(t, who[i], kinds[i], h.event_topics[i], rebalance[i])
@@ -165,7 +163,7 @@ class Replay:
             t = entry[0]
             if end is not None and t > end:
                 break
-            handle(entry)
+            self.handle(entry)
         return self.ledger.result(self.protocol, min(t, end) if end is not None else t)
 
     def quiet(self):
@@ -255,22 +253,24 @@ class Replay:
             self.after_coordinator(t)
         elif kind == RESPOND:
             self.in_flight -= 1
-            if a.live:
-                outs = a.machine.receive(b, c, t)
+            m = a
+            if m.live:
+                outs = m.machine.receive(b, c, t)
                 if outs:
-                    self.outputs(a, outs, t)
+                    self.outputs(m, outs, t)
                 else:
-                    self.schedule_poll(a, t)
+                    self.schedule_poll(m, t)
         elif kind == POLL:
-            if a.live and a.version == b:
-                a.poll_at = None
-                outs = a.machine.poll(t)
+            m = a
+            if m.live and m.version == b:
+                m.poll_at = None
+                outs = m.machine.poll(t)
                 if outs:
-                    self.outputs(a, outs, t)
+                    self.outputs(m, outs, t)
                 else:
                     # Nothing to do at its deadline (a backoff that ends now): asked again a millisecond on,
                     # not at once, so that no member can hold the clock still.
-                    self.schedule_poll(a, t + 1.0)
+                    self.schedule_poll(m, t + 1.0)
         elif kind == TICK:
             if self.tick_at == t:
                 self.tick_at = None
