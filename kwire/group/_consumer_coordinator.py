@@ -150,13 +150,9 @@ def _assignment_message(assigned):
         topic_partitions=[_TP(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(assigned.items())])
 
 
-class ConsumerGroupCoordinator(ClassicMembers):
-    """Consumer-protocol groups on the caller's clock.  ``config`` takes Kafka's broker keys
-    (:class:`ConsumerGroupConfig`); ``topics`` is ``{name: (topic_id, partitions)}``.  Classic-protocol members
-    of these groups (mixed groups) are ``_consumer_classic.py``'s."""
-
-    _refused_type = _Refused
-    _session_kind = _SESSION
+class _Coordinator:
+    """:class:`ConsumerGroupCoordinator` but its classic members: a class of its own so that, compiled, it can
+    be a C type (``_consumer_coordinator.pxd``), which a class with a plain-Python base cannot be."""
 
     def __init__(self, config=None, *, topics=None, member_id_factory=None, classic_group_lookup=None,
                  classic_group_remove=None, groups=None, classic_group_convert=None, classic_group_downgrade=None):
@@ -779,3 +775,12 @@ class ConsumerGroupCoordinator(ClassicMembers):
                 self._fence(group, member_id, "rebalance-timeout")
             elif kind == _REVOKE and member.member_epoch == payload:
                 self._fence(group, member_id, "rebalance-timeout")
+
+
+class ConsumerGroupCoordinator(_Coordinator, ClassicMembers):
+    """Consumer-protocol groups on the caller's clock.  ``config`` takes Kafka's broker keys
+    (:class:`ConsumerGroupConfig`); ``topics`` is ``{name: (topic_id, partitions)}``.  Classic-protocol members
+    of these groups (mixed groups) are ``_consumer_classic.py``'s."""
+
+    _refused_type = _Refused
+    _session_kind = _SESSION

@@ -187,7 +187,7 @@ class ConsumerGroup:
         of subscription removes from the group's subscribed names, if it is the only one with that set)."""
         if self.subscriptions.get(names, 0) > 1:
             return frozenset()
-        others = frozenset().union(*(k for k in self.subscriptions if k != names))
+        others = frozenset().union(*[k for k in self.subscriptions if k != names])
         return names - others
 
     def update_subscription(self, member, names):
@@ -259,7 +259,9 @@ class ConsumerGroup:
                 epochs[topic_id] = dict.fromkeys(partitions, epoch)
                 continue
             if not held.keys().isdisjoint(partitions):
-                p = next(p for p in partitions if p in held)
+                for p in partitions:
+                    if p in held:
+                        break
                 raise GroupInvariantError(
                     f"group {self.group_id!r}: partition {topic_id.hex()}-{p} is given at epoch {epoch} while "
                     f"a member still holds it at epoch {held[p]}")

@@ -375,7 +375,13 @@ class ConsumerProtocolMember:
         is gone (one event), assign what is new (one event, even if empty), then acknowledge."""
         target = self._target or frozenset()
         names = self._topic_names
-        if target and all(t in names for t in self._target_topics):
+        named = bool(target)
+        if named:
+            for t in self._target_topics:
+                if t not in names:
+                    named = False
+                    break
+        if named:
             resolvable = target   # every topic id named (the usual case): nothing to filter
         else:
             resolvable = frozenset([tp for tp in target if tp[0] in names])

@@ -75,8 +75,8 @@ class _Columns:
         row = self.by_names.get(names)
         if row is None:
             ids = self.ids
-            content = (tuple(sorted(ids[n] for n in names if n in ids)),
-                       tuple(sorted(n for n in names if n not in ids)))
+            content = (tuple(sorted([ids[n] for n in names if n in ids])),
+                       tuple(sorted([n for n in names if n not in ids])))
             row = self.by_names[names] = self.rows.setdefault(content, len(self.rows))
         self.member_ids.append(member_id)
         self.member_sub.append(row)
