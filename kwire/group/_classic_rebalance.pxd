@@ -5,12 +5,14 @@
 cimport cython
 
 from kwire.group._classic_group cimport ClassicGroup, ClassicMember
+from kwire.group._timers cimport Timers
 
 
 # The handlers GroupCoordinator's dispatch tables hold (_join_group, _sync_group, _heartbeat, _leave_group) stay
 # Python methods: the tables hold them bound, and what they call is C.
 cdef class ClassicRebalance:
-    cdef public object _groups, _timers, _new_member_id, _now_ms
+    cdef public object _groups, _new_member_id, _now_ms
+    cdef public Timers _timers
     cdef public object initial_rebalance_delay_ms, min_session_timeout_ms, max_session_timeout_ms, max_group_size
     cdef public list _out
 

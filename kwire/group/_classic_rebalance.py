@@ -312,7 +312,7 @@ class ClassicRebalance:
         group.protocol_name = group.select_protocol()
         group.to(COMPLETING_REBALANCE, now)
         leader_id = group.leader_id
-        out, schedule = self._out, self._timers.schedule
+        out = self._out
         follower_fields = {}  # version -> the fields every follower's response shares (built once)
         for member in group.members.values():
             member_id = member.member_id
@@ -328,7 +328,7 @@ class ClassicRebalance:
                         fields = follower_fields[version] = self._join_fields(group, version)
                     response = JoinGroupResponse(member_id=member_id, **fields)
                 out.append(_new_tuple(Reply, (parked[0], version, response)))
-            schedule((_SESSION, gid, member_id), now + member.session_timeout_ms)
+            timers.schedule((_SESSION, gid, member_id), now + member.session_timeout_ms)
             member.is_new = False
         group.awaiting_join = 0
         group.pending_sync.update(group.members)

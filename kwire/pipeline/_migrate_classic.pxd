@@ -2,6 +2,9 @@
 # subclass of the loop's Replay (kwire/pipeline/_migrate_loop.pxd), its hooks C overrides of the loop's.
 cimport cython
 
+# (as other names: the module imports the classes themselves under theirs)
+from kwire.group._coordinator cimport GroupCoordinator as CoordinatorC
+from kwire.group._member cimport ConsumerMember as MemberC
 from kwire.pipeline._migrate_loop cimport Member, Replay
 
 
@@ -17,7 +20,8 @@ cdef class ClassicReplay(Replay):
     cpdef silent_id(self, Member m)
     cpdef expelled(self)
     cpdef leave(self, Member m, double t)
+    @cython.locals(coordinator=CoordinatorC)
     cpdef bint settled(self)
     cpdef bint steady(self, Member m)
-    @cython.locals(m=Member, members=dict)
+    @cython.locals(m=Member, members=dict, coordinator=CoordinatorC, machine=MemberC)
     cpdef bint all_steady(self)

@@ -117,7 +117,8 @@ class ClassicReplay(Replay):
         return m.machine.close(t)
 
     def settled(self):
-        return self.coordinator.group_state(self.h.group_id) in _SETTLED
+        coordinator = self.coordinator
+        return coordinator.group_state(self.h.group_id) in _SETTLED
 
     def steady(self, m):
         return m.machine.state is _STEADY   # states are the enum's members
@@ -128,10 +129,12 @@ class ClassicReplay(Replay):
         members = self.members
         if not members:
             return True
-        if self.coordinator.group_state(self.h.group_id) not in _SETTLED:
+        coordinator = self.coordinator
+        if coordinator.group_state(self.h.group_id) not in _SETTLED:
             return False
         for m in members.values():
-            if m.machine.state is not _STEADY:
+            machine = m.machine
+            if machine.state is not _STEADY:
                 return False
         return True
 
