@@ -504,8 +504,12 @@ class ConsumerMember:
                 assigned += [(topic, p) for p in partitions]
         assigned.sort()
         assigned = tuple(assigned)
-        given = set(assigned)
-        if self.owned:
+        if self.owned and assigned == self.owned:
+            # The same partitions as before (a rebalance that moved none of this member's): nothing is revoked
+            # and nothing added, which the sets below would find at a cost in the partitions held.
+            added = ()
+        elif self.owned:
+            given = set(assigned)
             owned = set(self.owned)
             if self.protocol == COOPERATIVE:
                 revoked = _sorted_tps(owned.difference(assigned))
@@ -517,6 +521,7 @@ class ConsumerMember:
         else:
             # Nothing owned (always so in an eager rebalance): everything given is added; ``assigned`` is
             # already sorted, and is the answer unless the leader listed a partition twice.
+            given = set(assigned)
             added = assigned if len(given) == len(assigned) else _sorted_tps(given)
         self.owned = assigned
         self._last_assignment = assigned

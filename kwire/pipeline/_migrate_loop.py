@@ -21,7 +21,7 @@ deadline is then the very number it is polled at.
 
 from __future__ import annotations
 
-import heapq
+from heapq import heappop, heappush
 
 from kwire.errors import KwireError
 from kwire.group import PartitionsAssigned, PartitionsLost, PartitionsRevoked, Send
@@ -116,7 +116,7 @@ class Replay:
 
     def push(self, t, kind, a=None, b=None, c=None):
         self.seq += 1
-        heapq.heappush(self.heap, (t, kind, self.seq, a, b, c))
+        heappush(self.heap, (t, kind, self.seq, a, b, c))
 
     def run(self) -> SimulatedStall:
         h = self.h
@@ -127,7 +127,6 @@ class Replay:
         n = len(at)
         i = 0
         heap = self.heap
-        pop = heapq.heappop
         ledger = self.ledger
         interval2 = 2 * self.interval
         t = 0.0
@@ -147,7 +146,7 @@ class Replay:
                             and not ledger.open and self.all_steady()):
                         self.skip_steady(t, next_history)
                         continue
-                    entry = pop(heap)
+                    entry = heappop(heap)
                     t = entry[0]
                     self.handle(entry)
                     continue
@@ -159,7 +158,7 @@ class Replay:
                 continue
             if not heap or self.quiet():
                 break   # nothing left to happen but steady heartbeats
-            entry = pop(heap)
+            entry = heappop(heap)
             t = entry[0]
             if end is not None and t > end:
                 break
@@ -286,14 +285,14 @@ class Replay:
         if m.live:
             self.in_flight += 1
             self.seq += 1
-            heapq.heappush(self.heap, (t + m.latency / 2, RESPOND, self.seq, m, token, response))
+            heappush(self.heap, (t + m.latency / 2, RESPOND, self.seq, m, token, response))
 
     def request(self, m, token, payload, t):
         """Queue ``payload`` (what :meth:`deliver` takes) to reach the coordinator half ``m``'s latency after
         ``t``."""
         self.in_flight += 1
         self.seq += 1
-        heapq.heappush(self.heap, (t + m.latency / 2, DELIVER, self.seq, m, token, payload))
+        heappush(self.heap, (t + m.latency / 2, DELIVER, self.seq, m, token, payload))
 
     def tick(self, t):
         raise NotImplementedError
@@ -331,7 +330,7 @@ class Replay:
         m.version += 1
         m.poll_at = at
         self.seq += 1
-        heapq.heappush(self.heap, (at, POLL, self.seq, m, m.version, None))
+        heappush(self.heap, (at, POLL, self.seq, m, m.version, None))
 
 
 def median_session_ms(history: MembershipHistory, default=45000) -> int:
