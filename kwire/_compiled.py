@@ -79,15 +79,23 @@ def declaration_files():
 
 def source_digest(source_path):
     """The digest that names the compiled file of the source at ``source_path``: its bytes, and every
-    declaration file's (see :func:`declaration_files`)."""
+    declaration file's (see :func:`declaration_files`) with the source it declares.
+
+    The declared module's source counts too: a module that cimports its classes is built against its compiled
+    layout, and an edited source of the declared module runs as Python until the next build, a class whose
+    instances have another layout (importing a module built against the compiled one then fails, or reads the
+    wrong fields where the sizes happen to agree)."""
     digest = hashlib.sha256()
     with open(source_path, "rb") as fh:
         digest.update(fh.read())
     for name, path in declaration_files():
-        with open(path, "rb") as fh:
-            declared = fh.read()
-        digest.update(b"\0%s\0%d\0" % (name.encode(), len(declared)))
-        digest.update(declared)
+        for part in (path, path[:-len(".pxd")] + ".py"):
+            if not os.path.isfile(part):
+                continue
+            with open(part, "rb") as fh:
+                declared = fh.read()
+            digest.update(b"\0%s\0%s\0%d\0" % (name.encode(), part[-3:].encode(), len(declared)))
+            digest.update(declared)
     return digest.hexdigest()[:DIGEST_CHARS]
 
 

@@ -79,6 +79,23 @@ def test_a_changed_declaration_file_makes_every_compiled_file_stale(tmp_path, mo
     assert source_digest(source) not in (before, "")
 
 
+def test_an_edited_source_of_a_declared_module_makes_every_compiled_file_stale(tmp_path, monkeypatch):
+    # Another module may cimport the declared module's classes and is built against their compiled layout: once
+    # that module's edited source runs as Python, no compiled file built against the old one may load.
+    from kwire import _compiled
+
+    source = tmp_path / "_m.py"
+    source.write_text("X = 1\n", encoding="utf-8")
+    declared = tmp_path / "_other.pxd"
+    declared.write_text("cdef class A:\n    cdef public object x\n", encoding="utf-8")
+    other = tmp_path / "_other.py"
+    other.write_text("class A:\n    __slots__ = ('x',)\n", encoding="utf-8")
+    monkeypatch.setattr(_compiled, "declaration_files", lambda: [("pkg._other", str(declared))])
+    before = source_digest(source)
+    other.write_text("class A:\n    __slots__ = ('x', 'y')\n", encoding="utf-8")
+    assert source_digest(source) != before
+
+
 def test_declaration_files_are_found_beside_listed_sources_only():
     from kwire import _compiled
 

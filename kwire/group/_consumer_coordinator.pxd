@@ -1,10 +1,12 @@
 # C types for _consumer_coordinator.py when it is compiled (kwire/_compiled.py): the coordinator's fields as
 # struct slots, and the groups, members and timers a heartbeat touches typed as their classes, so that their
 # fields are read as slots and their methods called as C functions.  ConsumerGroupCoordinator itself stays a
-# Python class (its classic members' mixin is one) over this C base.
+# Python class (its classic members' mixin is one) over this C base.  reconcile and owned_map are called as
+# C functions.
 cimport cython
 
 from kwire.group._consumer_group cimport ConsumerGroup, ConsumerGroupMember
+from kwire.group._reconcile cimport owned_map, reconcile
 from kwire.group._timers cimport Timers
 
 

@@ -72,6 +72,11 @@ _ASSIGN = "consumer-assign"
 _TP = ConsumerGroupHeartbeatResponseTopicPartitions
 _Response = ConsumerGroupHeartbeatResponse
 
+# A NamedTuple's own constructor is namedtuple's generated __new__, a Python function: the events and the member
+# change made on the way of a heartbeat are made as tuples of their class instead (the same objects, fields in
+# declaration order).
+_make = tuple.__new__
+
 
 class MemberFenced(NamedTuple):
     """A member left the group: ``reason`` is "leave" (epoch -1), "session-timeout" or "rebalance-timeout"
@@ -575,7 +580,7 @@ class _Coordinator:
             rack = req.rack_id if req.rack_id is not None else member.rack_id
             new_target = self._compute_target(
                 group, group_epoch, metadata if metadata is not None else group.subscription_metadata,
-                MemberChange(member_id, new_names, new_assignor, instance_id, rack, replaced, holder_target))
+                _make(MemberChange, (member_id, new_names, new_assignor, instance_id, rack, replaced, holder_target)))
             target_epoch = group_epoch
             member_target = new_target.get(member_id, {})
         elif replaced is not None:
@@ -693,7 +698,7 @@ class _Coordinator:
         group.last_assignment_ms = now
         self.assignments_computed += 1
         self._timers.cancel((_ASSIGN, group.group_id, None))
-        self._events.append(TargetAssignmentComputed(group.group_id, epoch, self._last_assignor, len(target)))
+        self._events.append(_make(TargetAssignmentComputed, (group.group_id, epoch, self._last_assignor, len(target))))
 
     # -- leaving (GroupMetadataManager.consumerGroupLeave) --------------------------------------------------
 
@@ -729,7 +734,7 @@ class _Coordinator:
         if self._classic_downgrade is not None and self._classic_downgrade(group, member_id):
             self._cancel_member_timers(group.group_id, member_id)
             self.forget_group(group)
-            self._events.append(MemberFenced(group.group_id, member_id, reason))
+            self._events.append(_make(MemberFenced, (group.group_id, member_id, reason)))
             return
         self._drop(group, member_id, reason)
         metadata = group.compute_subscription_metadata(self._topics)
@@ -742,10 +747,10 @@ class _Coordinator:
     def _drop(self, group, member_id, reason):
         group.remove_member(member_id)
         self._cancel_member_timers(group.group_id, member_id)
-        self._events.append(MemberFenced(group.group_id, member_id, reason))
+        self._events.append(_make(MemberFenced, (group.group_id, member_id, reason)))
 
     def _emptied(self, group):
-        self._events.append(GroupEmptied(group.group_id))
+        self._events.append(_make(GroupEmptied, (group.group_id,)))
 
     # -- timers -----------------------------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ cdef class ConsumerProtocolMember:
     cdef public object state, member_id, member_epoch, heartbeat_interval_ms, subscription, assignment
     cdef public object _assignment_epoch, _target, _target_topics
     cdef public dict _topic_names
-    cdef public object _next_send, _last_sent_at, _backoff_until, _attempts, _in_flight, _leave_tokens, _tokens
+    cdef public object _next_send, _last_sent_at, _backoff_until, _attempts, _in_flight, _tokens
+    cdef public set _leave_tokens
     cdef public object _sent, _coordinator_known, _pending_leave_epoch, _stale_after_leave
 
     cpdef _to(self, state)
@@ -32,6 +33,7 @@ cdef class ConsumerProtocolMember:
     cpdef _resolved(self, tps)
     @cython.locals(names=dict)
     cpdef _reconcile(self, out)
+    @cython.locals(by_topic=dict)
     cpdef _topic_partitions(self)
     cpdef _send_heartbeat(self, now)
     cpdef _send_leave(self)

@@ -361,7 +361,7 @@ class ConsumerProtocolMember:
     def _drop_all(self, out, lost):
         if self.assignment:
             names = self._resolved(self.assignment)
-            out.append(PartitionsLost(names) if lost else PartitionsRevoked(names))
+            out.append(_make(PartitionsLost if lost else PartitionsRevoked, (names,)))
         self.assignment = frozenset()
         self._assignment_epoch += 1
         self._target = None

@@ -3,6 +3,7 @@
 cimport cython
 
 
+cpdef owned_map(topic_partitions)
 cpdef owns_any(dict owned, dict partitions)
 
 @cython.locals(keep=dict, revoke=dict, give=dict, held=dict)
