@@ -108,7 +108,8 @@ class ConsumerReplay(Replay):
         self.respond(m, token, response, t)
 
     def tick(self, t):
-        self.fenced(self.coordinator.tick(t))
+        coordinator = self.coordinator
+        self.fenced(coordinator.tick(t))
 
     def fenced(self, events):
         for event in events:
@@ -119,13 +120,16 @@ class ConsumerReplay(Replay):
         return m.machine.leave(t)
 
     def settled(self):
-        return self.coordinator.group_state(self.h.group_id) in _SETTLED
+        coordinator = self.coordinator
+        return coordinator.group_state(self.h.group_id) in _SETTLED
 
     def steady(self, m):
         return m.machine.state is _STEADY
 
     def all_steady(self):
         for m in self.members.values():
-            if m.machine.state is not _STEADY:
+            machine = m.machine
+            if machine.state is not _STEADY:
                 return False
-        return not self.members or self.coordinator.group_state(self.h.group_id) in _SETTLED
+        coordinator = self.coordinator
+        return not self.members or coordinator.group_state(self.h.group_id) in _SETTLED
