@@ -9,6 +9,7 @@ from kwire.group._classic_rebalance cimport ClassicRebalance
 
 cdef class GroupCoordinator(ClassicRebalance):
     cdef dict __dict__
+    cdef object __weakref__   # a public class: weak references as the Python class took them
     cdef public object _consumer, _consumer_may_be_due, _consumer_groups, _offsets
     cdef public dict _handlers, _classic_handlers
     cdef public bint _consumer_active

@@ -5,6 +5,9 @@ cimport cython
 
 
 cdef class ConsumerMember:
+    # A public class: instances still take other attributes and weak references, as the Python class's do.
+    cdef dict __dict__
+    cdef object __weakref__
     cdef public object versions, group_id, client_id, group_instance_id, assignors, protocol
     cdef public object session_timeout_ms, rebalance_timeout_ms, heartbeat_interval_ms, retry_backoff_ms
     cdef public object retry_backoff_max_ms, rack_id, partitions_per_topic, _rng, topics, state, coordinator
