@@ -30,6 +30,8 @@ cdef class ClassicRebalance:
     @cython.locals(member=ClassicMember)
     cpdef _prepare_rebalance(self, ClassicGroup group, now)
     cpdef _maybe_complete_join(self, ClassicGroup group, now)
+    @cython.locals(timers=Timers, leader=ClassicMember, member=ClassicMember, m=ClassicMember, out=list)
+    cpdef _complete_join(self, ClassicGroup group, now)
     cpdef _synced(self, ClassicGroup group, member_id)
     @cython.locals(group=ClassicGroup, member=ClassicMember)
     cpdef _heartbeat_error(self, req, version, now)

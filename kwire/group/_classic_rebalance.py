@@ -297,7 +297,11 @@ class ClassicRebalance:
             return
         leader = group.members.get(group.leader_id)
         if group.members and (leader is None or leader.join is None):
-            leader = next((m for m in group.members.values() if m.join is not None), None)
+            leader = None
+            for m in group.members.values():   # a loop, not next() over a generator: a C method can hold it
+                if m.join is not None:
+                    leader = m
+                    break
             if leader is None:
                 # Only static members that have not rejoined: wait for them (or their sessions to end).
                 timers.schedule((_JOIN, gid), now + group.rebalance_timeout_ms(), None)
