@@ -297,7 +297,11 @@ class ClassicRebalance:
             return
         leader = group.members.get(group.leader_id)
         if group.members and (leader is None or leader.join is None):
-            leader = next((m for m in group.members.values() if m.join is not None), None)
+            leader = None
+            for m in group.members.values():   # a loop, not next() over a generator: a C method can hold it
+                if m.join is not None:
+                    leader = m
+                    break
             if leader is None:
                 # Only static members that have not rejoined: wait for them (or their sessions to end).
                 timers.schedule((_JOIN, gid), now + group.rebalance_timeout_ms(), None)
@@ -312,7 +316,7 @@ class ClassicRebalance:
         group.protocol_name = group.select_protocol()
         group.to(COMPLETING_REBALANCE, now)
         leader_id = group.leader_id
-        out, schedule = self._out, self._timers.schedule
+        out = self._out
         follower_fields = {}  # version -> the fields every follower's response shares (built once)
         for member in group.members.values():
             member_id = member.member_id
@@ -328,7 +332,7 @@ class ClassicRebalance:
                         fields = follower_fields[version] = self._join_fields(group, version)
                     response = JoinGroupResponse(member_id=member_id, **fields)
                 out.append(_new_tuple(Reply, (parked[0], version, response)))
-            schedule((_SESSION, gid, member_id), now + member.session_timeout_ms)
+            timers.schedule((_SESSION, gid, member_id), now + member.session_timeout_ms)
             member.is_new = False
         group.awaiting_join = 0
         group.pending_sync.update(group.members)

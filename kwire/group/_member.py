@@ -100,7 +100,10 @@ _ENDED = (MemberState.CLOSED, MemberState.FAILED)
 # Heartbeats run from the JoinGroup response until the member leaves the generation (Java's heartbeat
 # thread is enabled in onJoinComplete's lead-up and disabled on every path out).
 _HEARTBEATING = frozenset({MemberState.COMPLETING_REBALANCE, MemberState.STABLE})
-_STABLE = MemberState.STABLE
+# The states as module constants: an enum member read off its class costs a Python-level attribute lookup.
+_UNJOINED, _PREPARING, _COMPLETING, _STABLE, _CLOSED, _FAILED = (
+    MemberState.UNJOINED, MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE, MemberState.STABLE,
+    MemberState.CLOSED, MemberState.FAILED)
 _new_tuple = tuple.__new__  # builds a namedtuple from a tuple without its Python-level __new__
 _TOPIC = itemgetter(0)
 
@@ -233,7 +236,7 @@ class ConsumerMember:
         self._rng = rng or random.Random()
 
         self.topics = _subscription_topics(topics)
-        self.state = MemberState.UNJOINED
+        self.state = _UNJOINED
         self.coordinator = None            # CoordinatorFound once known
         self.generation = _NO_GENERATION   # (generation id, member id, protocol name)
         self.leader_id = ""
@@ -385,7 +388,7 @@ class ConsumerMember:
             else:
                 self._out.append(PartitionsRevoked(self.owned))
             self.owned = ()
-        if (self.group_instance_id is None and self.coordinator is not None and self.state != MemberState.UNJOINED
+        if (self.group_instance_id is None and self.coordinator is not None and self.state != _UNJOINED
                 and self.member_id):
             version = self.versions[_LEAVE]
             if version >= 3:
@@ -395,7 +398,7 @@ class ConsumerMember:
             else:
                 request = LeaveGroupRequest(group_id=self.group_id, member_id=self.member_id)
             self._send("leave", request, version)
-        self._to(MemberState.CLOSED)
+        self._to(_CLOSED)
         return self._drain()
 
     # -- requests ---------------------------------------------------------------------------------------
@@ -423,7 +426,7 @@ class ConsumerMember:
 
     def _send_join_group(self):
         version = self.versions[_JOIN]
-        self._to(MemberState.PREPARING_REBALANCE)
+        self._to(_PREPARING)
         self._joined_topics = self.topics
         request = JoinGroupRequest(
             group_id=self.group_id,
@@ -501,8 +504,12 @@ class ConsumerMember:
                 assigned += [(topic, p) for p in partitions]
         assigned.sort()
         assigned = tuple(assigned)
-        given = set(assigned)
-        if self.owned:
+        if self.owned and assigned == self.owned:
+            # The same partitions as before (a rebalance that moved none of this member's): nothing is revoked
+            # and nothing added, which the sets below would find at a cost in the partitions held.
+            added = ()
+        elif self.owned:
+            given = set(assigned)
             owned = set(self.owned)
             if self.protocol == COOPERATIVE:
                 revoked = _sorted_tps(owned.difference(assigned))
@@ -514,6 +521,7 @@ class ConsumerMember:
         else:
             # Nothing owned (always so in an eager rebalance): everything given is added; ``assigned`` is
             # already sorted, and is the answer unless the leader listed a partition twice.
+            given = set(assigned)
             added = assigned if len(given) == len(assigned) else _sorted_tps(given)
         self.owned = assigned
         self._last_assignment = assigned
@@ -549,9 +557,9 @@ class ConsumerMember:
         if error == NONE:
             if response.protocol_type is not None and response.protocol_type != "consumer":
                 return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol type {response.protocol_type!r}")
-            if self.state != MemberState.PREPARING_REBALANCE:
+            if self.state != _PREPARING:
                 return self._retry_join(now)
-            self._to(MemberState.COMPLETING_REBALANCE)
+            self._to(_COMPLETING)
             self._enable_heartbeat(now)
             self.generation = (response.generation_id, response.member_id, response.protocol_name)
             self.leader_id = response.leader
@@ -594,15 +602,15 @@ class ConsumerMember:
         if error == NONE:
             if response.protocol_type is not None and response.protocol_type != "consumer":
                 return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol type {response.protocol_type!r}")
-            if generation != self.generation or self.state != MemberState.COMPLETING_REBALANCE:
+            if generation != self.generation or self.state != _COMPLETING:
                 # The heartbeat reset the generation meanwhile: as ILLEGAL_GENERATION, rejoin at once.
                 self._reset(reset_member_id=False)
                 return
             if response.protocol_name is not None and response.protocol_name != self.generation[2]:
                 return self._fail(INCONSISTENT_GROUP_PROTOCOL, f"protocol name {response.protocol_name!r}")
-            self._to(MemberState.STABLE)
+            self._to(_STABLE)
             self._on_join_complete(response.assignment)
-            if self.state != MemberState.FAILED:
+            if self.state != _FAILED:
                 self._needs_join_prepare = True
         elif error == REBALANCE_IN_PROGRESS:
             self._request_rejoin()  # same member id and generation; onJoinPrepare does not run again
@@ -625,7 +633,7 @@ class ConsumerMember:
         elif error == REBALANCE_IN_PROGRESS:
             # Counts as a successful heartbeat; a STABLE member rejoins.
             self._session_deadline = now + self.session_timeout_ms
-            if self.state == MemberState.STABLE:
+            if self.state == _STABLE:
                 self._request_rejoin()
         elif error in (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
             self._coordinator_unknown(now)
@@ -660,7 +668,7 @@ class ConsumerMember:
             raise AssertionError(f"member {self.member_id!r}: illegal transition {self.state} -> {target}")
         self.state = target
         self._heartbeat_enabled = target in _HEARTBEATING
-        if target == MemberState.STABLE:
+        if target == _STABLE:
             self._rejoin_needed = False
 
     def _request_rejoin(self):
@@ -668,7 +676,7 @@ class ConsumerMember:
 
     def _reset(self, reset_member_id):
         # AbstractCoordinator.resetStateAndRejoin
-        self._to(MemberState.UNJOINED)
+        self._to(_UNJOINED)
         self.generation = _NO_GENERATION if reset_member_id else (-1, self.member_id, None)
         self._request_rejoin()
         self._needs_join_prepare = True
@@ -704,12 +712,12 @@ class ConsumerMember:
         if self._join_token is not None or self._sync_token is not None:
             self._request_rejoin()
         self._join_token = self._sync_token = self._heartbeat_token = None
-        if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
-            self._to(MemberState.UNJOINED)
+        if self.state in (_PREPARING, _COMPLETING):
+            self._to(_UNJOINED)
         if backoff:
             self._retry_at = now + self.retry_backoff_ms
 
     def _fail(self, error, message):
         name = error_name(error)
-        self._to(MemberState.FAILED)
+        self._to(_FAILED)
         self._out.append(MemberFailed(GroupMemberFatalError(error, f"{message}: {name}")))

@@ -69,7 +69,7 @@ class ClassicReplay(Replay):
         # since, that deadline can only have moved later, and the queued tick still comes first.
         if self.tick_at is not None and self.coordinator.deadlines_queued == self.deadlines_seen:
             return
-        super().after_coordinator(t)
+        Replay.after_coordinator(self, t)
         self.deadlines_seen = self.coordinator.deadlines_queued
 
     def make_machine(self, key, index, topic_names):
@@ -89,10 +89,9 @@ class ClassicReplay(Replay):
         self.push(t + m.latency, RESPOND, m, out.token, _found(out.request, out.version))
 
     def deliver(self, m, token, out, t):
-        respond = self.respond
         for reply in self.coordinator.handle((m, token), out.request, out.version, t, client_id=m.key):
             to, its_token = reply.handle
-            respond(to, its_token, reply.response, t)
+            self.respond(to, its_token, reply.response, t)
         if self.silent:
             self.expelled()
 
@@ -102,10 +101,9 @@ class ClassicReplay(Replay):
             self.expelled()
 
     def route(self, replies, t):
-        respond = self.respond
         for reply in replies:
             m, token = reply.handle
-            respond(m, token, reply.response, t)
+            self.respond(m, token, reply.response, t)
 
     def silent_id(self, m):
         return m.machine.member_id or None
@@ -119,7 +117,8 @@ class ClassicReplay(Replay):
         return m.machine.close(t)
 
     def settled(self):
-        return self.coordinator.group_state(self.h.group_id) in _SETTLED
+        coordinator = self.coordinator
+        return coordinator.group_state(self.h.group_id) in _SETTLED
 
     def steady(self, m):
         return m.machine.state is _STEADY   # states are the enum's members
@@ -130,10 +129,12 @@ class ClassicReplay(Replay):
         members = self.members
         if not members:
             return True
-        if self.coordinator.group_state(self.h.group_id) not in _SETTLED:
+        coordinator = self.coordinator
+        if coordinator.group_state(self.h.group_id) not in _SETTLED:
             return False
         for m in members.values():
-            if m.machine.state is not _STEADY:
+            machine = m.machine
+            if machine.state is not _STEADY:
                 return False
         return True
 

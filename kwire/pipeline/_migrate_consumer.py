@@ -69,11 +69,10 @@ def simulate_consumer(history: MembershipHistory, *, heartbeat_interval_ms=CONSU
 
 
 class ConsumerReplay(Replay):
-    protocol = CONSUMER
-
     def __init__(self, history, heartbeat_interval_ms, session_timeout_ms, assignment_interval_ms, settle_us):
         session = int(session_timeout_ms) if session_timeout_ms is not None else median_session_ms(history)
         super().__init__(history, heartbeat_interval_ms, settle_us, session)
+        self.protocol = CONSUMER
         self.coordinator_config = _config(session, int(heartbeat_interval_ms), int(assignment_interval_ms))
         self.coordinator = ConsumerGroupCoordinator(
             self.coordinator_config, topics={name: (topic_id(k), int(n)) for k, (name, n)
@@ -95,7 +94,7 @@ class ConsumerReplay(Replay):
         queued = self.coordinator.deadlines_queued
         if queued == self.deadlines_seen and self.tick_at is not None:
             return
-        super().after_coordinator(t)
+        Replay.after_coordinator(self, t)
         self.deadlines_seen = self.coordinator.deadlines_queued
 
     def send(self, m, out, t):
@@ -109,7 +108,8 @@ class ConsumerReplay(Replay):
         self.respond(m, token, response, t)
 
     def tick(self, t):
-        self.fenced(self.coordinator.tick(t))
+        coordinator = self.coordinator
+        self.fenced(coordinator.tick(t))
 
     def fenced(self, events):
         for event in events:
@@ -120,13 +120,16 @@ class ConsumerReplay(Replay):
         return m.machine.leave(t)
 
     def settled(self):
-        return self.coordinator.group_state(self.h.group_id) in _SETTLED
+        coordinator = self.coordinator
+        return coordinator.group_state(self.h.group_id) in _SETTLED
 
     def steady(self, m):
         return m.machine.state is _STEADY
 
     def all_steady(self):
         for m in self.members.values():
-            if m.machine.state is not _STEADY:
+            machine = m.machine
+            if machine.state is not _STEADY:
                 return False
-        return not self.members or self.coordinator.group_state(self.h.group_id) in _SETTLED
+        coordinator = self.coordinator
+        return not self.members or coordinator.group_state(self.h.group_id) in _SETTLED

@@ -21,7 +21,7 @@ deadline is then the very number it is polled at.
 
 from __future__ import annotations
 
-import heapq
+from heapq import heappop, heappush
 
 from kwire.errors import KwireError
 from kwire.group import PartitionsAssigned, PartitionsLost, PartitionsRevoked, Send
@@ -61,9 +61,8 @@ class Member:
 class Replay:
     """One history's replay; subclasses set ``protocol``, ``coordinator`` and the hooks below."""
 
-    protocol = ""
-
     def __init__(self, history: MembershipHistory, heartbeat_interval_ms, settle_us, session_timeout_ms):
+        self.protocol = ""
         self.h = history
         self.interval = float(heartbeat_interval_ms)
         self.names = list(history.topics)
@@ -117,7 +116,7 @@ class Replay:
 
     def push(self, t, kind, a=None, b=None, c=None):
         self.seq += 1
-        heapq.heappush(self.heap, (t, kind, self.seq, a, b, c))
+        heappush(self.heap, (t, kind, self.seq, a, b, c))
 
     def run(self) -> SimulatedStall:
         h = self.h
@@ -128,8 +127,6 @@ class Replay:
         n = len(at)
         i = 0
         heap = self.heap
-        pop = heapq.heappop
-        handle = self.handle
         ledger = self.ledger
         interval2 = 2 * self.interval
         t = 0.0
@@ -149,9 +146,9 @@ class Replay:
                             and not ledger.open and self.all_steady()):
                         self.skip_steady(t, next_history)
                         continue
-                    entry = pop(heap)
+                    entry = heappop(heap)
                     t = entry[0]
-                    handle(entry)
+                    self.handle(entry)
                     continue
                 t = max(t, next_history)
                 self.history_event(t, who[i], kinds[i], h.event_topics[i], rebalance[i])
@@ -161,11 +158,11 @@ class Replay:
                 continue
             if not heap or self.quiet():
                 break   # nothing left to happen but steady heartbeats
-            entry = pop(heap)
+            entry = heappop(heap)
             t = entry[0]
             if end is not None and t > end:
                 break
-            handle(entry)
+            self.handle(entry)
         return self.ledger.result(self.protocol, min(t, end) if end is not None else t)
 
     def quiet(self):
@@ -255,22 +252,24 @@ class Replay:
             self.after_coordinator(t)
         elif kind == RESPOND:
             self.in_flight -= 1
-            if a.live:
-                outs = a.machine.receive(b, c, t)
+            m = a
+            if m.live:
+                outs = m.machine.receive(b, c, t)
                 if outs:
-                    self.outputs(a, outs, t)
+                    self.outputs(m, outs, t)
                 else:
-                    self.schedule_poll(a, t)
+                    self.schedule_poll(m, t)
         elif kind == POLL:
-            if a.live and a.version == b:
-                a.poll_at = None
-                outs = a.machine.poll(t)
+            m = a
+            if m.live and m.version == b:
+                m.poll_at = None
+                outs = m.machine.poll(t)
                 if outs:
-                    self.outputs(a, outs, t)
+                    self.outputs(m, outs, t)
                 else:
                     # Nothing to do at its deadline (a backoff that ends now): asked again a millisecond on,
                     # not at once, so that no member can hold the clock still.
-                    self.schedule_poll(a, t + 1.0)
+                    self.schedule_poll(m, t + 1.0)
         elif kind == TICK:
             if self.tick_at == t:
                 self.tick_at = None
@@ -286,14 +285,14 @@ class Replay:
         if m.live:
             self.in_flight += 1
             self.seq += 1
-            heapq.heappush(self.heap, (t + m.latency / 2, RESPOND, self.seq, m, token, response))
+            heappush(self.heap, (t + m.latency / 2, RESPOND, self.seq, m, token, response))
 
     def request(self, m, token, payload, t):
         """Queue ``payload`` (what :meth:`deliver` takes) to reach the coordinator half ``m``'s latency after
         ``t``."""
         self.in_flight += 1
         self.seq += 1
-        heapq.heappush(self.heap, (t + m.latency / 2, DELIVER, self.seq, m, token, payload))
+        heappush(self.heap, (t + m.latency / 2, DELIVER, self.seq, m, token, payload))
 
     def tick(self, t):
         raise NotImplementedError
@@ -331,7 +330,7 @@ class Replay:
         m.version += 1
         m.poll_at = at
         self.seq += 1
-        heapq.heappush(self.heap, (at, POLL, self.seq, m, m.version, None))
+        heappush(self.heap, (at, POLL, self.seq, m, m.version, None))
 
 
 def median_session_ms(history: MembershipHistory, default=45000) -> int:
