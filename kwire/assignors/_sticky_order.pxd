@@ -18,7 +18,7 @@ cdef class _Movements:
 
 @cython.locals(all_equal=bint, first_topics=set, owned=dict, claimant=dict, contested=set, proto_gen=dict,
                mine=list)
-cpdef resolve_owners(members_in_order, counts)
+cpdef resolve_owners(members_in_order, dict counts)
 cpdef _remove_first(list lst, item)
 @cython.locals(out=list, end=Py_ssize_t, k=Py_ssize_t)
 cpdef list _walk_unassigned(list all_sorted, list assigned_sorted)
@@ -29,13 +29,13 @@ cpdef Py_ssize_t _give(dict result, set revoked, set contested, dict transferrin
                kept_all=list, revoked=set, under=list, at_min=list, plain=bint, mine=list, everything=list,
                kept_sorted=list, todo=list, transferring=dict, cursor=Py_ssize_t, rest=list, k=Py_ssize_t,
                size=Py_ssize_t, pos=Py_ssize_t, from_under=bint)
-cpdef constrained_assign(order, owned, set contested, counts, racks)
+cpdef constrained_assign(order, dict owned, set contested, dict counts, racks)
 
 
 @cython.final
 cdef class _General:
-    cdef public object order, by_id, counts, racks, max_gen, total, balanced_at, move_budget
-    cdef public dict topic_members, member_topics, current, holder, topic_position, rank
+    cdef public object order, by_id, racks, max_gen, total, balanced_at, move_budget
+    cdef public dict counts, topic_members, member_topics, current, holder, topic_position, rank
     cdef public list all_partitions
     cdef public set active
     cdef public bint revocation_required, balanced_was
@@ -64,9 +64,9 @@ cdef class _General:
     cpdef Py_ssize_t _size(self, mid) except? -1
     @cython.locals(sizes=list, current=dict, holder_of=dict, shared=bint)
     cpdef bint _balanced(self) except? -1
-    @cython.locals(held=dict, member_topics=dict)
+    @cython.locals(held=dict, counts=dict, member_topics=dict)
     cpdef bint _every_partition_held(self, dict holder_of) except? -1
-    @cython.locals(top=dict, n=Py_ssize_t, e=list, lst=list)
+    @cython.locals(top=dict, counts=dict, n=Py_ssize_t, e=list, lst=list)
     cpdef bint _balanced_by_topic(self) except? -1
     @cython.locals(mine=list, n=Py_ssize_t, have=set)
     cpdef bint _balanced_by_partition(self, dict holder_of) except? -1

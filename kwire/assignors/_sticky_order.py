@@ -492,10 +492,10 @@ class _General:
 
     def _every_partition_held(self, holder_of) -> bool:
         held: Dict[str, int] = {}
-        for t, p in holder_of:
-            if p < self.counts.get(t, 0):
-                held[t] = held.get(t, 0) + 1
         counts = self.counts
+        for t, p in holder_of:
+            if p < counts.get(t, 0):
+                held[t] = held.get(t, 0) + 1
         member_topics = self.member_topics
         for mid in self.active:
             for t in member_topics[mid]:
