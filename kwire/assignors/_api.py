@@ -475,8 +475,11 @@ def _small_range_assignments(join_group_response, partitions_per_topic, version:
     rows = []
     for member_id, instance_id, subscription in read:
         topics = subscription.topics
-        if topics is None or not all(type(t) is str for t in topics):
+        if topics is None:
             return None
+        for t in topics:
+            if type(t) is not str:
+                return None
         rows.append((member_id, instance_id, tuple(dict.fromkeys(topics))))
     result = small_range(rows, counts)
     if result is None:

@@ -109,9 +109,10 @@ def _to_int32(x: int) -> int:
 def string_hash(s: str) -> int:
     """Java ``String.hashCode`` as a signed int32."""
     h = 0
+    mask = _MASK32
     data = s.encode("utf-16-be", "surrogatepass")
     for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & mask
     return _to_int32(h)
 
 

@@ -150,7 +150,7 @@ def homogeneous_lists(order, subscribed, keys, partitions, current):
                 else:
                     if quota:
                         mine[t] = ps[:quota]   # an entry that keeps nothing is no entry
-                    unassigned.extend((t, p) for p in ps[quota:])
+                    unassigned.extend([(t, p) for p in ps[quota:]])
                     quota = 0
         if quota > 0:
             unfilled.append((m, quota))
@@ -183,7 +183,8 @@ class _Balancer:
 
     def init(self, members):
         size = self.size
-        s = self.sorted = sorted(members, key=lambda i: (size[i], i))
+        # sorted by (load, index): the pairs are distinct, so sorting them gives the order a key would
+        s = self.sorted = [i for _load, i in sorted([(size[i], i) for i in members])]
         n = self.n = len(s)
         self.least_end = 0
         self.least_level = size[s[0]] - 1
@@ -236,6 +237,39 @@ def _topic_sort_key(t, partitions, subs, keys):
     return (-(n / s), s, int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True))
 
 
+def _sorted_topics(topics, partitions, subs, keys):
+    """``topics`` sorted by ``_topic_sort_key``, ties in their given order (as a stable sort by that key)."""
+    decorated = [(_topic_sort_key(t, partitions, subs, keys), k, t) for k, t in enumerate(topics)]
+    decorated.sort()
+    return [t for _key, _k, t in decorated]
+
+
+def _out_of_range(entries, wanted, partitions):
+    """Whether some subscribed topic's entry lists a partition outside the topic."""
+    for t, ps in entries:
+        if ps and t in wanted and (min(ps) < 0 or max(ps) >= partitions[t]):
+            return True
+    return False
+
+
+def _give(owner, size, dup, t, p, i):
+    """Member ``i`` takes partition ``p`` of ``t``, whose old owner, if any, is already unloaded."""
+    if dup:
+        holders = dup.get((t, p))
+        if holders:
+            holders.discard(i)
+    owner[t][p] = i
+    size[i] += 1
+
+
+def _move(owner, size, dup, removed_from, t, p, i):
+    old = owner[t][p]
+    if old != -1:
+        size[old] -= 1
+        removed_from.add((old, t))
+    _give(owner, size, dup, t, p, i)
+
+
 def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
     """``UniformHeterogeneousAssignmentBuilder.build`` (members numbered by
     their position in ``order``, the member map's order)."""
@@ -254,9 +288,9 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
     kept_empty = set()       # (i, t): a subscribed topic kept with no partition
     removed_from = set()     # (i, t): a partition of t was taken from i
     for i, m in enumerate(order):
-        mine = set(rows[member_sub[m]])
+        wanted = set(rows[member_sub[m]])
         entries = current[m]
-        if any(ps and t in mine and (min(ps) < 0 or max(ps) >= partitions[t]) for t, ps in entries):
+        if _out_of_range(entries, wanted, partitions):
             # which bad index Java meets first follows the map's and the sets' orders
             walk = [(entries[e][0], set_order(entries[e][1])) for e in entry_order(keys, entries)]
         else:
@@ -264,7 +298,7 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
             # only the distinct values count.
             walk = [(t, set(ps) if len(ps) > 1 else ps) for t, ps in entries]
         for t, ps in walk:
-            if t not in mine:
+            if t not in wanted:
                 continue
             size[i] += len(ps)
             if not ps:
@@ -277,40 +311,21 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
                     dup.setdefault((t, p), set()).add(own[p])
                 own[p] = i
 
-    def give(t, p, i):
-        """Member ``i`` takes partition ``p`` of ``t``, whose old owner, if any, is already unloaded."""
-        if dup:
-            holders = dup.get((t, p))
-            if holders:
-                holders.discard(i)
-        owner[t][p] = i
-        size[i] += 1
-
-    def move(t, p, i):
-        old = owner[t][p]
-        if old != -1:
-            size[old] -= 1
-            removed_from.add((old, t))
-        give(t, p, i)
-
     balancer = _Balancer(size)
-    free_topics = [t for t in subs if -1 in owner[t]]
-    free_topics.sort(key=lambda t: _topic_sort_key(t, partitions, subs, keys))
-    next_least = balancer.next_least
+    free_topics = _sorted_topics([t for t in subs if -1 in owner[t]], partitions, subs, keys)
     for t in free_topics:
         balancer.init(subs[t])
         for p, o in enumerate(owner[t]):
             if o == -1:   # nobody owns it: no old owner to unload
-                give(t, p, next_least())
+                _give(owner, size, dup, t, p, balancer.next_least())
 
-    shared = [t for t in subs if len(subs[t]) >= 2]
-    shared.sort(key=lambda t: _topic_sort_key(t, partitions, subs, keys))
+    shared = _sorted_topics([t for t in subs if len(subs[t]) >= 2], partitions, subs, keys)
     last = -1
     for _ in range(16):          # MAX_ITERATION_COUNT
         for k, t in enumerate(shared):
             if k == last:
                 break
-            moved = _balance_topic(t, owner[t], subs[t], balancer, move)
+            moved = _balance_topic(t, owner[t], subs[t], balancer, owner, size, dup, removed_from)
             if moved > 0 or last == -1:
                 last = k
         else:
@@ -335,10 +350,11 @@ def heterogeneous_lists(order, member_sub, rows, keys, partitions, current):
     return got
 
 
-def _balance_topic(t, own, members, balancer, move):
+def _balance_topic(t, own, members, balancer, owner, size, dup, removed_from):
     if balancer.init(members) <= 1:
         return 0
-    parts = sorted(range(len(own)), key=lambda p: (own[p], p))
+    # by (owner, partition): the pairs are distinct, so sorting them gives the order a key would
+    parts = [p for _o, p in sorted([(own[p], p) for p in range(len(own))])]
     start, end = {}, {}
     for k, p in enumerate(parts):
         start.setdefault(own[p], k)
@@ -360,6 +376,6 @@ def _balance_topic(t, own, members, balancer, move):
         least = balancer.next_least()
         if balancer.balanced():
             break
-        move(t, p, least)
+        _move(owner, size, dup, removed_from, t, p, least)
         moved += 1
     return moved

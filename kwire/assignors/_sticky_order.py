@@ -141,18 +141,39 @@ def _walk_unassigned(all_sorted: List[TP], assigned_sorted: List[TP]) -> List[TP
     if not assigned_sorted:
         return list(all_sorted)
     out = []
-    it = iter(assigned_sorted)
-    nxt = next(it)
-    drained = False
+    end = len(assigned_sorted)
+    k = 0
+    nxt = assigned_sorted[0]
     for tp in all_sorted:
-        if drained or tp != nxt:
+        if k == end or tp != nxt:
             out.append(tp)
         else:
-            try:
-                nxt = next(it)
-            except StopIteration:
-                drained = True
+            k += 1
+            if k < end:
+                nxt = assigned_sorted[k]
     return out
+
+
+def _partition_then_utf16(tp: TP):
+    return (tp[1], utf16_key(tp[0]))
+
+
+def _utf16_then_partition(tp: TP):
+    return (utf16_key(tp[0]), tp[1])
+
+
+def _sorted_by_crowd(todo: List[TP], crowd) -> None:
+    todo.sort(key=lambda tp: crowd.get(tp, 0))
+
+
+def _give(result: Dict[str, List[TP]], revoked: Set[TP], contested: Set[TP], transferring: Dict[TP, str], tp: TP,
+          mid: str) -> int:
+    """``mid`` takes ``tp`` (withheld for a round when it changes owner); its new load."""
+    lst = result[mid]
+    lst.append(tp)
+    if tp in revoked or tp in contested:
+        transferring[tp] = mid
+    return len(lst)
 
 
 # --------------------------------------------------------------------------
@@ -177,9 +198,9 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
     at_min: List[str] = []
     # Claims here are on topics of ``counts``: with ASCII names, Python's (topic, partition) order is Java's.
     plain = "".join(counts).isascii()
-    by_partition = _PARTITION_THEN_TOPIC if plain else (lambda tp: (tp[1], utf16_key(tp[0])))
+    by_partition = _PARTITION_THEN_TOPIC if plain else _partition_then_utf16
     for mid in order:
-        mine = sorted(owned[mid] if not racks.active else (tp for tp in owned[mid] if not racks.mismatch(mid, tp)),
+        mine = sorted(owned[mid] if not racks.active else [tp for tp in owned[mid] if not racks.mismatch(mid, tp)],
                       key=by_partition)
         if contested:
             mine = [tp for tp in mine if tp not in contested]
@@ -203,23 +224,15 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
 
     topics = java_sorted(counts)
     everything = [(t, p) for t in topics for p in range(counts[t])]
-    kept_sorted = sorted(kept_all) if plain else sorted(kept_all, key=lambda tp: (utf16_key(tp[0]), tp[1]))
+    kept_sorted = sorted(kept_all) if plain else sorted(kept_all, key=_utf16_then_partition)
     todo = _walk_unassigned(everything, kept_sorted)
 
     under = java_sorted(under)
     at_min = java_sorted(at_min)
     if racks.crowd is not None:
-        crowd = racks.crowd
-        todo.sort(key=lambda tp: crowd.get(tp, 0))
+        _sorted_by_crowd(todo, racks.crowd)
 
     transferring: Dict[TP, str] = {}
-
-    def give(tp: TP, mid: str) -> int:
-        lst = result[mid]
-        lst.append(tp)
-        if tp in revoked or tp in contested:
-            transferring[tp] = mid
-        return len(lst)
 
     if racks.active:
         cursor = 0
@@ -244,7 +257,7 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
                     if len(result[chosen]) + 1 == hi:
                         del at_min[k]
             if chosen is not None:
-                give(tp, chosen)
+                _give(result, revoked, contested, transferring, tp, chosen)
             else:
                 rest.append(tp)
         todo = rest
@@ -268,7 +281,7 @@ def constrained_assign(order: List[str], owned: Dict[str, List[TP]], contested: 
             mid = under[pos]
             pos += 1
             from_under = True
-        size = give(tp, mid)
+        size = _give(result, revoked, contested, transferring, tp, mid)
         if size == lo:
             if not from_under:
                 raise JavaAssignorFailure("sticky assignor reached an inconsistent state "
@@ -321,8 +334,8 @@ class _General:
             for tp in owned[mid]:
                 self.holder[tp] = mid
         tm = self.topic_members
-        self.topic_key = lambda t: (len(tm[t]), utf16_key(t))
-        topics = sorted(counts, key=self.topic_key)
+        # by (subscribers, UTF-16 name): names differ, so sorting the triples gives the order of that key
+        topics = [t for _n, _key, t in sorted([(len(tm[t]), utf16_key(t), t) for t in counts])]
         self.topic_position = {t: k for k, t in enumerate(topics)}   # names differ: a place stands for a key
         self.all_partitions: List[TP] = [(t, p) for t in topics for p in range(counts[t])]
         self.active: Set[str] = set()
@@ -358,12 +371,17 @@ class _General:
         topics = self.member_topics[mid]
         if len(topics) == len(self.counts):
             return self.total
-        return sum(self.counts[t] for t in topics)
+        counts = self.counts
+        total = 0
+        for t in topics:
+            total += counts[t]
+        return total
 
     def build(self) -> Dict[str, List[TP]]:
         prev = self._previous_owners()
-        assigned = self._keep_owned()
-        assigned.sort(key=lambda tp, place=self.topic_position: (place[tp[0]], tp[1]))   # claims on counts' topics
+        place = self.topic_position
+        # by (topic's place, partition), claims on counts' topics: equal keys are equal pairs
+        assigned = [tp for _t, _p, tp in sorted([(place[tp[0]], tp[1], tp) for tp in self._keep_owned()])]
         unassigned = _walk_unassigned(self.all_partitions, assigned)
         self.active = set(self.current)
         self._balance(prev, unassigned)
@@ -447,7 +465,10 @@ class _General:
         mine = self.current[mid]
         if len(mine) < self._max_size(mid):
             return True
-        return any(tp[0] in movable_topics for tp in mine)
+        for tp in mine:
+            if tp[0] in movable_topics:
+                return True
+        return False
 
     def _size(self, mid: str) -> int:
         lst = self.current.get(mid)
@@ -471,11 +492,16 @@ class _General:
 
     def _every_partition_held(self, holder_of) -> bool:
         held: Dict[str, int] = {}
+        counts = self.counts
         for t, p in holder_of:
-            if p < self.counts.get(t, 0):
+            if p < counts.get(t, 0):
                 held[t] = held.get(t, 0) + 1
-        return all(held.get(t, 0) == self.counts[t]
-                   for mid in self.active for t in self.member_topics[mid])
+        member_topics = self.member_topics
+        for mid in self.active:
+            for t in member_topics[mid]:
+                if held.get(t, 0) != counts[t]:
+                    return False
+        return True
 
     def _balanced_by_topic(self) -> bool:
         # With every partition held exactly once, "some partition of t held

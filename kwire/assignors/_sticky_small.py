@@ -70,8 +70,9 @@ def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[Sma
         topics = tuple(topics)
         unique = cleaned.get(topics)
         if unique is None:
-            if not all(type(t) is str for t in topics):
-                return None
+            for t in topics:
+                if type(t) is not str:
+                    return None
             unique = cleaned[topics] = tuple(dict.fromkeys(topics))
         owned = []
         for entry in sub.owned_partitions or ():
