@@ -3,6 +3,7 @@
 from kwire.codec._codec_common import refuse_deletion
 from kwire.codec._records_common import (
     BATCH_FIELDS,
+    COMPRESSION_NAMES,
     HEADER_FIELDS,
     RECORD_FIELDS,
     as_headers,
@@ -305,8 +306,7 @@ cdef class Record:
         self.timestamp = timestamp
         self.key = key
         self.value = value
-        # as_headers, in C: this runs once per record a producer builds.
-        self.headers = tuple([h if type(h) is Header else Header(*h) for h in headers]) if headers else ()
+        self.headers = _headers_of(headers)  # as_headers, in C: this runs once per record a producer builds
         self.attributes = attributes
 
     def __eq__(self, other):
@@ -412,18 +412,15 @@ cdef class RecordBatch:
                  is_transactional=False, is_control=False, delete_horizon_ms=None, attributes=None,
                  last_offset_delta=None, base_timestamp=None, max_timestamp=None, producer_id=-1, producer_epoch=-1,
                  base_sequence=-1, magic=MAGIC, crc=0):
-        cdef Py_ssize_t n
-        if (type(records) is list and attributes is None and type(compression) is int and 0 <= compression <= 4
-                and not timestamp_type and not is_transactional and not is_control and delete_horizon_ms is None
+        cdef int codec = _codec_id(compression)
+        if (type(records) is list and attributes is None and codec >= 0 and not timestamp_type
+                and not is_transactional and not is_control and delete_horizon_ms is None
                 and last_offset_delta is None and base_timestamp is None and max_timestamp is None
                 and type(base_offset) is int):
             # What a producer builds: batch_defaults' answer without its Python-level work.
             self.record_list = list(<list>records)
-            self.attributes = compression
-            n = len(<list>records)
-            self.last_offset_delta = wrap64(self.record_list[n - 1].offset - base_offset) if n else 0
-            self.base_timestamp = self.record_list[0].timestamp if n else -1
-            self.max_timestamp = max([r.timestamp for r in self.record_list]) if n else -1
+            self.attributes = codec
+            _producer_defaults(self, self.record_list, base_offset)
         else:
             (self.record_list, self.attributes, self.last_offset_delta, self.base_timestamp,
              self.max_timestamp) = batch_defaults(records, base_offset, compression, timestamp_type,

@@ -1,0 +1,87 @@
+# Building the objects a producer fills (included by _records_c.pyx after _records_objects.pxi): a record's
+# headers from pairs, and a new batch's defaults, in C for the usual shapes.  Anything unusual takes the path the
+# pure twin takes, which gives the same objects and the same errors.
+
+cdef object _headers_of(object headers):
+    """``_records_common.as_headers(Header, headers)``: the tuple of Header a Record holds.  A tuple of anything,
+    or a list of Headers and (key, value) tuples, is converted here, the pairs without a Python call; anything else
+    takes as_headers' own steps (a list whose items run code could change while it is read)."""
+    cdef Py_ssize_t i, n
+    cdef Header h
+    if type(headers) is not tuple and not (type(headers) is list and _pairs_only(<list>headers)):
+        return tuple([h if type(h) is Header else Header(*h) for h in headers]) if headers else ()
+    n = len(headers)
+    if n == 0:
+        return ()
+    out = PyTuple_New(n)
+    for i in range(n):
+        if i >= len(headers):  # a list emptied by a header's own code: start again the slow way
+            return tuple([h if type(h) is Header else Header(*h) for h in headers]) if headers else ()
+        item = headers[i]
+        if type(item) is Header:
+            h = <Header>item
+        elif type(item) is tuple and PyTuple_GET_SIZE(item) == 2:  # Header(key, value): it sets both fields
+            h = Header.__new__(Header)
+            h.key = <object>PyTuple_GET_ITEM(item, 0)
+            h.value = <object>PyTuple_GET_ITEM(item, 1)
+        else:
+            h = Header(*item)
+        Py_INCREF(h)
+        PyTuple_SET_ITEM(out, i, h)
+    if type(headers) is list and len(headers) != n:  # changed meanwhile: what the pure twin builds instead
+        return tuple([h if type(h) is Header else Header(*h) for h in headers])
+    # Headers are outside the cycle collector (no_gc), so a tuple of them can hold no cycle.
+    PyObject_GC_UnTrack(out)
+    return out
+
+
+cdef bint _pairs_only(list headers) noexcept:
+    for item in headers:
+        if not (type(item) is Header or (type(item) is tuple and PyTuple_GET_SIZE(item) == 2)):
+            return False
+    return True
+
+
+cdef int _codec_id(object compression) noexcept:
+    """``compression_id`` for the values it takes without a doubt (an int 0-4 or a codec's name), else -1."""
+    cdef int i
+    if type(compression) is int:
+        return <int>compression if 0 <= compression <= 4 else -1
+    if type(compression) is str:
+        for i in range(5):
+            if compression == COMPRESSION_NAMES[i]:
+                return i
+    return -1
+
+
+cdef int _producer_defaults(RecordBatch self, list records, object base_offset) except -1:
+    """``batch_defaults``' last offset delta, base timestamp and max timestamp of a batch a producer builds (no
+    field given), into ``self``: in C over Records whose offsets and timestamps fit an int64 (Java's long
+    arithmetic, as wrap64), else by the same Python expressions as batch_defaults."""
+    cdef Py_ssize_t i, n = len(records)
+    cdef int overflow = 0
+    cdef long long ts, top = LLONG_MIN, offset, base
+    cdef object top_o = None
+    if n == 0:
+        self.last_offset_delta, self.base_timestamp, self.max_timestamp = 0, -1, -1
+        return 0
+    last = records[n - 1]
+    if type(last) is Record and _fits64((<Record>last).offset) and _fits64(base_offset):
+        offset, base = (<Record>last).offset, base_offset
+        self.last_offset_delta = <long long>(<unsigned long long>offset - <unsigned long long>base)
+    else:
+        self.last_offset_delta = wrap64(last.offset - base_offset)
+    self.base_timestamp = records[0].timestamp
+    for i in range(n):
+        rec = records[i]
+        if type(rec) is not Record or type((<Record>rec).timestamp) is not int:
+            self.max_timestamp = max([r.timestamp for r in records])
+            return 0
+        ts = PyLong_AsLongLongAndOverflow((<Record>rec).timestamp, &overflow)
+        if overflow:
+            self.max_timestamp = max([r.timestamp for r in records])
+            return 0
+        if top_o is None or ts > top:
+            top, top_o = ts, (<Record>rec).timestamp
+    self.max_timestamp = top_o
+    return 0
