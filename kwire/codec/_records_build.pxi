@@ -60,15 +60,15 @@ cdef int _producer_defaults(RecordBatch self, list records, object base_offset) 
     arithmetic, as wrap64), else by the same Python expressions as batch_defaults."""
     cdef Py_ssize_t i, n = len(records)
     cdef int overflow = 0
-    cdef long long ts, top = LLONG_MIN, offset, base
+    cdef long long ts, top = LLONG_MIN
+    cdef int64_t offset, base
     cdef object top_o = None
     if n == 0:
         self.last_offset_delta, self.base_timestamp, self.max_timestamp = 0, -1, -1
         return 0
     last = records[n - 1]
-    if type(last) is Record and _fits64((<Record>last).offset) and _fits64(base_offset):
-        offset, base = (<Record>last).offset, base_offset
-        self.last_offset_delta = <long long>(<unsigned long long>offset - <unsigned long long>base)
+    if type(last) is Record and _int64_of((<Record>last).offset, &offset) and _int64_of(base_offset, &base):
+        self.last_offset_delta = <int64_t>(<uint64_t>offset - <uint64_t>base)
     else:
         self.last_offset_delta = wrap64(last.offset - base_offset)
     self.base_timestamp = records[0].timestamp

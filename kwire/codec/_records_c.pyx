@@ -770,3 +770,4 @@ def encode_record_batches(batches):
 
 include "_records_objects.pxi"
 include "_records_build.pxi"
+include "_records_encode.pxi"
