@@ -247,7 +247,7 @@ cdef bytes _encode_batch(RecordBatch self):
     cdef Py_ssize_t j = 0, n, first, ahead
     cdef unsigned char* h
     cdef bytes result
-    records = self.records
+    records = _batch_records(self)
     # A list or tuple (checked above), whose __len__ a subclass may have changed: its own answer is asked (its
     # errors are the pure twin's), the real size bounds the guess.
     n = min(len(records), _size_of(records))
@@ -322,4 +322,9 @@ cdef bint _batch_plain(RecordBatch b):
             and _in(b.max_timestamp, LLONG_MIN, LLONG_MAX)
             and _in(b.producer_id, LLONG_MIN, LLONG_MAX)
             and _in(b.producer_epoch, -32768, 32767) and _in(b.base_sequence, -2147483648, 2147483647)
-            and _in(b.magic, MAGIC, MAGIC) and (type(b.records) is list or type(b.records) is tuple))
+            and _in(b.magic, MAGIC, MAGIC) and (type(_batch_records(b)) is list or type(_batch_records(b)) is tuple))
+
+
+cdef inline object _batch_records(RecordBatch b):
+    """``b.records`` without the property's Python call when the batch is not lazy."""
+    return b.record_list if b.lazy_data is None else b.records
