@@ -85,3 +85,79 @@ cdef int _producer_defaults(RecordBatch self, list records, object base_offset) 
             top, top_o = ts, (<Record>rec).timestamp
     self.max_timestamp = top_o
     return 0
+
+
+# --- Record(...) as a producer calls it --------------------------------------------------------------------------
+# A producer makes one Record per message, with its fields as arguments: ``Record(key, value, headers,
+# offset=..., timestamp=...)``.  Cython's own call of the type parses those arguments against every name __init__
+# takes; this one takes up to three positional arguments and the keyword-only ones, matched by identity (the
+# interned names a call site passes), and hands any other call (other names, a subclass) to Cython's, which gives
+# the same object or the same error.
+
+cdef extern from *:
+    """
+    typedef PyObject* (*kw_vc)(PyObject*, PyObject* const*, size_t, PyObject*);
+    static kw_vc kw_record_cython = NULL, kw_record_fast = NULL;
+    static PyObject* kw_record_call(PyObject* t, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+        PyObject* r = kw_record_fast(t, args, nargsf, kwnames);
+        if (r != Py_NotImplemented)
+            return r;
+        Py_DECREF(r);
+        return kw_record_cython(t, args, nargsf, kwnames);
+    }
+    /* Whether ``type``'s call is now kw_record_call over ``fast`` (not where Cython gave the type none). */
+    static int kw_record_install(PyObject* type, void* fast) {
+    #if PY_VERSION_HEX >= 0x03090000 && !defined(PYPY_VERSION)
+        PyTypeObject* tp = (PyTypeObject*)type;
+        if (tp->tp_vectorcall == NULL || kw_record_fast != NULL)
+            return 0;
+        kw_record_cython = (kw_vc)tp->tp_vectorcall;
+        kw_record_fast = (kw_vc)fast;
+        tp->tp_vectorcall = kw_record_call;
+        return 1;
+    #else
+        (void)type; (void)fast;
+        return 0;
+    #endif
+    }
+    """
+    bint kw_record_install(object, void*)
+    Py_ssize_t PyVectorcall_NARGS(size_t) noexcept nogil
+
+import sys as _sys
+
+cdef object _OFFSET = _sys.intern("offset"), _TIMESTAMP = _sys.intern("timestamp")
+cdef object _ATTRIBUTES = _sys.intern("attributes")
+
+
+cdef object _record_call(PyObject* t, PyObject** args, size_t nargsf, PyObject* kwnames):
+    """The Record, or NotImplemented for Cython's call to make it."""
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = 0, i
+    cdef PyObject* name
+    cdef Record rec
+    if t != <PyObject*>Record or nargs > 3:
+        return NotImplemented
+    if kwnames != NULL:
+        nkw = PyTuple_GET_SIZE(<object>kwnames)
+    offset = timestamp = attributes = 0
+    for i in range(nkw):
+        name = <PyObject*>PyTuple_GET_ITEM(<object>kwnames, i)
+        if name == <PyObject*>_OFFSET:
+            offset = <object>args[nargs + i]
+        elif name == <PyObject*>_TIMESTAMP:
+            timestamp = <object>args[nargs + i]
+        elif name == <PyObject*>_ATTRIBUTES:
+            attributes = <object>args[nargs + i]
+        else:
+            return NotImplemented
+    rec = Record.__new__(Record)
+    rec.offset = offset
+    rec.timestamp = timestamp
+    rec.key = <object>args[0] if nargs > 0 else None
+    rec.value = <object>args[1] if nargs > 1 else None
+    rec.headers = _headers_of(<object>args[2]) if nargs > 2 else ()
+    rec.attributes = attributes
+    return rec
+
+
+kw_record_install(Record, <void*>_record_call)

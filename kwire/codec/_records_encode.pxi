@@ -204,7 +204,8 @@ cdef inline Py_ssize_t _obj_size(object v) noexcept:
 
 cdef inline void _put_obj(_Out* o, object v) noexcept:
     cdef _Blob b
-    _blob_of(v, &b)
+    b.p, b.n = NULL, -1
+    _blob_of(v, &b)  # always: check_record gives bytes or None
     _put(o, &b)
 
 
