@@ -277,11 +277,11 @@ cdef bytes _encode_batch(RecordBatch self):
             _resize(&out, out.n)
             result = <bytes>out.obj
         elif codec:
-            # zlib and zstd read the records where they are; snappy's blocks and LZ4's compressor want bytes.
+            # zlib, snappy's blocks and zstd read the records where they are; cramjam's LZ4 compressor wants bytes.
             # The view is released before the buffer is reused, even if a traceback keeps it.
             raw = PyMemoryView_FromMemory(<char*>out.p + HEADER_SIZE, out.n - HEADER_SIZE, PyBUF_READ)
             try:
-                payload = compress(codec, raw if codec == GZIP or codec == ZSTD else bytes(raw))
+                payload = compress(codec, bytes(raw) if codec == LZ4 else raw)
             finally:
                 raw.release()
             result = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + len(payload))
