@@ -87,47 +87,56 @@ cdef int _producer_defaults(RecordBatch self, list records, object base_offset) 
     return 0
 
 
-# --- Record(...) as a producer calls it --------------------------------------------------------------------------
+# --- Record(...) and RecordBatch(...) as a producer calls them ---------------------------------------------------
 # A producer makes one Record per message, with its fields as arguments: ``Record(key, value, headers,
-# offset=..., timestamp=...)``.  Cython's own call of the type parses those arguments against every name __init__
-# takes; this one takes up to three positional arguments and the keyword-only ones, matched by identity (the
-# interned names a call site passes), and hands any other call (other names, a subclass) to Cython's, which gives
-# the same object or the same error.
+# offset=..., timestamp=...)``, then ``RecordBatch(records, compression=...)``.  Cython's own call of a type parses
+# the arguments against every name __init__ takes (seventeen for a batch); these take the usual ones, matched by
+# identity (the interned names a call site passes), and hand any other call (other names or values, a subclass)
+# to Cython's, which gives the same object or the same error.
 
 cdef extern from *:
     """
     typedef PyObject* (*kw_vc)(PyObject*, PyObject* const*, size_t, PyObject*);
-    static kw_vc kw_record_cython = NULL, kw_record_fast = NULL;
-    static PyObject* kw_record_call(PyObject* t, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-        PyObject* r = kw_record_fast(t, args, nargsf, kwnames);
+    typedef struct { kw_vc cython, fast; } kw_calls;
+    static kw_calls kw_call_of[2];
+    static PyObject* kw_dispatch(kw_calls* c, PyObject* t, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+        PyObject* r = c->fast(t, args, nargsf, kwnames);
         if (r != Py_NotImplemented)
             return r;
         Py_DECREF(r);
-        return kw_record_cython(t, args, nargsf, kwnames);
+        return c->cython(t, args, nargsf, kwnames);
     }
-    /* Whether ``type``'s call is now kw_record_call over ``fast`` (not where Cython gave the type none). */
-    static int kw_record_install(PyObject* type, void* fast) {
+    static PyObject* kw_call0(PyObject* t, PyObject* const* a, size_t n, PyObject* k) {
+        return kw_dispatch(&kw_call_of[0], t, a, n, k);
+    }
+    static PyObject* kw_call1(PyObject* t, PyObject* const* a, size_t n, PyObject* k) {
+        return kw_dispatch(&kw_call_of[1], t, a, n, k);
+    }
+    /* Whether ``type``'s call (slot ``i``: 0 or 1) is now ``fast`` before Cython's (not where Cython gave the
+       type none). */
+    static int kw_install(int i, PyObject* type, void* fast) {
     #if PY_VERSION_HEX >= 0x03090000 && !defined(PYPY_VERSION)
         PyTypeObject* tp = (PyTypeObject*)type;
-        if (tp->tp_vectorcall == NULL || kw_record_fast != NULL)
+        if (tp->tp_vectorcall == NULL || kw_call_of[i].fast != NULL)
             return 0;
-        kw_record_cython = (kw_vc)tp->tp_vectorcall;
-        kw_record_fast = (kw_vc)fast;
-        tp->tp_vectorcall = kw_record_call;
+        kw_call_of[i].cython = (kw_vc)tp->tp_vectorcall;
+        kw_call_of[i].fast = (kw_vc)fast;
+        tp->tp_vectorcall = i ? kw_call1 : kw_call0;
         return 1;
     #else
-        (void)type; (void)fast;
+        (void)i; (void)type; (void)fast;
         return 0;
     #endif
     }
     """
-    bint kw_record_install(object, void*)
+    bint kw_install(int, object, void*)
     Py_ssize_t PyVectorcall_NARGS(size_t) noexcept nogil
 
 import sys as _sys
 
 cdef object _OFFSET = _sys.intern("offset"), _TIMESTAMP = _sys.intern("timestamp")
-cdef object _ATTRIBUTES = _sys.intern("attributes")
+cdef object _ATTRIBUTES = _sys.intern("attributes"), _COMPRESSION = _sys.intern("compression")
+cdef object _BASE_OFFSET = _sys.intern("base_offset")
 
 
 cdef object _record_call(PyObject* t, PyObject** args, size_t nargsf, PyObject* kwnames):
@@ -160,4 +169,42 @@ cdef object _record_call(PyObject* t, PyObject** args, size_t nargsf, PyObject* 
     return rec
 
 
-kw_record_install(Record, <void*>_record_call)
+cdef object _batch_call(PyObject* t, PyObject** args, size_t nargsf, PyObject* kwnames):
+    """``RecordBatch(records, compression=..., base_offset=...)`` (each optional) of a list of records: the batch
+    __init__'s first branch makes, or NotImplemented for Cython's call to make it."""
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = 0, i
+    cdef PyObject* name
+    cdef RecordBatch b
+    cdef int codec
+    if t != <PyObject*>RecordBatch or nargs != 1 or type(<object>args[0]) is not list:
+        return NotImplemented
+    if kwnames != NULL:
+        nkw = PyTuple_GET_SIZE(<object>kwnames)
+    compression = base_offset = 0
+    for i in range(nkw):
+        name = <PyObject*>PyTuple_GET_ITEM(<object>kwnames, i)
+        if name == <PyObject*>_COMPRESSION:
+            compression = <object>args[1 + i]
+        elif name == <PyObject*>_BASE_OFFSET:
+            base_offset = <object>args[1 + i]
+        else:
+            return NotImplemented
+    codec = _codec_id(compression)
+    if codec < 0 or type(base_offset) is not int:
+        return NotImplemented
+    b = RecordBatch.__new__(RecordBatch)
+    b.record_list = list(<list>args[0])
+    b.attributes = codec
+    _producer_defaults(b, b.record_list, base_offset)
+    b.base_offset = base_offset
+    b.partition_leader_epoch = -1
+    b.magic = MAGIC
+    b.crc_int = 0
+    b.producer_id = -1
+    b.producer_epoch = -1
+    b.base_sequence = -1
+    return b
+
+
+kw_install(0, Record, <void*>_record_call)
+kw_install(1, RecordBatch, <void*>_batch_call)
