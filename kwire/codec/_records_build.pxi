@@ -42,14 +42,20 @@ cdef bint _pairs_only(list headers) noexcept:
     return True
 
 
+cdef tuple _CODEC_NAMES = COMPRESSION_NAMES
+
+
 cdef int _codec_id(object compression) noexcept:
     """``compression_id`` for the values it takes without a doubt (an int 0-4 or a codec's name), else -1."""
     cdef int i
     if type(compression) is int:
         return <int>compression if 0 <= compression <= 4 else -1
     if type(compression) is str:
+        for i in range(5):  # a name written in the caller's code is the interned str: the same object
+            if compression is <object>PyTuple_GET_ITEM(_CODEC_NAMES, i):
+                return i
         for i in range(5):
-            if compression == COMPRESSION_NAMES[i]:
+            if compression == <object>PyTuple_GET_ITEM(_CODEC_NAMES, i):
                 return i
     return -1
 
