@@ -4,8 +4,9 @@
 # _PyBytes_Resize, a realloc); any other is written into a scratch buffer, which the compressor reads or the
 # result copies.  Not a large batch straight into its result: its guessed size, then shrunk, would be freed at a
 # size below the next guess, and glibc's malloc, which raises its threshold for mapping fresh pages to the size of
-# a mapping freed, would then map and fault in every large result anew (three times slower at 10,000 records).  Each record's fields are read once, into C (_Blob), when they have the
-# plain types a producer gives; anything else goes through ``check_record``, the checks both twins share.
+# a mapping freed, would then map and fault in every large result anew (three times slower at 10,000 records).
+# Each record's fields are read once, into C (_Blob), when they have the plain types a producer gives; anything
+# else goes through ``check_record``, the checks both twins share.
 
 cdef extern from "Python.h":
     long long _as_ll "PyLong_AsLongLongAndOverflow"(object, int*) noexcept  # never fails for an exact int
