@@ -2,6 +2,11 @@
 # headers from pairs, and a new batch's defaults, in C for the usual shapes.  Anything unusual takes the path the
 # pure twin takes, which gives the same objects and the same errors.
 
+cdef extern from "Python.h":
+    PyObject* _fast_item "PySequence_Fast_GET_ITEM"(object, Py_ssize_t) noexcept  # of an exact list or tuple
+    Py_ssize_t _size_of "Py_SIZE"(object) noexcept
+
+
 cdef object _headers_of(object headers):
     """``_records_common.as_headers(Header, headers)``: the tuple of Header a Record holds.  A tuple of anything,
     or a list of Headers and (key, value) tuples, is converted here, the pairs without a Python call; anything else
@@ -10,14 +15,14 @@ cdef object _headers_of(object headers):
     cdef Header h  # (the comprehensions name theirs x: a comprehension's h would be this typed one)
     if type(headers) is not tuple and not (type(headers) is list and _pairs_only(<list>headers)):
         return tuple([x if type(x) is Header else Header(*x) for x in headers]) if headers else ()
-    n = len(headers)
+    n = _size_of(headers)  # an exact list or tuple: its own size
     if n == 0:
         return ()
     out = PyTuple_New(n)
     for i in range(n):
-        if i >= len(headers):  # a list emptied by a header's own code: start again the slow way
+        if i >= _size_of(headers):  # a list emptied by a header's own code: start again the slow way
             return tuple([x if type(x) is Header else Header(*x) for x in headers]) if headers else ()
-        item = headers[i]
+        item = <object>_fast_item(headers, i)
         if type(item) is Header:
             h = <Header>item
         elif type(item) is tuple and PyTuple_GET_SIZE(item) == 2:  # Header(key, value): it sets both fields
@@ -28,7 +33,7 @@ cdef object _headers_of(object headers):
             h = Header(*item)
         Py_INCREF(h)
         PyTuple_SET_ITEM(out, i, h)
-    if type(headers) is list and len(headers) != n:  # changed meanwhile: what the pure twin builds instead
+    if type(headers) is list and _size_of(headers) != n:  # changed meanwhile: what the pure twin builds instead
         return tuple([x if type(x) is Header else Header(*x) for x in headers])
     # Headers are outside the cycle collector (no_gc), so a tuple of them can hold no cycle.
     PyObject_GC_UnTrack(out)

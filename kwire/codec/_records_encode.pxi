@@ -11,7 +11,6 @@
 cdef extern from "Python.h":
     long long _as_ll "PyLong_AsLongLongAndOverflow"(object, int*) noexcept  # never fails for an exact int
     int _PyBytes_Resize(PyObject**, Py_ssize_t) noexcept  # -1 with MemoryError set: the object is then dropped
-    Py_ssize_t _size_of "Py_SIZE"(object) noexcept
 
 
 cdef struct _Out:
