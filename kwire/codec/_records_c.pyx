@@ -769,3 +769,5 @@ def encode_record_batches(batches):
 
 
 include "_records_objects.pxi"
+include "_records_build.pxi"
+include "_records_encode.pxi"

@@ -3,6 +3,7 @@
 from kwire.codec._codec_common import refuse_deletion
 from kwire.codec._records_common import (
     BATCH_FIELDS,
+    COMPRESSION_NAMES,
     HEADER_FIELDS,
     RECORD_FIELDS,
     as_headers,
@@ -305,8 +306,7 @@ cdef class Record:
         self.timestamp = timestamp
         self.key = key
         self.value = value
-        # as_headers, in C: this runs once per record a producer builds.
-        self.headers = tuple([h if type(h) is Header else Header(*h) for h in headers]) if headers else ()
+        self.headers = _headers_of(headers)  # as_headers, in C: this runs once per record a producer builds
         self.attributes = attributes
 
     def __eq__(self, other):
@@ -412,18 +412,15 @@ cdef class RecordBatch:
                  is_transactional=False, is_control=False, delete_horizon_ms=None, attributes=None,
                  last_offset_delta=None, base_timestamp=None, max_timestamp=None, producer_id=-1, producer_epoch=-1,
                  base_sequence=-1, magic=MAGIC, crc=0):
-        cdef Py_ssize_t n
-        if (type(records) is list and attributes is None and type(compression) is int and 0 <= compression <= 4
-                and not timestamp_type and not is_transactional and not is_control and delete_horizon_ms is None
+        cdef int codec = _codec_id(compression)
+        if (type(records) is list and attributes is None and codec >= 0 and not timestamp_type
+                and not is_transactional and not is_control and delete_horizon_ms is None
                 and last_offset_delta is None and base_timestamp is None and max_timestamp is None
                 and type(base_offset) is int):
             # What a producer builds: batch_defaults' answer without its Python-level work.
             self.record_list = list(<list>records)
-            self.attributes = compression
-            n = len(<list>records)
-            self.last_offset_delta = wrap64(self.record_list[n - 1].offset - base_offset) if n else 0
-            self.base_timestamp = self.record_list[0].timestamp if n else -1
-            self.max_timestamp = max([r.timestamp for r in self.record_list]) if n else -1
+            self.attributes = codec
+            _producer_defaults(self, self.record_list, base_offset)
         else:
             (self.record_list, self.attributes, self.last_offset_delta, self.base_timestamp,
              self.max_timestamp) = batch_defaults(records, base_offset, compression, timestamp_type,
@@ -542,224 +539,7 @@ cdef class RecordBatch:
 
     def encode(self):
         """The batch's bytes, with its length and CRC-32C written (``self.crc`` is not read)."""
-        if not _batch_plain(self):
-            check_batch(self)  # raises the EncodeError both twins give
-        cdef int64_t base_offset = self.base_offset, base_ts = self.base_timestamp
-        cdef int codec = self.attributes & COMPRESSION_MASK
-        cdef _Out out
-        cdef Py_ssize_t j = 0
-        cdef unsigned char* h
-        cdef bytes result
-        records = self.records
-        _take_scratch(&out)  # the buffer the last encode left, if any (see kw_scratch)
-        try:
-            _reserve(&out, HEADER_SIZE + 160 * len(records))
-            out.n = HEADER_SIZE
-            for rec in records:
-                _encode_record(&out, rec, j, base_offset, base_ts)
-                j += 1
-            if codec:
-                # zlib and zstd read the records where they are; snappy's blocks and LZ4's compressor want bytes.
-                # The view is released before the buffer is reused, even if a traceback keeps it.
-                raw = PyMemoryView_FromMemory(<char*>out.p + HEADER_SIZE, out.n - HEADER_SIZE, PyBUF_READ)
-                try:
-                    payload = compress(codec, raw if codec == GZIP or codec == ZSTD else bytes(raw))
-                finally:
-                    raw.release()
-                result = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + len(payload))
-                memcpy(PyBytes_AS_STRING(result) + HEADER_SIZE, PyBytes_AS_STRING(payload), len(payload))
-            else:
-                result = PyBytes_FromStringAndSize(<const char*>out.p, out.n)
-        finally:
-            _give_back(&out)
-        # A new bytes object that nothing else has seen yet: writing its header in place is safe.
-        h = <unsigned char*>PyBytes_AS_STRING(result)
-        wr_u64(h, <uint64_t>base_offset)
-        wr_u32(h + 8, <uint32_t>(PyBytes_GET_SIZE(result) - LOG_OVERHEAD))
-        wr_u32(h + 12, <uint32_t><int32_t>self.partition_leader_epoch)
-        h[MAGIC_OFFSET] = MAGIC
-        wr_u16(h + ATTRIBUTES_OFFSET, <uint16_t>self.attributes)
-        wr_u32(h + 23, <uint32_t><int32_t>self.last_offset_delta)
-        wr_u64(h + 27, <uint64_t>base_ts)
-        wr_u64(h + 35, <uint64_t><int64_t>self.max_timestamp)
-        wr_u64(h + 43, <uint64_t><int64_t>self.producer_id)
-        wr_u16(h + 51, <uint16_t><int16_t>self.producer_epoch)
-        wr_u32(h + 53, <uint32_t><int32_t>self.base_sequence)
-        wr_u32(h + COUNT_OFFSET, <uint32_t>j)
-        wr_u32(h + CRC_OFFSET, _crc(h + ATTRIBUTES_OFFSET, PyBytes_GET_SIZE(result) - ATTRIBUTES_OFFSET))
-        return result
-
-
-# --- Encoding records ----------------------------------------------------------------------------------------------
-
-cdef struct _Out:
-    unsigned char* p
-    Py_ssize_t n, cap
-
-
-# The records of a batch are written into one growing buffer, then copied into the result or compressed from it.
-# The last one (up to 4 MiB) is kept for the next encode: a fresh one of a megabyte or more comes from memory the
-# allocator maps anew, and touching its pages was, beside a compressor's own working memory, most of a zstd encode
-# of 10,000 records.
-# It is taken and given back by atomic exchanges (kw_take, kw_keep): two encodes at once never share it, the
-# second makes its own.  A kept buffer holds its capacity in its first bytes.
-cdef enum:
-    SCRATCH_KEPT = 4 << 20
-
-
-cdef inline void _take_scratch(_Out* o) noexcept:
-    o.p = <unsigned char*>kw_take(&kw_scratch)
-    o.cap = (<Py_ssize_t*>o.p)[0] if o.p != NULL else 0
-    o.n = 0
-
-
-cdef inline void _give_back(_Out* o) noexcept:
-    if o.p == NULL:
-        return
-    if o.cap <= SCRATCH_KEPT:
-        (<Py_ssize_t*>o.p)[0] = o.cap  # _reserve makes 256 bytes at least
-        if kw_keep(&kw_scratch, o.p):
-            return
-    PyMem_Free(o.p)
-
-
-cdef int _reserve(_Out* o, Py_ssize_t extra) except -1:
-    cdef Py_ssize_t cap
-    cdef unsigned char* p
-    if o.n + extra <= o.cap:
-        return 0
-    cap = max(o.cap * 2, o.n + extra, 256)
-    p = <unsigned char*>PyMem_Realloc(o.p, cap)
-    if p == NULL:
-        raise MemoryError()
-    o.p, o.cap = p, cap
-    return 0
-
-
-cdef inline bint _is_blob(object v) noexcept:
-    return v is None or type(v) is bytes
-
-
-cdef inline Py_ssize_t _blob_size(object v) noexcept:
-    return 1 if v is None else varint_size(PyBytes_GET_SIZE(v)) + PyBytes_GET_SIZE(v)
-
-
-cdef inline void _put_blob(_Out* o, object v) noexcept:
-    cdef Py_ssize_t n
-    if v is None:
-        o.p[o.n] = 1  # zigzag(-1)
-        o.n += 1
-        return
-    n = PyBytes_GET_SIZE(v)
-    o.n += wr_varint(o.p + o.n, n)
-    memcpy(o.p + o.n, PyBytes_AS_STRING(v), n)
-    o.n += n
-
-
-cdef int _encode_record(_Out* o, object obj, Py_ssize_t index, int64_t base_offset, int64_t base_ts) except -1:
-    """Appends one record.  A compiled Record whose fields are plain (int, bytes or None, a tuple of Header with
-    str keys) is written here; anything else goes through ``check_record``, the checks both twins share, and is
-    written from its result."""
-    cdef Record rec
-    cdef int64_t offset, ts
-    cdef int attributes
-    cdef Py_ssize_t size, klen = 0
-    cdef const char* kp
-    cdef bint p_plain = type(obj) is Record and _plain(<Record>obj)
-    if p_plain:
-        rec = <Record>obj
-        offset, ts, attributes = rec.offset, rec.timestamp, rec.attributes
-        key, value, headers = rec.key, rec.value, rec.headers
-    else:
-        offset, ts, key, value, headers, attributes = check_record(obj, ("records", index))
-    delta64 = <int64_t>(<uint64_t>offset - <uint64_t>base_offset)
-    if delta64 < -2147483648 or delta64 > 2147483647:
-        offset_delta(offset, base_offset, index)  # raises the pure twin's EncodeError
-    # The body's size first: it is written before the body.
-    size = 1 + varint_size(<int64_t>(<uint64_t>ts - <uint64_t>base_ts)) + varint_size(delta64)
-    size += _blob_size(key) + _blob_size(value) + varint_size(len(headers))
-    for h in headers:
-        if p_plain:  # Header objects whose str keys _plain has checked: their UTF-8 is cached in the str
-            PyUnicode_AsUTF8AndSize((<Header>h).key, &klen)
-            size += varint_size(klen) + klen + _blob_size((<Header>h).value)
-        else:  # check_record's (bytes, bytes or None) pairs
-            size += _blob_size(h[0]) + _blob_size(h[1])
-    _reserve(o, size + 10)
-    o.n += wr_varint(o.p + o.n, size)
-    o.p[o.n] = <unsigned char>attributes
-    o.n += 1
-    o.n += wr_varint(o.p + o.n, <int64_t>(<uint64_t>ts - <uint64_t>base_ts))
-    o.n += wr_varint(o.p + o.n, delta64)
-    _put_blob(o, key)
-    _put_blob(o, value)
-    o.n += wr_varint(o.p + o.n, len(headers))
-    for h in headers:
-        if p_plain:
-            kp = PyUnicode_AsUTF8AndSize((<Header>h).key, &klen)
-            o.n += wr_varint(o.p + o.n, klen)
-            memcpy(o.p + o.n, kp, klen)
-            o.n += klen
-            _put_blob(o, (<Header>h).value)
-        else:
-            _put_blob(o, h[0])
-            _put_blob(o, h[1])
-    return 0
-
-
-cdef inline bint _fits64(object v):
-    cdef int overflow = 0
-    if type(v) is not int:
-        return False
-    PyLong_AsLongLongAndOverflow(v, &overflow)
-    return overflow == 0
-
-
-cdef bint _utf8_ok(object key):
-    """Whether ``key`` is a str that UTF-8 encodes strictly (a lone surrogate needs surrogateescape: slow path)."""
-    cdef Py_ssize_t n
-    if type(key) is not str:
-        return False
-    try:
-        PyUnicode_AsUTF8AndSize(key, &n)
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-cdef inline bint _in(object v, long long lo, long long hi):
-    cdef int overflow = 0
-    cdef long long x
-    if type(v) is not int:
-        return False
-    x = PyLong_AsLongLongAndOverflow(v, &overflow)
-    return overflow == 0 and lo <= x <= hi
-
-
-cdef bint _batch_plain(RecordBatch b):
-    """Whether check_batch would pass ``b``, decided in C for the usual case (any doubt: check_batch decides)."""
-    return (_in(b.base_offset, LLONG_MIN, LLONG_MAX)
-            and _in(b.partition_leader_epoch, -2147483648, 2147483647)
-            and _in(b.attributes, 0, 0xFFFF) and (<long long>b.attributes & COMPRESSION_MASK) <= 4
-            and _in(b.last_offset_delta, -2147483648, 2147483647)
-            and _in(b.base_timestamp, LLONG_MIN, LLONG_MAX)
-            and _in(b.max_timestamp, LLONG_MIN, LLONG_MAX)
-            and _in(b.producer_id, LLONG_MIN, LLONG_MAX)
-            and _in(b.producer_epoch, -32768, 32767) and _in(b.base_sequence, -2147483648, 2147483647)
-            and _in(b.magic, MAGIC, MAGIC) and (type(b.records) is list or type(b.records) is tuple))
-
-
-cdef bint _plain(Record rec):
-    """Whether every field of ``rec`` has the type the fast path writes without a check."""
-    if not (_fits64(rec.offset) and _fits64(rec.timestamp)):
-        return False
-    if not (type(rec.attributes) is int and -128 <= rec.attributes <= 127):
-        return False
-    if not (_is_blob(rec.key) and _is_blob(rec.value)) or type(rec.headers) is not tuple:
-        return False
-    for h in rec.headers:
-        if type(h) is not Header or not _utf8_ok((<Header>h).key) or not _is_blob((<Header>h).value):
-            return False
-    return True
+        return _encode_batch(self)
 
 
 cdef Py_ssize_t _first_size(data):
