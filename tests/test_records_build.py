@@ -118,3 +118,27 @@ def test_every_shape_of_record_encodes_to_the_same_bytes_in_both_twins(codec, n,
     for R in (C, P):  # a record the encoder cannot write, after records it wrote: the same error
         with pytest.raises(EncodeError):
             R.RecordBatch(_shapes(R, n, first_size, size) + [R.Record("text", offset=7 + n)], **kwargs).encode()
+
+
+class _SaysLength(list):
+    def __init__(self, items, says):
+        super().__init__(items)
+        self.says = says
+
+    def __len__(self):
+        return self.says
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("says", [1 << 62, -1, 0, 7])
+def test_a_records_list_whose_len_lies_is_built_and_written_by_what_it_holds(impl, says):
+    # list() would size its first allocation by __len__ (a MemoryError for 2**62, a ValueError for -1), and the
+    # count field would say what __len__ says: both read what the list holds instead.
+    R = RECORDS[impl]
+    records = [R.Record(b"k%d" % i, b"v", offset=i, timestamp=10 + i) for i in range(3)]
+    expected = R.RecordBatch(list(records)).encode()
+    assert R.RecordBatch(_SaysLength(records, says)).encode() == expected
+    batch = R.RecordBatch(list(records))
+    batch.records = _SaysLength(records, says)
+    assert batch.encode() == expected
+    assert [r.key for r in R.decode_record_batches(expected)[0].records] == [b"k0", b"k1", b"k2"]

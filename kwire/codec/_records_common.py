@@ -553,7 +553,9 @@ def batch_defaults(records, base_offset, compression, timestamp_type, is_transac
     """(records list, attributes, last_offset_delta, base_timestamp, max_timestamp) for a new RecordBatch, as
     Java's MemoryRecordsBuilder fills them: the base timestamp is the first record's (or the delete horizon), the
     max timestamp the largest, the last offset delta the last record's offset from the base."""
-    records = list(records)
+    # Collected by iterating, not by list(records), which sizes its first allocation by __len__: a subclass's may
+    # say 2**62 (a MemoryError) or -1 (a ValueError) whatever it holds.
+    records = records[:] if type(records) is list else [r for r in records]
     if attributes is None:
         attributes = (compression_id(compression) | (TIMESTAMP_TYPE_MASK if timestamp_type else 0)
                       | (TRANSACTIONAL_FLAG if is_transactional else 0) | (CONTROL_FLAG if is_control else 0)

@@ -249,9 +249,9 @@ cdef bytes _encode_batch(RecordBatch self):
     cdef unsigned char* h
     cdef bytes result
     records = _batch_records(self)
-    # A list or tuple (checked above), whose __len__ a subclass may have changed: its own answer is asked (its
-    # errors are the pure twin's), the real size bounds the guess.
-    n = min(len(records), _size_of(records))
+    # A list or tuple (checked above): its real size, never a subclass's __len__, which may say anything; the
+    # count written is the records written, as in the pure twin.
+    n = _size_of(records)
     if codec:
         _take_scratch(&out)  # the buffer the last encode left, if any (see kw_scratch)
     else:

@@ -503,15 +503,17 @@ class RecordBatch(_Fields):
         check_batch(self)
         base_offset, base_ts = self.base_offset, self.base_timestamp
         plain = bytearray()
+        count = 0  # the records written, never a list subclass's __len__, which may say anything
         for j, rec in enumerate(self.records):
             _encode_record(check_record(rec, ("records", j)), j, base_offset, base_ts, plain)
+            count = j + 1
         codec = self.attributes & COMPRESSION_MASK
         payload = compress(codec, bytes(plain)) if codec else plain
         attributes = self.attributes - 0x10000 if self.attributes > 0x7FFF else self.attributes
         head = bytearray(_HEADER.pack(
             base_offset, HEADER_SIZE - LOG_OVERHEAD + len(payload), self.partition_leader_epoch, MAGIC, 0,
             attributes, self.last_offset_delta, base_ts, self.max_timestamp, self.producer_id, self.producer_epoch,
-            self.base_sequence, len(self.records)))
+            self.base_sequence, count))
         crc = crc32c(payload, crc32c(memoryview(head)[ATTRIBUTES_OFFSET:]))
         head[CRC_OFFSET:ATTRIBUTES_OFFSET] = crc.to_bytes(4, "big")
         return bytes(head) + bytes(payload)
