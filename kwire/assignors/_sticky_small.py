@@ -136,8 +136,12 @@ def small_cooperative_sticky(members: List[SmallMember], counts: Dict[str, int]
         # Valid: existing partitions of topics the member subscribes to, each given once (checked per topic
         # here, and once for the whole group by the count of distinct pairs below).
         for topic, partitions in groups.items():
-            if topic not in subscribed or min(partitions) < 0 or max(partitions) >= topic_counts.get(topic, 0):
+            if topic not in subscribed:
                 return None
+            count = topic_counts.get(topic, 0)
+            for p in partitions:
+                if p < 0 or p >= count:
+                    return None
         seen.update(mine)
         given += len(mine)
         out[m.member_id] = list(groups.items())
