@@ -79,19 +79,33 @@ def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[Sma
             topic, partitions = entry.topic, entry.partitions
             if not partitions:
                 continue
-            if type(topic) is not str or min(partitions) < 0:
+            if type(topic) is not str:
                 return None
             count = counts.get(topic)
-            if count is None or max(partitions) < count:
+            # One pass for the lowest and highest claim (as min() and max() would find them).
+            whole = True
+            for p in partitions:
+                if p < 0:
+                    return None
+                if count is not None and p >= count:
+                    whole = False
+            if whole:
                 owned += [(topic, p) for p in partitions]
             else:
                 owned += [(topic, p) for p in partitions if p < count]
-        try:
-            generation = cooperative_generation(sub.generation_id, sub.user_data)
-        except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
-            return None
+        generation_id = sub.generation_id
+        if generation_id is not None and generation_id >= 0:
+            # A v2+ Subscription's generationId is both generations (what the two calls below answer for it,
+            # without reading the userData).
+            generation = subscription_generation = generation_id
+        else:
+            try:
+                generation = cooperative_generation(generation_id, sub.user_data)
+            except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
+                return None
+            subscription_generation = protocol_generation(generation_id)
         rows.append(_new_member((member_id, instance_id, unique, tuple(owned), generation,
-                                 protocol_generation(sub.generation_id))))
+                                 subscription_generation)))
     return rows
 
 
