@@ -125,8 +125,12 @@ def small_cooperative_sticky(members: List[SmallMember], counts: Dict[str, int]
     ids = list(by_id)
     order = ids if n == 1 else [ids[i] for i in small_string_map_positions(ids, capacity_after(n))]
     wanted = set()
+    last = None
     for m in members:
-        wanted.update(m.topics)
+        # Members of one subscription share its tuple (small_cooperative_members makes one per subscription).
+        if m.topics is not last:
+            last = m.topics
+            wanted.update(last)
     topic_counts = {t: c for t, c in counts.items() if t in wanted and c > 0}
     if sum(topic_counts.values()) > SMALL_STICKY_PARTITIONS:
         return None
