@@ -10,7 +10,7 @@ import pytest
 
 import kwire
 from kwire.codec import ErrorCode as E
-from kwire.group import GroupState
+from kwire.group import GroupProtocolError, GroupState
 from tests.group_net import Net
 
 RETENTION = 5_000
@@ -191,6 +191,9 @@ def test_a_closed_coordinator_is_freed_without_the_cycle_collector(close):
     coordinator = weakref.ref(net.c)
     if close:
         net.c.close()
+        assert net.c.tick(net.now + 10**9) == [] and net.c.next_deadline() is None
+        with pytest.raises(GroupProtocolError, match="closed"):
+            net.join()
     enabled = gc.isenabled()
     gc.disable()
     try:
