@@ -517,7 +517,7 @@ class ConsumerMember:
             given = set(assigned)
             owned = set(self.owned)
             if self.protocol == COOPERATIVE:
-                revoked = _sorted_tps(owned.difference(assigned))
+                revoked = _sorted_tps(owned.difference(given))   # a set: its stored hashes, none recomputed
                 if revoked:
                     # Two-phase: give these up now, rejoin so a later round can hand them to someone else.
                     self._out.append(PartitionsRevoked(revoked))
