@@ -10,7 +10,7 @@ import pytest
 
 import kwire
 from kwire.codec import ErrorCode as E
-from kwire.group import GroupState
+from kwire.group import GroupProtocolError, GroupState
 from tests.group_net import Net
 
 RETENTION = 5_000
@@ -177,3 +177,30 @@ def test_without_a_cap_a_flood_leaves_nothing_behind():
     assert len(net.c.group_ids()) == 1001
     run_to(net, net.now + 3_000 + 6_000 + RETENTION)
     assert net.c.group_ids() == ["kept"] and net.c.next_deadline() is None
+
+
+@pytest.mark.parametrize("close", [True, False])
+def test_a_closed_coordinator_is_freed_without_the_cycle_collector(close):
+    """A coordinator refers to itself through its request tables and callbacks, so only the cyclic collector
+    frees a dropped one, with its groups and members; close() lets reference counts free it at once."""
+    import gc
+    import weakref
+
+    net = Net()
+    net.stable_group(2)
+    coordinator = weakref.ref(net.c)
+    if close:
+        net.c.close()
+        assert net.c.tick(net.now + 10**9) == [] and net.c.next_deadline() is None
+        with pytest.raises(GroupProtocolError, match="closed"):
+            net.join()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del net
+        assert (coordinator() is None) is close
+    finally:
+        if enabled:
+            gc.enable()
+    gc.collect()
+    assert coordinator() is None

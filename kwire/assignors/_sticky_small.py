@@ -79,19 +79,33 @@ def small_cooperative_members(read, counts: Dict[str, int]) -> Optional[List[Sma
             topic, partitions = entry.topic, entry.partitions
             if not partitions:
                 continue
-            if type(topic) is not str or min(partitions) < 0:
+            if type(topic) is not str:
                 return None
             count = counts.get(topic)
-            if count is None or max(partitions) < count:
+            # One pass for the lowest and highest claim (as min() and max() would find them).
+            whole = True
+            for p in partitions:
+                if p < 0:
+                    return None
+                if count is not None and p >= count:
+                    whole = False
+            if whole:
                 owned += [(topic, p) for p in partitions]
             else:
                 owned += [(topic, p) for p in partitions if p < count]
-        try:
-            generation = cooperative_generation(sub.generation_id, sub.user_data)
-        except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
-            return None
+        generation_id = sub.generation_id
+        if generation_id is not None and generation_id >= 0:
+            # A v2+ Subscription's generationId is both generations (what the two calls below answer for it,
+            # without reading the userData).
+            generation = subscription_generation = generation_id
+        else:
+            try:
+                generation = cooperative_generation(generation_id, sub.user_data)
+            except Exception:  # noqa: BLE001 - the array path reads these bytes again and says what is wrong
+                return None
+            subscription_generation = protocol_generation(generation_id)
         rows.append(_new_member((member_id, instance_id, unique, tuple(owned), generation,
-                                 protocol_generation(sub.generation_id))))
+                                 subscription_generation)))
     return rows
 
 
@@ -111,8 +125,12 @@ def small_cooperative_sticky(members: List[SmallMember], counts: Dict[str, int]
     ids = list(by_id)
     order = ids if n == 1 else [ids[i] for i in small_string_map_positions(ids, capacity_after(n))]
     wanted = set()
+    last = None
     for m in members:
-        wanted.update(m.topics)
+        # Members of one subscription share its tuple (small_cooperative_members makes one per subscription).
+        if m.topics is not last:
+            last = m.topics
+            wanted.update(last)
     topic_counts = {t: c for t, c in counts.items() if t in wanted and c > 0}
     if sum(topic_counts.values()) > SMALL_STICKY_PARTITIONS:
         return None
@@ -136,8 +154,12 @@ def small_cooperative_sticky(members: List[SmallMember], counts: Dict[str, int]
         # Valid: existing partitions of topics the member subscribes to, each given once (checked per topic
         # here, and once for the whole group by the count of distinct pairs below).
         for topic, partitions in groups.items():
-            if topic not in subscribed or min(partitions) < 0 or max(partitions) >= topic_counts.get(topic, 0):
+            if topic not in subscribed:
                 return None
+            count = topic_counts.get(topic, 0)
+            for p in partitions:
+                if p < 0 or p >= count:
+                    return None
         seen.update(mine)
         given += len(mine)
         out[m.member_id] = list(groups.items())

@@ -213,6 +213,8 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         ``client_host`` the peer address as Java prints it; both are reported by DescribeGroups."""
         handler = (self._handlers if self._consumer_active else self._classic_handlers).get(type(request))
         if handler is None:
+            if not self._classic_handlers:
+                raise GroupProtocolError("the coordinator is closed")
             raise GroupProtocolError(
                 f"GroupCoordinator handles JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, "
                 f"DescribeGroups, ListGroups, ConsumerGroupHeartbeat and ConsumerGroupDescribe requests, "
@@ -250,6 +252,20 @@ class GroupCoordinator(ClassicRebalance, ConsumerDispatch):
         if mine is None or theirs is None:
             return theirs if mine is None else mine
         return min(mine, theirs)
+
+    def close(self):
+        """Let go of everything: afterwards a request is refused (GroupProtocolError) and a tick does nothing.
+
+        Its request tables, its group registries and its consumer-protocol side hold its own bound methods,
+        so a dropped coordinator is a reference cycle that only the cyclic garbage collector frees, with all
+        its groups and members.  After this it is freed as soon as its caller drops it; a caller that makes
+        many short-lived coordinators (the migration what-if makes one per replayed group) spares the
+        collector that work."""
+        self._handlers = {}
+        self._classic_handlers = {}
+        self._groups = self._consumer_groups = self._consumer = self._consumer_may_be_due = None
+        self._consumer_active = False
+        self._timers = Timers()   # nothing left to fire: tick() answers nothing, next_deadline() None
 
     @property
     def deadlines_queued(self):

@@ -225,7 +225,12 @@ class ConsumerMember:
         self.client_id = client_id
         self.group_instance_id = group_instance_id
         self.assignors = tuple(assignors)
-        self.protocol = COOPERATIVE if all(a in _COOPERATIVE_ASSIGNORS for a in self.assignors) else EAGER
+        # A loop, not all() over a generator: a member is made at every join of a replayed history.
+        self.protocol = COOPERATIVE
+        for a in self.assignors:
+            if a not in _COOPERATIVE_ASSIGNORS:
+                self.protocol = EAGER
+                break
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -478,10 +483,10 @@ class ConsumerMember:
                 self.owned = ()
             else:
                 subscribed = set(self.topics)
-                gone = tuple(tp for tp in self.owned if tp[0] not in subscribed)
+                gone = tuple([tp for tp in self.owned if tp[0] not in subscribed])
                 if gone:
                     self._out.append(PartitionsRevoked(gone))
-                    self.owned = tuple(tp for tp in self.owned if tp[0] in subscribed)
+                    self.owned = tuple([tp for tp in self.owned if tp[0] in subscribed])
         self.leader_id = ""
 
     def _on_join_complete(self, assignment_bytes):
@@ -512,7 +517,7 @@ class ConsumerMember:
             given = set(assigned)
             owned = set(self.owned)
             if self.protocol == COOPERATIVE:
-                revoked = _sorted_tps(owned.difference(assigned))
+                revoked = _sorted_tps(owned.difference(given))   # a set: its stored hashes, none recomputed
                 if revoked:
                     # Two-phase: give these up now, rejoin so a later round can hand them to someone else.
                     self._out.append(PartitionsRevoked(revoked))
@@ -535,7 +540,11 @@ class ConsumerMember:
         self._find_token = None
         if self.versions[_FIND] >= 4:
             # v4+ answers a batch of keys; take this group's entry
-            entry = next((c for c in response.coordinators if c.key == self.group_id), None)
+            entry = None
+            for c in response.coordinators:
+                if c.key == self.group_id:
+                    entry = c
+                    break
             error = entry.error_code if entry is not None else COORDINATOR_NOT_AVAILABLE
         else:
             entry, error = response, response.error_code

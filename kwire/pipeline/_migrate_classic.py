@@ -46,7 +46,12 @@ def simulate_classic(history: MembershipHistory, *, cooperative=False,
     ``range`` (eager) or, with ``cooperative``, ``cooperative-sticky``.  Each member keeps its observed
     session timeout; ``heartbeat_interval_ms`` is every member's ``heartbeat.interval.ms`` (lowered to a
     third of a shorter session timeout)."""
-    return ClassicReplay(history, cooperative, heartbeat_interval_ms, initial_rebalance_delay_ms, settle_us).run()
+    replay = ClassicReplay(history, cooperative, heartbeat_interval_ms, initial_rebalance_delay_ms, settle_us)
+    try:
+        return replay.run()
+    finally:
+        # Freed here, by reference counts, rather than by a later cyclic collection.
+        replay.coordinator.close()
 
 
 class ClassicReplay(Replay):
