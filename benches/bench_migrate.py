@@ -89,10 +89,10 @@ def consumer_capture_path(protocol, groups, seed):
     return path
 
 
-def bench_spark(path):
+def bench_spark(path, keep=None):
     from kwire.pipeline import run_pipeline, spark_session
 
-    out = tempfile.mkdtemp(prefix="kwire-bench-migrate-")
+    out = keep or tempfile.mkdtemp(prefix="kwire-bench-migrate-")
     spark = spark_session("local[2]")
     spark.sparkContext.setLogLevel("ERROR")
     spark.range(1).count()
@@ -100,7 +100,8 @@ def bench_spark(path):
         s = run_pipeline(path, os.path.join(out, "e2e"), spark=spark, log=lambda *_: None)
     finally:
         spark.stop()
-        shutil.rmtree(out, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(out, ignore_errors=True)
     st = s["stages"]["migration"]
     print(f"spark local[2]: migration stage {st['seconds']:.1f} s, {st['rows']:,} rows, "
           f"{st['member_events']:,} member-events in {st['replay_seconds']:.2f} s of replay = "
@@ -122,6 +123,7 @@ def main(argv=None):
     ap.add_argument("--spark-protocol", choices=("classic", "consumer", "mixed"), default="classic",
                     help="the protocol of the capture --spark runs: consumer-protocol groups are replayed under "
                          "classic eager and cooperative rebalances (default: classic)")
+    ap.add_argument("--out", help="with --spark: keep the pipeline's output (its report and tables) in this folder")
     args = ap.parse_args(argv)
     if args.groups <= 0 or args.repeat <= 0:
         ap.error("--groups and --repeat must be positive")
@@ -141,7 +143,7 @@ def main(argv=None):
                     lambda h: simulate_classic(h, cooperative=True), args.repeat)
     if args.spark:
         bench_spark(path if args.spark_protocol == "classic" else
-                    consumer_capture_path(args.spark_protocol, args.groups, args.seed))
+                    consumer_capture_path(args.spark_protocol, args.groups, args.seed), args.out)
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

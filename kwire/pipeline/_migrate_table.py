@@ -65,10 +65,14 @@ def histories_of_table(table) -> List[MembershipHistory]:
 
 def migrate_histories(batches, timer=None, cpu_timer=None):
     """Runs in the Python worker (``mapInArrow``): record batches of :data:`HISTORY_SCHEMA` to batches of
-    their ``migration`` rows.  ``timer``, ``cpu_timer``: as :func:`migration_rows` takes them."""
-    for batch in batches:
-        if batch.num_rows:
-            yield from migration_rows(histories_of_table(batch), timer, cpu_timer).to_batches()
+    their ``migration`` rows.  ``timer``, ``cpu_timer``: as :func:`migration_rows` takes them.
+
+    The whole partition is read, and its histories unpickled, before the first replay: a partition of more
+    rows than an Arrow batch holds would otherwise have the JVM reading and sending the next batch while
+    this one replays, on the cores the replay is timed on."""
+    histories = [h for batch in batches if batch.num_rows for h in histories_of_table(batch)]
+    if histories:
+        yield from migration_rows(histories, timer, cpu_timer).to_batches()
 
 
 def observed_protocol(history: MembershipHistory) -> str:
