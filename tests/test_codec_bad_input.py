@@ -11,6 +11,7 @@ from kwire.errors import DecodeError, EncodeError, KwireError
 from kwire.codec import _schema
 
 from tests._filled import filled
+from tests._lying import LyingList
 from tests._twins import IMPLS, codec_module, same_in_both
 
 
@@ -312,16 +313,6 @@ def test_random_garbage_never_escapes_the_error_tree(impl):
 
 # -- array values whose __len__ lies ---------------------------------------------------------------------------
 
-class _LyingList(list):
-    """A list whose ``__len__`` says ``claimed`` whatever it holds."""
-
-    def __init__(self, items, claimed):
-        super().__init__(items)
-        self.claimed = claimed
-
-    def __len__(self):
-        return self.claimed
-
 
 def _newest_version(msg, path):
     """The newest version of ``msg`` that has every field of ``path`` (None: none has)."""
@@ -350,7 +341,7 @@ _ELEMENT = {"int32": 1, "int64": 1, "int16": 1, "string": "a", "bytes": b"a", "u
 
 
 def _with_lying_array(codec, msg, path, claimed):
-    """``msg`` at its newest version, the array at ``path`` a _LyingList of one element claiming ``claimed``,
+    """``msg`` at its newest version, the array at ``path`` a LyingList of one element claiming ``claimed``,
     each array above it holding one default element."""
     def element_of(field):
         if field.is_struct:
@@ -364,7 +355,7 @@ def _with_lying_array(codec, msg, path, claimed):
         setattr(holder, field.attr, [child] if field.is_array else child)
         holder = child
     last = path[-1]
-    setattr(holder, last.attr, _LyingList([element_of(last)], claimed))
+    setattr(holder, last.attr, LyingList([element_of(last)], claimed))
     return top
 
 

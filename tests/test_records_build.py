@@ -8,6 +8,7 @@ import pytest
 from kwire import _impl
 from kwire.errors import ArgumentValueError, EncodeError
 
+from tests._lying import LyingList
 from tests._twins import IMPLS
 
 RECORDS = {impl: _impl.load("records", impl, package="kwire.codec") for impl in IMPLS}
@@ -120,15 +121,6 @@ def test_every_shape_of_record_encodes_to_the_same_bytes_in_both_twins(codec, n,
             R.RecordBatch(_shapes(R, n, first_size, size) + [R.Record("text", offset=7 + n)], **kwargs).encode()
 
 
-class _SaysLength(list):
-    def __init__(self, items, says):
-        super().__init__(items)
-        self.says = says
-
-    def __len__(self):
-        return self.says
-
-
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("says", [1 << 62, -1, 0, 7])
 def test_a_records_list_whose_len_lies_is_built_and_written_by_what_it_holds(impl, says):
@@ -137,8 +129,8 @@ def test_a_records_list_whose_len_lies_is_built_and_written_by_what_it_holds(imp
     R = RECORDS[impl]
     records = [R.Record(b"k%d" % i, b"v", offset=i, timestamp=10 + i) for i in range(3)]
     expected = R.RecordBatch(list(records)).encode()
-    assert R.RecordBatch(_SaysLength(records, says)).encode() == expected
+    assert R.RecordBatch(LyingList(records, says)).encode() == expected
     batch = R.RecordBatch(list(records))
-    batch.records = _SaysLength(records, says)
+    batch.records = LyingList(records, says)
     assert batch.encode() == expected
     assert [r.key for r in R.decode_record_batches(expected)[0].records] == [b"k0", b"k1", b"k2"]
