@@ -12,16 +12,16 @@ cdef object _headers_of(object headers):
     or a list of Headers and (key, value) tuples, is converted here, the pairs without a Python call; anything else
     takes as_headers' own steps (a list whose items run code could change while it is read)."""
     cdef Py_ssize_t i, n
-    cdef Header h  # (the comprehensions name theirs x: a comprehension's h would be this typed one)
+    cdef Header h
     if type(headers) is not tuple and not (type(headers) is list and _pairs_only(<list>headers)):
-        return tuple([x if type(x) is Header else Header(*x) for x in headers]) if headers else ()
+        return as_headers(Header, headers)
     n = _size_of(headers)  # an exact list or tuple: its own size
     if n == 0:
         return ()
     out = PyTuple_New(n)
     for i in range(n):
         if i >= _size_of(headers):  # a list emptied by a header's own code: start again the slow way
-            return tuple([x if type(x) is Header else Header(*x) for x in headers]) if headers else ()
+            return as_headers(Header, headers)
         item = <object>_fast_item(headers, i)
         if type(item) is Header:
             h = <Header>item
@@ -34,7 +34,7 @@ cdef object _headers_of(object headers):
         Py_INCREF(h)
         PyTuple_SET_ITEM(out, i, h)
     if type(headers) is list and _size_of(headers) != n:  # changed meanwhile: what the pure twin builds instead
-        return tuple([x if type(x) is Header else Header(*x) for x in headers])
+        return as_headers(Header, headers)
     # Headers are outside the cycle collector (no_gc), so a tuple of them can hold no cycle.
     PyObject_GC_UnTrack(out)
     return out
