@@ -104,8 +104,9 @@ def migration_rows(histories: Iterable[MembershipHistory], timer=None, cpu_timer
     columns = {name: [] for name in MIGRATION_SCHEMA.names}
     # Python's cycle collector is off while the bucket replays, as for the classic analysis
     # (``_spark_stages.collector_paused``): a replay makes many short-lived objects, and each collection
-    # would walk everything the worker holds.  The few cycles the replays leave are collected from the
-    # youngest generation only, every so often (:func:`_replay_all`).
+    # would walk everything the worker holds.  A replay is freed by reference counts (the classic one closes
+    # its coordinator); should one leave cycles, the youngest generation is collected every so often
+    # (:func:`_replay_all`), which bounds what a bucket holds.
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -142,9 +143,10 @@ def _replay_all(histories, columns, timer, cpu_timer):
                 result, error = simulate(history), None
             except KwireError as exc:
                 result, error = None, f"{type(exc).__name__}: {exc}"
-            # The simulations' own cyclic garbage (a classic replay leaves some hundred objects a group),
-            # freed while it is young: the collector is off for the bucket, which would otherwise hold all of
-            # it to the end.  Timed: it is the simulations' cost.
+            # Any cyclic garbage a simulation leaves, freed while it is young: the collector is off for the
+            # bucket, which would otherwise hold it all to the end.  Timed: it is the simulations' cost.  (The
+            # classic replay's coordinator, once a cycle of some hundred objects a group, is now closed and
+            # freed by reference counts, so this seldom finds anything.)
             if gc.get_count()[0] > _YOUNG_LIMIT:
                 gc.collect(0)
             spent += time.perf_counter() - t
