@@ -350,6 +350,7 @@ cdef class _Records:
         """``exc``, raised by the walk: in the lazy loop it gets the batch's index, as decode_record_batches gives
         it, and the loop ends (the records it gave before stay the caller's).  Decided where the error is made,
         so that the loop's step needs no try (saving and restoring the exception state on every record)."""
+        self.release()
         if self.loop:
             self.j = self.count
             self.done = True
@@ -445,7 +446,31 @@ cdef class _Records:
         rec.attributes = r.attributes
         return rec
 
+    cdef void release(self) noexcept:
+        """The walk is over: the bytes are let go, and what the kept walker would otherwise hold past its loop is
+        bounded (see _records_at): header keys and values of at most KEPT_FIELD_MAX bytes, records that _small
+        allows."""
+        cdef int i
+        cdef PyObject* o
+        self.owner = None
+        self.b = NULL
+        for i in range(KEYS_MAX):
+            o = self.values[i]
+            if o != NULL and PyBytes_GET_SIZE(<object>o) > KEPT_FIELD_MAX:
+                self.values[i] = NULL
+                Py_XDECREF(o)
+        for i in range(self.k.n):
+            if self.k.len[i] > KEPT_FIELD_MAX:
+                _keys_drop(&self.k, i)
+                break
+        for i in range(2):
+            o = self.ring[i]
+            if o != NULL and refcount(o) <= 2 and not _small(<Record>o):
+                self.ring[i] = NULL
+                Py_XDECREF(o)
+
     cdef int finish(self) except -1:
+        self.release()
         if self.pos != self.end:
             raise self.failed(_fail(f"bytes after the {self.count} records the batch declares", self.pos, self.where))
         return 0
@@ -468,9 +493,44 @@ cdef class _Records:
         return out
 
 
+cdef enum:
+    WALKER_KEPT_MAX = 64 << 10  # the most bytes a walker kept for the next walk may hold (see _records_at)
+    KEPT_FIELD_MAX = 1024  # the largest header key or value the kept walker keeps past its walk (see release)
+
+
+cdef void _keys_drop(_Keys* k, int at) noexcept:
+    """Forgets the remembered header keys from ``at`` on."""
+    cdef int i
+    for i in range(at, k.n):
+        Py_XDECREF(k.obj[i])
+        k.obj[i] = NULL
+    k.n = at
+
+
 cdef _Records _records_at(object owner, const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
                           int64_t base_offset, int64_t base_timestamp, Py_ssize_t where, Py_ssize_t index):
-    cdef _Records w = _Records.__new__(_Records)
+    """A walk over ``b[pos:end]``.  The last walk over at most WALKER_KEPT_MAX bytes is kept (kw_walker) and, when
+    nothing else holds it any more, walks again: a reader of one-record batches then makes no walker per batch,
+    and the walker's header keys (see _batch_keys), header values and last records (see recycled) carry over
+    from one batch to the next.  Its walk over, it holds none of the bytes (see release)."""
+    cdef PyObject* kept = <PyObject*>kw_take(&kw_walker)
+    cdef _Records w
+    cdef Py_ssize_t size = WALKER_KEPT_MAX + 1
+    if type(owner) is bytes:
+        size = PyBytes_GET_SIZE(owner)
+    elif type(owner) is _View:
+        size = (<_View>owner).n
+    if kept != NULL and refcount(kept) == 1:
+        w = <_Records>kept
+        Py_XDECREF(kept)  # ``w`` holds it now
+        w.j, w.last_ts, w.last_ts_o, w.keys_read, w.done, w.loop = 0, 0, None, False, False, False
+    else:
+        Py_XDECREF(kept)  # another loop's, still walking: this walk's walker takes its place
+        w = _Records.__new__(_Records)
+    if size <= WALKER_KEPT_MAX:
+        Py_INCREF(w)
+        if not kw_keep(&kw_walker, <PyObject*>w):
+            Py_XDECREF(<PyObject*>w)
     w.owner, w.b, w.pos, w.end, w.count = owner, b, pos, end, count
     w.base_offset, w.base_ts, w.where, w.index = base_offset, base_timestamp, where, index
     return w

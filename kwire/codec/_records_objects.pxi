@@ -26,6 +26,7 @@ cdef extern from *:
     static void* kw_scratch = NULL;  /* the encoder's buffer, kept for the next encode */
     static void* kw_keys = NULL;  /* the header keys of the last batch read, a tuple of str (see _batch_keys) */
     static void* kw_spare = NULL;  /* the last record a lazy loop made, for the next loop (see _Records.recycled) */
+    static void* kw_walker = NULL;  /* the last walker over few bytes, for the next walk (see _records_at) */
     #if !defined(Py_GIL_DISABLED)
     static inline void* kw_take(void** slot) { void* p = *slot; *slot = NULL; return p; }
     static inline int kw_keep(void** slot, void* p) {
@@ -48,6 +49,7 @@ cdef extern from *:
     void* kw_scratch
     void* kw_keys
     void* kw_spare
+    void* kw_walker
     void* kw_take(void** slot) noexcept nogil
     bint kw_keep(void** slot, void* p) noexcept nogil
 
@@ -159,52 +161,52 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
 cdef int _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count,
                      _Keys* k) except -1:
     """The keys of one record's headers (checked by the walk), as str, into ``k``: the batch's guess at its header
-    keys.  The keys of the batch before are kept (see kw_keys) and shared when their bytes are the same: a reader
-    of one-record batches (each record sent alone) then decodes its header keys once, not once a batch."""
+    keys.  ``k`` starts with the keys of the walker's last batch (see _records_at) or, for a new walker, those of
+    the last batch read (kw_keys), and a key whose bytes are the same is shared: a reader of one-record batches
+    (each record sent alone) then decodes its header keys once, not once a batch."""
     cdef int32_t i, n = 0
-    cdef PyObject* kept = <PyObject*>kw_take(&kw_keys)  # a tuple of str (the reference is ours), or NULL
-    cdef Py_ssize_t m = PyTuple_GET_SIZE(<object>kept) if kept != NULL else 0, klen = 0
-    cdef const char* kp
-    cdef bint all_kept = True
-    rd_varint(b, &pos, limit, &n)
-    k.n = 0
-    try:
-        for i in range(min(count, KEYS_MAX)):
-            rd_varint(b, &pos, limit, &n)
-            key = None
-            if i < m:
+    cdef PyObject* kept
+    cdef bint changed = False
+    if k.n == 0:
+        kept = <PyObject*>kw_take(&kw_keys)  # a tuple of str that all have their UTF-8 (see below), or NULL
+        if kept != NULL:
+            for i in range(min(PyTuple_GET_SIZE(<object>kept), KEYS_MAX)):
                 key = <object>PyTuple_GET_ITEM(<object>kept, i)
-                kp = PyUnicode_AsUTF8AndSize(key, &klen)  # kept keys all have their UTF-8 (see below)
-                if klen == n and same_bytes(kp, b + pos, n):
-                    k.p[i], k.len[i] = kp, klen
-                else:
-                    key = None
-            if key is None:
-                all_kept = False
-                key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
-                try:
-                    k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a lone surrogate has no UTF-8: not shared
-                except UnicodeEncodeError:
-                    break
+                k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])
+                Py_INCREF(key)
+                k.obj[i] = <PyObject*>key
+                k.n = i + 1
+            if not kw_keep(&kw_keys, kept):
+                Py_XDECREF(kept)  # another thread kept its own meanwhile
+    rd_varint(b, &pos, limit, &n)
+    for i in range(min(count, KEYS_MAX)):
+        rd_varint(b, &pos, limit, &n)
+        if not (i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n)):
+            changed = True
+            _keys_drop(k, i)  # another record's keys from here on
+            key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+            try:
+                k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a lone surrogate has no UTF-8: not shared
+            except UnicodeEncodeError:
+                break
             Py_INCREF(key)
             k.obj[i] = <PyObject*>key
             k.n = i + 1
+        pos += n
+        rd_varint(b, &pos, limit, &n)
+        if n > 0:
             pos += n
-            rd_varint(b, &pos, limit, &n)
-            if n > 0:
-                pos += n
-    finally:
-        # Kept for the next batch: the same tuple when every key came from it, else this batch's keys.
-        if not (all_kept and kept != NULL) and k.n:
-            Py_XDECREF(kept)
-            fresh = PyTuple_New(k.n)
-            for i in range(k.n):
-                Py_INCREF(<object>k.obj[i])
-                PyTuple_SET_ITEM(fresh, i, <object>k.obj[i])
-            Py_INCREF(fresh)
-            kept = <PyObject*>fresh
-        if kept != NULL and not kw_keep(&kw_keys, kept):
-            Py_XDECREF(kept)  # another thread kept its own meanwhile
+    if changed and k.n:
+        # Kept for the next batch's new walker.
+        fresh = PyTuple_New(k.n)
+        for i in range(k.n):
+            Py_INCREF(<object>k.obj[i])
+            PyTuple_SET_ITEM(fresh, i, <object>k.obj[i])
+        Py_INCREF(fresh)
+        kept = <PyObject*>kw_take(&kw_keys)
+        Py_XDECREF(kept)
+        if not kw_keep(&kw_keys, <PyObject*>fresh):
+            Py_XDECREF(<PyObject*>fresh)
     return 0
 
 
