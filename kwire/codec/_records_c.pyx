@@ -311,6 +311,7 @@ cdef class _Records:
     cdef int turn
     cdef bint done
     cdef bint loop  # the walk of a lazy loop (see failed)
+    cdef bint big  # a record of more than SPARE_MAX bytes of fields was made (see release)
 
     cdef inline void shares_base(self, object base_ts) noexcept:
         """Starts the walk with ``base_ts``, the batch's base timestamp as an int, when it is one equal to the
@@ -444,28 +445,29 @@ cdef class _Records:
         else:
             rec.headers = ()
         rec.attributes = r.attributes
+        if r.key_len + r.value_len + (r.hdr_end - r.hdr_pos) > SPARE_MAX:
+            self.big = True
         return rec
 
     cdef void release(self) noexcept:
-        """The walk is over: the bytes are let go, and what the kept walker would otherwise hold past its loop is
-        bounded (see _records_at): header keys and values of at most KEPT_FIELD_MAX bytes, records that _small
-        allows."""
+        """The walk is over: the bytes are let go.  When a record of the walk held more than SPARE_MAX bytes of
+        fields, the header keys and values remembered and the records kept (see recycled) are bounded as
+        __dealloc__ bounds them: the kept walker (see _records_at) then holds no large field past its walk."""
         cdef int i
         cdef PyObject* o
         self.owner = None
         self.b = NULL
+        if not self.big:
+            return
+        self.big = False
         for i in range(KEYS_MAX):
             o = self.values[i]
-            if o != NULL and PyBytes_GET_SIZE(<object>o) > KEPT_FIELD_MAX:
-                self.values[i] = NULL
-                Py_XDECREF(o)
-        for i in range(self.k.n):
-            if self.k.len[i] > KEPT_FIELD_MAX:
-                _keys_drop(&self.k, i)
-                break
+            self.values[i] = NULL
+            Py_XDECREF(o)
+        _keys_drop(&self.k, 0)
         for i in range(2):
             o = self.ring[i]
-            if o != NULL and refcount(o) <= 2 and not _small(<Record>o):
+            if o != NULL and not _small(<Record>o):
                 self.ring[i] = NULL
                 Py_XDECREF(o)
 
@@ -495,7 +497,6 @@ cdef class _Records:
 
 cdef enum:
     WALKER_KEPT_MAX = 64 << 10  # the most bytes a walker kept for the next walk may hold (see _records_at)
-    KEPT_FIELD_MAX = 1024  # the largest header key or value the kept walker keeps past its walk (see release)
 
 
 cdef void _keys_drop(_Keys* k, int at) noexcept:
