@@ -450,13 +450,19 @@ cdef class _Records:
         return rec
 
     cdef void release(self) noexcept:
-        """The walk is over: the bytes are let go.  When a record of the walk held more than SPARE_MAX bytes of
-        fields, the header keys and values remembered and the records kept (see recycled) are bounded as
-        __dealloc__ bounds them: the kept walker (see _records_at) then holds no large field past its walk."""
+        """The walk is over: the bytes are let go, and what the kept walker (see _records_at) holds past its walk is
+        bounded as __dealloc__ bounds a kept record: a record the caller may have filled since it was made (it
+        still holds it) is dropped unless _small; when a record of the walk held more than SPARE_MAX bytes of
+        fields, the header keys and values remembered are dropped too."""
         cdef int i
         cdef PyObject* o
         self.owner = None
         self.b = NULL
+        for i in range(2):
+            o = self.ring[i]
+            if o != NULL and refcount(o) > 1 and not _small(<Record>o):
+                self.ring[i] = NULL
+                Py_XDECREF(o)
         if not self.big:
             return
         self.big = False
@@ -465,11 +471,6 @@ cdef class _Records:
             self.values[i] = NULL
             Py_XDECREF(o)
         _keys_drop(&self.k, 0)
-        for i in range(2):
-            o = self.ring[i]
-            if o != NULL and not _small(<Record>o):
-                self.ring[i] = NULL
-                Py_XDECREF(o)
 
     cdef int finish(self) except -1:
         self.release()
