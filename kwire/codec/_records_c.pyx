@@ -649,6 +649,8 @@ cdef Py_ssize_t _arguments(check_crc, allow_partial_tail, limit) except -1:
     """The checks of the keyword arguments, done in C when they are plain; the limit."""
     cdef int overflow = 0
     cdef long long n
+    if limit is _DEFAULT_LIMIT_OBJ and check_crc is True and allow_partial_tail is False:
+        return _DEFAULT_LIMIT  # what nearly every call passes: checked once, below
     if type(check_crc) is not bool or type(allow_partial_tail) is not bool:
         for name, value in (("check_crc", check_crc), ("allow_partial_tail", allow_partial_tail)):
             if not isinstance(value, bool):
@@ -660,6 +662,10 @@ cdef Py_ssize_t _arguments(check_crc, allow_partial_tail, limit) except -1:
     return min(check_limit(limit), PY_SSIZE_T_MAX)
 
 
+cdef object _DEFAULT_LIMIT_OBJ = DEFAULT_MAX_DECOMPRESSED_SIZE  # the functions' default, compared by identity
+cdef Py_ssize_t _DEFAULT_LIMIT = min(check_limit(DEFAULT_MAX_DECOMPRESSED_SIZE), PY_SSIZE_T_MAX)
+
+
 # Where BatchList keeps ``end`` and ``partial_tail`` (its __slots__), read from their member descriptors once: a
 # one-batch decode made its list through BatchList.__new__ and set both through setattr, a tenth of its time.
 cdef Py_ssize_t _member_offset(type cls, str name) except -1:
@@ -669,6 +675,7 @@ cdef Py_ssize_t _member_offset(type cls, str name) except -1:
     return (<_MemberDescr*><PyObject*>d).d_member.offset
 
 
+cdef type _BATCH_LIST = BatchList  # read without a module lookup per call
 cdef Py_ssize_t _END_AT = _member_offset(BatchList, "end")
 cdef Py_ssize_t _TAIL_AT = _member_offset(BatchList, "partial_tail")
 
@@ -684,7 +691,7 @@ cdef inline void _set_slot(object obj, Py_ssize_t at, object value) noexcept:
 cdef object _batch_list():
     # An empty BatchList, as BatchList.__new__ makes it (a list subclass's tp_new only allocates), without the
     # Python-level call; its two slots written directly.
-    cdef PyObject* o = (<_TypeFields*><PyObject*>BatchList).tp_alloc(<_TypeFields*><PyObject*>BatchList, 0)
+    cdef PyObject* o = (<_TypeFields*><PyObject*>_BATCH_LIST).tp_alloc(<_TypeFields*><PyObject*>_BATCH_LIST, 0)
     cdef object out = <object>o
     Py_XDECREF(o)  # <object> took its own reference
     _set_slot(out, _END_AT, 0)
@@ -773,7 +780,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
         batch.producer_id, batch.producer_epoch = _int(h.producer_id), _int(h.producer_epoch)
         batch.base_sequence = _int(h.base_sequence)
         if lazy:
-            batch.lazy_data, batch.lazy_head, batch.lazy_pos = data, h, pos
+            batch.lazy_data, batch.lazy_head, batch.lazy_pos, batch.lazy_ts = data, h, pos, base_ts
             batch.lazy_index, batch.lazy_limit = index, limit
         else:
             batch.record_list = records

@@ -416,6 +416,7 @@ cdef class RecordBatch:
     # for a batch that was never lazy), its header as read (the public fields may be changed), where it is.
     cdef object lazy_data
     cdef _Head lazy_head
+    cdef object lazy_ts  # the int of the header's base timestamp that the batch was given (see _walk)
     cdef Py_ssize_t lazy_pos, lazy_index, lazy_limit
 
     def __init__(self, records=(), *, base_offset=0, partition_leader_epoch=-1, compression=0, timestamp_type=0,
@@ -494,7 +495,10 @@ cdef class RecordBatch:
                             self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
         except CorruptRecordError as exc:
             raise exc.prepend_path(self.lazy_index) from None
-        w.shares_base(self.base_timestamp)
+        if self.base_timestamp is self.lazy_ts:  # still the int made from the header: shared without a check
+            w.last_ts_o, w.last_ts = self.lazy_ts, w.base_ts
+        else:
+            w.shares_base(self.base_timestamp)
         return w
 
     @property
