@@ -263,25 +263,28 @@ cdef enum:
     SPARE_MAX = 16384  # the most key, value and header value bytes a kept record may hold (see _Records.__dealloc__)
 
 
+cdef inline bint _sized(PyObject* o, Py_ssize_t* n) noexcept:
+    """Whether ``o`` is bytes (its size added to ``n``) or None."""
+    if type_of(o) == <PyObject*>bytes:
+        n[0] += PyBytes_GET_SIZE(<object>o)
+        return True
+    return o == <PyObject*>None
+
+
+cdef Py_ssize_t _HEADER_VALUE_AT = 0  # where a Header keeps its value (see _install_slots)
+
+
 cdef inline bint _small(Record rec) noexcept:
-    """Whether ``rec`` holds what a decode gives it (bytes or None, a tuple of Header) and at most SPARE_MAX bytes."""
-    cdef Py_ssize_t n = 0
-    if type(rec.key) is bytes:
-        n += PyBytes_GET_SIZE(rec.key)
-    elif rec.key is not None:
+    """Whether ``rec`` holds what a decode gives it (bytes or None, a tuple of Header) and at most SPARE_MAX bytes.
+    Read through borrowed pointers: it runs at the end of every lazy loop (see _Records.release)."""
+    cdef Py_ssize_t n = 0, i
+    cdef PyObject* t = <PyObject*>rec.headers
+    cdef PyObject* h
+    if not (_sized(<PyObject*>rec.key, &n) and _sized(<PyObject*>rec.value, &n)) or type_of(t) != <PyObject*>tuple:
         return False
-    if type(rec.value) is bytes:
-        n += PyBytes_GET_SIZE(rec.value)
-    elif rec.value is not None:
-        return False
-    if type(rec.headers) is not tuple:
-        return False
-    for h in <tuple>rec.headers:
-        if type(h) is not Header:
-            return False
-        if type((<Header>h).value) is bytes:
-            n += PyBytes_GET_SIZE((<Header>h).value)
-        elif (<Header>h).value is not None:
+    for i in range(PyTuple_GET_SIZE(<object>t)):
+        h = PyTuple_GET_ITEM(<object>t, i)
+        if type_of(h) != <PyObject*>Header or not _sized((<PyObject**>(<char*>h + _HEADER_VALUE_AT))[0], &n):
             return False
     return n <= SPARE_MAX
 
@@ -390,6 +393,8 @@ cdef int _install_slots() except -1:
     _slot_members(Record, RECORD_FIELDS, r, markers)
     h.key, h.value = markers[:2]
     _slot_members(Header, HEADER_FIELDS, h, markers[:2])
+    global _HEADER_VALUE_AT
+    _HEADER_VALUE_AT = _field_offset(h, markers[1])
     return 0
 
 
