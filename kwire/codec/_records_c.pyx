@@ -279,6 +279,7 @@ cdef struct _Keys:
     # The batch's remembered header keys (str, owned) and their UTF-8: the bytes a str keeps with it, valid while
     # the str lives.
     int n
+    bint learned  # a key was decoded into it since it was last kept (see _keep_keys)
     PyObject* obj[KEYS_MAX]
     const char* p[KEYS_MAX]
     Py_ssize_t len[KEYS_MAX]
@@ -437,11 +438,20 @@ cdef class _Records:
             rec.value = None if r.value_len < 0 else PyBytes_FromStringAndSize(
                 <const char*>self.b + r.value_pos, r.value_len)
         if r.hdr_count:
-            if not self.keys_read:
-                _batch_keys(self.b, r.hdr_pos, r.hdr_end, r.hdr_count, &self.k)
+            if self.keys_read:
+                rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count,
+                                            recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, False)
+            else:
+                # The batch's first record with headers: its keys are the batch's guess (see _read_headers).  The
+                # walker's last batch's keys, or for a new walker the last batch's, are compared first.
+                if not self.k.n:
+                    _keys_from_last_batch(&self.k)
+                rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count,
+                                            recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, True)
                 self.keys_read = True
-            rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count,
-                                        recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec)
+                if self.k.learned:
+                    self.k.learned = False
+                    _keep_keys(&self.k)
         else:
             rec.headers = ()
         rec.attributes = r.attributes
@@ -513,7 +523,7 @@ cdef _Records _records_at(object owner, const unsigned char* b, Py_ssize_t pos, 
                           int64_t base_offset, int64_t base_timestamp, Py_ssize_t where, Py_ssize_t index):
     """A walk over ``b[pos:end]``.  The last walk over at most WALKER_KEPT_MAX bytes is kept (kw_walker) and, when
     nothing else holds it any more, walks again: a reader of one-record batches then makes no walker per batch,
-    and the walker's header keys (see _batch_keys), header values and last records (see recycled) carry over
+    and the walker's header keys (see _read_headers), header values and last records (see recycled) carry over
     from one batch to the next.  Its walk over, it holds none of the bytes (see release)."""
     cdef PyObject* kept = <PyObject*>kw_take(&kw_walker)
     cdef _Records w

@@ -24,7 +24,7 @@ from kwire.codec._records_common import (
 cdef extern from *:
     """
     static void* kw_scratch = NULL;  /* the encoder's buffer, kept for the next encode */
-    static void* kw_keys = NULL;  /* the header keys of the last batch read, a tuple of str (see _batch_keys) */
+    static void* kw_keys = NULL;  /* the header keys of the last batch read, a tuple of str (see _keep_keys) */
     static void* kw_spare = NULL;  /* the last record a lazy loop made, for the next loop (see _Records.recycled) */
     static void* kw_walker = NULL;  /* the last walker over few bytes, for the next walk (see _records_at) */
     #if !defined(Py_GIL_DISABLED)
@@ -104,12 +104,14 @@ cdef bint _reusable(PyObject* t, int32_t count) noexcept:
     return True
 
 
-cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count, bint reuse, Record rec):
+cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count, bint reuse, Record rec,
+                          bint learn):
     """The headers of a record the walk has already checked: a tuple of Header.
 
-    ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8: a
-    producer usually sends the same keys in the same order on every record, so the i-th key is first compared
-    with the i-th of those, and the str is shared when the bytes are the same (str is immutable).  A
+    ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8 (that
+    record's read has ``learn``: see _learn_key): a producer usually sends the same keys in the same order on
+    every record, so the i-th key is first compared with the i-th of those, and the str is shared when the bytes
+    are the same (str is immutable).  A
     header value with the same bytes as the previous record's i-th is shared the same way (bytes are immutable):
     a producer's fixed headers, such as a source or a content type, then cost no allocation.  With ``reuse``,
     ``rec``'s own headers are refilled (see _reusable)."""
@@ -127,6 +129,8 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
             h.key = <object>k.obj[i]
         else:
             h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+            if learn and i < KEYS_MAX:
+                _learn_key(k, i, h.key)
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n < 0:
@@ -158,56 +162,60 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
     return out
 
 
-cdef int _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count,
-                     _Keys* k) except -1:
-    """The keys of one record's headers (checked by the walk), as str, into ``k``: the batch's guess at its header
-    keys.  ``k`` starts with the keys of the walker's last batch (see _records_at) or, for a new walker, those of
-    the last batch read (kw_keys), and a key whose bytes are the same is shared: a reader of one-record batches
-    (each record sent alone) then decodes its header keys once, not once a batch."""
-    cdef int32_t i, n = 0
-    cdef PyObject* kept
-    cdef bint changed = False
-    if k.n == 0:
-        kept = <PyObject*>kw_take(&kw_keys)  # a tuple of str that all have their UTF-8 (see below), or NULL
-        if kept != NULL:
-            for i in range(min(PyTuple_GET_SIZE(<object>kept), KEYS_MAX)):
-                key = <object>PyTuple_GET_ITEM(<object>kept, i)
-                k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])
-                Py_INCREF(key)
-                k.obj[i] = <PyObject*>key
-                k.n = i + 1
-            if not kw_keep(&kw_keys, kept):
-                Py_XDECREF(kept)  # another thread kept its own meanwhile
-    rd_varint(b, &pos, limit, &n)
-    for i in range(min(count, KEYS_MAX)):
-        rd_varint(b, &pos, limit, &n)
-        if not (i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n)):
-            changed = True
-            _keys_drop(k, i)  # another record's keys from here on
-            key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
-            try:
-                k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a lone surrogate has no UTF-8: not shared
-            except UnicodeEncodeError:
-                break
-            Py_INCREF(key)
-            k.obj[i] = <PyObject*>key
-            k.n = i + 1
-        pos += n
-        rd_varint(b, &pos, limit, &n)
-        if n > 0:
-            pos += n
-    if changed and k.n:
-        # Kept for the next batch's new walker.
-        fresh = PyTuple_New(k.n)
-        for i in range(k.n):
-            Py_INCREF(<object>k.obj[i])
-            PyTuple_SET_ITEM(fresh, i, <object>k.obj[i])
-        Py_INCREF(fresh)
-        kept = <PyObject*>kw_take(&kw_keys)
-        Py_XDECREF(kept)
-        if not kw_keep(&kw_keys, <PyObject*>fresh):
-            Py_XDECREF(<PyObject*>fresh)
-    return 0
+cdef extern from "Python.h":
+    const char* _utf8_or_null "PyUnicode_AsUTF8AndSize"(object, Py_ssize_t*)  # NULL, with an error set, for none
+    void PyErr_Clear()
+
+
+cdef void _learn_key(_Keys* k, int32_t i, object key) noexcept:
+    """``key``, just decoded, as the batch's i-th header key: the keys remembered from the i-th on were another
+    record's.  A key without UTF-8 (a lone surrogate) is not remembered, nor any after it."""
+    cdef Py_ssize_t n = 0
+    cdef const char* p
+    if i > k.n:
+        return  # a key before it was not remembered
+    _keys_drop(k, i)
+    k.learned = True
+    p = _utf8_or_null(key, &n)
+    if p == NULL:
+        PyErr_Clear()
+        return
+    Py_INCREF(key)
+    k.obj[i], k.p[i], k.len[i], k.n = <PyObject*>key, p, n, i + 1
+
+
+cdef void _keys_from_last_batch(_Keys* k) noexcept:
+    """A new walker's first guess at its header keys: those of the last batch read (kw_keys), which a reader of
+    batches too large to keep their walker (see _records_at) then decodes once, not once a batch."""
+    cdef PyObject* kept = <PyObject*>kw_take(&kw_keys)  # a tuple of str that all have their UTF-8, or NULL
+    cdef Py_ssize_t i
+    if kept == NULL:
+        return
+    for i in range(min(PyTuple_GET_SIZE(<object>kept), KEYS_MAX)):
+        o = PyTuple_GET_ITEM(<object>kept, i)
+        k.p[i] = _utf8_or_null(<object>o, &k.len[i])  # never NULL: only keys that have their UTF-8 are kept
+        Py_INCREF(<object>o)
+        k.obj[i] = o
+        k.n = i + 1
+    if not kw_keep(&kw_keys, kept):
+        Py_XDECREF(kept)  # another thread kept its own meanwhile
+
+
+cdef void _keep_keys(_Keys* k) noexcept:
+    """``k`` kept as the next new walker's first guess (see _keys_from_last_batch)."""
+    cdef PyObject* old
+    cdef Py_ssize_t i
+    if not k.n:
+        return
+    fresh = PyTuple_New(k.n)
+    for i in range(k.n):
+        Py_INCREF(<object>k.obj[i])
+        PyTuple_SET_ITEM(fresh, i, <object>k.obj[i])
+    old = <PyObject*>kw_take(&kw_keys)
+    Py_XDECREF(old)
+    Py_INCREF(fresh)
+    if not kw_keep(&kw_keys, <PyObject*>fresh):
+        Py_XDECREF(<PyObject*>fresh)
 
 
 # --- Refilling a record the lazy loop gave before (see _Records.recycled) ---------------------------------------
