@@ -368,3 +368,17 @@ def test_one_record_batches_with_other_header_keys_one_after_another(R):
         expected = [_fields(r) for r in R.decode_record_batches(data)[0].records]
         assert [_fields(r) for r in R.read_record_batches(data)[0]] == expected
         assert [h.key for r in R.read_record_batches(data)[0] for h in r.headers] == keys
+
+
+def test_a_buffer_checked_for_bad_records_can_be_resized_after(R):
+    # read_batch_infos(check_records=True) walks the caller's buffer in place: no walker outlives the call holding
+    # it, after a bad record as after good ones (a bytearray with an export cannot be resized).
+    data = bytearray(R.RecordBatch([R.Record(b"k", b"v"), R.Record(b"k2", b"v2", offset=1)]).encode())
+    R.read_batch_infos(data, check_records=True)
+    data.extend(b"")
+    data[61] = 0x7E  # the first record's length: beyond its batch
+    data[17:21] = struct.pack(">I", R.crc32c(bytes(data[21:])))
+    with pytest.raises(CorruptRecordError):
+        R.read_batch_infos(data, check_records=True)
+    data.extend(b"x")  # raises BufferError while anything still holds the buffer exported
+    del data[-1]

@@ -273,14 +273,14 @@ include "_records_inflate.pxi"
 
 
 cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
-                         Py_ssize_t index):
+                         Py_ssize_t index, bint keep=True):
     """The walk over the records of the batch at ``pos`` in ``b`` (which ``owner`` holds), decompressed first
     when they are."""
     cdef Py_ssize_t start = pos + HEADER_SIZE, batch_end = pos + LOG_OVERHEAD + h.length
     cdef int codec = h.attributes & COMPRESSION_MASK
     cdef _View plain_view = None
     if not codec:
-        return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index)
+        return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index, keep)
     if codec == LZ4:
         plain_view = _unlz4(b, start, batch_end, limit)
     if (codec == LZ4 and plain_view is None) or codec == ZSTD:
@@ -292,7 +292,8 @@ cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, 
     if plain_view is None:
         payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
         plain_view = _View(decompress(codec, payload, limit, start))
-    return _records_at(plain_view, plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, index)
+    return _records_at(plain_view, plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, index,
+                       keep)
 
 
 cdef object _info(Py_ssize_t pos, _Head* h):
@@ -377,7 +378,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
                 _set_slot(out, _TAIL_AT, v.n - pos)
                 break
             if walk:
-                _records_of(v, v.p, pos, &h, limit, index).check()
+                _records_of(v, v.p, pos, &h, limit, index, False).check()  # v: the caller's buffer, exported
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         PyList_Append(out, _info(pos, &h))  # BatchList keeps list's append: no method lookup per batch

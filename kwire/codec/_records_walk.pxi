@@ -215,7 +215,7 @@ cdef class _Records:
             try:
                 _walk_record(self.b, &pos, self.end, self.where, &r)
             except CorruptRecordError as exc:
-                raise exc.prepend_path(self.j).prepend_path("records") from None
+                raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
             self.j += 1
         self.pos = pos
         return self.finish()
@@ -326,12 +326,15 @@ cdef void _keys_drop(_Keys* k, int at) noexcept:
 
 
 cdef _Records _records_at(object owner, const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
-                          int64_t base_offset, int64_t base_timestamp, Py_ssize_t where, Py_ssize_t index):
-    """A walk over ``b[pos:end]``.  The last walk over at most WALKER_KEPT_MAX bytes is kept (kw_walker) and, when
-    nothing else holds it any more, walks again: a reader of one-record batches then makes no walker per batch,
-    and the walker's header keys (see _read_headers), header values and last records (see recycled) carry over
-    from one batch to the next.  Its walk over, it holds none of the bytes (see release)."""
-    cdef PyObject* kept = <PyObject*>kw_take(&kw_walker)
+                          int64_t base_offset, int64_t base_timestamp, Py_ssize_t where, Py_ssize_t index,
+                          bint keep):
+    """A walk over ``b[pos:end]``.  With ``keep``, the last walk over at most WALKER_KEPT_MAX bytes is kept
+    (kw_walker) and, when nothing else holds it any more, walks again: a reader of one-record batches then makes
+    no walker per batch, and the walker's header keys (see _read_headers), header values and last records (see
+    recycled) carry over from one batch to the next.  Its walk over, it holds none of the bytes (see release).
+    Without ``keep`` (a walk over the caller's buffer, which a kept walker left by an error would hold exported)
+    the walker is the walk's own."""
+    cdef PyObject* kept = <PyObject*>kw_take(&kw_walker) if keep else NULL
     cdef _Records w
     cdef Py_ssize_t size = WALKER_KEPT_MAX + 1
     if type(owner) is bytes:
@@ -345,7 +348,7 @@ cdef _Records _records_at(object owner, const unsigned char* b, Py_ssize_t pos, 
     else:
         Py_XDECREF(kept)  # another loop's, still walking: this walk's walker takes its place
         w = _Records.__new__(_Records)
-    if size <= WALKER_KEPT_MAX:
+    if keep and size <= WALKER_KEPT_MAX:
         Py_INCREF(w)
         if not kw_keep(&kw_walker, <PyObject*>w):
             Py_XDECREF(<PyObject*>w)
