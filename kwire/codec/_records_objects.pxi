@@ -264,7 +264,7 @@ cdef inline object _reint(PyObject* old, int64_t v, bint recycle):
     if (recycle and (v < -5 or v > 256) and refcount(old) == 1 and type_of(old) == <PyObject*>int
             and kw_int_rewrite(old, v)):
         return <object>old
-    return PyLong_FromLongLong(v)
+    return _int(v)
 
 
 cdef enum:

@@ -260,7 +260,7 @@ cdef class _Records:
                     _keep_keys(&self.k)
         else:
             rec.headers = ()
-        rec.attributes = r.attributes
+        rec.attributes = _int(r.attributes)
         if r.key_len + r.value_len + (r.hdr_end - r.hdr_pos) > SPARE_MAX:
             self.big = True
         return rec
