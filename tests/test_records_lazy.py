@@ -382,3 +382,18 @@ def test_a_buffer_checked_for_bad_records_can_be_resized_after(R):
         R.read_batch_infos(data, check_records=True)
     data.extend(b"x")  # raises BufferError while anything still holds the buffer exported
     del data[-1]
+
+
+def test_a_loop_over_large_records_keeps_none_of_them(R):
+    # The compiled twin's kept walker keeps its last records for the next loop only when they are small: a record
+    # of more than 16 KiB of fields, dropped by the caller before the loop ends, is freed with the loop.
+    import sys
+
+    data = R.RecordBatch([R.Record(b"k", b"v" * 20000, offset=0), R.Record(b"k", b"v", offset=1)]).encode()
+    values = []
+    for r in R.read_record_batches(data)[0]:
+        values.append(r.value)
+    del r
+    large = values.pop(0)
+    assert len(large) == 20000 and values == [b"v"]
+    assert sys.getrefcount(large) == 2  # ``large`` and the call's argument

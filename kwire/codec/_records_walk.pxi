@@ -269,14 +269,14 @@ cdef class _Records:
         """The walk is over: the bytes are let go, and what the kept walker (see _records_at) holds past its walk is
         bounded as __dealloc__ bounds a kept record: a record the caller may have filled since it was made (it
         still holds it) is dropped unless _small; when a record of the walk held more than SPARE_MAX bytes of
-        fields, the header keys and values remembered are dropped too."""
+        fields, so are the records kept that are not _small, and the header keys and values remembered."""
         cdef int i
         cdef PyObject* o
         self.owner = None
         self.b = NULL
         for i in range(2):
             o = self.ring[i]
-            if o != NULL and refcount(o) > 1 and not _small(<Record>o):
+            if o != NULL and (refcount(o) > 1 or self.big) and not _small(<Record>o):
                 self.ring[i] = NULL
                 Py_XDECREF(o)
         if not self.big:
