@@ -123,25 +123,21 @@ static uint32_t kw_crc32c_shift_lane = 0, kw_crc32c_shift_2lanes = 0;
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER))
 #define KW_CRC32C_X86 1
 #include <nmmintrin.h>
-#include <wmmintrin.h>
-/* Bit ``bit`` of ECX from cpuid leaf 1: 20 is SSE4.2, 1 is PCLMULQDQ. */
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
 #define KW_TARGET_SSE42
-#define KW_TARGET_PCLMUL
-static int kw_cpuid1_ecx(int bit) {
+static int kw_cpu_has_sse42(void) {
     int info[4];
     __cpuid(info, 1);
-    return (info[2] >> bit) & 1;
+    return (info[2] >> 20) & 1;
 }
 #else
 #include <cpuid.h>
 #define KW_TARGET_SSE42 __attribute__((target("sse4.2")))
-#define KW_TARGET_PCLMUL __attribute__((target("sse4.2,pclmul")))
-static int kw_cpuid1_ecx(int bit) {
+static int kw_cpu_has_sse42(void) {
     unsigned int a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    return (c >> bit) & 1;
+    return (c >> 20) & 1;
 }
 #endif
 
@@ -158,6 +154,23 @@ KW_TARGET_SSE42 static uint32_t kw_crc32c_x86(uint32_t crc, const unsigned char 
  * instruction multiplies by x^32 and the product of two reflected operands is one bit short. */
 #define KW_CRC32C_SHORT_LANE 64
 static uint32_t kw_crc32c_short_lane = 0, kw_crc32c_short_2lanes = 0;
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <wmmintrin.h>
+#define KW_TARGET_PCLMUL
+static int kw_cpu_has_pclmul(void) {
+    int info[4];
+    __cpuid(info, 1);
+    return (info[2] >> 1) & 1;
+}
+#else
+#include <wmmintrin.h>
+#define KW_TARGET_PCLMUL __attribute__((target("sse4.2,pclmul")))
+static int kw_cpu_has_pclmul(void) {
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    return (c >> 1) & 1;
+}
+#endif
 
 KW_TARGET_PCLMUL static inline uint64_t kw_crc32c_shift_clmul(uint64_t crc, uint32_t k) {
     __m128i product = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)(uint32_t)crc), _mm_cvtsi32_si128((int)k), 0);
@@ -242,8 +255,8 @@ static void kw_crc32c_init(void) {
     /* x^(8n - 33) = x^(8(n - 5)) * x^7 */
     kw_crc32c_short_lane = kw_crc32c_multmodp(kw_crc32c_x8n(KW_CRC32C_SHORT_LANE - 5), 1u << (31 - 7));
     kw_crc32c_short_2lanes = kw_crc32c_multmodp(kw_crc32c_x8n(2 * KW_CRC32C_SHORT_LANE - 5), 1u << (31 - 7));
-    if (kw_cpuid1_ecx(20)) {
-        kw_crc32c_impl = kw_cpuid1_ecx(1) ? kw_crc32c_x86_short : kw_crc32c_x86;
+    if (kw_cpu_has_sse42()) {
+        kw_crc32c_impl = kw_cpu_has_pclmul() ? kw_crc32c_x86_short : kw_crc32c_x86;
         kw_crc32c_hw = 1;
     }
 #elif defined(KW_CRC32C_ARM)
