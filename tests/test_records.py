@@ -62,10 +62,10 @@ def test_crc32c_continues_and_every_path_agrees(R):
     whole = R.crc32c(blob)
     for cut in (0, 1, 7, 8, 4095, 12289, 100_000):
         assert R.crc32c(blob[cut:], R.crc32c(blob[:cut])) == whole
-    # Unaligned starts and every length around the 3-lane blocks of the hardware path (3 x 64 and 3 x 4096 bytes).
+    # Unaligned starts and every length around the 3-lane block of the hardware path (3 x 4096 bytes).
     view = memoryview(blob)
     for start in range(0, 9):
-        for n in (0, 1, 15, 191, 192, 193, 199, 383, 384, 385, 12287, 12288, 12289, 24576 + 13, 65537):
+        for n in (0, 1, 15, 12287, 12288, 12289, 24576 + 13, 65537):
             assert R.crc32c(view[start:start + n]) == RECORDS[IMPLEMENTATIONS[-1]].crc32c(blob[start:start + n])
 
 

@@ -146,59 +146,6 @@ static int kw_cpu_has_sse42(void) {
 KW_TARGET_SSE42 static uint32_t kw_crc32c_x86(uint32_t crc, const unsigned char *p, size_t n) {
     KW_CRC32C_BODY(KW_X86_STEP8, KW_X86_STEP64)
 }
-
-/* Runs shorter than the three 4 KiB lanes (a batch of a few records, a request's records checked by a broker) go
- * through three 64-byte lanes side by side instead, joined by a carry-less multiplication (PCLMULQDQ) by the
- * constant that moves a CRC over 64 or 128 bytes, reduced by one crc32 instruction: a join costs a few cycles,
- * where the multiplication modulo the polynomial above costs a loop.  The constant is x^(8n - 33): the crc32
- * instruction multiplies by x^32 and the product of two reflected operands is one bit short. */
-#define KW_CRC32C_SHORT_LANE 64
-static uint32_t kw_crc32c_short_lane = 0, kw_crc32c_short_2lanes = 0;
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <wmmintrin.h>
-#define KW_TARGET_PCLMUL
-static int kw_cpu_has_pclmul(void) {
-    int info[4];
-    __cpuid(info, 1);
-    return (info[2] >> 1) & 1;
-}
-#else
-#include <wmmintrin.h>
-#define KW_TARGET_PCLMUL __attribute__((target("sse4.2,pclmul")))
-static int kw_cpu_has_pclmul(void) {
-    unsigned int a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    return (c >> 1) & 1;
-}
-#endif
-
-KW_TARGET_PCLMUL static inline uint64_t kw_crc32c_shift_clmul(uint64_t crc, uint32_t k) {
-    __m128i product = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)(uint32_t)crc), _mm_cvtsi32_si128((int)k), 0);
-    return _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(product));
-}
-
-KW_TARGET_PCLMUL static uint32_t kw_crc32c_x86_short(uint32_t crc, const unsigned char *p, size_t n) {
-    uint64_t c0 = crc;
-    if (n < 3 * KW_CRC32C_LANE) {
-        while (n >= 3 * KW_CRC32C_SHORT_LANE) {
-            uint64_t c1 = 0, c2 = 0, v0, v1, v2;
-            int i;
-            for (i = 0; i < KW_CRC32C_SHORT_LANE; i += 8) {
-                memcpy(&v0, p + i, 8);
-                memcpy(&v1, p + KW_CRC32C_SHORT_LANE + i, 8);
-                memcpy(&v2, p + 2 * KW_CRC32C_SHORT_LANE + i, 8);
-                c0 = _mm_crc32_u64(c0, v0);
-                c1 = _mm_crc32_u64(c1, v1);
-                c2 = _mm_crc32_u64(c2, v2);
-            }
-            c0 = kw_crc32c_shift_clmul(c0, kw_crc32c_short_2lanes) ^ kw_crc32c_shift_clmul(c1, kw_crc32c_short_lane) ^
-                 c2;
-            p += 3 * KW_CRC32C_SHORT_LANE;
-            n -= 3 * KW_CRC32C_SHORT_LANE;
-        }
-    }
-    return kw_crc32c_x86((uint32_t)c0, p, n);
-}
 #endif
 
 /* --- aarch64: the CRC32 extension ---------------------------------------------------------------------- */
@@ -252,13 +199,7 @@ static void kw_crc32c_init(void) {
     kw_crc32c_shift_lane = kw_crc32c_x8n(KW_CRC32C_LANE);
     kw_crc32c_shift_2lanes = kw_crc32c_x8n(2 * KW_CRC32C_LANE);
 #if defined(KW_CRC32C_X86)
-    /* x^(8n - 33) = x^(8(n - 5)) * x^7 */
-    kw_crc32c_short_lane = kw_crc32c_multmodp(kw_crc32c_x8n(KW_CRC32C_SHORT_LANE - 5), 1u << (31 - 7));
-    kw_crc32c_short_2lanes = kw_crc32c_multmodp(kw_crc32c_x8n(2 * KW_CRC32C_SHORT_LANE - 5), 1u << (31 - 7));
-    if (kw_cpu_has_sse42()) {
-        kw_crc32c_impl = kw_cpu_has_pclmul() ? kw_crc32c_x86_short : kw_crc32c_x86;
-        kw_crc32c_hw = 1;
-    }
+    if (kw_cpu_has_sse42()) { kw_crc32c_impl = kw_crc32c_x86; kw_crc32c_hw = 1; }
 #elif defined(KW_CRC32C_ARM)
     if (kw_cpu_has_crc32()) { kw_crc32c_impl = kw_crc32c_arm; kw_crc32c_hw = 1; }
 #endif
