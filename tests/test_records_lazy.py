@@ -312,3 +312,88 @@ def test_a_record_the_caller_filled_with_its_own_objects_is_not_kept(R):
         r.value = big
     del r
     assert sys.getrefcount(big) == 2
+
+
+def test_a_finished_loop_holds_none_of_its_input(R):
+    # The compiled twin keeps a loop's walker for the next loop: once the loop is over it holds no input, nor a
+    # header value the caller filled with its own object, and a loop over more than 64 KiB left early holds none.
+    import sys
+
+    for n in (1, 3):
+        data = bytes(bytearray(R.RecordBatch(_records(R, n)).encode()))  # an object of its own
+        base = sys.getrefcount(data)
+        for b in R.read_record_batches(data):
+            for r in b:
+                pass
+        del b, r
+        assert sys.getrefcount(data) == base, n
+    data = R.RecordBatch([R.Record(b"k", b"v", [("h", b"x")])]).encode()
+    own = ["the caller's"] * 1000
+    for r in R.read_record_batches(data)[0]:
+        r.headers[0].value = own
+    del r
+    assert sys.getrefcount(own) == 2
+    big = bytes(bytearray(R.RecordBatch([R.Record(b"k", b"v" * 1000, offset=i) for i in range(100)]).encode()))
+    base = sys.getrefcount(big)
+    for r in R.read_record_batches(big)[0]:
+        break
+    del r
+    assert sys.getrefcount(big) == base
+
+
+def test_loops_running_at_once_are_independent(R):
+    data = R.RecordBatch(_records(R, 10)).encode()
+    expected = [_fields(r) for r in R.decode_record_batches(data)[0].records]
+    batch = R.read_record_batches(data)[0]
+    outer = []
+    for r in batch:
+        outer.append(_fields(r))
+        assert [_fields(x) for x in batch] == expected
+    assert outer == expected
+    other_data = R.RecordBatch(_records(R, 4)[::-1], base_offset=100).encode()
+    other = [_fields(r) for r in R.decode_record_batches(other_data)[0].records]
+    started = iter(batch)
+    first = _fields(next(started))
+    for _ in range(3):
+        assert [_fields(r) for r in R.read_record_batches(other_data)[0]] == other
+    assert [first] + [_fields(r) for r in started] == expected
+
+
+def test_one_record_batches_with_other_header_keys_one_after_another(R):
+    # The compiled twin carries a batch's header keys over to the next batch and shares them when their bytes are
+    # the same: keys that change, go missing, come back, or have no UTF-8 (a lone surrogate) are never mixed up.
+    names = (["a", "b"], ["a", "c"], ["b"], [], ["a", "b", "c"], ["\udcff", "a"], ["a"], ["a", "\udcff"], ["a", "b"])
+    for keys in names + names[::-1]:
+        data = R.RecordBatch([R.Record(b"k", b"v", [(k, b"x") for k in keys])]).encode()
+        expected = [_fields(r) for r in R.decode_record_batches(data)[0].records]
+        assert [_fields(r) for r in R.read_record_batches(data)[0]] == expected
+        assert [h.key for r in R.read_record_batches(data)[0] for h in r.headers] == keys
+
+
+def test_a_buffer_checked_for_bad_records_can_be_resized_after(R):
+    # read_batch_infos(check_records=True) walks the caller's buffer in place: no walker outlives the call holding
+    # it, after a bad record as after good ones (a bytearray with an export cannot be resized).
+    data = bytearray(R.RecordBatch([R.Record(b"k", b"v"), R.Record(b"k2", b"v2", offset=1)]).encode())
+    R.read_batch_infos(data, check_records=True)
+    data.extend(b"")
+    data[61] = 0x7E  # the first record's length: beyond its batch
+    data[17:21] = struct.pack(">I", R.crc32c(bytes(data[21:])))
+    with pytest.raises(CorruptRecordError):
+        R.read_batch_infos(data, check_records=True)
+    data.extend(b"x")  # raises BufferError while anything still holds the buffer exported
+    del data[-1]
+
+
+def test_a_loop_over_large_records_keeps_none_of_them(R):
+    # The compiled twin's kept walker keeps its last records for the next loop only when they are small: a record
+    # of more than 16 KiB of fields, dropped by the caller before the loop ends, is freed with the loop.
+    import sys
+
+    data = R.RecordBatch([R.Record(b"k", b"v" * 20000, offset=0), R.Record(b"k", b"v", offset=1)]).encode()
+    values = []
+    for r in R.read_record_batches(data)[0]:
+        values.append(r.value)
+    del r
+    large = values.pop(0)
+    assert len(large) == 20000 and values == [b"v"]
+    assert sys.getrefcount(large) == 2  # ``large`` and the call's argument

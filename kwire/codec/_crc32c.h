@@ -81,11 +81,12 @@ static uint32_t kw_crc32c_x8n(size_t n) {
 static uint32_t kw_crc32c_shift_lane = 0, kw_crc32c_shift_2lanes = 0;
 
 /* The body of a hardware path: ``STEP8(crc, byte)`` and ``STEP64(crc, uint64)`` are its instructions, on a
- * uint64_t register.  Bytes up to 8-byte alignment, then three lanes side by side while 3 lanes remain, then
- * 8 bytes at a time, then the tail. */
+ * uint64_t register.  Bytes up to 8-byte alignment (for long runs only: both targets load unaligned words, and
+ * each byte step costs a short run, such as a one-record batch, as much as a word), then three lanes side by side
+ * while 3 lanes remain, then 8 bytes at a time, then the tail. */
 #define KW_CRC32C_BODY(STEP8, STEP64)                                                                       \
     uint64_t c0 = crc;                                                                                      \
-    while (n && ((uintptr_t)p & 7)) {                                                                       \
+    while (n >= 256 && ((uintptr_t)p & 7)) {                                                                \
         c0 = STEP8(c0, *p++);                                                                               \
         n--;                                                                                                \
     }                                                                                                       \

@@ -195,285 +195,7 @@ cdef int _varint_fail(int rc, Py_ssize_t start, Py_ssize_t where, int max_bytes)
 
 # --- The record walk -----------------------------------------------------------------------------------------------
 
-cdef struct _Rec:
-    int8_t attributes
-    int64_t ts_delta
-    int32_t offset_delta
-    Py_ssize_t key_pos, key_len, value_pos, value_len, hdr_pos, hdr_end
-    int32_t hdr_count
-
-
-cdef inline int _rd32(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit, int32_t* out,
-                      Py_ssize_t where) except -1:
-    cdef Py_ssize_t start = pos[0]
-    cdef int rc = rd_varint(b, pos, limit, out)
-    if rc:
-        _varint_fail(rc, start, where, 5)
-    return 0
-
-
-cdef inline int _blob(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit, Py_ssize_t* at, Py_ssize_t* n,
-                      str what, Py_ssize_t where) except -1:
-    cdef Py_ssize_t start = pos[0]
-    cdef int32_t v = 0
-    _rd32(b, pos, limit, &v, where)
-    if v < 0:
-        n[0] = -1
-        at[0] = pos[0]
-        return 0
-    if v > limit - pos[0]:
-        raise _fail(f"{what} length {v} is beyond its record", start, where)
-    at[0] = pos[0]
-    n[0] = v
-    pos[0] += v
-    return 0
-
-
-cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t where,
-                      _Rec* r) except -1:
-    """One record (DefaultRecord.readFrom), checked whole; its fields' positions into ``r``."""
-    cdef Py_ssize_t start = pos[0], body, limit, kat, klen
-    cdef int32_t size = 0, count = 0, i, hklen = 0
-    cdef int rc
-    _rd32(b, pos, end, &size, where)
-    if size < 0 or size > end - pos[0]:
-        raise _fail(f"record length {size} is beyond its batch", start, where)
-    body = pos[0]
-    limit = body + size
-    if size < 1:
-        raise _fail("record attributes are cut short by the end of its record", body, where)
-    r.attributes = <int8_t>b[body]
-    pos[0] += 1
-    kat = pos[0]
-    rc = rd_varlong(b, pos, limit, &r.ts_delta)
-    if rc:
-        _varint_fail(rc, kat, where, 10)
-    _rd32(b, pos, limit, &r.offset_delta, where)
-    _blob(b, pos, limit, &r.key_pos, &r.key_len, "key", where)
-    _blob(b, pos, limit, &r.value_pos, &r.value_len, "value", where)
-    r.hdr_pos = pos[0]
-    _rd32(b, pos, limit, &count, where)
-    if count < 0:
-        raise _fail(f"negative header count {count}", r.hdr_pos, where)
-    r.hdr_count = count
-    for i in range(count):
-        kat = pos[0]
-        _rd32(b, pos, limit, &hklen, where)
-        if hklen < 0:
-            raise _fail(f"negative header key length {hklen}", kat, where)
-        if hklen > limit - pos[0]:
-            raise _fail(f"header key length {hklen} is beyond its record", kat, where)
-        pos[0] += hklen
-        _blob(b, pos, limit, &kat, &klen, "header value", where)
-    r.hdr_end = pos[0]
-    if pos[0] != limit:
-        raise _fail(f"record length {size} disagrees with its fields ({pos[0] - body} bytes)", start, where)
-    return 0
-
-
-cdef enum:
-    KEYS_MAX = 8  # header keys and values of a batch remembered (see _read_headers); the walk stays a small object
-
-
-cdef struct _Keys:
-    # The batch's remembered header keys (str, owned) and their UTF-8: the bytes a str keeps with it, valid while
-    # the str lives.
-    int n
-    PyObject* obj[KEYS_MAX]
-    const char* p[KEYS_MAX]
-    Py_ssize_t len[KEYS_MAX]
-
-
-@cython.final
-@cython.no_gc
-@cython.freelist(8)  # one per loop alive at a time, usually: a one-record batch's loop skips malloc and free
-cdef class _Records:
-    """The records of one batch, walked one at a time: each step checks one record whole (``_walk_record``) and,
-    asked, makes its :class:`Record`.  A decode's list and a lazily read batch's loop both step through one.
-
-    ``owner`` keeps the bytes ``b`` points into alive (the caller's bytes, or a view of the decompressed records).
-    It holds bytes, str and ints only (no_gc: nothing here can be part of a cycle)."""
-    cdef object owner
-    cdef const unsigned char* b
-    cdef Py_ssize_t pos, end, where, index
-    cdef int32_t count, j
-    cdef int64_t base_offset, base_ts, last_ts
-    # The int of the last timestamp made (records of one batch often share a millisecond); it starts as the
-    # batch's base timestamp, whose int the batch already holds (see shares_base).
-    cdef object last_ts_o
-    # The header keys of the batch's first record with headers (see _read_headers), and the header values of the
-    # record before, shared with the next record when its bytes are the same (bytes are immutable).
-    cdef bint keys_read
-    cdef _Keys k
-    cdef PyObject* values[KEYS_MAX]
-    # The loop's last two records (see recycled).
-    cdef PyObject* ring[2]
-    cdef int turn
-    cdef bint done
-    cdef bint loop  # the walk of a lazy loop (see failed)
-
-    cdef inline void shares_base(self, object base_ts) noexcept:
-        """Starts the walk with ``base_ts``, the batch's base timestamp as an int, when it is one equal to the
-        header's: a record whose timestamp delta is 0 (every one-record batch's) then shares it."""
-        cdef int overflow = 0
-        if type(base_ts) is int and PyLong_AsLongLongAndOverflow(base_ts, &overflow) == self.base_ts and not overflow:
-            self.last_ts_o = base_ts
-            self.last_ts = self.base_ts
-
-    def __dealloc__(self):
-        cdef int i
-        cdef PyObject* last = self.ring[self.turn ^ 1]
-        for i in range(KEYS_MAX):
-            Py_XDECREF(self.values[i])
-        # The loop's last record is kept for the next loop (see recycled) when at most the caller's loop variable
-        # still holds it and its fields are small (a kept record keeps them alive until then).
-        if last != NULL and refcount(last) <= 2 and _small(<Record>last) and kw_keep(&kw_spare, last):
-            self.ring[self.turn ^ 1] = NULL
-        Py_XDECREF(self.ring[0])
-        Py_XDECREF(self.ring[1])
-        for i in range(self.k.n):
-            Py_XDECREF(self.k.obj[i])
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        # The lazy loop (RecordBatch.__iter__, which sets ``loop``): see failed for its errors.
-        if self.j < self.count:
-            return self.step(True, True)
-        if not self.done:
-            self.done = True
-            self.finish()
-        raise StopIteration
-
-    cdef object failed(self, exc):
-        """``exc``, raised by the walk: in the lazy loop it gets the batch's index, as decode_record_batches gives
-        it, and the loop ends (the records it gave before stay the caller's).  Decided where the error is made,
-        so that the loop's step needs no try (saving and restoring the exception state on every record)."""
-        if self.loop:
-            self.j = self.count
-            self.done = True
-            return exc.prepend_path(self.index)
-        return exc
-
-    cdef Record recycled(self):
-        """A record for the loop's next step: the one it gave two steps ago when nothing but this walk holds it any
-        more, else a new one.  A caller's ``for record in batch`` holds the last record while the loop makes the
-        next, and has dropped the one before: reusing it (and its headers, see _read_headers) saves a third of a
-        step's allocations and frees.  Nothing outside can tell: a record, tuple or header anyone else holds has a
-        reference count above 1 and is never reused, and every field is set again."""
-        cdef PyObject* old = self.ring[self.turn]
-        cdef Record rec
-        if old == NULL:
-            # The loop's first two steps: the record the last loop kept (see __dealloc__), when nothing else holds
-            # it any more.  A reader of one-record batches, each its own loop, then reuses its record too.
-            old = <PyObject*>kw_take(&kw_spare)
-            if old != NULL and refcount(old) != 1:
-                Py_XDECREF(old)
-                old = NULL
-            self.ring[self.turn] = old
-        if old != NULL and refcount(old) == 1:
-            rec = <Record>old
-        else:
-            rec = Record.__new__(Record)
-            Py_INCREF(rec)
-            Py_XDECREF(old)
-            self.ring[self.turn] = <PyObject*>rec
-        self.turn ^= 1
-        return rec
-
-    cdef inline int advance(self, _Rec* r) except -1:
-        """Walks the next record, checked whole, into ``r``; the caller checks that ``j < count``."""
-        if self.pos >= self.end:
-            raise self.failed(_fail(f"record count {self.count} but only {self.j} records are present", self.pos,
-                                    self.where))
-        try:
-            _walk_record(self.b, &self.pos, self.end, self.where, r)
-        except CorruptRecordError as exc:
-            raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
-        self.j += 1
-        return 0
-
-    cdef int check(self) except -1:
-        """Walks every record, checked, without making one (read_batch_infos' check_records).  The position is
-        a local here, which the compiler keeps in a register: the walk of a server checking what a producer sent."""
-        cdef _Rec r
-        cdef Py_ssize_t pos = self.pos
-        while self.j < self.count:
-            if pos >= self.end:
-                self.pos = pos
-                return self.advance(&r)  # raises the count's error
-            try:
-                _walk_record(self.b, &pos, self.end, self.where, &r)
-            except CorruptRecordError as exc:
-                raise exc.prepend_path(self.j).prepend_path("records") from None
-            self.j += 1
-        self.pos = pos
-        return self.finish()
-
-    cdef Record step(self, bint build, bint recycle=False):
-        """The next record (None without ``build``); the caller checks that ``j < count``.  ``recycle``: the
-        loop's step, which may reuse a record the caller has dropped (see recycled)."""
-        cdef _Rec r
-        cdef Record rec
-        cdef int64_t ts
-        self.advance(&r)
-        if not build:
-            return None
-        rec = self.recycled() if recycle else Record.__new__(Record)
-        rec.offset = _reint(<PyObject*>rec.offset,
-                            <int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>r.offset_delta), recycle)
-        ts = <int64_t>(<uint64_t>self.base_ts + <uint64_t>r.ts_delta)
-        if self.last_ts_o is None or ts != self.last_ts:  # records of one batch often share a millisecond: one int
-            self.last_ts_o = _reint(<PyObject*>rec.timestamp, ts, recycle)
-            self.last_ts = ts
-        rec.timestamp = self.last_ts_o
-        if not (recycle and _rewrite(<PyObject*>rec.key, self.b + r.key_pos, r.key_len)):
-            rec.key = None if r.key_len < 0 else PyBytes_FromStringAndSize(
-                <const char*>self.b + r.key_pos, r.key_len)
-        if not (recycle and _rewrite(<PyObject*>rec.value, self.b + r.value_pos, r.value_len)):
-            rec.value = None if r.value_len < 0 else PyBytes_FromStringAndSize(
-                <const char*>self.b + r.value_pos, r.value_len)
-        if r.hdr_count:
-            if not self.keys_read:
-                _batch_keys(self.b, r.hdr_pos, r.hdr_end, r.hdr_count, &self.k)
-                self.keys_read = True
-            rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count,
-                                        recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec)
-        else:
-            rec.headers = ()
-        rec.attributes = r.attributes
-        return rec
-
-    cdef int finish(self) except -1:
-        if self.pos != self.end:
-            raise self.failed(_fail(f"bytes after the {self.count} records the batch declares", self.pos, self.where))
-        return 0
-
-    cdef list fill(self):
-        """Every record, in a list; checked whole before the list is returned."""
-        cdef Record rec
-        cdef list out
-        # A count the bytes can hold: one list of that size.  Beyond it, the walk raises before its end.
-        cdef bint sized = self.count <= (self.end - self.pos) // MIN_RECORD_SIZE
-        out = PyList_New(self.count) if sized else []
-        while self.j < self.count:
-            rec = self.step(True)
-            if sized:
-                Py_INCREF(rec)
-                PyList_SET_ITEM(out, self.j - 1, rec)
-            else:
-                out.append(rec)
-        self.finish()
-        return out
-
-
-cdef _Records _records_at(object owner, const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, int32_t count,
-                          int64_t base_offset, int64_t base_timestamp, Py_ssize_t where, Py_ssize_t index):
-    cdef _Records w = _Records.__new__(_Records)
-    w.owner, w.b, w.pos, w.end, w.count = owner, b, pos, end, count
-    w.base_offset, w.base_ts, w.where, w.index = base_offset, base_timestamp, where, index
-    return w
+include "_records_walk.pxi"
 
 
 # --- Batches -------------------------------------------------------------------------------------------------------
@@ -551,14 +273,14 @@ include "_records_inflate.pxi"
 
 
 cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
-                         Py_ssize_t index):
+                         Py_ssize_t index, bint keep=True):
     """The walk over the records of the batch at ``pos`` in ``b`` (which ``owner`` holds), decompressed first
     when they are."""
     cdef Py_ssize_t start = pos + HEADER_SIZE, batch_end = pos + LOG_OVERHEAD + h.length
     cdef int codec = h.attributes & COMPRESSION_MASK
     cdef _View plain_view = None
     if not codec:
-        return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index)
+        return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index, keep)
     if codec == LZ4:
         plain_view = _unlz4(b, start, batch_end, limit)
     if (codec == LZ4 and plain_view is None) or codec == ZSTD:
@@ -570,7 +292,8 @@ cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, 
     if plain_view is None:
         payload = PyBytes_FromStringAndSize(<const char*>b + start, batch_end - start)
         plain_view = _View(decompress(codec, payload, limit, start))
-    return _records_at(plain_view, plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, index)
+    return _records_at(plain_view, plain_view.p, 0, plain_view.n, h.count, h.base_offset, h.base_ts, start, index,
+                       keep)
 
 
 cdef object _info(Py_ssize_t pos, _Head* h):
@@ -587,6 +310,8 @@ cdef Py_ssize_t _arguments(check_crc, allow_partial_tail, limit) except -1:
     """The checks of the keyword arguments, done in C when they are plain; the limit."""
     cdef int overflow = 0
     cdef long long n
+    if limit is _DEFAULT_LIMIT_OBJ and check_crc is True and allow_partial_tail is False:
+        return _DEFAULT_LIMIT  # what nearly every call passes: checked once, below
     if type(check_crc) is not bool or type(allow_partial_tail) is not bool:
         for name, value in (("check_crc", check_crc), ("allow_partial_tail", allow_partial_tail)):
             if not isinstance(value, bool):
@@ -598,6 +323,10 @@ cdef Py_ssize_t _arguments(check_crc, allow_partial_tail, limit) except -1:
     return min(check_limit(limit), PY_SSIZE_T_MAX)
 
 
+cdef object _DEFAULT_LIMIT_OBJ = DEFAULT_MAX_DECOMPRESSED_SIZE  # the functions' default, compared by identity
+cdef Py_ssize_t _DEFAULT_LIMIT = min(check_limit(DEFAULT_MAX_DECOMPRESSED_SIZE), PY_SSIZE_T_MAX)
+
+
 # Where BatchList keeps ``end`` and ``partial_tail`` (its __slots__), read from their member descriptors once: a
 # one-batch decode made its list through BatchList.__new__ and set both through setattr, a tenth of its time.
 cdef Py_ssize_t _member_offset(type cls, str name) except -1:
@@ -607,6 +336,7 @@ cdef Py_ssize_t _member_offset(type cls, str name) except -1:
     return (<_MemberDescr*><PyObject*>d).d_member.offset
 
 
+cdef type _BATCH_LIST = BatchList  # read without a module lookup per call
 cdef Py_ssize_t _END_AT = _member_offset(BatchList, "end")
 cdef Py_ssize_t _TAIL_AT = _member_offset(BatchList, "partial_tail")
 
@@ -622,7 +352,7 @@ cdef inline void _set_slot(object obj, Py_ssize_t at, object value) noexcept:
 cdef object _batch_list():
     # An empty BatchList, as BatchList.__new__ makes it (a list subclass's tp_new only allocates), without the
     # Python-level call; its two slots written directly.
-    cdef PyObject* o = (<_TypeFields*><PyObject*>BatchList).tp_alloc(<_TypeFields*><PyObject*>BatchList, 0)
+    cdef PyObject* o = (<_TypeFields*><PyObject*>_BATCH_LIST).tp_alloc(<_TypeFields*><PyObject*>_BATCH_LIST, 0)
     cdef object out = <object>o
     Py_XDECREF(o)  # <object> took its own reference
     _set_slot(out, _END_AT, 0)
@@ -648,7 +378,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
                 _set_slot(out, _TAIL_AT, v.n - pos)
                 break
             if walk:
-                _records_of(v, v.p, pos, &h, limit, index).check()
+                _records_of(v, v.p, pos, &h, limit, index, False).check()  # v: the caller's buffer, exported
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         PyList_Append(out, _info(pos, &h))  # BatchList keeps list's append: no method lookup per batch
@@ -711,7 +441,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
         batch.producer_id, batch.producer_epoch = _int(h.producer_id), _int(h.producer_epoch)
         batch.base_sequence = _int(h.base_sequence)
         if lazy:
-            batch.lazy_data, batch.lazy_head, batch.lazy_pos = data, h, pos
+            batch.lazy_data, batch.lazy_head, batch.lazy_pos, batch.lazy_ts = data, h, pos, base_ts
             batch.lazy_index, batch.lazy_limit = index, limit
         else:
             batch.record_list = records

@@ -17,15 +17,24 @@ from kwire.codec._records_common import (
     wrap64,
 )
 
-# Two objects kept from one call to the next, each in a slot that a call empties while it uses the object and fills
-# again after: the module runs without the GIL where Python has none, so the slot is taken and given back by atomic
-# exchanges, and a call that finds it empty makes its own.
+# Objects kept from one call to the next, each in a slot that a call empties while it uses the object and fills
+# again after, and a call that finds it empty makes its own.  The module runs without the GIL where Python has
+# none: there the slot is taken and given back by atomic exchanges.  Where the GIL is held (every caller of these
+# holds it) plain loads and stores are enough, and an atomic exchange costs a fifth of a one-record read.
 cdef extern from *:
     """
     static void* kw_scratch = NULL;  /* the encoder's buffer, kept for the next encode */
-    static void* kw_keys = NULL;  /* the header keys of the last batch read, a tuple of str (see _batch_keys) */
+    static void* kw_keys = NULL;  /* the header keys of the last batch read, a tuple of str (see _keep_keys) */
     static void* kw_spare = NULL;  /* the last record a lazy loop made, for the next loop (see _Records.recycled) */
-    #if defined(_MSC_VER)
+    static void* kw_walker = NULL;  /* the last walker over few bytes, for the next walk (see _records_at) */
+    #if !defined(Py_GIL_DISABLED)
+    static inline void* kw_take(void** slot) { void* p = *slot; *slot = NULL; return p; }
+    static inline int kw_keep(void** slot, void* p) {
+        if (*slot != NULL) return 0;
+        *slot = p;
+        return 1;
+    }
+    #elif defined(_MSC_VER)
     #include <windows.h>
     static void* kw_take(void** slot) { return InterlockedExchangePointer(slot, NULL); }
     static int kw_keep(void** slot, void* p) { return InterlockedCompareExchangePointer(slot, p, NULL) == NULL; }
@@ -40,6 +49,7 @@ cdef extern from *:
     void* kw_scratch
     void* kw_keys
     void* kw_spare
+    void* kw_walker
     void* kw_take(void** slot) noexcept nogil
     bint kw_keep(void** slot, void* p) noexcept nogil
 
@@ -94,12 +104,14 @@ cdef bint _reusable(PyObject* t, int32_t count) noexcept:
     return True
 
 
-cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count, bint reuse, Record rec):
+cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count, bint reuse, Record rec,
+                          bint learn):
     """The headers of a record the walk has already checked: a tuple of Header.
 
-    ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8: a
-    producer usually sends the same keys in the same order on every record, so the i-th key is first compared
-    with the i-th of those, and the str is shared when the bytes are the same (str is immutable).  A
+    ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8 (that
+    record's read has ``learn``: see _learn_key): a producer usually sends the same keys in the same order on
+    every record, so the i-th key is first compared with the i-th of those, and the str is shared when the bytes
+    are the same (str is immutable).  A
     header value with the same bytes as the previous record's i-th is shared the same way (bytes are immutable):
     a producer's fixed headers, such as a source or a content type, then cost no allocation.  With ``reuse``,
     ``rec``'s own headers are refilled (see _reusable)."""
@@ -117,6 +129,8 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
             h.key = <object>k.obj[i]
         else:
             h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+            if learn and i < KEYS_MAX:
+                _learn_key(k, i, h.key)
         pos += n
         rd_varint(b, &pos, limit, &n)
         if n < 0:
@@ -148,56 +162,60 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
     return out
 
 
-cdef int _batch_keys(const unsigned char* b, Py_ssize_t pos, Py_ssize_t limit, int32_t count,
-                     _Keys* k) except -1:
-    """The keys of one record's headers (checked by the walk), as str, into ``k``: the batch's guess at its header
-    keys.  The keys of the batch before are kept (see kw_keys) and shared when their bytes are the same: a reader
-    of one-record batches (each record sent alone) then decodes its header keys once, not once a batch."""
-    cdef int32_t i, n = 0
-    cdef PyObject* kept = <PyObject*>kw_take(&kw_keys)  # a tuple of str (the reference is ours), or NULL
-    cdef Py_ssize_t m = PyTuple_GET_SIZE(<object>kept) if kept != NULL else 0, klen = 0
-    cdef const char* kp
-    cdef bint all_kept = True
-    rd_varint(b, &pos, limit, &n)
-    k.n = 0
-    try:
-        for i in range(min(count, KEYS_MAX)):
-            rd_varint(b, &pos, limit, &n)
-            key = None
-            if i < m:
-                key = <object>PyTuple_GET_ITEM(<object>kept, i)
-                kp = PyUnicode_AsUTF8AndSize(key, &klen)  # kept keys all have their UTF-8 (see below)
-                if klen == n and same_bytes(kp, b + pos, n):
-                    k.p[i], k.len[i] = kp, klen
-                else:
-                    key = None
-            if key is None:
-                all_kept = False
-                key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
-                try:
-                    k.p[i] = PyUnicode_AsUTF8AndSize(key, &k.len[i])  # a lone surrogate has no UTF-8: not shared
-                except UnicodeEncodeError:
-                    break
-            Py_INCREF(key)
-            k.obj[i] = <PyObject*>key
-            k.n = i + 1
-            pos += n
-            rd_varint(b, &pos, limit, &n)
-            if n > 0:
-                pos += n
-    finally:
-        # Kept for the next batch: the same tuple when every key came from it, else this batch's keys.
-        if not (all_kept and kept != NULL) and k.n:
-            Py_XDECREF(kept)
-            fresh = PyTuple_New(k.n)
-            for i in range(k.n):
-                Py_INCREF(<object>k.obj[i])
-                PyTuple_SET_ITEM(fresh, i, <object>k.obj[i])
-            Py_INCREF(fresh)
-            kept = <PyObject*>fresh
-        if kept != NULL and not kw_keep(&kw_keys, kept):
-            Py_XDECREF(kept)  # another thread kept its own meanwhile
-    return 0
+cdef extern from "Python.h":
+    const char* _utf8_or_null "PyUnicode_AsUTF8AndSize"(object, Py_ssize_t*)  # NULL, with an error set, for none
+    void PyErr_Clear()
+
+
+cdef void _learn_key(_Keys* k, int32_t i, object key) noexcept:
+    """``key``, just decoded, as the batch's i-th header key: the keys remembered from the i-th on were another
+    record's.  A key without UTF-8 (a lone surrogate) is not remembered, nor any after it."""
+    cdef Py_ssize_t n = 0
+    cdef const char* p
+    if i > k.n:
+        return  # a key before it was not remembered
+    _keys_drop(k, i)
+    k.learned = True
+    p = _utf8_or_null(key, &n)
+    if p == NULL:
+        PyErr_Clear()
+        return
+    Py_INCREF(key)
+    k.obj[i], k.p[i], k.len[i], k.n = <PyObject*>key, p, n, i + 1
+
+
+cdef void _keys_from_last_batch(_Keys* k) noexcept:
+    """A new walker's first guess at its header keys: those of the last batch read (kw_keys), which a reader of
+    batches too large to keep their walker (see _records_at) then decodes once, not once a batch."""
+    cdef PyObject* kept = <PyObject*>kw_take(&kw_keys)  # a tuple of str that all have their UTF-8, or NULL
+    cdef Py_ssize_t i
+    if kept == NULL:
+        return
+    for i in range(min(PyTuple_GET_SIZE(<object>kept), KEYS_MAX)):
+        o = PyTuple_GET_ITEM(<object>kept, i)
+        k.p[i] = _utf8_or_null(<object>o, &k.len[i])  # never NULL: only keys that have their UTF-8 are kept
+        Py_INCREF(<object>o)
+        k.obj[i] = o
+        k.n = i + 1
+    if not kw_keep(&kw_keys, kept):
+        Py_XDECREF(kept)  # another thread kept its own meanwhile
+
+
+cdef void _keep_keys(_Keys* k) noexcept:
+    """``k`` kept as the next new walker's first guess (see _keys_from_last_batch)."""
+    cdef PyObject* old
+    cdef Py_ssize_t i
+    if not k.n:
+        return
+    fresh = PyTuple_New(k.n)
+    for i in range(k.n):
+        Py_INCREF(<object>k.obj[i])
+        PyTuple_SET_ITEM(fresh, i, <object>k.obj[i])
+    old = <PyObject*>kw_take(&kw_keys)
+    Py_XDECREF(old)
+    Py_INCREF(fresh)
+    if not kw_keep(&kw_keys, <PyObject*>fresh):
+        Py_XDECREF(<PyObject*>fresh)
 
 
 # --- Refilling a record the lazy loop gave before (see _Records.recycled) ---------------------------------------
@@ -246,32 +264,35 @@ cdef inline object _reint(PyObject* old, int64_t v, bint recycle):
     if (recycle and (v < -5 or v > 256) and refcount(old) == 1 and type_of(old) == <PyObject*>int
             and kw_int_rewrite(old, v)):
         return <object>old
-    return PyLong_FromLongLong(v)
+    return _int(v)
 
 
 cdef enum:
     SPARE_MAX = 16384  # the most key, value and header value bytes a kept record may hold (see _Records.__dealloc__)
 
 
+cdef inline bint _sized(PyObject* o, Py_ssize_t* n) noexcept:
+    """Whether ``o`` is bytes (its size added to ``n``) or None."""
+    if type_of(o) == <PyObject*>bytes:
+        n[0] += PyBytes_GET_SIZE(<object>o)
+        return True
+    return o == <PyObject*>None
+
+
+cdef Py_ssize_t _HEADER_VALUE_AT = 0  # where a Header keeps its value (see _install_slots)
+
+
 cdef inline bint _small(Record rec) noexcept:
-    """Whether ``rec`` holds what a decode gives it (bytes or None, a tuple of Header) and at most SPARE_MAX bytes."""
-    cdef Py_ssize_t n = 0
-    if type(rec.key) is bytes:
-        n += PyBytes_GET_SIZE(rec.key)
-    elif rec.key is not None:
+    """Whether ``rec`` holds what a decode gives it (bytes or None, a tuple of Header) and at most SPARE_MAX bytes.
+    Read through borrowed pointers: it runs at the end of every lazy loop (see _Records.release)."""
+    cdef Py_ssize_t n = 0, i
+    cdef PyObject* t = <PyObject*>rec.headers
+    cdef PyObject* h
+    if not (_sized(<PyObject*>rec.key, &n) and _sized(<PyObject*>rec.value, &n)) or type_of(t) != <PyObject*>tuple:
         return False
-    if type(rec.value) is bytes:
-        n += PyBytes_GET_SIZE(rec.value)
-    elif rec.value is not None:
-        return False
-    if type(rec.headers) is not tuple:
-        return False
-    for h in <tuple>rec.headers:
-        if type(h) is not Header:
-            return False
-        if type((<Header>h).value) is bytes:
-            n += PyBytes_GET_SIZE((<Header>h).value)
-        elif (<Header>h).value is not None:
+    for i in range(PyTuple_GET_SIZE(<object>t)):
+        h = PyTuple_GET_ITEM(<object>t, i)
+        if type_of(h) != <PyObject*>Header or not _sized((<PyObject**>(<char*>h + _HEADER_VALUE_AT))[0], &n):
             return False
     return n <= SPARE_MAX
 
@@ -380,6 +401,8 @@ cdef int _install_slots() except -1:
     _slot_members(Record, RECORD_FIELDS, r, markers)
     h.key, h.value = markers[:2]
     _slot_members(Header, HEADER_FIELDS, h, markers[:2])
+    global _HEADER_VALUE_AT
+    _HEADER_VALUE_AT = _field_offset(h, markers[1])
     return 0
 
 
@@ -406,6 +429,7 @@ cdef class RecordBatch:
     # for a batch that was never lazy), its header as read (the public fields may be changed), where it is.
     cdef object lazy_data
     cdef _Head lazy_head
+    cdef object lazy_ts  # the int of the header's base timestamp that the batch was given (see _walk)
     cdef Py_ssize_t lazy_pos, lazy_index, lazy_limit
 
     def __init__(self, records=(), *, base_offset=0, partition_leader_epoch=-1, compression=0, timestamp_type=0,
@@ -484,7 +508,10 @@ cdef class RecordBatch:
                             self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
         except CorruptRecordError as exc:
             raise exc.prepend_path(self.lazy_index) from None
-        w.shares_base(self.base_timestamp)
+        if self.base_timestamp is self.lazy_ts:  # still the int made from the header: shared without a check
+            w.last_ts_o, w.last_ts = self.lazy_ts, w.base_ts
+        else:
+            w.shares_base(self.base_timestamp)
         return w
 
     @property
