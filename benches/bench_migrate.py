@@ -10,7 +10,8 @@ Run: ``python benches/bench_migrate.py [--groups N] [--seed S] [--spark [--spark
    simulated member sent and the simulated coordinator handled (docs/PIPELINE.md).  Reported per
    direction: member-events, wall seconds inside the simulation function (as the pipeline's
    ``stages.migration.replay_seconds`` sums them), member-events per wall second and per CPU second, best
-   of ``--repeat``.  The goal is >= 100,000 member-events per second of simulation time.
+   of ``--repeat``, and per CPU second of the first pass (what a Spark task, which replays each history
+   once in its worker, compares with).  The goal is >= 100,000 member-events per second of simulation time.
 3. ``--spark``: ``run_pipeline`` on the same capture (or, with ``--spark-protocol consumer``, on a synthetic
    capture of consumer-protocol groups, which the pipeline replays under classic rebalances) on local[2], and
    its ``stages.migration`` figures:
@@ -56,7 +57,7 @@ def histories_of(path):
 
 
 def bench_direction(name, histories, simulate, repeat):
-    best = None
+    best = first = None
     for _ in range(repeat):
         events = 0
         wall = cpu = 0.0
@@ -66,11 +67,16 @@ def bench_direction(name, histories, simulate, repeat):
             wall += time.perf_counter() - t
             cpu += time.process_time() - c
             events += result.total_member_events
+        if first is None:
+            first = (events, wall, cpu)
         if best is None or wall < best[1]:
             best = (events, wall, cpu)
     events, wall, cpu = best
+    # The first pass beside the best: a Spark task replays each history once, in a worker whose first
+    # replays of the process also fill the assignors' remembered Java hashes and orders (member ids, topic
+    # sets), which later passes over the same histories find.
     print(f"  {name:<30} {events:9,} member-events  {wall:6.2f} s  {events / wall:10,.0f}/s wall  "
-          f"{events / cpu:10,.0f}/s cpu")
+          f"{events / cpu:10,.0f}/s cpu  (first pass {first[0] / first[2]:,.0f}/s cpu)")
     return events / wall
 
 

@@ -9,7 +9,7 @@ Member level: :func:`assign` with :class:`GroupMember` objects, or
 :func:`sharing_stacks`, range and roundrobin on the same groups share their columns).  See docs/ASSIGNORS.md.
 """
 
-from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, segment_starts
+from ._arrays import ArrayAssignment, ArrayGroup, end_to_end, import_kernels, segment_starts
 from ._javaorder import java_sorted
 from ._model import MemberAssignments, GroupInput, MemberInput
 from ._range import sharing_stacks
@@ -83,6 +83,7 @@ __all__ = [
     "cooperative_user_data",
     "end_to_end",
     "get_strategy",
+    "import_kernels",
     "java_sorted",
     "leader_assignments",
     "leader_group",

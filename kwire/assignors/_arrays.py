@@ -36,6 +36,17 @@ def load_kernels(name: str, implementation: Optional[str] = None):
     return _impl.load(name, implementation, package="kwire.assignors")
 
 
+#: The assignors' kernel modules (``_<name>_c`` / ``_<name>_py``), each imported on its path's first call.
+KERNELS = ("leader", "rangerr", "server", "sticky")
+
+
+def import_kernels(implementation: Optional[str] = None) -> None:
+    """Import every kernel module now rather than on its first call: for a process that warms up before
+    work it times (a Spark worker), so that the imports are not counted as the first assignments."""
+    for name in KERNELS:
+        load_kernels(name, implementation)
+
+
 def fast_string_hashes(names: List[str]) -> np.ndarray:
     """Java ``String.hashCode`` of each name (int32)."""
     # Hashes are facts about strings, not a choice of implementation: use the

@@ -32,7 +32,7 @@ cdef class Replay:
     cpdef bint settled(self)
     cpdef bint steady(self, Member m)
     cpdef push(self, double t, kind, a=*, b=*, c=*)
-    @cython.locals(t=double, next_history=double, interval2=double, i=Py_ssize_t, n=Py_ssize_t,
+    @cython.locals(t=double, next_history=double, head=double, interval2=double, i=Py_ssize_t, n=Py_ssize_t,
                    steps=cython.longlong, budget=cython.longlong, heap=list, ledger=Ledger, at=list, entry=tuple)
     cpdef run(self)
     cpdef bint quiet(self)

@@ -140,7 +140,10 @@ class Replay:
                                   f"{budget:,} steps")
             if i < n:
                 next_history = at[i] - self.offset
-                if heap and heap[0][0] < next_history:
+                # The earliest queued time read as a number once (compiled: a C double, not a float object
+                # compared through Python); an empty heap has nothing before the history's event.
+                head = heap[0][0] if heap else next_history
+                if head < next_history:
                     # quiet(), its cheap tests first: most steps have something in flight.
                     if (next_history - t > interval2 and not self.in_flight and not self.silent
                             and not ledger.open and self.all_steady()):

@@ -9,6 +9,7 @@ with its error, and the bucket goes on.
 
 from __future__ import annotations
 
+import codecs
 import gc
 import pickle
 import time
@@ -16,6 +17,7 @@ from typing import Iterable, List
 
 import pyarrow as pa
 
+from kwire.assignors import import_kernels
 from kwire.errors import KwireError
 from kwire.pipeline._events import DEFAULT_MAX_PARTITIONS
 from kwire.pipeline._membership import MembershipHistory
@@ -102,6 +104,11 @@ def migration_rows(histories: Iterable[MembershipHistory], timer=None, cpu_timer
     for the CPU seconds of this process in them (on a loaded machine the wall seconds are several times
     those: the task waits for a core)."""
     columns = {name: [] for name in MIGRATION_SCHEMA.names}
+    # What a replay imports on its first use, imported before the first one is timed: a fresh worker's
+    # imports are not simulation.  The assignors' kernel modules, and the codec by whose UTF-16 code units
+    # they order member ids as Java orders strings (Python imports a codec's module when it is first used).
+    import_kernels()
+    codecs.lookup("utf-16-be")
     # Python's cycle collector is off while the bucket replays, as for the classic analysis
     # (``_spark_stages.collector_paused``): a replay makes many short-lived objects, and each collection
     # would walk everything the worker holds.  A replay is freed by reference counts (the classic one closes

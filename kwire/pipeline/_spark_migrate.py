@@ -7,7 +7,9 @@ Both sides' buckets are gathered into one task a core, and ``mapInArrow`` replay
 protocol (:func:`kwire.pipeline._migrate_table.migrate_histories`).
 The seconds spent inside the simulations
 are summed over the tasks in an accumulator: ``stages.migration.replay_seconds``, and the simulation's
-speed is ``member_events / replay_seconds``.  Their CPU seconds are summed beside them
+speed is ``member_events / replay_seconds``.  What a replay would import on its first use (the assignors'
+kernel modules, a string codec) is imported before the first replay is timed: a fresh worker's imports
+are not simulation.  Their CPU seconds are summed beside them
 (``replay_cpu_seconds``): the tasks run side by side on shared cores, so their wall seconds grow with the
 machine's load while the CPU seconds do not.
 
