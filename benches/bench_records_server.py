@@ -161,21 +161,10 @@ def _librdkafka_mock(brokers, partitions):
     with random leaders the mock's runs were unlike kwire's, and unlike each other.  Here partition p is led by
     the mock's p-th broker modulo their count, as kwire's round-robin (``TopicTable.grow``) leads it by its
     broker p, through the mock's C API (rdkafka_mock.h) in the librdkafka that confluent-kafka loaded."""
-    import ctypes
-
-    from tests.librdkafka_mock import RD_KAFKA_PRODUCER, load_librdkafka
+    from tests.librdkafka_mock import load_librdkafka, new_mock_cluster
 
     lib = load_librdkafka()
-    lib.rd_kafka_mock_partition_set_leader.restype = ctypes.c_int
-    lib.rd_kafka_mock_partition_set_leader.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32,
-                                                       ctypes.c_int32]
-    errstr = ctypes.create_string_buffer(512)
-    conf = lib.rd_kafka_conf_new()
-    lib.rd_kafka_conf_set(conf, b"log_level", b"3", errstr, len(errstr))
-    rk = lib.rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, len(errstr))
-    if not rk:
-        raise SystemExit(f"rd_kafka_new: {errstr.value.decode()}")
-    mcluster = lib.rd_kafka_mock_cluster_new(rk, brokers)
+    rk, mcluster = new_mock_cluster(lib, brokers)
 
     def stop():
         lib.rd_kafka_mock_cluster_destroy(mcluster)
