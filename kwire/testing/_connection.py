@@ -239,8 +239,14 @@ class Connection(asyncio.BufferedProtocol):
 
     def _start_big(self, head, size):
         """Begin a frame of ``size`` bytes (size prefix included) whose first bytes are ``head``."""
+        whole = None
         if _reserve(size):
-            self.whole, self.whole_view = _blank(size)
+            try:
+                whole = _blank(size)
+            except MemoryError:
+                _unreserve(size)
+        if whole is not None:
+            self.whole, self.whole_view = whole
             self.whole_view[:len(head)] = head
         else:
             chunk = _take_chunk()
