@@ -12,7 +12,9 @@ process, one asyncio thread) its peak RSS (``VmHWM``) against the record-batch b
 ``stats`` control command) and its own CPU seconds.  librdkafka's mock cluster runs inside a client process
 (``rd_kafka_mock_cluster_new``, as ``test.mock.num.brokers`` starts it), so it has no RSS of its own to report.
 
-Both clusters are on loopback and each side is given the same: one producer with linger.ms 5, enable.idempotence
+Both clusters are on loopback and each side is given the same: every broker's address as the bootstrap servers
+(librdkafka's mock names all of its own; kwire's were given only the first broker's until 2026-11-29); one producer
+with linger.ms 5, enable.idempotence
 (so acks all and at most 5 requests in flight per broker), queue.buffering.max.messages 1,000,000 (the million
 records are queued without blocking) and the client's default batch size; one consumer in a fresh group with
 auto.offset.reset earliest; 3 brokers and a topic of 4 partitions with the same leaders, spread over the brokers
@@ -204,13 +206,14 @@ def kwire_serve(records, value_bytes, partitions, brokers, retention_bytes=None)
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
                             env=dict(os.environ, PYTHONPATH=ROOT))
     try:
-        port = int(proc.stdout.readline().split("listening on 127.0.0.1:")[1].split()[0])
+        # Every broker's address, as the clients of librdkafka's mock are given its every broker's.
+        ports = [int(proc.stdout.readline().split("listening on 127.0.0.1:")[1].split()[0]) for _ in range(brokers)]
         rss0, cpu0 = _proc_status(proc.pid, "VmRSS"), _cpu_seconds(proc.pid)
-        clients = _clients_process(f"127.0.0.1:{port}", records, value_bytes, proc.pid)
+        clients = _clients_process(",".join(f"127.0.0.1:{port}" for port in ports), records, value_bytes, proc.pid)
         proc.stdin.write("stats\n")
         proc.stdin.flush()
         answer = proc.stdout.readline()
-        while not answer.startswith("ok: stats"):  # skip the other brokers' "listening" lines
+        while not answer.startswith("ok: stats"):
             answer = proc.stdout.readline()
         stats = dict(kv.split("=") for kv in answer.split()[2:])
         return dict(clients, stored=int(stats["stored"]), rss0=rss0, peak_rss=_proc_status(proc.pid, "VmHWM"),
