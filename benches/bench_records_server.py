@@ -13,7 +13,7 @@ process, one asyncio thread) its peak RSS (``VmHWM``) against the record-batch b
 (``rd_kafka_mock_cluster_new``, as ``test.mock.num.brokers`` starts it), so it has no RSS of its own to report.
 
 Both clusters are on loopback and each side is given the same: every broker's address as the bootstrap servers
-(librdkafka's mock names all of its own; kwire's were given only the first broker's until 2026-11-29); one producer
+(librdkafka's mock names all of its own); one producer
 with linger.ms 5, enable.idempotence
 (so acks all and at most 5 requests in flight per broker), queue.buffering.max.messages 1,000,000 (the million
 records are queued without blocking) and the client's default batch size; one consumer in a fresh group with
