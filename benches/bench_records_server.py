@@ -2,19 +2,25 @@
 
 Run: ``python benches/bench_records_server.py [--records N] [--value-bytes B] [--partitions P] [--rounds R]``.
 
-For each cluster, one confluent-kafka producer sends N records of B random bytes (no key) to a topic the
-cluster auto-creates (kwire with ``num.partitions`` P, librdkafka's mock with its default, 4), and flushes; then one confluent-kafka consumer in a fresh group reads them
-all back from the earliest offset.  Reported per cluster: produce and consume records per second (wall time,
+For each cluster, one confluent-kafka producer sends N records of B random bytes (no key) to a topic of P
+partitions (kwire auto-creates it with ``num.partitions`` P; librdkafka's mock has it made before, through its C
+API, see below), and flushes; then one confluent-kafka consumer in a fresh group reads them all back from the
+earliest offset.  Reported per cluster: produce and consume records per second (wall time,
 from the first send to the flush, and from subscribe to the last record; a consumer that gets nothing for 15 s
 is reported as stalled, with its rate over what it read), and for ``kwire serve`` (its own
 process, one asyncio thread) its peak RSS (``VmHWM``) against the record-batch bytes it stores (from its
 ``stats`` control command) and its own CPU seconds.  librdkafka's mock cluster runs inside a client process
-(``test.mock.num.brokers``: 3), so it has no RSS of its own to report.
+(``rd_kafka_mock_cluster_new``, as ``test.mock.num.brokers`` starts it), so it has no RSS of its own to report.
 
-Both clusters are on loopback and each side is given the same: one producer with linger.ms 5, enable.idempotence
+Both clusters are on loopback and each side is given the same: every broker's address as the bootstrap servers
+(librdkafka's mock names all of its own); one producer
+with linger.ms 5, enable.idempotence
 (so acks all and at most 5 requests in flight per broker), queue.buffering.max.messages 1,000,000 (the million
 records are queued without blocking) and the client's default batch size; one consumer in a fresh group with
-auto.offset.reset earliest; 3 brokers and a topic of 4 partitions, leaders spread over the brokers.  Each cluster's
+auto.offset.reset earliest; 3 brokers and a topic of 4 partitions with the same leaders, spread over the brokers
+round-robin (partition p led by broker p mod 3; the table shows each run's).  The mock would draw each leader at
+random, and the layout moves the producer's CPU: for one broker it makes one request where three brokers take three,
+about a third less of its broker threads' time.  Each cluster's
 clients run in a fresh process of their own (and librdkafka's mock inside it, on a thread of its own): a process's
 second run reuses the heap its first one grew, and so takes about 0.1 s less of the producer's CPU for a million
 records, whichever cluster it talks to.  ``kwire serve`` is a child of the same benchmark process, so both clusters
@@ -124,35 +130,71 @@ def run_clients(bootstrap, records, value_bytes, cluster_cpu=lambda: 0.0):
                 got += 1
                 last = time.perf_counter()
     consume_s = last - started
-    partitions = len(consumer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
+    topic = consumer.list_topics(TOPIC, timeout=10).topics[TOPIC]
+    # Each partition's leader as its broker's rank among the leaders' ids: the same list on both clusters
+    # means the same layout, whatever each numbers its brokers from.
+    leaders = [topic.partitions[p].leader for p in sorted(topic.partitions)]
+    leaders = [sorted(set(leaders)).index(b) for b in leaders]
     consumer.close()
-    return {"produce_s": produce_s, "consume_s": consume_s, "partitions": partitions, "got": got,
+    return {"produce_s": produce_s, "consume_s": consume_s, "partitions": len(leaders), "leaders": leaders, "got": got,
             "producer_cpu": producer_cpu, "producer_wait": producer_wait, "cluster_produce_cpu": cluster_produce_cpu}
 
 
-def _clients_process(target, records, value_bytes, server_pid=None):
+def _clients_process(target, records, value_bytes, server_pid=None, brokers=3, partitions=4):
     """``run_clients`` in a fresh process: ``target`` is a bootstrap address (of ``kwire serve``, whose pid is
-    ``server_pid``), or "mock" for a librdkafka mock cluster inside that process."""
+    ``server_pid``), or "mock" for a librdkafka mock cluster of ``brokers`` inside that process, its topic of
+    ``partitions`` made there."""
     pid = [] if server_pid is None else ["--server-pid", str(server_pid)]
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--clients", target, "--records", str(records),
-                           "--value-bytes", str(value_bytes)] + pid, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                           "--value-bytes", str(value_bytes), "--brokers", str(brokers),
+                           "--partitions", str(partitions)] + pid, stdout=subprocess.PIPE, text=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=ROOT), timeout=2 * TIMEOUT_S + 60, check=True)
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def _clients_main(target, records, value_bytes, server_pid=None):
-    holder = None
-    if target == "mock":
-        from confluent_kafka import Producer
+def _librdkafka_mock(brokers, partitions):
+    """librdkafka's mock cluster in this process, with the topic created and its leaders placed as ``kwire serve``
+    places them: ``(bootstrap servers, a function that stops it)``.
 
-        holder = Producer({"test.mock.num.brokers": 3})  # the mock cluster lives as long as this client
-        target = ",".join(f"{b.host}:{b.port}" for b in holder.list_topics(timeout=10).brokers.values())
+    Left to itself the mock gives each partition a leader drawn at random from its brokers
+    (``rd_kafka_mock_partition_assign_replicas``): the four partitions landed on one, two or three of the brokers
+    from run to run, and the producer then works for one, two or three connections.  One broker takes about a
+    third less of the producer's broker threads' CPU than three do (one request carries every partition), so
+    with random leaders the mock's runs were unlike kwire's, and unlike each other.  Here partition p is led by
+    the mock's p-th broker modulo their count, as kwire's round-robin (``TopicTable.grow``) leads it by its
+    broker p, through the mock's C API (rdkafka_mock.h) in the librdkafka that confluent-kafka loaded."""
+    from tests.librdkafka_mock import load_librdkafka, new_mock_cluster
+
+    lib = load_librdkafka()
+    rk, mcluster = new_mock_cluster(lib, brokers)
+
+    def stop():
+        lib.rd_kafka_mock_cluster_destroy(mcluster)
+        lib.rd_kafka_destroy(rk)
+
+    # The mock numbers its brokers from 1 (rd_kafka_mock_cluster_new), kwire from 0.
+    err = lib.rd_kafka_mock_topic_create(mcluster, TOPIC.encode(), partitions, min(3, brokers))
+    for p in range(partitions):
+        err = err or lib.rd_kafka_mock_partition_set_leader(mcluster, TOPIC.encode(), p, 1 + p % brokers)
+    if err:
+        stop()
+        raise SystemExit(f"librdkafka's mock: {lib.rd_kafka_err2str(err).decode()}")
+    return lib.rd_kafka_mock_cluster_bootstraps(mcluster).decode(), stop
+
+
+def _clients_main(target, records, value_bytes, server_pid=None, brokers=3, partitions=4):
+    stop = None
+    if target == "mock":
+        target, stop = _librdkafka_mock(brokers, partitions)
         # The mock's brokers are threads of this process, named "rdk:mock" by librdkafka.
         cluster_cpu = lambda: _threads_cpu("self", "rdk:mock")  # noqa: E731
     else:
         cluster_cpu = lambda: _threads_cpu(server_pid)  # noqa: E731
-    result = run_clients(target, records, value_bytes, cluster_cpu)
-    del holder
+    try:
+        result = run_clients(target, records, value_bytes, cluster_cpu)
+    finally:
+        if stop is not None:
+            stop()
     print(json.dumps(result))
     return 0
 
@@ -164,13 +206,14 @@ def kwire_serve(records, value_bytes, partitions, brokers, retention_bytes=None)
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
                             env=dict(os.environ, PYTHONPATH=ROOT))
     try:
-        port = int(proc.stdout.readline().split("listening on 127.0.0.1:")[1].split()[0])
+        # Every broker's address, as the clients of librdkafka's mock are given its every broker's.
+        ports = [int(proc.stdout.readline().split("listening on 127.0.0.1:")[1].split()[0]) for _ in range(brokers)]
         rss0, cpu0 = _proc_status(proc.pid, "VmRSS"), _cpu_seconds(proc.pid)
-        clients = _clients_process(f"127.0.0.1:{port}", records, value_bytes, proc.pid)
+        clients = _clients_process(",".join(f"127.0.0.1:{port}" for port in ports), records, value_bytes, proc.pid)
         proc.stdin.write("stats\n")
         proc.stdin.flush()
         answer = proc.stdout.readline()
-        while not answer.startswith("ok: stats"):  # skip the other brokers' "listening" lines
+        while not answer.startswith("ok: stats"):
             answer = proc.stdout.readline()
         stats = dict(kv.split("=") for kv in answer.split()[2:])
         return dict(clients, stored=int(stats["stored"]), rss0=rss0, peak_rss=_proc_status(proc.pid, "VmHWM"),
@@ -184,8 +227,8 @@ def kwire_serve(records, value_bytes, partitions, brokers, retention_bytes=None)
             proc.wait(10)
 
 
-def librdkafka_mock(records, value_bytes, partitions):
-    return _clients_process("mock", records, value_bytes)
+def librdkafka_mock(records, value_bytes, partitions, brokers):
+    return _clients_process("mock", records, value_bytes, brokers=brokers, partitions=partitions)
 
 
 def measure(records=1_000_000, value_bytes=100, partitions=4, brokers=3, retention_bytes=None, rounds=1):
@@ -199,9 +242,9 @@ def measure(records=1_000_000, value_bytes=100, partitions=4, brokers=3, retenti
     for i in range(rounds):
         if i % 2 == 0:
             kw = kwire_serve(records, value_bytes, partitions, brokers, retention_bytes)
-            rd = librdkafka_mock(records, value_bytes, partitions)
+            rd = librdkafka_mock(records, value_bytes, partitions, brokers)
         else:
-            rd = librdkafka_mock(records, value_bytes, partitions)
+            rd = librdkafka_mock(records, value_bytes, partitions, brokers)
             kw = kwire_serve(records, value_bytes, partitions, brokers, retention_bytes)
         pairs.append((kw, rd))
     return {"records": records, "value_bytes": value_bytes, "brokers": brokers,
@@ -226,7 +269,7 @@ def render(result):
     out = ["| cluster | produce, records/s | producer thread: CPU, waiting for a core, blocked "
            "| cluster CPU while producing "
            "| consume, records/s "
-           "| partitions | server peak RSS | server CPU |",
+           "| partitions (each one's leader) | server peak RSS | server CPU |",
            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in (("`kwire serve`", kw), ("librdkafka's mock cluster", rd)):
         produce, consume = _rates(r, n)
@@ -235,9 +278,10 @@ def render(result):
                f"{r['stored'] / 2**20:,.1f} MiB stored" if "peak_rss" in r else "inside the client")
         cpu = f"{r['cpu']:.2f} s" if "cpu" in r else "–"
         blocked = r["produce_s"] - r["producer_cpu"] - r["producer_wait"]
+        leaders = f" ({', '.join(map(str, r['leaders']))})" if "leaders" in r else ""
         out.append(f"| {name} | {produce:,.0f} | {r['producer_cpu']:.2f} s, {r['producer_wait']:.2f} s, {blocked:.2f} s "
                    f"| {r['cluster_produce_cpu']:.3f} s "
-                   f"| {consume:,.0f}{stalled} | {r['partitions']} | {mem} | {cpu} |")
+                   f"| {consume:,.0f}{stalled} | {r['partitions']}{leaders} | {mem} | {cpu} |")
     (kp, kc), (rp, rc) = _rates(kw, n), _rates(rd, n)
     out.append(f"| kwire ÷ librdkafka's mock | {kp / rp:.2f}× | | | {kc / max(rc, 1e-9):.2f}× | | | |")
     pairs = result.get("rounds", ())
@@ -245,6 +289,9 @@ def render(result):
         ratios = ", ".join(f"{_rates(k, n)[0] / _rates(r, n)[0]:.2f}×" for k, r in pairs)
         out += ["", f"Produce, kwire ÷ librdkafka's mock, round by round: {ratios} (the rows above are each "
                     f"cluster's median of {len(pairs)} runs)."]
+    unlike = [str(i + 1) for i, (k, r) in enumerate(pairs) if k.get("leaders") != r.get("leaders")]
+    if unlike:
+        out += ["", f"The two clusters' partition leaders differed in round(s) {', '.join(unlike)}."]
     return "\n".join(out)
 
 
@@ -261,8 +308,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--value-bytes", type=int, default=100)
-    parser.add_argument("--partitions", type=int, default=4, help="kwire's num.partitions (the mock's is 4)")
-    parser.add_argument("--brokers", type=int, default=3, help="kwire's brokers (the mock runs 3)")
+    parser.add_argument("--partitions", type=int, default=4,
+                        help="the topic's partitions (kwire's num.partitions; the mock's topic is made with as many)")
+    parser.add_argument("--brokers", type=int, default=3, help="each cluster's brokers")
     parser.add_argument("--retention-bytes", type=int, help="kwire's retention.bytes (the mock keeps 5 MiB per partition)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run both clusters this many times, in turns, and report each one's median")
@@ -270,7 +318,8 @@ def main(argv=None):
     parser.add_argument("--server-pid", type=int, help=argparse.SUPPRESS)  # kwire serve's, for its CPU
     args = parser.parse_args(argv)
     if args.clients:
-        return _clients_main(args.clients, args.records, args.value_bytes, args.server_pid)
+        return _clients_main(args.clients, args.records, args.value_bytes, args.server_pid, args.brokers,
+                             args.partitions)
     result = measure(args.records, args.value_bytes, args.partitions, args.brokers, args.retention_bytes,
                      args.rounds)
     print(summary(result) + "\n")

@@ -54,9 +54,29 @@ def load_librdkafka():
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.rd_kafka_mock_push_request_errors_array.argtypes = [ctypes.c_void_p, ctypes.c_int16, ctypes.c_size_t,
                                                              ctypes.POINTER(ctypes.c_int)]
+    lib.rd_kafka_mock_partition_set_leader.restype = ctypes.c_int
+    lib.rd_kafka_mock_partition_set_leader.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32,
+                                                       ctypes.c_int32]
     lib.rd_kafka_err2str.restype = ctypes.c_char_p
     lib.rd_kafka_err2str.argtypes = [ctypes.c_int]
     return lib
+
+
+def new_mock_cluster(lib, brokers):
+    """``(handle, mock cluster)``: a mock cluster of ``brokers`` on a librdkafka handle of its own; destroy the
+    cluster (``rd_kafka_mock_cluster_destroy``), then the handle (``rd_kafka_destroy``)."""
+    errstr = ctypes.create_string_buffer(512)
+    conf = lib.rd_kafka_conf_new()
+    # Its own handle's logs would only say it has no bootstrap servers; keep stderr for the mock's.
+    lib.rd_kafka_conf_set(conf, b"log_level", b"3", errstr, len(errstr))
+    rk = lib.rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, len(errstr))
+    if not rk:
+        raise SystemExit(f"rd_kafka_new: {errstr.value.decode()}")
+    mcluster = lib.rd_kafka_mock_cluster_new(rk, brokers)
+    if not mcluster:
+        lib.rd_kafka_destroy(rk)
+        raise SystemExit("rd_kafka_mock_cluster_new failed")
+    return rk, mcluster
 
 
 def read_commands(lib, mcluster, stop):
@@ -95,16 +115,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     lib = load_librdkafka()
-    errstr = ctypes.create_string_buffer(512)
-    conf = lib.rd_kafka_conf_new()
-    # Its own handle's logs would only say it has no bootstrap servers; keep stderr for the mock's.
-    lib.rd_kafka_conf_set(conf, b"log_level", b"3", errstr, len(errstr))
-    rk = lib.rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, len(errstr))
-    if not rk:
-        raise SystemExit(f"rd_kafka_new: {errstr.value.decode()}")
-    mcluster = lib.rd_kafka_mock_cluster_new(rk, args.brokers)
-    if not mcluster:
-        raise SystemExit("rd_kafka_mock_cluster_new failed")
+    rk, mcluster = new_mock_cluster(lib, args.brokers)
     try:
         for spec in args.topic:
             name, _, parts = spec.rpartition(":")

@@ -1,14 +1,18 @@
 """How a mock cluster's connection cuts its byte stream into frames: any chunking of the reads, frames bigger than
-its read buffer, a size prefix that reserves nothing, a bad size after good frames."""
+its read buffer (read whole into their own bytes within a reserve, else in chunks), a size prefix that reserves
+nothing beyond that reserve, a bad size after good frames."""
 
 import random
 import struct
 import tracemalloc
 
+import pytest
+
 from kwire import codec
 from kwire.codec import ErrorCode as E
 from kwire.testing import MockCluster
-from kwire.testing._connection import READ_BYTES, Connection
+from kwire.testing import _connection as connection_module
+from kwire.testing._connection import READ_BYTES, WHOLE_BYTES, WHOLE_RESERVE, Connection
 from kwire.testing._server import Limits
 from tests.test_mock_records import batch, fetch, produce
 from tests.test_serve import Client
@@ -114,6 +118,35 @@ def test_a_declared_size_reserves_nothing_beyond_what_came():
     # What came, and one chunk of at most as much again: never the 90 MiB the prefix declared.
     assert peak < 3 * sent
     assert server.frames == [] and conn.buffered() == sent + 4
+
+
+@pytest.mark.skipif(connection_module._blank is None, reason="no ctypes.pythonapi (not CPython): chunks only")
+def test_a_big_frame_is_read_whole_within_the_reserve_and_in_chunks_beyond_it():
+    """A frame too big for the read buffer and at most WHOLE_BYTES is read into its own bytes object, the rest
+    of it in one read; the frames read so at once take at most WHOLE_RESERVE, the others go to chunks as their
+    bytes come, and a connection that ends mid-frame gives its share back."""
+    reserved = connection_module._reserved[0]
+    size = WHOLE_BYTES - 4
+    fits = (WHOLE_RESERVE - reserved) // WHOLE_BYTES
+    head = struct.pack(">i", size) + b"\1" * 1000
+    conns = [_connection() for _ in range(fits + 2)]
+    for _server, conn in conns:
+        _feed(conn, head)
+    whole = [(server, conn) for server, conn in conns if conn.whole is not None]
+    assert len(whole) == fits >= 1
+    assert all(conn.parts is not None for _server, conn in conns if conn.whole is None)
+    assert connection_module._reserved[0] == reserved + fits * WHOLE_BYTES
+    server, conn = whole[0]
+    rest = memoryview(conn.get_buffer(-1))
+    assert len(rest) == WHOLE_BYTES - len(head)  # the rest of the frame, in one read
+    rest[:] = b"\1" * len(rest)
+    conn.buffer_updated(len(rest))
+    assert server.frames == [struct.pack(">i", size) + b"\1" * size] and type(server.frames[0]) is bytes
+    assert conn.buffered() == 0 and conn.whole is None
+    # One more frame can now be read whole; ending the others mid-frame gives every byte of the reserve back.
+    for _server, conn in conns[1:]:
+        conn.connection_lost(None)
+    assert connection_module._reserved[0] == reserved
 
 
 def test_a_bad_size_after_good_frames_answers_them_then_closes():

@@ -13,13 +13,18 @@ its bounds, plus the one answer that crossed ``max_buffered``, plus one read and
 ``socket.request.max.bytes``).
 
 Frames are read without copies in between (``asyncio.BufferedProtocol``): the socket reads into the connection's
-own small buffer, which is split into frames; a frame that does not fit in it is read straight into chunks, joined
-once when it is whole.  A producer's megabyte Produce is thus copied once between the socket and the codec, where a
-splitter fed with each read's bytes copied it four times, and each copy of a megabyte is time the producer waits
-for its answer.  The chunks are taken as the client's bytes come, never for its declared size, so a size prefix
-alone reserves nothing.  They are all of one size and go back to a small shared stock once their frame is joined:
-``bytearray(n)`` zero-fills a chunk allocated fresh, which for a producer's stream of half-megabyte requests was
-5-10% of the server's CPU (``perf``), a pass over memory as long as the join's.
+own small buffer, which is split into frames.  A frame that does not fit in it, up to ``WHOLE_BYTES``, is read
+straight into the ``bytes`` object the codec and the log then keep (``_blank``): a producer's megabyte Produce
+crosses no copy between the socket and the log.  Its buffer is not zero-filled (``bytearray(n)`` would be a pass
+over the frame's memory), and it is one read where 256 KiB chunks took four or five.  Joining chunks into ``bytes``
+was a fifth of the server's time on a producer's stream of 0.6-0.8 MB requests (``py-spy``), as much as all its
+reads, and part of each answer's wait: the codec reads bytes fields as views only of an exact ``bytes`` object,
+so a ``bytearray`` would only move that copy into it.  Such buffers are taken for a frame's declared size before
+its bytes come, so the process's connections hold at most ``WHOLE_RESERVE`` bytes of them at once (memory the
+kernel maps only as the bytes are written); a bigger frame, one beyond that reserve, and every frame where
+``ctypes.pythonapi`` is missing (not CPython), is read into chunks taken as the client's bytes come, never for its
+declared size, joined once when it is whole.  The chunks are all of one size and go back to a small shared stock
+once their frame is joined: ``bytearray(n)`` zero-fills a chunk allocated fresh.
 
 A frame the server cannot read closes the connection after the answers to the requests before it are written,
 as Kafka answers what it could read and then closes.
@@ -28,6 +33,7 @@ as Kafka answers what it could read and then closes.
 import asyncio
 import logging
 import struct
+import threading
 from collections import deque
 
 log = logging.getLogger("kwire.testing")
@@ -41,6 +47,16 @@ CHUNK_BYTES = 256 << 10
 # its oldest as one more comes).  A deque's append and pop are atomic, so clusters on threads of their own share it.
 SPARE_CHUNKS = 16
 _spare = deque(maxlen=SPARE_CHUNKS)
+# A frame of at most this many bytes that does not fit the read buffer is read whole into its final bytes object,
+# while the frames being read so by every connection of the process total at most WHOLE_RESERVE bytes.  A
+# producer's request is at most a megabyte or so (librdkafka's message.max.bytes, 1,000,000 by default; Java's
+# max.request.size, 1 MiB).
+WHOLE_BYTES = 4 << 20
+WHOLE_RESERVE = 16 << 20
+# PyBUF_WRITE (object.h): PyMemoryView_FromMemory's flag for a writable view.
+_PYBUF_WRITE = 0x200
+_reserve_lock = threading.Lock()
+_reserved = [0]
 
 
 def _take_chunk():
@@ -48,6 +64,48 @@ def _take_chunk():
         return _spare.pop()
     except IndexError:
         return bytearray(CHUNK_BYTES)
+
+
+def _uninitialized_bytes():
+    """A function ``n -> (bytes object of n uninitialized bytes, a writable memoryview of its memory)``: CPython's
+    ``PyBytes_FromStringAndSize(NULL, n)``, ``PyBytes_AsString`` and ``PyMemoryView_FromMemory`` through
+    ``ctypes``.  Filling a new bytes object before any other code sees it is how the C API builds one (the
+    connection holds the only reference until the frame is whole; the view does not keep it alive).  None where
+    ``ctypes.pythonapi`` is missing."""
+    try:
+        import ctypes
+
+        api = ctypes.pythonapi
+        new, address, view = api.PyBytes_FromStringAndSize, api.PyBytes_AsString, api.PyMemoryView_FromMemory
+    except (ImportError, AttributeError):
+        return None
+    new.restype, new.argtypes = ctypes.py_object, (ctypes.c_char_p, ctypes.c_ssize_t)
+    address.restype, address.argtypes = ctypes.c_void_p, (ctypes.py_object,)
+    view.restype, view.argtypes = ctypes.py_object, (ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)
+
+    def blank(n):
+        frame = new(None, n)
+        return frame, view(address(frame), n, _PYBUF_WRITE)
+    return blank
+
+
+_blank = _uninitialized_bytes()
+
+
+def _reserve(n):
+    """Take ``n`` bytes of WHOLE_RESERVE; False when they are not left (the frame is read into chunks)."""
+    if _blank is None or n > WHOLE_BYTES:
+        return False
+    with _reserve_lock:
+        if _reserved[0] + n > WHOLE_RESERVE:
+            return False
+        _reserved[0] += n
+        return True
+
+
+def _unreserve(n):
+    with _reserve_lock:
+        _reserved[0] -= n
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -60,7 +118,9 @@ class Connection(asyncio.BufferedProtocol):
         self.max_frame_size = limits.max_frame_size
         self.inbox = memoryview(bytearray(READ_BYTES))
         self.have = 0              # bytes at the start of inbox not split yet: the start of the next frame
-        self.parts = None          # a frame too big for inbox: its chunks (bytearrays of CHUNK_BYTES) so far
+        self.whole = None          # a frame too big for inbox, read whole: its bytes object, being filled
+        self.whole_view = None     # a writable view of that object's memory
+        self.parts = None          # or read in chunks: its chunks (bytearrays of CHUNK_BYTES) so far
         self.part_fill = 0         # bytes read into the last chunk
         self.received = 0          # bytes of that frame read so far
         self.need = 0              # bytes of that frame still to come
@@ -95,7 +155,7 @@ class Connection(asyncio.BufferedProtocol):
         self.closed = True
         self.owed.clear()
         self.backlog.clear()
-        self.parts = None
+        self._drop_partial()
         self.server.forget(self)
 
     def pause_writing(self):
@@ -109,6 +169,8 @@ class Connection(asyncio.BufferedProtocol):
         return False
 
     def get_buffer(self, sizehint):
+        if self.whole is not None:
+            return self.whole_view[self.received:]
         if self.parts is None:
             return self.inbox[self.have:] if self.have else self.inbox
         fill = self.part_fill
@@ -121,6 +183,16 @@ class Connection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes):
         if self.closed:
+            return
+        if self.whole is not None:
+            self.received += nbytes
+            self.need -= nbytes
+            if self.need:
+                return
+            frame = self.whole
+            self._drop_partial()
+            self.backlog.append(frame)
+            self._drain_backlog()
             return
         if self.parts is not None:
             self.part_fill += nbytes
@@ -149,12 +221,8 @@ class Connection(asyncio.BufferedProtocol):
             end = pos + 4 + size
             if end > have:
                 if 4 + size > len(inbox):
-                    # Too big for inbox: the rest is read straight into chunks.
-                    chunk = _take_chunk()
-                    chunk[:have - pos] = inbox[pos:have]
-                    self.parts = [chunk]
-                    self.part_fill = self.received = have - pos
-                    self.need = end - have
+                    # Too big for inbox: the rest is read straight into the frame's own bytes, or into chunks.
+                    self._start_big(inbox[pos:have], 4 + size)
                     pos = have
                 break
             self.backlog.append(bytes(inbox[pos:end]))
@@ -168,6 +236,32 @@ class Connection(asyncio.BufferedProtocol):
         self._drain_backlog()
         if bad is not None and not self.closed:
             self.close(f"bad frame: {bad}", graceful=True)
+
+    def _start_big(self, head, size):
+        """Begin a frame of ``size`` bytes (size prefix included) whose first bytes are ``head``."""
+        whole = None
+        if _reserve(size):
+            try:
+                whole = _blank(size)
+            except MemoryError:
+                _unreserve(size)
+        if whole is not None:
+            self.whole, self.whole_view = whole
+            self.whole_view[:len(head)] = head
+        else:
+            chunk = _take_chunk()
+            chunk[:len(head)] = head
+            self.parts = [chunk]
+            self.part_fill = len(head)
+        self.received = len(head)
+        self.need = size - len(head)
+
+    def _drop_partial(self):
+        """Forget the partial frame (done with, or the connection closed), giving back its reserve."""
+        self.parts = None
+        if self.whole is not None:
+            _unreserve(len(self.whole))
+            self.whole = self.whole_view = None
 
     # -- handling ------------------------------------------------------------------------------------------
 
@@ -217,7 +311,7 @@ class Connection(asyncio.BufferedProtocol):
         log.warning("closing connection from %s: %s", self.peer, reason)
         self.closed = True
         self.backlog.clear()
-        self.parts = None
+        self._drop_partial()
         self.server.forget(self)
         if graceful:
             self.closing = True
@@ -268,4 +362,4 @@ class Connection(asyncio.BufferedProtocol):
         held = self.transport.get_write_buffer_size() if self.transport is not None else 0
         held += self.ready_bytes
         held += sum(len(f) for f in self.backlog)
-        return held + self.have + (self.received if self.parts is not None else 0)
+        return held + self.have + (self.received if self.parts is not None or self.whole is not None else 0)
