@@ -77,6 +77,27 @@ cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t
     return 0
 
 
+cdef extern from *:
+    """
+    /* _walk_record (its C name: the module's is fixed) called without Cython's check of its result: the caller
+       checks it (-1, an error set) and takes the error with kw_taken_error, outside any ``try``. */
+    #define kw_walk_checked __pyx_f_5kwire_5codec_10_records_c__walk_record
+    /* The error set (normalized, with its traceback), taken: the error state is cleared. */
+    static PyObject* kw_taken_error(void) {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_NormalizeException(&t, &v, &tb);
+        if (tb != NULL && v != NULL)
+            PyException_SetTraceback(v, tb);
+        Py_XDECREF(t);
+        Py_XDECREF(tb);
+        return v;
+    }
+    """
+    object _taken_error "kw_taken_error"()
+    int _walk_checked "kw_walk_checked"(const unsigned char*, Py_ssize_t*, Py_ssize_t, Py_ssize_t, _Rec*) noexcept
+
+
 cdef enum:
     KEYS_MAX = 8  # header keys and values of a batch remembered (see _read_headers); the walk stays a small object
 
@@ -196,12 +217,19 @@ cdef class _Records:
         if self.pos >= self.end:
             raise self.failed(_fail(f"record count {self.count} but only {self.j} records are present", self.pos,
                                     self.where))
-        try:
-            _walk_record(self.b, &self.pos, self.end, self.where, r)
-        except CorruptRecordError as exc:
-            raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
+        if _walk_checked(self.b, &self.pos, self.end, self.where, r):
+            return self.walk_failed()
         self.j += 1
         return 0
+
+    cdef int walk_failed(self) except -1:
+        """Raises the error _walk_record set, a CorruptRecordError with the record's index and ``records`` before
+        its path.  Out of the step: a ``try`` around each record's walk saved and restored the exception state on
+        every record."""
+        exc = _taken_error()
+        if isinstance(exc, CorruptRecordError):
+            raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
+        raise exc
 
     cdef int check(self) except -1:
         """Walks every record, checked, without making one (read_batch_infos' check_records).  The position is
@@ -212,10 +240,9 @@ cdef class _Records:
             if pos >= self.end:
                 self.pos = pos
                 return self.advance(&r)  # raises the count's error
-            try:
-                _walk_record(self.b, &pos, self.end, self.where, &r)
-            except CorruptRecordError as exc:
-                raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
+            if _walk_checked(self.b, &pos, self.end, self.where, &r):
+                self.pos = pos
+                return self.walk_failed()
             self.j += 1
         self.pos = pos
         return self.finish()
