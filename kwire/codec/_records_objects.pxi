@@ -104,8 +104,7 @@ cdef bint _reusable(PyObject* t, int32_t count) noexcept:
     return True
 
 
-cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count, bint reuse, Record rec,
-                          bint learn):
+cdef object _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint learn):
     """The headers of a record the walk has already checked: a tuple of Header.
 
     ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8 (that
@@ -115,15 +114,19 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
     header value with the same bytes as the previous record's i-th is shared the same way (bytes are immutable):
     a producer's fixed headers, such as a source or a content type, then cost no allocation.  With ``reuse``,
     ``rec``'s own headers are refilled (see _reusable)."""
-    cdef int32_t i, n = 0
+    cdef int32_t i, n = 0, count = r.hdr_count
+    cdef Py_ssize_t pos = r.hdr_pos, limit = r.hdr_end
     cdef Header h
     cdef const unsigned char* b = w.b
     cdef _Keys* k = &w.k
     cdef PyObject* prev
     out = rec.headers if reuse else PyTuple_New(count)
-    rd_varint(b, &pos, limit, &n)  # the count
     for i in range(count):
-        rd_varint(b, &pos, limit, &n)
+        # The walk's positions (see _Rec) for the first KEYS_MAX headers; after them the varints are read again.
+        if i < KEYS_MAX:
+            pos, n = r.hk_pos[i], r.hk_len[i]
+        else:
+            rd_varint(b, &pos, limit, &n)
         h = <Header>PyTuple_GET_ITEM(out, i) if reuse else Header.__new__(Header)
         if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
             h.key = <object>k.obj[i]
@@ -132,7 +135,10 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
             if learn and i < KEYS_MAX:
                 _learn_key(k, i, h.key)
         pos += n
-        rd_varint(b, &pos, limit, &n)
+        if i < KEYS_MAX:
+            pos, n = r.hv_pos[i], r.hv_len[i]
+        else:
+            rd_varint(b, &pos, limit, &n)
         if n < 0:
             h.value = None
         elif i < KEYS_MAX:

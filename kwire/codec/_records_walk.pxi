@@ -1,12 +1,22 @@
 # The record walk of the compiled twin (included by _records_c.pyx): each record checked whole (_walk_record), and
 # _Records, the walker a decode's list and a lazy loop step through, which makes each record's objects.
 
+cdef enum:
+    KEYS_MAX = 8  # header keys and values of a batch remembered (see _read_headers); the walk stays a small object
+
+
 cdef struct _Rec:
     int8_t attributes
     int64_t ts_delta
     int32_t offset_delta
     Py_ssize_t key_pos, key_len, value_pos, value_len, hdr_pos, hdr_end
     int32_t hdr_count
+    # Where the first KEYS_MAX headers' keys and values are, and their lengths (-1: a null value): _read_headers
+    # then reads no varint again.
+    Py_ssize_t hk_pos[KEYS_MAX]
+    Py_ssize_t hv_pos[KEYS_MAX]
+    int32_t hk_len[KEYS_MAX]
+    int32_t hv_len[KEYS_MAX]
 
 
 cdef inline int _rd32(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit, int32_t* out,
@@ -69,8 +79,12 @@ cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t
             raise _fail(f"negative header key length {hklen}", kat, where)
         if hklen > limit - pos[0]:
             raise _fail(f"header key length {hklen} is beyond its record", kat, where)
+        if i < KEYS_MAX:
+            r.hk_pos[i], r.hk_len[i] = pos[0], hklen
         pos[0] += hklen
         _blob(b, pos, limit, &kat, &klen, "header value", where)
+        if i < KEYS_MAX:
+            r.hv_pos[i], r.hv_len[i] = kat, <int32_t>klen
     r.hdr_end = pos[0]
     if pos[0] != limit:
         raise _fail(f"record length {size} disagrees with its fields ({pos[0] - body} bytes)", start, where)
@@ -96,10 +110,6 @@ cdef extern from *:
     """
     object _taken_error "kw_taken_error"()
     int _walk_checked "kw_walk_checked"(const unsigned char*, Py_ssize_t*, Py_ssize_t, Py_ssize_t, _Rec*) noexcept
-
-
-cdef enum:
-    KEYS_MAX = 8  # header keys and values of a batch remembered (see _read_headers); the walk stays a small object
 
 
 cdef struct _Keys:
@@ -272,15 +282,15 @@ cdef class _Records:
                 <const char*>self.b + r.value_pos, r.value_len)
         if r.hdr_count:
             if self.keys_read:
-                rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count,
-                                            recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, False)
+                rec.headers = _read_headers(self, &r, recycle and _reusable(<PyObject*>rec.headers, r.hdr_count),
+                                            rec, False)
             else:
                 # The batch's first record with headers: its keys are the batch's guess (see _read_headers).  The
                 # walker's last batch's keys, or for a new walker the last batch's, are compared first.
                 if not self.k.n:
                     _keys_from_last_batch(&self.k)
-                rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count,
-                                            recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, True)
+                rec.headers = _read_headers(self, &r, recycle and _reusable(<PyObject*>rec.headers, r.hdr_count),
+                                            rec, True)
                 self.keys_read = True
                 if self.k.learned:
                     self.k.learned = False

@@ -69,6 +69,11 @@ cdef inline int rd_varlong(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t l
     cdef uint64_t v = 0
     cdef unsigned char c
     cdef int shift = 0
+    if p < limit and b[p] < 0x80:  # one byte: a record's timestamp delta, mostly
+        v = b[p]
+        pos[0] = p + 1
+        out[0] = <int64_t>((v >> 1) ^ (0 - (v & 1)))
+        return 0
     while True:
         if p >= limit:
             return 1
