@@ -45,49 +45,53 @@ cdef inline int _blob(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit,
     return 0
 
 
-cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t where,
+cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos_out, Py_ssize_t end, Py_ssize_t where,
                       _Rec* r) except -1:
-    """One record (DefaultRecord.readFrom), checked whole; its fields' positions into ``r``."""
-    cdef Py_ssize_t start = pos[0], body, limit, kat, klen
+    """One record (DefaultRecord.readFrom), checked whole; its fields' positions into ``r``.  The position is a
+    local until the record is read: through the caller's pointer, every store into ``r`` (which might alias it)
+    made the compiler load it again."""
+    cdef Py_ssize_t p = pos_out[0]
+    cdef Py_ssize_t start = p, body, limit, kat, klen
     cdef int32_t size = 0, count = 0, i, hklen = 0
     cdef int rc
-    _rd32(b, pos, end, &size, where)
-    if size < 0 or size > end - pos[0]:
+    _rd32(b, &p, end, &size, where)
+    if size < 0 or size > end - p:
         raise _fail(f"record length {size} is beyond its batch", start, where)
-    body = pos[0]
+    body = p
     limit = body + size
     if size < 1:
         raise _fail("record attributes are cut short by the end of its record", body, where)
     r.attributes = <int8_t>b[body]
-    pos[0] += 1
-    kat = pos[0]
-    rc = rd_varlong(b, pos, limit, &r.ts_delta)
+    p += 1
+    kat = p
+    rc = rd_varlong(b, &p, limit, &r.ts_delta)
     if rc:
         _varint_fail(rc, kat, where, 10)
-    _rd32(b, pos, limit, &r.offset_delta, where)
-    _blob(b, pos, limit, &r.key_pos, &r.key_len, "key", where)
-    _blob(b, pos, limit, &r.value_pos, &r.value_len, "value", where)
-    r.hdr_pos = pos[0]
-    _rd32(b, pos, limit, &count, where)
+    _rd32(b, &p, limit, &r.offset_delta, where)
+    _blob(b, &p, limit, &r.key_pos, &r.key_len, "key", where)
+    _blob(b, &p, limit, &r.value_pos, &r.value_len, "value", where)
+    r.hdr_pos = p
+    _rd32(b, &p, limit, &count, where)
     if count < 0:
         raise _fail(f"negative header count {count}", r.hdr_pos, where)
     r.hdr_count = count
     for i in range(count):
-        kat = pos[0]
-        _rd32(b, pos, limit, &hklen, where)
+        kat = p
+        _rd32(b, &p, limit, &hklen, where)
         if hklen < 0:
             raise _fail(f"negative header key length {hklen}", kat, where)
-        if hklen > limit - pos[0]:
+        if hklen > limit - p:
             raise _fail(f"header key length {hklen} is beyond its record", kat, where)
         if i < KEYS_MAX:
-            r.hk_pos[i], r.hk_len[i] = pos[0], hklen
-        pos[0] += hklen
-        _blob(b, pos, limit, &kat, &klen, "header value", where)
+            r.hk_pos[i], r.hk_len[i] = p, hklen
+        p += hklen
+        _blob(b, &p, limit, &kat, &klen, "header value", where)
         if i < KEYS_MAX:
             r.hv_pos[i], r.hv_len[i] = kat, <int32_t>klen
-    r.hdr_end = pos[0]
-    if pos[0] != limit:
-        raise _fail(f"record length {size} disagrees with its fields ({pos[0] - body} bytes)", start, where)
+    r.hdr_end = p
+    if p != limit:
+        raise _fail(f"record length {size} disagrees with its fields ({p - body} bytes)", start, where)
+    pos_out[0] = p
     return 0
 
 
