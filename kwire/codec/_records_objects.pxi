@@ -104,8 +104,8 @@ cdef bint _reusable(PyObject* t, int32_t count) noexcept:
     return True
 
 
-cdef object _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint learn):
-    """The headers of a record the walk has already checked: a tuple of Header.
+cdef int _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint learn) except -1:
+    """The headers of a record the walk has already checked, as ``rec.headers``: a tuple of Header.
 
     ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8 (that
     record's read has ``learn``: see _learn_key): a producer usually sends the same keys in the same order on
@@ -113,13 +113,15 @@ cdef object _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint lear
     are the same (str is immutable).  A
     header value with the same bytes as the previous record's i-th is shared the same way (bytes are immutable):
     a producer's fixed headers, such as a source or a content type, then cost no allocation.  With ``reuse``,
-    ``rec``'s own headers are refilled (see _reusable)."""
+    ``rec``'s own headers are refilled (see _reusable), and a field that already holds the object it is given is
+    left as it is (no reference counts change)."""
     cdef int32_t i, n = 0, count = r.hdr_count
     cdef Py_ssize_t pos = r.hdr_pos, limit = r.hdr_end
     cdef Header h
     cdef const unsigned char* b = w.b
     cdef _Keys* k = &w.k
     cdef PyObject* prev
+    cdef PyObject* shared
     out = rec.headers if reuse else PyTuple_New(count)
     for i in range(count):
         # The walk's positions (see _Rec) for the first KEYS_MAX headers; after them the varints are read again.
@@ -129,7 +131,8 @@ cdef object _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint lear
             rd_varint(b, &pos, limit, &n)
         h = <Header>PyTuple_GET_ITEM(out, i) if reuse else Header.__new__(Header)
         if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
-            h.key = <object>k.obj[i]
+            if <PyObject*>h.key != k.obj[i]:
+                h.key = <object>k.obj[i]
         else:
             h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
             if learn and i < KEYS_MAX:
@@ -153,7 +156,9 @@ cdef object _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint lear
                 Py_INCREF(value)
                 Py_XDECREF(prev)
                 w.values[i] = <PyObject*>value
-            h.value = <object>w.values[i]
+            shared = w.values[i]
+            if <PyObject*>h.value != shared:
+                h.value = <object>shared
             pos += n
         else:
             h.value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
@@ -165,7 +170,8 @@ cdef object _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint lear
     # at the collector's next pass (what CPython does for such tuples anyway).
     if not reuse:
         PyObject_GC_UnTrack(out)
-    return out
+        rec.headers = out
+    return 0
 
 
 cdef extern from "Python.h":

@@ -277,7 +277,8 @@ cdef class _Records:
         if self.last_ts_o is None or ts != self.last_ts:  # records of one batch often share a millisecond: one int
             self.last_ts_o = _reint(<PyObject*>rec.timestamp, ts, recycle)
             self.last_ts = ts
-        rec.timestamp = self.last_ts_o
+        if <PyObject*>rec.timestamp != <PyObject*>self.last_ts_o:  # else written over in place (see _reint)
+            rec.timestamp = self.last_ts_o
         if not (recycle and _rewrite(<PyObject*>rec.key, self.b + r.key_pos, r.key_len)):
             rec.key = None if r.key_len < 0 else PyBytes_FromStringAndSize(
                 <const char*>self.b + r.key_pos, r.key_len)
@@ -286,22 +287,21 @@ cdef class _Records:
                 <const char*>self.b + r.value_pos, r.value_len)
         if r.hdr_count:
             if self.keys_read:
-                rec.headers = _read_headers(self, &r, recycle and _reusable(<PyObject*>rec.headers, r.hdr_count),
-                                            rec, False)
+                _read_headers(self, &r, recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, False)
             else:
                 # The batch's first record with headers: its keys are the batch's guess (see _read_headers).  The
                 # walker's last batch's keys, or for a new walker the last batch's, are compared first.
                 if not self.k.n:
                     _keys_from_last_batch(&self.k)
-                rec.headers = _read_headers(self, &r, recycle and _reusable(<PyObject*>rec.headers, r.hdr_count),
-                                            rec, True)
+                _read_headers(self, &r, recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, True)
                 self.keys_read = True
                 if self.k.learned:
                     self.k.learned = False
                     _keep_keys(&self.k)
         else:
             rec.headers = ()
-        rec.attributes = _int(r.attributes)
+        if r.attributes < -5 or <PyObject*>rec.attributes != PyTuple_GET_ITEM(_SMALL, r.attributes + 5):
+            rec.attributes = _int(r.attributes)
         if r.key_len + r.value_len + (r.hdr_end - r.hdr_pos) > SPARE_MAX:
             self.big = True
         return rec
