@@ -200,7 +200,7 @@ cdef class _Records:
             return exc.prepend_path(self.index)
         return exc
 
-    cdef Record recycled(self):
+    cdef inline Record recycled(self):
         """A record for the loop's next step: the one it gave two steps ago when nothing but this walk holds it any
         more, else a new one.  A caller's ``for record in batch`` holds the last record while the loop makes the
         next, and has dropped the one before: reusing it (and its headers, see _read_headers) saves a third of a
@@ -261,7 +261,7 @@ cdef class _Records:
         self.pos = pos
         return self.finish()
 
-    cdef Record step(self, bint build, bint recycle=False):
+    cdef Record step(self, bint build, bint recycle):
         """The next record (None without ``build``); the caller checks that ``j < count``.  ``recycle``: the
         loop's step, which may reuse a record the caller has dropped (see recycled)."""
         cdef _Rec r
@@ -343,7 +343,7 @@ cdef class _Records:
         cdef bint sized = self.count <= (self.end - self.pos) // MIN_RECORD_SIZE
         out = PyList_New(self.count) if sized else []
         while self.j < self.count:
-            rec = self.step(True)
+            rec = self.step(True, False)
             if sized:
                 Py_INCREF(rec)
                 PyList_SET_ITEM(out, self.j - 1, rec)
