@@ -122,50 +122,63 @@ cdef int _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint learn) 
     cdef _Keys* k = &w.k
     cdef PyObject* prev
     cdef PyObject* shared
-    out = rec.headers if reuse else PyTuple_New(count)
+    # The headers and each Header through borrowed pointers: ``rec`` holds them (a refilled record's) or ``out``
+    # does (a new tuple), and nothing here drops them.
+    cdef PyObject* hs
+    cdef PyObject* hp
+    if reuse:
+        hs = <PyObject*>rec.headers
+    else:
+        out = PyTuple_New(count)
+        hs = <PyObject*>out
     for i in range(count):
         # The walk's positions (see _Rec) for the first KEYS_MAX headers; after them the varints are read again.
         if i < KEYS_MAX:
             pos, n = r.hk_pos[i], r.hk_len[i]
         else:
             rd_varint(b, &pos, limit, &n)
-        h = <Header>PyTuple_GET_ITEM(out, i) if reuse else Header.__new__(Header)
-        if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
-            if <PyObject*>h.key != k.obj[i]:
-                h.key = <object>k.obj[i]
+        if reuse:
+            hp = PyTuple_GET_ITEM(<object>hs, i)
         else:
-            h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+            h = Header.__new__(Header)
+            Py_INCREF(h)
+            PyTuple_SET_ITEM(<object>hs, i, h)
+            hp = <PyObject*>h
+        if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
+            if <PyObject*>(<Header>hp).key != k.obj[i]:
+                (<Header>hp).key = <object>k.obj[i]
+        else:
+            (<Header>hp).key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
             if learn and i < KEYS_MAX:
-                _learn_key(k, i, h.key)
+                _learn_key(k, i, (<Header>hp).key)
         pos += n
         if i < KEYS_MAX:
             pos, n = r.hv_pos[i], r.hv_len[i]
         else:
             rd_varint(b, &pos, limit, &n)
         if n < 0:
-            h.value = None
+            (<Header>hp).value = None
         elif i < KEYS_MAX:
             prev = w.values[i]
             if not (prev != NULL and PyBytes_GET_SIZE(<object>prev) == n
                     and same_bytes(PyBytes_AS_STRING(<object>prev), b + pos, n)):
                 # A refilled header's own value, when nothing else holds it, is written over (see _rewrite).
-                if reuse and _rewrite(<PyObject*>h.value, b + pos, n):
-                    value = h.value
+                if reuse and _rewrite(<PyObject*>(<Header>hp).value, b + pos, n):
+                    shared = <PyObject*>(<Header>hp).value
+                    Py_INCREF(<object>shared)
                 else:
                     value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
-                Py_INCREF(value)
+                    Py_INCREF(value)
+                    shared = <PyObject*>value
                 Py_XDECREF(prev)
-                w.values[i] = <PyObject*>value
+                w.values[i] = shared
             shared = w.values[i]
-            if <PyObject*>h.value != shared:
-                h.value = <object>shared
+            if <PyObject*>(<Header>hp).value != shared:
+                (<Header>hp).value = <object>shared
             pos += n
         else:
-            h.value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
+            (<Header>hp).value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
             pos += n
-        if not reuse:
-            Py_INCREF(h)
-            PyTuple_SET_ITEM(out, i, h)
     # Headers are outside the cycle collector, so a tuple of them can hold no cycle: untracked now rather than
     # at the collector's next pass (what CPython does for such tuples anyway).
     if not reuse:
