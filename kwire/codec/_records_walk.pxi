@@ -95,6 +95,60 @@ cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos_out, Py_ssi
     return 0
 
 
+cdef inline bint _blob_ok(const unsigned char* b, Py_ssize_t* p, Py_ssize_t limit, Py_ssize_t* at,
+                          Py_ssize_t* n) noexcept nogil:
+    """_blob without its error: whether the length and the bytes it gives fit before ``limit``."""
+    cdef int32_t v = 0
+    if rd_varint(b, p, limit, &v):
+        return False
+    at[0] = p[0]
+    if v < 0:
+        n[0] = -1
+        return True
+    if v > limit - p[0]:
+        return False
+    n[0] = v
+    p[0] += v
+    return True
+
+
+cdef inline bint _walk_fast(const unsigned char* b, Py_ssize_t* pos_out, Py_ssize_t end, _Rec* r) noexcept nogil:
+    """_walk_record without its errors: whether the record at ``pos_out[0]`` is whole (then read into ``r`` and
+    ``pos_out`` moved past it) by exactly _walk_record's checks.  A record it refuses is walked again by
+    _walk_record, which raises the error: the walk that most records take then holds no Python object, and the
+    compiler keeps its state in registers."""
+    cdef Py_ssize_t p = pos_out[0], limit, at = 0, n = 0
+    cdef int32_t size = 0, count = 0, i, hklen = 0
+    if rd_varint(b, &p, end, &size) or size < 1 or size > end - p:
+        return False
+    limit = p + size
+    r.attributes = <int8_t>b[p]
+    p += 1
+    if (rd_varlong(b, &p, limit, &r.ts_delta) or rd_varint(b, &p, limit, &r.offset_delta)
+            or not _blob_ok(b, &p, limit, &r.key_pos, &r.key_len)
+            or not _blob_ok(b, &p, limit, &r.value_pos, &r.value_len)):
+        return False
+    r.hdr_pos = p
+    if rd_varint(b, &p, limit, &count) or count < 0:
+        return False
+    r.hdr_count = count
+    for i in range(count):
+        if rd_varint(b, &p, limit, &hklen) or hklen < 0 or hklen > limit - p:
+            return False
+        if i < KEYS_MAX:
+            r.hk_pos[i], r.hk_len[i] = p, hklen
+        p += hklen
+        if not _blob_ok(b, &p, limit, &at, &n):
+            return False
+        if i < KEYS_MAX:
+            r.hv_pos[i], r.hv_len[i] = at, <int32_t>n
+    r.hdr_end = p
+    if p != limit:
+        return False
+    pos_out[0] = p
+    return True
+
+
 cdef extern from *:
     """
     /* _walk_record (its C name: the module's is fixed) called without Cython's check of its result: the caller
@@ -231,7 +285,7 @@ cdef class _Records:
         if self.pos >= self.end:
             raise self.failed(_fail(f"record count {self.count} but only {self.j} records are present", self.pos,
                                     self.where))
-        if _walk_checked(self.b, &self.pos, self.end, self.where, r):
+        if not _walk_fast(self.b, &self.pos, self.end, r) and _walk_checked(self.b, &self.pos, self.end, self.where, r):
             return self.walk_failed()
         self.j += 1
         return 0
@@ -254,7 +308,7 @@ cdef class _Records:
             if pos >= self.end:
                 self.pos = pos
                 return self.advance(&r)  # raises the count's error
-            if _walk_checked(self.b, &pos, self.end, self.where, &r):
+            if not _walk_fast(self.b, &pos, self.end, &r) and _walk_checked(self.b, &pos, self.end, self.where, &r):
                 self.pos = pos
                 return self.walk_failed()
             self.j += 1
