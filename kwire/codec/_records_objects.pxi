@@ -104,7 +104,7 @@ cdef bint _reusable(PyObject* t, int32_t count) noexcept:
     return True
 
 
-cdef int _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint learn) except -1:
+cdef inline int _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint learn) except -1:
     """The headers of a record the walk has already checked, as ``rec.headers``: a tuple of Header.
 
     ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8 (that
@@ -263,6 +263,12 @@ cdef extern from *:
         unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
         digit d[(64 + PyLong_SHIFT - 1) / PyLong_SHIFT];
         Py_ssize_t n = 0, i;
+        if (v > 0 && Py_SIZE(o) == 2 && (a >> PyLong_SHIFT) != 0 && (a >> (2 * PyLong_SHIFT)) == 0) {
+            /* two digits: a timestamp in milliseconds (2^30 to 2^60) */
+            ((PyLongObject*)o)->ob_digit[0] = (digit)(a & PyLong_MASK);
+            ((PyLongObject*)o)->ob_digit[1] = (digit)(a >> PyLong_SHIFT);
+            return 1;
+        }
         while (a) {
             d[n++] = (digit)(a & PyLong_MASK);
             a >>= PyLong_SHIFT;
