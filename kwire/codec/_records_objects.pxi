@@ -104,9 +104,8 @@ cdef bint _reusable(PyObject* t, int32_t count) noexcept:
     return True
 
 
-cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t count, bint reuse, Record rec,
-                          bint learn):
-    """The headers of a record the walk has already checked: a tuple of Header.
+cdef inline int _read_headers(_Records w, _Rec* r, bint reuse, Record rec, bint learn) except -1:
+    """The headers of a record the walk has already checked, as ``rec.headers``: a tuple of Header.
 
     ``w.k`` holds the header keys of the batch's first record that has headers, as str, with their UTF-8 (that
     record's read has ``learn``: see _learn_key): a producer usually sends the same keys in the same order on
@@ -114,52 +113,78 @@ cdef object _read_headers(_Records w, Py_ssize_t pos, Py_ssize_t limit, int32_t 
     are the same (str is immutable).  A
     header value with the same bytes as the previous record's i-th is shared the same way (bytes are immutable):
     a producer's fixed headers, such as a source or a content type, then cost no allocation.  With ``reuse``,
-    ``rec``'s own headers are refilled (see _reusable)."""
-    cdef int32_t i, n = 0
+    ``rec``'s own headers are refilled (see _reusable), and a field that already holds the object it is given is
+    left as it is (no reference counts change)."""
+    cdef int32_t i, n = 0, count = r.hdr_count
+    cdef Py_ssize_t pos = r.hdr_pos, limit = r.hdr_end
     cdef Header h
     cdef const unsigned char* b = w.b
     cdef _Keys* k = &w.k
     cdef PyObject* prev
-    out = rec.headers if reuse else PyTuple_New(count)
-    rd_varint(b, &pos, limit, &n)  # the count
+    cdef PyObject* shared
+    # The headers and each Header through borrowed pointers: ``rec`` holds them (a refilled record's) or ``out``
+    # does (a new tuple), and nothing here drops them.
+    cdef PyObject* hs
+    cdef PyObject* hp
+    if reuse:
+        hs = <PyObject*>rec.headers
+    else:
+        out = PyTuple_New(count)
+        hs = <PyObject*>out
     for i in range(count):
-        rd_varint(b, &pos, limit, &n)
-        h = <Header>PyTuple_GET_ITEM(out, i) if reuse else Header.__new__(Header)
-        if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
-            h.key = <object>k.obj[i]
+        # The walk's positions (see _Rec) for the first KEYS_MAX headers; after them the varints are read again.
+        if i < KEYS_MAX:
+            pos, n = r.hk_pos[i], r.hk_len[i]
         else:
-            h.key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
+            rd_varint(b, &pos, limit, &n)
+        if reuse:
+            hp = PyTuple_GET_ITEM(<object>hs, i)
+        else:
+            h = Header.__new__(Header)
+            Py_INCREF(h)
+            PyTuple_SET_ITEM(<object>hs, i, h)
+            hp = <PyObject*>h
+        if i < k.n and k.len[i] == n and same_bytes(k.p[i], b + pos, n):
+            if <PyObject*>(<Header>hp).key != k.obj[i]:
+                (<Header>hp).key = <object>k.obj[i]
+        else:
+            (<Header>hp).key = PyUnicode_DecodeUTF8(<const char*>b + pos, n, "surrogateescape")
             if learn and i < KEYS_MAX:
-                _learn_key(k, i, h.key)
+                _learn_key(k, i, (<Header>hp).key)
         pos += n
-        rd_varint(b, &pos, limit, &n)
+        if i < KEYS_MAX:
+            pos, n = r.hv_pos[i], r.hv_len[i]
+        else:
+            rd_varint(b, &pos, limit, &n)
         if n < 0:
-            h.value = None
+            (<Header>hp).value = None
         elif i < KEYS_MAX:
             prev = w.values[i]
             if not (prev != NULL and PyBytes_GET_SIZE(<object>prev) == n
                     and same_bytes(PyBytes_AS_STRING(<object>prev), b + pos, n)):
                 # A refilled header's own value, when nothing else holds it, is written over (see _rewrite).
-                if reuse and _rewrite(<PyObject*>h.value, b + pos, n):
-                    value = h.value
+                if reuse and _rewrite(<PyObject*>(<Header>hp).value, b + pos, n):
+                    shared = <PyObject*>(<Header>hp).value
+                    Py_INCREF(<object>shared)
                 else:
                     value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
-                Py_INCREF(value)
+                    Py_INCREF(value)
+                    shared = <PyObject*>value
                 Py_XDECREF(prev)
-                w.values[i] = <PyObject*>value
-            h.value = <object>w.values[i]
+                w.values[i] = shared
+            shared = w.values[i]
+            if <PyObject*>(<Header>hp).value != shared:
+                (<Header>hp).value = <object>shared
             pos += n
         else:
-            h.value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
+            (<Header>hp).value = PyBytes_FromStringAndSize(<const char*>b + pos, n)
             pos += n
-        if not reuse:
-            Py_INCREF(h)
-            PyTuple_SET_ITEM(out, i, h)
     # Headers are outside the cycle collector, so a tuple of them can hold no cycle: untracked now rather than
     # at the collector's next pass (what CPython does for such tuples anyway).
     if not reuse:
         PyObject_GC_UnTrack(out)
-    return out
+        rec.headers = out
+    return 0
 
 
 cdef extern from "Python.h":
@@ -238,6 +263,12 @@ cdef extern from *:
         unsigned long long a = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
         digit d[(64 + PyLong_SHIFT - 1) / PyLong_SHIFT];
         Py_ssize_t n = 0, i;
+        if (v > 0 && Py_SIZE(o) == 2 && (a >> PyLong_SHIFT) != 0 && (a >> (2 * PyLong_SHIFT)) == 0) {
+            /* two digits: a timestamp in milliseconds (2^30 to 2^60) */
+            ((PyLongObject*)o)->ob_digit[0] = (digit)(a & PyLong_MASK);
+            ((PyLongObject*)o)->ob_digit[1] = (digit)(a >> PyLong_SHIFT);
+            return 1;
+        }
         while (a) {
             d[n++] = (digit)(a & PyLong_MASK);
             a >>= PyLong_SHIFT;
@@ -297,6 +328,19 @@ cdef inline bint _small(Record rec) noexcept:
     return n <= SPARE_MAX
 
 
+cdef inline void _copy(char* d, const unsigned char* p, Py_ssize_t n) noexcept:
+    """memcpy, with the short runs of keys and header values (4 to 16 bytes) copied as two overlapping words,
+    without a call."""
+    if 8 <= n <= 16:
+        memcpy(d, p, 8)
+        memcpy(d + n - 8, p + n - 8, 8)
+    elif 4 <= n < 8:
+        memcpy(d, p, 4)
+        memcpy(d + n - 4, p + n - 4, 4)
+    else:
+        memcpy(d, p, n)
+
+
 cdef inline bint _rewrite(PyObject* old, const unsigned char* p, Py_ssize_t n) noexcept:
     """Whether ``old``, a recycled record's key or value (see _Records.recycled), now holds ``p[:n]``: when it is
     a bytes of that size that nothing but the record holds, its bytes are written over (no one can see them
@@ -305,7 +349,7 @@ cdef inline bint _rewrite(PyObject* old, const unsigned char* p, Py_ssize_t n) n
         return False  # below 2 bytes CPython shares its bytes objects
     if PyBytes_GET_SIZE(<object>old) != n:
         return False
-    memcpy(PyBytes_AS_STRING(<object>old), p, n)
+    _copy(PyBytes_AS_STRING(<object>old), p, n)
     kw_forget_hash(old)
     return True
 

@@ -1,12 +1,22 @@
 # The record walk of the compiled twin (included by _records_c.pyx): each record checked whole (_walk_record), and
 # _Records, the walker a decode's list and a lazy loop step through, which makes each record's objects.
 
+cdef enum:
+    KEYS_MAX = 8  # header keys and values of a batch remembered (see _read_headers); the walk stays a small object
+
+
 cdef struct _Rec:
     int8_t attributes
     int64_t ts_delta
     int32_t offset_delta
     Py_ssize_t key_pos, key_len, value_pos, value_len, hdr_pos, hdr_end
     int32_t hdr_count
+    # Where the first KEYS_MAX headers' keys and values are, and their lengths (-1: a null value): _read_headers
+    # then reads no varint again.
+    Py_ssize_t hk_pos[KEYS_MAX]
+    Py_ssize_t hv_pos[KEYS_MAX]
+    int32_t hk_len[KEYS_MAX]
+    int32_t hv_len[KEYS_MAX]
 
 
 cdef inline int _rd32(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit, int32_t* out,
@@ -35,50 +45,129 @@ cdef inline int _blob(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit,
     return 0
 
 
-cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t where,
+cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos_out, Py_ssize_t end, Py_ssize_t where,
                       _Rec* r) except -1:
-    """One record (DefaultRecord.readFrom), checked whole; its fields' positions into ``r``."""
-    cdef Py_ssize_t start = pos[0], body, limit, kat, klen
+    """One record (DefaultRecord.readFrom), checked whole; its fields' positions into ``r``.  The position is a
+    local until the record is read: through the caller's pointer, every store into ``r`` (which might alias it)
+    made the compiler load it again."""
+    cdef Py_ssize_t p = pos_out[0]
+    cdef Py_ssize_t start = p, body, limit, kat, klen
     cdef int32_t size = 0, count = 0, i, hklen = 0
     cdef int rc
-    _rd32(b, pos, end, &size, where)
-    if size < 0 or size > end - pos[0]:
+    _rd32(b, &p, end, &size, where)
+    if size < 0 or size > end - p:
         raise _fail(f"record length {size} is beyond its batch", start, where)
-    body = pos[0]
+    body = p
     limit = body + size
     if size < 1:
         raise _fail("record attributes are cut short by the end of its record", body, where)
     r.attributes = <int8_t>b[body]
-    pos[0] += 1
-    kat = pos[0]
-    rc = rd_varlong(b, pos, limit, &r.ts_delta)
+    p += 1
+    kat = p
+    rc = rd_varlong(b, &p, limit, &r.ts_delta)
     if rc:
         _varint_fail(rc, kat, where, 10)
-    _rd32(b, pos, limit, &r.offset_delta, where)
-    _blob(b, pos, limit, &r.key_pos, &r.key_len, "key", where)
-    _blob(b, pos, limit, &r.value_pos, &r.value_len, "value", where)
-    r.hdr_pos = pos[0]
-    _rd32(b, pos, limit, &count, where)
+    _rd32(b, &p, limit, &r.offset_delta, where)
+    _blob(b, &p, limit, &r.key_pos, &r.key_len, "key", where)
+    _blob(b, &p, limit, &r.value_pos, &r.value_len, "value", where)
+    r.hdr_pos = p
+    _rd32(b, &p, limit, &count, where)
     if count < 0:
         raise _fail(f"negative header count {count}", r.hdr_pos, where)
     r.hdr_count = count
     for i in range(count):
-        kat = pos[0]
-        _rd32(b, pos, limit, &hklen, where)
+        kat = p
+        _rd32(b, &p, limit, &hklen, where)
         if hklen < 0:
             raise _fail(f"negative header key length {hklen}", kat, where)
-        if hklen > limit - pos[0]:
+        if hklen > limit - p:
             raise _fail(f"header key length {hklen} is beyond its record", kat, where)
-        pos[0] += hklen
-        _blob(b, pos, limit, &kat, &klen, "header value", where)
-    r.hdr_end = pos[0]
-    if pos[0] != limit:
-        raise _fail(f"record length {size} disagrees with its fields ({pos[0] - body} bytes)", start, where)
+        if i < KEYS_MAX:
+            r.hk_pos[i], r.hk_len[i] = p, hklen
+        p += hklen
+        _blob(b, &p, limit, &kat, &klen, "header value", where)
+        if i < KEYS_MAX:
+            r.hv_pos[i], r.hv_len[i] = kat, <int32_t>klen
+    r.hdr_end = p
+    if p != limit:
+        raise _fail(f"record length {size} disagrees with its fields ({p - body} bytes)", start, where)
+    pos_out[0] = p
     return 0
 
 
-cdef enum:
-    KEYS_MAX = 8  # header keys and values of a batch remembered (see _read_headers); the walk stays a small object
+cdef inline bint _blob_ok(const unsigned char* b, Py_ssize_t* p, Py_ssize_t limit, Py_ssize_t* at,
+                          Py_ssize_t* n) noexcept nogil:
+    """_blob without its error: whether the length and the bytes it gives fit before ``limit``."""
+    cdef int32_t v = 0
+    if rd_varint(b, p, limit, &v):
+        return False
+    at[0] = p[0]
+    if v < 0:
+        n[0] = -1
+        return True
+    if v > limit - p[0]:
+        return False
+    n[0] = v
+    p[0] += v
+    return True
+
+
+cdef inline bint _walk_fast(const unsigned char* b, Py_ssize_t* pos_out, Py_ssize_t end, _Rec* r) noexcept nogil:
+    """_walk_record without its errors: whether the record at ``pos_out[0]`` is whole (then read into ``r`` and
+    ``pos_out`` moved past it) by exactly _walk_record's checks.  A record it refuses is walked again by
+    _walk_record, which raises the error: the walk that most records take then holds no Python object, and the
+    compiler keeps its state in registers."""
+    cdef Py_ssize_t p = pos_out[0], limit, at = 0, n = 0
+    cdef int32_t size = 0, count = 0, i, hklen = 0
+    if rd_varint(b, &p, end, &size) or size < 1 or size > end - p:
+        return False
+    limit = p + size
+    r.attributes = <int8_t>b[p]
+    p += 1
+    if (rd_varlong(b, &p, limit, &r.ts_delta) or rd_varint(b, &p, limit, &r.offset_delta)
+            or not _blob_ok(b, &p, limit, &r.key_pos, &r.key_len)
+            or not _blob_ok(b, &p, limit, &r.value_pos, &r.value_len)):
+        return False
+    r.hdr_pos = p
+    if rd_varint(b, &p, limit, &count) or count < 0:
+        return False
+    r.hdr_count = count
+    for i in range(count):
+        if rd_varint(b, &p, limit, &hklen) or hklen < 0 or hklen > limit - p:
+            return False
+        if i < KEYS_MAX:
+            r.hk_pos[i], r.hk_len[i] = p, hklen
+        p += hklen
+        if not _blob_ok(b, &p, limit, &at, &n):
+            return False
+        if i < KEYS_MAX:
+            r.hv_pos[i], r.hv_len[i] = at, <int32_t>n
+    r.hdr_end = p
+    if p != limit:
+        return False
+    pos_out[0] = p
+    return True
+
+
+cdef extern from *:
+    """
+    /* _walk_record (its C name: the module's is fixed) called without Cython's check of its result: the caller
+       checks it (-1, an error set) and takes the error with kw_taken_error, outside any ``try``. */
+    #define kw_walk_checked __pyx_f_5kwire_5codec_10_records_c__walk_record
+    /* The error set (normalized, with its traceback), taken: the error state is cleared. */
+    static PyObject* kw_taken_error(void) {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_NormalizeException(&t, &v, &tb);
+        if (tb != NULL && v != NULL)
+            PyException_SetTraceback(v, tb);
+        Py_XDECREF(t);
+        Py_XDECREF(tb);
+        return v;
+    }
+    """
+    object _taken_error "kw_taken_error"()
+    int _walk_checked "kw_walk_checked"(const unsigned char*, Py_ssize_t*, Py_ssize_t, Py_ssize_t, _Rec*) noexcept
 
 
 cdef struct _Keys:
@@ -165,7 +254,7 @@ cdef class _Records:
             return exc.prepend_path(self.index)
         return exc
 
-    cdef Record recycled(self):
+    cdef inline Record recycled(self):
         """A record for the loop's next step: the one it gave two steps ago when nothing but this walk holds it any
         more, else a new one.  A caller's ``for record in batch`` holds the last record while the loop makes the
         next, and has dropped the one before: reusing it (and its headers, see _read_headers) saves a third of a
@@ -196,12 +285,19 @@ cdef class _Records:
         if self.pos >= self.end:
             raise self.failed(_fail(f"record count {self.count} but only {self.j} records are present", self.pos,
                                     self.where))
-        try:
-            _walk_record(self.b, &self.pos, self.end, self.where, r)
-        except CorruptRecordError as exc:
-            raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
+        if not _walk_fast(self.b, &self.pos, self.end, r) and _walk_checked(self.b, &self.pos, self.end, self.where, r):
+            return self.walk_failed()
         self.j += 1
         return 0
+
+    cdef int walk_failed(self) except -1:
+        """Raises the error _walk_record set, a CorruptRecordError with the record's index and ``records`` before
+        its path.  Out of the step: a ``try`` around each record's walk saved and restored the exception state on
+        every record."""
+        exc = _taken_error()
+        if isinstance(exc, CorruptRecordError):
+            raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
+        raise exc
 
     cdef int check(self) except -1:
         """Walks every record, checked, without making one (read_batch_infos' check_records).  The position is
@@ -212,15 +308,14 @@ cdef class _Records:
             if pos >= self.end:
                 self.pos = pos
                 return self.advance(&r)  # raises the count's error
-            try:
-                _walk_record(self.b, &pos, self.end, self.where, &r)
-            except CorruptRecordError as exc:
-                raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
+            if not _walk_fast(self.b, &pos, self.end, &r) and _walk_checked(self.b, &pos, self.end, self.where, &r):
+                self.pos = pos
+                return self.walk_failed()
             self.j += 1
         self.pos = pos
         return self.finish()
 
-    cdef Record step(self, bint build, bint recycle=False):
+    cdef Record step(self, bint build, bint recycle):
         """The next record (None without ``build``); the caller checks that ``j < count``.  ``recycle``: the
         loop's step, which may reuse a record the caller has dropped (see recycled)."""
         cdef _Rec r
@@ -236,7 +331,8 @@ cdef class _Records:
         if self.last_ts_o is None or ts != self.last_ts:  # records of one batch often share a millisecond: one int
             self.last_ts_o = _reint(<PyObject*>rec.timestamp, ts, recycle)
             self.last_ts = ts
-        rec.timestamp = self.last_ts_o
+        if <PyObject*>rec.timestamp != <PyObject*>self.last_ts_o:  # else written over in place (see _reint)
+            rec.timestamp = self.last_ts_o
         if not (recycle and _rewrite(<PyObject*>rec.key, self.b + r.key_pos, r.key_len)):
             rec.key = None if r.key_len < 0 else PyBytes_FromStringAndSize(
                 <const char*>self.b + r.key_pos, r.key_len)
@@ -245,22 +341,21 @@ cdef class _Records:
                 <const char*>self.b + r.value_pos, r.value_len)
         if r.hdr_count:
             if self.keys_read:
-                rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count,
-                                            recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, False)
+                _read_headers(self, &r, recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, False)
             else:
                 # The batch's first record with headers: its keys are the batch's guess (see _read_headers).  The
                 # walker's last batch's keys, or for a new walker the last batch's, are compared first.
                 if not self.k.n:
                     _keys_from_last_batch(&self.k)
-                rec.headers = _read_headers(self, r.hdr_pos, r.hdr_end, r.hdr_count,
-                                            recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, True)
+                _read_headers(self, &r, recycle and _reusable(<PyObject*>rec.headers, r.hdr_count), rec, True)
                 self.keys_read = True
                 if self.k.learned:
                     self.k.learned = False
                     _keep_keys(&self.k)
         else:
             rec.headers = ()
-        rec.attributes = _int(r.attributes)
+        if r.attributes < -5 or <PyObject*>rec.attributes != PyTuple_GET_ITEM(_SMALL, r.attributes + 5):
+            rec.attributes = _int(r.attributes)
         if r.key_len + r.value_len + (r.hdr_end - r.hdr_pos) > SPARE_MAX:
             self.big = True
         return rec
@@ -302,7 +397,7 @@ cdef class _Records:
         cdef bint sized = self.count <= (self.end - self.pos) // MIN_RECORD_SIZE
         out = PyList_New(self.count) if sized else []
         while self.j < self.count:
-            rec = self.step(True)
+            rec = self.step(True, False)
             if sized:
                 Py_INCREF(rec)
                 PyList_SET_ITEM(out, self.j - 1, rec)

@@ -48,6 +48,11 @@ cdef inline int rd_varint(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t li
         pos[0] = p + 1
         out[0] = <int32_t>((v >> 1) ^ (0 - (v & 1)))
         return 0
+    if p + 1 < limit and b[p + 1] < 0x80:  # two bytes: a record's length, a value's of up to 8 KiB
+        v = (b[p] & 0x7F) | (<uint32_t>b[p + 1] << 7)
+        pos[0] = p + 2
+        out[0] = <int32_t>((v >> 1) ^ (0 - (v & 1)))
+        return 0
     while True:
         if p >= limit:
             return 1
@@ -69,6 +74,16 @@ cdef inline int rd_varlong(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t l
     cdef uint64_t v = 0
     cdef unsigned char c
     cdef int shift = 0
+    if p < limit and b[p] < 0x80:  # one byte: a record's timestamp delta, mostly
+        v = b[p]
+        pos[0] = p + 1
+        out[0] = <int64_t>((v >> 1) ^ (0 - (v & 1)))
+        return 0
+    if p + 1 < limit and b[p + 1] < 0x80:  # two bytes: a record's length, a value's of up to 8 KiB
+        v = (b[p] & 0x7F) | (<uint64_t>b[p + 1] << 7)
+        pos[0] = p + 2
+        out[0] = <int64_t>((v >> 1) ^ (0 - (v & 1)))
+        return 0
     while True:
         if p >= limit:
             return 1
