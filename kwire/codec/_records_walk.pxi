@@ -149,27 +149,6 @@ cdef inline bint _walk_fast(const unsigned char* b, Py_ssize_t* pos_out, Py_ssiz
     return True
 
 
-cdef extern from *:
-    """
-    /* _walk_record (its C name: the module's is fixed) called without Cython's check of its result: the caller
-       checks it (-1, an error set) and takes the error with kw_taken_error, outside any ``try``. */
-    #define kw_walk_checked __pyx_f_5kwire_5codec_10_records_c__walk_record
-    /* The error set (normalized, with its traceback), taken: the error state is cleared. */
-    static PyObject* kw_taken_error(void) {
-        PyObject *t, *v, *tb;
-        PyErr_Fetch(&t, &v, &tb);
-        PyErr_NormalizeException(&t, &v, &tb);
-        if (tb != NULL && v != NULL)
-            PyException_SetTraceback(v, tb);
-        Py_XDECREF(t);
-        Py_XDECREF(tb);
-        return v;
-    }
-    """
-    object _taken_error "kw_taken_error"()
-    int _walk_checked "kw_walk_checked"(const unsigned char*, Py_ssize_t*, Py_ssize_t, Py_ssize_t, _Rec*) noexcept
-
-
 cdef struct _Keys:
     # The batch's remembered header keys (str, owned) and their UTF-8: the bytes a str keeps with it, valid while
     # the str lives.
@@ -285,19 +264,20 @@ cdef class _Records:
         if self.pos >= self.end:
             raise self.failed(_fail(f"record count {self.count} but only {self.j} records are present", self.pos,
                                     self.where))
-        if not _walk_fast(self.b, &self.pos, self.end, r) and _walk_checked(self.b, &self.pos, self.end, self.where, r):
-            return self.walk_failed()
+        if not _walk_fast(self.b, &self.pos, self.end, r):
+            self.walk_refused(&self.pos, r)
         self.j += 1
         return 0
 
-    cdef int walk_failed(self) except -1:
-        """Raises the error _walk_record set, a CorruptRecordError with the record's index and ``records`` before
-        its path.  Out of the step: a ``try`` around each record's walk saved and restored the exception state on
-        every record."""
-        exc = _taken_error()
-        if isinstance(exc, CorruptRecordError):
+    cdef int walk_refused(self, Py_ssize_t* pos, _Rec* r) except -1:
+        """The record _walk_fast refused, walked again by _walk_record for its error: a CorruptRecordError with
+        the record's index and ``records`` before its path.  Only a refused record pays for the ``try`` (around
+        each record's walk, it saved and restored the exception state on every record)."""
+        try:
+            _walk_record(self.b, pos, self.end, self.where, r)
+        except CorruptRecordError as exc:
             raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
-        raise exc
+        return 0
 
     cdef int check(self) except -1:
         """Walks every record, checked, without making one (read_batch_infos' check_records).  The position is
@@ -308,9 +288,10 @@ cdef class _Records:
             if pos >= self.end:
                 self.pos = pos
                 return self.advance(&r)  # raises the count's error
-            if not _walk_fast(self.b, &pos, self.end, &r) and _walk_checked(self.b, &pos, self.end, self.where, &r):
+            if not _walk_fast(self.b, &pos, self.end, &r):
                 self.pos = pos
-                return self.walk_failed()
+                self.walk_refused(&self.pos, &r)
+                pos = self.pos
             self.j += 1
         self.pos = pos
         return self.finish()
