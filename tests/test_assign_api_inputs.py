@@ -14,6 +14,7 @@ from kwire.assignors import ArrayGroup, GroupMember, assign, assign_arrays, lead
 from kwire.assignors._arrays import checked_counts
 from kwire.codec import JoinGroupResponseMember, Subscription
 from kwire.errors import AssignmentError, KwireError
+from tests._twins import IMPLS as IMPLEMENTATIONS
 
 STRATEGY_NAMES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
@@ -152,3 +153,23 @@ def test_partition_counts_are_checked_name_by_name_or_all_at_once_alike(counts, 
     else:
         with pytest.raises(AssignmentError, match=re.escape(error)):
             checked_counts(counts)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_import_kernels_imports_every_kernel_of_the_package(impl):
+    # In a fresh process (this one may have imported them already): every kernel the package ships, one pure
+    # twin per kernel, is imported by import_kernels in the form asked for, and nothing else of theirs.
+    import glob
+    import os
+    import subprocess
+    import sys
+
+    folder = os.path.dirname(ka.__file__)
+    twins = sorted(os.path.basename(p)[1:-len("_py.py")] for p in glob.glob(os.path.join(folder, "_*_py.py")))
+    suffix = "_c" if impl == "cython" else "_py"
+    code = ("import sys\nfrom kwire.assignors import import_kernels\nimport_kernels(%r)\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('kwire.assignors._') and m.endswith(%r))))"
+            % (impl, suffix))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == [f"kwire.assignors._{name}{suffix}" for name in twins]
+    assert len(twins) >= 4

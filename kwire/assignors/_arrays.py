@@ -15,6 +15,8 @@ kernels sort by integers instead of strings.
 from __future__ import annotations
 
 import itertools
+import os
+import pkgutil
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -36,15 +38,15 @@ def load_kernels(name: str, implementation: Optional[str] = None):
     return _impl.load(name, implementation, package="kwire.assignors")
 
 
-#: The assignors' kernel modules (``_<name>_c`` / ``_<name>_py``), each imported on its path's first call.
-KERNELS = ("leader", "rangerr", "server", "sticky")
-
-
 def import_kernels(implementation: Optional[str] = None) -> None:
-    """Import every kernel module now rather than on its first call: for a process that warms up before
-    work it times (a Spark worker), so that the imports are not counted as the first assignments."""
-    for name in KERNELS:
-        load_kernels(name, implementation)
+    """Import every kernel module (``_<name>_c`` / ``_<name>_py``, each otherwise imported on its path's first
+    call) now: for a process that warms up before work it times (a Spark worker), so that the imports are not
+    counted as the first assignments.  The kernels are found by their pure twins, which every one has, so a new
+    kernel needs no list kept beside it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for module in pkgutil.iter_modules([here]):
+        if module.name.startswith("_") and module.name.endswith("_py"):
+            load_kernels(module.name[1:-len("_py")], implementation)
 
 
 def fast_string_hashes(names: List[str]) -> np.ndarray:
