@@ -201,6 +201,26 @@ def test_many_batches_and_a_partial_tail(R):
     assert R.read_batch_infos(b"") == [] and R.decode_record_batches(b"").end == 0
 
 
+def test_batch_list_is_a_list_with_its_two_fields_in_both_twins(R):
+    # Each twin has its own class (the compiled one is a compiled list subclass): the same constructor, fields,
+    # list behaviour and pickling.
+    assert R.BatchList() == [] and (R.BatchList().end, R.BatchList().partial_tail) == (0, 0)
+    made = R.BatchList([1, 2], 7, 3)
+    assert isinstance(made, list) and made == [1, 2] and (made.end, made.partial_tail) == (7, 3)
+    made.append(9)
+    made.end, made.partial_tail = 40, "anything"  # plain fields: what a caller stores is kept
+    back = pickle.loads(pickle.dumps(made))
+    assert type(back) is R.BatchList and back == [1, 2, 9] and (back.end, back.partial_tail) == (40, "anything")
+    with pytest.raises(AttributeError):
+        made.other = 1
+    blob = R.RecordBatch(_records(R, 2)).encode()
+    for read in (R.read_batch_infos, R.decode_record_batches, R.read_record_batches):
+        got = read(blob + blob[:20], allow_partial_tail=True)
+        assert type(got) is R.BatchList and (got.end, got.partial_tail, len(got)) == (len(blob), 20, 1)
+        again = pickle.loads(pickle.dumps(got))
+        assert type(again) is R.BatchList and (again.end, again.partial_tail) == (len(blob), 20)
+
+
 def test_set_base_offset_rewrites_in_place_and_keeps_the_crc(R):
     one = R.RecordBatch(_records(R, 2), compression="snappy").encode()
     buf = bytearray(one * 2)

@@ -56,8 +56,6 @@ cdef extern from "Python.h":
         Py_ssize_t tp_basicsize
         PyObject* tp_dict
         PyObject* (*tp_alloc)(_TypeFields*, Py_ssize_t) except NULL
-    ctypedef struct _MemberDescr "PyMemberDescrObject":
-        PyMemberDef* d_member
     object PyDescr_NewMember(_TypeFields*, PyMemberDef*)
     void PyType_Modified(_TypeFields*)
 
@@ -72,7 +70,6 @@ from kwire.codec._records_common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     TWIN_NAMES,
     BatchInfo,
-    BatchList,
     check_int,
     check_limit,
     cramjam_module,
@@ -327,36 +324,27 @@ cdef object _DEFAULT_LIMIT_OBJ = DEFAULT_MAX_DECOMPRESSED_SIZE  # the functions'
 cdef Py_ssize_t _DEFAULT_LIMIT = min(check_limit(DEFAULT_MAX_DECOMPRESSED_SIZE), PY_SSIZE_T_MAX)
 
 
-# Where BatchList keeps ``end`` and ``partial_tail`` (its __slots__), read from their member descriptors once: a
-# one-batch decode made its list through BatchList.__new__ and set both through setattr, a tenth of its time.
-cdef Py_ssize_t _member_offset(type cls, str name) except -1:
-    d = cls.__dict__[name]
-    if type(d).__name__ != "member_descriptor":
-        raise ImportError(f"{cls.__name__}.{name} is not a slot")
-    return (<_MemberDescr*><PyObject*>d).d_member.offset
+cdef class BatchList(list):
+    """The batches read from a records blob, in order: the pure twin's ``_records_common.BatchList`` as a compiled
+    type, with the same fields, constructor and pickling.  A one-batch read made and freed the Python class's list
+    through the generic allocation and deallocation of a class (subtype_dealloc), a tenth of its time."""
+
+    cdef public object end, partial_tail
+
+    def __init__(self, items=(), end=0, partial_tail=0):
+        list.__init__(self, items)
+        self.end = end
+        self.partial_tail = partial_tail
+
+    def __reduce__(self):
+        return (BatchList, (list(self), self.end, self.partial_tail))
 
 
-cdef type _BATCH_LIST = BatchList  # read without a module lookup per call
-cdef Py_ssize_t _END_AT = _member_offset(BatchList, "end")
-cdef Py_ssize_t _TAIL_AT = _member_offset(BatchList, "partial_tail")
-
-
-cdef inline void _set_slot(object obj, Py_ssize_t at, object value) noexcept:
-    cdef PyObject** p = <PyObject**>(<char*><PyObject*>obj + at)
-    cdef PyObject* old = p[0]
-    Py_INCREF(value)
-    p[0] = <PyObject*>value
-    Py_XDECREF(old)
-
-
-cdef object _batch_list():
-    # An empty BatchList, as BatchList.__new__ makes it (a list subclass's tp_new only allocates), without the
-    # Python-level call; its two slots written directly.
-    cdef PyObject* o = (<_TypeFields*><PyObject*>_BATCH_LIST).tp_alloc(<_TypeFields*><PyObject*>_BATCH_LIST, 0)
-    cdef object out = <object>o
-    Py_XDECREF(o)  # <object> took its own reference
-    _set_slot(out, _END_AT, 0)
-    _set_slot(out, _TAIL_AT, 0)
+cdef inline BatchList _batch_list():
+    """An empty BatchList, its ``end`` and ``partial_tail`` 0 (the reader sets them when it is done)."""
+    cdef BatchList out = BatchList.__new__(BatchList)
+    out.end = 0
+    out.partial_tail = 0
     return out
 
 
@@ -371,11 +359,11 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     cdef bint walk = check_records
     cdef _Records w
-    out = _batch_list()
+    cdef BatchList out = _batch_list()
     while pos < v.n:
         try:
             if not _header(v.p, pos, v.n, check_crc, allow_partial_tail, &h):
-                _set_slot(out, _TAIL_AT, v.n - pos)
+                out.partial_tail = v.n - pos
                 break
             if walk:
                 _records_of(v, v.p, pos, &h, limit, index, False).check()  # v: the caller's buffer, exported
@@ -384,7 +372,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
         PyList_Append(out, _info(pos, &h))  # BatchList keeps list's append: no method lookup per batch
         pos += LOG_OVERHEAD + h.length
         index += 1
-    _set_slot(out, _END_AT, pos)
+    out.end = pos
     return out
 
 
@@ -408,6 +396,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
     cdef RecordBatch batch
     cdef _Records w
     cdef _View copy
+    cdef BatchList out
     cdef object base_ts  # an object: as a C int (what Cython would infer) each field set would make its own
     cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     if type(data) is not bytes:
@@ -420,7 +409,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
     while pos < n:
         try:
             if not _header(p, pos, n, check_crc, allow_partial_tail, &h):
-                _set_slot(out, _TAIL_AT, n - pos)
+                out.partial_tail = n - pos
                 break
             base_ts = h.base_ts
             if lazy:
@@ -448,7 +437,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
         PyList_Append(out, batch)
         pos += LOG_OVERHEAD + h.length
         index += 1
-    _set_slot(out, _END_AT, pos)
+    out.end = pos
     return out
 
 
