@@ -397,7 +397,7 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
     cdef _Records w
     cdef _View copy
     cdef BatchList out
-    cdef object base_ts  # an object: as a C int (what Cython would infer) each field set would make its own
+    cdef object base_ts = None  # an object: as a C int (what Cython would infer) each field set would make its own
     cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     if type(data) is not bytes:
         copy = _View(data)
@@ -411,28 +411,22 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
             if not _header(p, pos, n, check_crc, allow_partial_tail, &h):
                 out.partial_tail = n - pos
                 break
-            base_ts = h.base_ts
             if lazy:
                 records = None
             else:
+                base_ts = _int(h.base_ts)
                 w = _records_of(data, p, pos, &h, limit, index)
                 w.shares_base(base_ts)
                 records = w.fill()
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         batch = RecordBatch.__new__(RecordBatch)
-        batch.base_offset, batch.partition_leader_epoch, batch.magic = _int(h.base_offset), _int(h.epoch), _int(h.magic)
         batch.crc_read, batch.crc_unmade = h.crc, True
-        batch.attributes, batch.last_offset_delta = _int(<uint16_t>h.attributes), _int(h.last_delta)
-        # One int when the two timestamps are the same (every one-record batch's are).
-        batch.base_timestamp = base_ts
-        batch.max_timestamp = base_ts if h.max_ts == h.base_ts else h.max_ts
-        batch.producer_id, batch.producer_epoch = _int(h.producer_id), _int(h.producer_epoch)
-        batch.base_sequence = _int(h.base_sequence)
         if lazy:
-            batch.lazy_data, batch.lazy_head, batch.lazy_pos, batch.lazy_ts = data, h, pos, base_ts
+            batch.lazy_data, batch.lazy_head, batch.lazy_pos, batch.head_unmade = data, h, pos, True
             batch.lazy_index, batch.lazy_limit = index, limit
         else:
+            batch.fill_head(&h, base_ts)
             batch.record_list = records
         PyList_Append(out, batch)
         pos += LOG_OVERHEAD + h.length
