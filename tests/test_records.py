@@ -221,6 +221,34 @@ def test_batch_list_is_a_list_with_its_two_fields_in_both_twins(R):
         assert type(again) is R.BatchList and (again.end, again.partial_tail) == (len(blob), 20)
 
 
+def test_batch_lists_made_after_others_were_freed_are_whole(R):
+    # The compiled twin keeps a freed BatchList's memory for the next: every list made after one was freed is
+    # empty, tracked by the collector, and fills like any other; a subclass's lists are its own.
+    import gc
+    import weakref
+
+    class Mine(R.BatchList):
+        pass
+
+    blob = R.RecordBatch(_records(R, 2)).encode()
+    for round_ in range(3):
+        lists = [R.BatchList([round_] * i, i, 0) for i in range(5)] + [Mine([1], 1, 0) for _ in range(3)]
+        del lists
+        for _ in range(3):
+            got = R.read_batch_infos(blob * 2)
+            assert gc.is_tracked(got) and type(got) is R.BatchList and len(got) == 2 and got.end == 2 * len(blob)
+            cycle = R.read_batch_infos(b"")
+            assert cycle == [] and cycle.end == 0 and cycle.partial_tail == 0
+            canary = Mine()
+            seen = weakref.ref(canary)
+            cycle.extend([cycle, canary])  # a cycle through a kept list is collected as any other
+            del cycle, got, canary
+            gc.collect()
+            assert seen() is None
+        mine = Mine([2], 3, 4)
+        assert type(mine) is Mine and mine == [2] and (mine.end, mine.partial_tail) == (3, 4)
+
+
 def test_set_base_offset_rewrites_in_place_and_keeps_the_crc(R):
     one = R.RecordBatch(_records(R, 2), compression="snappy").encode()
     buf = bytearray(one * 2)
