@@ -57,6 +57,7 @@ cdef extern from "Python.h":
         PyObject* tp_dict
         PyObject* (*tp_alloc)(_TypeFields*, Py_ssize_t) except NULL
         void (*tp_free)(void*) noexcept
+        void (*tp_dealloc)(PyObject*) noexcept
     object PyDescr_NewMember(_TypeFields*, PyMemberDef*)
     void PyType_Modified(_TypeFields*)
 
@@ -349,21 +350,38 @@ cdef inline BatchList _batch_list():
     return out
 
 
-# A read of one batch makes a BatchList that its caller drops before the next read.  Allocating and freeing it
-# (malloc, the collector's count of new objects, free) cost a one-record read a twentieth of its time, where list
-# keeps the lists it frees for the next: BatchList keeps the last one freed the same way.  Its type's tp_free keeps
-# the memory in place of freeing it (list's dealloc has untracked the list and freed its items), and tp_alloc
-# fills it again as PyType_GenericAlloc fills new memory.  Only where the GIL serialises the two, and on the
-# CPython versions whose allocation this was checked against; elsewhere both slots stay list's.
+# A read of one batch makes a BatchList that its caller drops before the next read.  Three of BatchList's type
+# slots are set here, in C, where the GIL serialises them and on the CPython versions they were checked against
+# (elsewhere they stay what Cython and list give):
+# - tp_alloc and tp_free: allocating and freeing the list (malloc, the collector's count of new objects, free)
+#   cost a one-record read a twentieth of its time, where list keeps the lists it frees for the next.  BatchList
+#   keeps the last one freed the same way: tp_free keeps its memory (list's dealloc has untracked the list and
+#   freed its items) and tp_alloc fills it again as PyType_GenericAlloc fills new memory;
+# - tp_dealloc: Cython's untracks the list, clears its two fields, tracks it again for list's dealloc, which
+#   untracks it again: a fortieth of the read.  kw_batch_list_dealloc clears the fields of the untracked list
+#   and calls list's, inside the trashcan that bounds the recursion of nested lists' deallocs.
 cdef extern from *:
     """
     #if !defined(Py_GIL_DISABLED) && !defined(PYPY_VERSION) && PY_VERSION_HEX < 0x030E0000
-    #define KW_KEEP_LIST 1
+    #define KW_LIST_SLOTS 1
     #else
-    #define KW_KEEP_LIST 0
+    #define KW_LIST_SLOTS 0
     #endif
+    static Py_ssize_t kw_end_at, kw_tail_at;  /* where a BatchList keeps end and partial_tail */
+    static destructor kw_list_dealloc;  /* list's own */
+    static void kw_batch_list_dealloc(PyObject* o) {
+        PyObject_GC_UnTrack(o);
+        Py_TRASHCAN_BEGIN(o, kw_batch_list_dealloc)
+        Py_CLEAR(*(PyObject**)((char*)o + kw_end_at));
+        Py_CLEAR(*(PyObject**)((char*)o + kw_tail_at));
+        kw_list_dealloc(o);
+        Py_TRASHCAN_END
+    }
     """
-    bint KW_KEEP_LIST
+    bint KW_LIST_SLOTS
+    Py_ssize_t kw_end_at, kw_tail_at
+    void (*kw_list_dealloc)(PyObject*) noexcept
+    void kw_batch_list_dealloc(PyObject*) noexcept
 
 cdef extern from "Python.h":
     PyObject* PyType_GenericAlloc(_TypeFields*, Py_ssize_t) except NULL
@@ -394,9 +412,21 @@ cdef void _list_free(void* p) noexcept:
         PyObject_GC_Del(p)
 
 
-if KW_KEEP_LIST:
-    (<_TypeFields*><PyObject*>BatchList).tp_alloc = _list_alloc
-    (<_TypeFields*><PyObject*>BatchList).tp_free = _list_free
+cdef int _install_list_slots() except -1:
+    cdef _TypeFields* t = <_TypeFields*><PyObject*>BatchList
+    cdef BatchList probe = BatchList.__new__(BatchList)
+    global kw_end_at, kw_tail_at, kw_list_dealloc
+    if not KW_LIST_SLOTS:
+        return 0
+    end, tail = object(), object()
+    probe.end, probe.partial_tail = end, tail
+    kw_end_at, kw_tail_at = _field_offset(probe, end), _field_offset(probe, tail)
+    kw_list_dealloc = (<_TypeFields*><PyObject*>list).tp_dealloc
+    t.tp_alloc, t.tp_free, t.tp_dealloc = _list_alloc, _list_free, kw_batch_list_dealloc
+    return 0
+
+
+_install_list_slots()
 
 
 def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_records=False,
