@@ -248,6 +248,25 @@ def test_batch_lists_made_after_others_were_freed_are_whole(R):
         mine = Mine([2], 3, 4)
         assert type(mine) is Mine and mine == [2] and (mine.end, mine.partial_tail) == (3, 4)
 
+    class ReadsWhenFreed:
+        # Dropped with a list's items: it makes and frees other lists while that list is being freed.
+        def __del__(self):
+            inner = R.read_batch_infos(blob * 3)
+            assert len(inner) == 3 and inner.end == 3 * len(blob)
+            del inner
+            assert len(R.read_batch_infos(blob * 9)) == 9
+
+    for n in (1, 4, 5, 8, 9, 40):
+        outer = R.read_batch_infos(blob * n)
+        outer.extend([ReadsWhenFreed(), R.read_batch_infos(blob * 2), ReadsWhenFreed()])
+        del outer
+        again = R.read_batch_infos(blob * n)
+        assert len(again) == n and all(i.size == len(blob) for i in again)
+    nested = R.BatchList()
+    for _ in range(100_000):  # freed inside the trashcan that bounds the recursion of nested lists' deallocs
+        nested = R.BatchList([nested])
+    del nested
+
 
 def test_set_base_offset_rewrites_in_place_and_keeps_the_crc(R):
     one = R.RecordBatch(_records(R, 2), compression="snappy").encode()

@@ -347,6 +347,8 @@ cdef inline BatchList _batch_list():
     cdef BatchList out = BatchList.__new__(BatchList)
     out.end = 0
     out.partial_tail = 0
+    if KW_LIST_SLOTS:
+        kw_give_items(<PyObject*>out)
     return out
 
 
@@ -359,7 +361,9 @@ cdef inline BatchList _batch_list():
 #   freed its items) and tp_alloc fills it again as PyType_GenericAlloc fills new memory;
 # - tp_dealloc: Cython's untracks the list, clears its two fields, tracks it again for list's dealloc, which
 #   untracks it again: a fortieth of the read.  kw_batch_list_dealloc clears the fields of the untracked list
-#   and calls list's, inside the trashcan that bounds the recursion of nested lists' deallocs.
+#   and calls list's, inside the trashcan that bounds the recursion of nested lists' deallocs.  It keeps a small
+#   list's item array too, which the next list a reader makes is given (kw_give_items): a one-batch read then
+#   allocates and frees no array (another twentieth).
 cdef extern from *:
     """
     #if !defined(Py_GIL_DISABLED) && !defined(PYPY_VERSION) && PY_VERSION_HEX < 0x030E0000
@@ -369,19 +373,51 @@ cdef extern from *:
     #endif
     static Py_ssize_t kw_end_at, kw_tail_at;  /* where a BatchList keeps end and partial_tail */
     static destructor kw_list_dealloc;  /* list's own */
+    /* The item array of the last BatchList freed with room for at most KW_KEPT_ITEMS, for the next. */
+    #define KW_KEPT_ITEMS 8
+    static PyObject** kw_kept_items = NULL;
+    static Py_ssize_t kw_kept_room = 0;
     static void kw_batch_list_dealloc(PyObject* o) {
+        PyListObject* l = (PyListObject*)o;
+        PyObject** items = l->ob_item;
+        Py_ssize_t i = Py_SIZE(o), room = l->allocated;
         PyObject_GC_UnTrack(o);
         Py_TRASHCAN_BEGIN(o, kw_batch_list_dealloc)
         Py_CLEAR(*(PyObject**)((char*)o + kw_end_at));
         Py_CLEAR(*(PyObject**)((char*)o + kw_tail_at));
+        if (items != NULL && room <= KW_KEPT_ITEMS && kw_kept_items == NULL) {
+            /* list's dealloc, for the items: the list is emptied first, its array dropped after them (dropping
+               them may run code that frees or makes other lists, and takes or keeps an array) */
+            l->ob_item = NULL;
+            Py_SET_SIZE(o, 0);
+            l->allocated = 0;
+            while (--i >= 0)
+                Py_XDECREF(items[i]);
+            if (kw_kept_items == NULL) {
+                kw_kept_items = items;
+                kw_kept_room = room;
+            } else {
+                PyMem_Free(items);
+            }
+        }
         kw_list_dealloc(o);
         Py_TRASHCAN_END
+    }
+    /* A new, empty BatchList given the kept array. */
+    static void kw_give_items(PyObject* o) {
+        PyListObject* l = (PyListObject*)o;
+        if (kw_kept_items != NULL && l->ob_item == NULL) {
+            l->ob_item = kw_kept_items;
+            l->allocated = kw_kept_room;
+            kw_kept_items = NULL;
+        }
     }
     """
     bint KW_LIST_SLOTS
     Py_ssize_t kw_end_at, kw_tail_at
     void (*kw_list_dealloc)(PyObject*) noexcept
     void kw_batch_list_dealloc(PyObject*) noexcept
+    void kw_give_items(PyObject*) noexcept
 
 cdef extern from "Python.h":
     PyObject* PyType_GenericAlloc(_TypeFields*, Py_ssize_t) except NULL
