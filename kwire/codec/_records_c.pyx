@@ -271,6 +271,13 @@ cdef int _header(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, bint ch
 include "_records_inflate.pxi"
 
 
+cdef inline _Records _records_plain(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t index,
+                                   bint keep):
+    """_records_of for uncompressed records, which raises no CorruptRecordError."""
+    return _records_at(owner, b, pos + HEADER_SIZE, pos + LOG_OVERHEAD + h.length, h.count, h.base_offset,
+                       h.base_ts, -1, index, keep)
+
+
 cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
                          Py_ssize_t index, bint keep=True):
     """The walk over the records of the batch at ``pos`` in ``b`` (which ``owner`` holds), decompressed first
@@ -279,7 +286,7 @@ cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, 
     cdef int codec = h.attributes & COMPRESSION_MASK
     cdef _View plain_view = None
     if not codec:
-        return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index, keep)
+        return _records_plain(owner, b, pos, h, index, keep)
     if codec == LZ4:
         plain_view = _unlz4(b, start, batch_end, limit)
     if (codec == LZ4 and plain_view is None) or codec == ZSTD:

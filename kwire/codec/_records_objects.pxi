@@ -570,11 +570,14 @@ cdef class RecordBatch:
 
     cdef _Records _walk(self):
         cdef _Records w
-        try:
-            w = _records_of(self.lazy_data, <const unsigned char*>PyBytes_AS_STRING(self.lazy_data),
-                            self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
-        except CorruptRecordError as exc:
-            raise exc.prepend_path(self.lazy_index) from None
+        cdef const unsigned char* b = <const unsigned char*>PyBytes_AS_STRING(self.lazy_data)
+        if not self.lazy_head.attributes & COMPRESSION_MASK:
+            w = _records_plain(self.lazy_data, b, self.lazy_pos, &self.lazy_head, self.lazy_index, True)
+        else:  # only a decompression raises here: its error gets the batch's index
+            try:
+                w = _records_of(self.lazy_data, b, self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
+            except CorruptRecordError as exc:
+                raise exc.prepend_path(self.lazy_index) from None
         if self.head_unmade:
             pass  # no int made for the base timestamp: a record's is its own (see _Records.step)
         elif self.base_timestamp is self.lazy_ts:  # still the int made from the header: shared without a check
