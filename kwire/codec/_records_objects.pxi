@@ -478,6 +478,7 @@ cdef class RecordBatch:
     cdef object lazy_data
     cdef _Head lazy_head
     cdef object lazy_ts  # the int of the header's base timestamp that the batch was given (see _walk)
+    cdef Py_ssize_t lazy_pos, lazy_index, lazy_limit
 
     cdef int fill_head(self, _Head* h, object base_ts) except -1:
         """The header's fields from ``h``; ``base_ts`` is h.base_ts as an int."""
@@ -497,7 +498,6 @@ cdef class RecordBatch:
         if self.head_unmade:
             self.fill_head(&self.lazy_head, _int(self.lazy_head.base_ts))
         return 0
-    cdef Py_ssize_t lazy_pos, lazy_index, lazy_limit
 
     def __init__(self, records=(), *, base_offset=0, partition_leader_epoch=-1, compression=0, timestamp_type=0,
                  is_transactional=False, is_control=False, delete_horizon_ms=None, attributes=None,
