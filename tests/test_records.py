@@ -201,6 +201,73 @@ def test_many_batches_and_a_partial_tail(R):
     assert R.read_batch_infos(b"") == [] and R.decode_record_batches(b"").end == 0
 
 
+def test_batch_list_is_a_list_with_its_two_fields_in_both_twins(R):
+    # Each twin has its own class (the compiled one is a compiled list subclass): the same constructor, fields,
+    # list behaviour and pickling.
+    assert R.BatchList() == [] and (R.BatchList().end, R.BatchList().partial_tail) == (0, 0)
+    made = R.BatchList([1, 2], 7, 3)
+    assert isinstance(made, list) and made == [1, 2] and (made.end, made.partial_tail) == (7, 3)
+    made.append(9)
+    made.end, made.partial_tail = 40, "anything"  # plain fields: what a caller stores is kept
+    back = pickle.loads(pickle.dumps(made))
+    assert type(back) is R.BatchList and back == [1, 2, 9] and (back.end, back.partial_tail) == (40, "anything")
+    with pytest.raises(AttributeError):
+        made.other = 1
+    blob = R.RecordBatch(_records(R, 2)).encode()
+    for read in (R.read_batch_infos, R.decode_record_batches, R.read_record_batches):
+        got = read(blob + blob[:20], allow_partial_tail=True)
+        assert type(got) is R.BatchList and (got.end, got.partial_tail, len(got)) == (len(blob), 20, 1)
+        again = pickle.loads(pickle.dumps(got))
+        assert type(again) is R.BatchList and (again.end, again.partial_tail) == (len(blob), 20)
+
+
+def test_batch_lists_made_after_others_were_freed_are_whole(R):
+    # The compiled twin keeps a freed BatchList's memory for the next: every list made after one was freed is
+    # empty, tracked by the collector, and fills like any other; a subclass's lists are its own.
+    import gc
+    import weakref
+
+    class Mine(R.BatchList):
+        pass
+
+    blob = R.RecordBatch(_records(R, 2)).encode()
+    for round_ in range(3):
+        lists = [R.BatchList([round_] * i, i, 0) for i in range(5)] + [Mine([1], 1, 0) for _ in range(3)]
+        del lists
+        for _ in range(3):
+            got = R.read_batch_infos(blob * 2)
+            assert gc.is_tracked(got) and type(got) is R.BatchList and len(got) == 2 and got.end == 2 * len(blob)
+            cycle = R.read_batch_infos(b"")
+            assert cycle == [] and cycle.end == 0 and cycle.partial_tail == 0
+            canary = Mine()
+            seen = weakref.ref(canary)
+            cycle.extend([cycle, canary])  # a cycle through a kept list is collected as any other
+            del cycle, got, canary
+            gc.collect()
+            assert seen() is None
+        mine = Mine([2], 3, 4)
+        assert type(mine) is Mine and mine == [2] and (mine.end, mine.partial_tail) == (3, 4)
+
+    class ReadsWhenFreed:
+        # Dropped with a list's items: it makes and frees other lists while that list is being freed.
+        def __del__(self):
+            inner = R.read_batch_infos(blob * 3)
+            assert len(inner) == 3 and inner.end == 3 * len(blob)
+            del inner
+            assert len(R.read_batch_infos(blob * 9)) == 9
+
+    for n in (1, 4, 5, 8, 9, 40):
+        outer = R.read_batch_infos(blob * n)
+        outer.extend([ReadsWhenFreed(), R.read_batch_infos(blob * 2), ReadsWhenFreed()])
+        del outer
+        again = R.read_batch_infos(blob * n)
+        assert len(again) == n and all(i.size == len(blob) for i in again)
+    nested = R.BatchList()
+    for _ in range(100_000):  # freed inside the trashcan that bounds the recursion of nested lists' deallocs
+        nested = R.BatchList([nested])
+    del nested
+
+
 def test_set_base_offset_rewrites_in_place_and_keeps_the_crc(R):
     one = R.RecordBatch(_records(R, 2), compression="snappy").encode()
     buf = bytearray(one * 2)

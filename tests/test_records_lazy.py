@@ -84,6 +84,72 @@ def test_changing_the_input_after_the_read_changes_nothing(R):
     assert [_fields(r) for r in batches[0]] == expected
 
 
+HEADER = ("base_offset", "partition_leader_epoch", "magic", "attributes", "last_offset_delta", "base_timestamp",
+          "max_timestamp", "producer_id", "producer_epoch", "base_sequence")
+DERIVED = ("crc", "compression", "timestamp_type", "is_transactional", "is_control", "delete_horizon_ms")
+
+
+def _header_bytes(R, codec="none", n=3):
+    # Every header field away from its default, and timestamps that are not the records' own.
+    records = _records(R, n)
+    for r in records:
+        r.offset += 5_000_000_000
+    return R.RecordBatch(records, base_offset=5_000_000_000, partition_leader_epoch=7, compression=codec,
+                         is_transactional=True, base_timestamp=1_600_000_000_000, max_timestamp=1_800_000_000_000,
+                         producer_id=1_234_567_890_123, producer_epoch=3, base_sequence=17).encode()
+
+
+def _header_of(batch):
+    return {f: getattr(batch, f) for f in HEADER + DERIVED}
+
+
+@pytest.mark.parametrize("first", HEADER + DERIVED)
+def test_each_header_field_read_first_gives_what_decode_gives(R, first):
+    # The compiled twin makes a lazily read batch's header fields when one is first read: any of them, read first,
+    # before or after the loop over its records, and read after the caller dropped the input.
+    data = b"".join([_header_bytes(R, "none"), _header_bytes(R, "gzip", 1)])
+    expected = [_header_of(b) for b in R.decode_record_batches(data)]
+    records = [[_fields(r) for r in b.records] for b in R.decode_record_batches(data)]
+    batches = R.read_record_batches(data)
+    del data
+    assert [getattr(b, first) for b in batches] == [e[first] for e in expected]
+    assert [[_fields(r) for r in b] for b in batches] == records
+    assert [_header_of(b) for b in batches] == expected
+    looped = R.read_record_batches(b"".join([_header_bytes(R, "none"), _header_bytes(R, "gzip", 1)]))
+    assert [[_fields(r) for r in b] for b in looped] == records  # the loop first, then the header
+    assert [getattr(b, first) for b in looped] == [e[first] for e in expected]
+    assert [_header_of(b) for b in looped] == expected
+
+
+@pytest.mark.parametrize("field", HEADER)
+def test_a_header_field_assigned_before_any_is_read(R, field):
+    data = _header_bytes(R)
+    value = {"magic": 2, "attributes": 0x11, "base_timestamp": 1_650_000_000_000, "base_offset": 4_999_999_990}.get(
+        field, 42)
+    batch = R.read_record_batches(data)[0]
+    setattr(batch, field, value)
+    expected = R.decode_record_batches(data)[0]
+    setattr(expected, field, value)
+    assert getattr(batch, field) == value and _header_of(batch) == _header_of(expected)
+    assert [_fields(r) for r in batch] == [_fields(r) for r in expected.records]
+    assert batch.encode() == expected.encode() and batch == expected
+
+
+def test_an_untouched_lazy_batch_encodes_compares_and_pickles_as_read(R):
+    import pickle
+
+    for codec in CODECS:
+        data = _header_bytes(R, codec)
+        eager = R.decode_record_batches(data)[0]
+        assert R.read_record_batches(data)[0].encode() == eager.encode()
+        if codec == "none":
+            assert R.read_record_batches(data)[0].encode() == data
+        assert R.read_record_batches(data)[0] == eager and repr(R.read_record_batches(data)[0]) == repr(eager)
+        assert pickle.loads(pickle.dumps(R.read_record_batches(data)[0])) == eager
+        looped = R.read_record_batches(data)[0]
+        assert len(list(looped)) == 3 and looped.encode() == eager.encode()
+
+
 def test_a_batch_built_by_hand_iterates_its_records(R):
     recs = _records(R, 3)
     batch = R.RecordBatch(recs)

@@ -26,7 +26,7 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.limits cimport LLONG_MAX, LLONG_MIN
 
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp, memcpy, memset
 
 include "_records_wire.pxi"
 
@@ -56,8 +56,8 @@ cdef extern from "Python.h":
         Py_ssize_t tp_basicsize
         PyObject* tp_dict
         PyObject* (*tp_alloc)(_TypeFields*, Py_ssize_t) except NULL
-    ctypedef struct _MemberDescr "PyMemberDescrObject":
-        PyMemberDef* d_member
+        void (*tp_free)(void*) noexcept
+        void (*tp_dealloc)(PyObject*) noexcept
     object PyDescr_NewMember(_TypeFields*, PyMemberDef*)
     void PyType_Modified(_TypeFields*)
 
@@ -72,7 +72,6 @@ from kwire.codec._records_common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     TWIN_NAMES,
     BatchInfo,
-    BatchList,
     check_int,
     check_limit,
     cramjam_module,
@@ -272,6 +271,13 @@ cdef int _header(const unsigned char* b, Py_ssize_t pos, Py_ssize_t end, bint ch
 include "_records_inflate.pxi"
 
 
+cdef inline _Records _records_plain(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t index,
+                                   bint keep):
+    """_records_of for uncompressed records, which raises no CorruptRecordError."""
+    return _records_at(owner, b, pos + HEADER_SIZE, pos + LOG_OVERHEAD + h.length, h.count, h.base_offset,
+                       h.base_ts, -1, index, keep)
+
+
 cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, _Head* h, Py_ssize_t limit,
                          Py_ssize_t index, bint keep=True):
     """The walk over the records of the batch at ``pos`` in ``b`` (which ``owner`` holds), decompressed first
@@ -280,7 +286,7 @@ cdef _Records _records_of(object owner, const unsigned char* b, Py_ssize_t pos, 
     cdef int codec = h.attributes & COMPRESSION_MASK
     cdef _View plain_view = None
     if not codec:
-        return _records_at(owner, b, start, batch_end, h.count, h.base_offset, h.base_ts, -1, index, keep)
+        return _records_plain(owner, b, pos, h, index, keep)
     if codec == LZ4:
         plain_view = _unlz4(b, start, batch_end, limit)
     if (codec == LZ4 and plain_view is None) or codec == ZSTD:
@@ -327,37 +333,143 @@ cdef object _DEFAULT_LIMIT_OBJ = DEFAULT_MAX_DECOMPRESSED_SIZE  # the functions'
 cdef Py_ssize_t _DEFAULT_LIMIT = min(check_limit(DEFAULT_MAX_DECOMPRESSED_SIZE), PY_SSIZE_T_MAX)
 
 
-# Where BatchList keeps ``end`` and ``partial_tail`` (its __slots__), read from their member descriptors once: a
-# one-batch decode made its list through BatchList.__new__ and set both through setattr, a tenth of its time.
-cdef Py_ssize_t _member_offset(type cls, str name) except -1:
-    d = cls.__dict__[name]
-    if type(d).__name__ != "member_descriptor":
-        raise ImportError(f"{cls.__name__}.{name} is not a slot")
-    return (<_MemberDescr*><PyObject*>d).d_member.offset
+cdef class BatchList(list):
+    """The batches read from a records blob, in order: the pure twin's ``_records_common.BatchList`` as a compiled
+    type, with the same fields, constructor and pickling.  A one-batch read made and freed the Python class's list
+    through the generic allocation and deallocation of a class (subtype_dealloc), a tenth of its time."""
+
+    cdef public object end, partial_tail
+
+    def __init__(self, items=(), end=0, partial_tail=0):
+        list.__init__(self, items)
+        self.end = end
+        self.partial_tail = partial_tail
+
+    def __reduce__(self):
+        return (BatchList, (list(self), self.end, self.partial_tail))
 
 
-cdef type _BATCH_LIST = BatchList  # read without a module lookup per call
-cdef Py_ssize_t _END_AT = _member_offset(BatchList, "end")
-cdef Py_ssize_t _TAIL_AT = _member_offset(BatchList, "partial_tail")
-
-
-cdef inline void _set_slot(object obj, Py_ssize_t at, object value) noexcept:
-    cdef PyObject** p = <PyObject**>(<char*><PyObject*>obj + at)
-    cdef PyObject* old = p[0]
-    Py_INCREF(value)
-    p[0] = <PyObject*>value
-    Py_XDECREF(old)
-
-
-cdef object _batch_list():
-    # An empty BatchList, as BatchList.__new__ makes it (a list subclass's tp_new only allocates), without the
-    # Python-level call; its two slots written directly.
-    cdef PyObject* o = (<_TypeFields*><PyObject*>_BATCH_LIST).tp_alloc(<_TypeFields*><PyObject*>_BATCH_LIST, 0)
-    cdef object out = <object>o
-    Py_XDECREF(o)  # <object> took its own reference
-    _set_slot(out, _END_AT, 0)
-    _set_slot(out, _TAIL_AT, 0)
+cdef inline BatchList _batch_list():
+    """An empty BatchList, its ``end`` and ``partial_tail`` 0 (the reader sets them when it is done)."""
+    cdef BatchList out = BatchList.__new__(BatchList)
+    out.end = 0
+    out.partial_tail = 0
+    if KW_LIST_SLOTS:
+        kw_give_items(<PyObject*>out)
     return out
+
+
+# A read of one batch makes a BatchList that its caller drops before the next read.  Three of BatchList's type
+# slots are set here, in C, where the GIL serialises them and on the CPython versions they were checked against
+# (elsewhere they stay what Cython and list give):
+# - tp_alloc and tp_free: allocating and freeing the list (malloc, the collector's count of new objects, free)
+#   cost a one-record read a twentieth of its time, where list keeps the lists it frees for the next.  BatchList
+#   keeps the last one freed the same way: tp_free keeps its memory (list's dealloc has untracked the list and
+#   freed its items) and tp_alloc fills it again as PyType_GenericAlloc fills new memory;
+# - tp_dealloc: Cython's untracks the list, clears its two fields, tracks it again for list's dealloc, which
+#   untracks it again: a fortieth of the read.  kw_batch_list_dealloc clears the fields of the untracked list
+#   and calls list's, inside the trashcan that bounds the recursion of nested lists' deallocs.  It keeps a small
+#   list's item array too, which the next list a reader makes is given (kw_give_items): a one-batch read then
+#   allocates and frees no array (another twentieth).
+cdef extern from *:
+    """
+    #if !defined(Py_GIL_DISABLED) && !defined(PYPY_VERSION) && PY_VERSION_HEX < 0x030E0000
+    #define KW_LIST_SLOTS 1
+    #else
+    #define KW_LIST_SLOTS 0
+    #endif
+    static Py_ssize_t kw_end_at, kw_tail_at;  /* where a BatchList keeps end and partial_tail */
+    static destructor kw_list_dealloc;  /* list's own */
+    /* The item array of the last BatchList freed with room for at most KW_KEPT_ITEMS, for the next. */
+    #define KW_KEPT_ITEMS 8
+    static PyObject** kw_kept_items = NULL;
+    static Py_ssize_t kw_kept_room = 0;
+    static void kw_batch_list_dealloc(PyObject* o) {
+        PyListObject* l = (PyListObject*)o;
+        PyObject** items = l->ob_item;
+        Py_ssize_t i = Py_SIZE(o), room = l->allocated;
+        PyObject_GC_UnTrack(o);
+        Py_TRASHCAN_BEGIN(o, kw_batch_list_dealloc)
+        Py_CLEAR(*(PyObject**)((char*)o + kw_end_at));
+        Py_CLEAR(*(PyObject**)((char*)o + kw_tail_at));
+        if (items != NULL && room <= KW_KEPT_ITEMS && kw_kept_items == NULL) {
+            /* list's dealloc, for the items: the list is emptied first, its array dropped after them (dropping
+               them may run code that frees or makes other lists, and takes or keeps an array) */
+            l->ob_item = NULL;
+            Py_SET_SIZE(o, 0);
+            l->allocated = 0;
+            while (--i >= 0)
+                Py_XDECREF(items[i]);
+            if (kw_kept_items == NULL) {
+                kw_kept_items = items;
+                kw_kept_room = room;
+            } else {
+                PyMem_Free(items);
+            }
+        }
+        kw_list_dealloc(o);
+        Py_TRASHCAN_END
+    }
+    /* A new, empty BatchList given the kept array. */
+    static void kw_give_items(PyObject* o) {
+        PyListObject* l = (PyListObject*)o;
+        if (kw_kept_items != NULL && l->ob_item == NULL) {
+            l->ob_item = kw_kept_items;
+            l->allocated = kw_kept_room;
+            kw_kept_items = NULL;
+        }
+    }
+    """
+    bint KW_LIST_SLOTS
+    Py_ssize_t kw_end_at, kw_tail_at
+    void (*kw_list_dealloc)(PyObject*) noexcept
+    void kw_batch_list_dealloc(PyObject*) noexcept
+    void kw_give_items(PyObject*) noexcept
+
+cdef extern from "Python.h":
+    PyObject* PyType_GenericAlloc(_TypeFields*, Py_ssize_t) except NULL
+    PyObject* PyObject_Init(PyObject*, _TypeFields*) except NULL
+    void PyObject_GC_Track(PyObject*)
+    void PyObject_GC_Del(void*)
+
+cdef PyObject* _kept_list = NULL  # the memory of the last BatchList freed: no object, untracked
+
+
+cdef PyObject* _list_alloc(_TypeFields* t, Py_ssize_t n) except NULL:
+    global _kept_list
+    cdef PyObject* o = _kept_list
+    if o == NULL or n or <PyObject*>t != <PyObject*>BatchList:
+        return PyType_GenericAlloc(t, n)
+    _kept_list = NULL
+    memset(o, 0, t.tp_basicsize)
+    PyObject_Init(o, t)
+    PyObject_GC_Track(o)
+    return o
+
+
+cdef void _list_free(void* p) noexcept:
+    global _kept_list
+    if _kept_list == NULL and type_of(<PyObject*>p) == <PyObject*>BatchList:
+        _kept_list = <PyObject*>p
+    else:
+        PyObject_GC_Del(p)
+
+
+cdef int _install_list_slots() except -1:
+    cdef _TypeFields* t = <_TypeFields*><PyObject*>BatchList
+    cdef BatchList probe = BatchList.__new__(BatchList)
+    global kw_end_at, kw_tail_at, kw_list_dealloc
+    if not KW_LIST_SLOTS:
+        return 0
+    end, tail = object(), object()
+    probe.end, probe.partial_tail = end, tail
+    kw_end_at, kw_tail_at = _field_offset(probe, end), _field_offset(probe, tail)
+    kw_list_dealloc = (<_TypeFields*><PyObject*>list).tp_dealloc
+    t.tp_alloc, t.tp_free, t.tp_dealloc = _list_alloc, _list_free, kw_batch_list_dealloc
+    return 0
+
+
+_install_list_slots()
 
 
 def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_records=False,
@@ -371,11 +483,11 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
     cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     cdef bint walk = check_records
     cdef _Records w
-    out = _batch_list()
+    cdef BatchList out = _batch_list()
     while pos < v.n:
         try:
             if not _header(v.p, pos, v.n, check_crc, allow_partial_tail, &h):
-                _set_slot(out, _TAIL_AT, v.n - pos)
+                out.partial_tail = v.n - pos
                 break
             if walk:
                 _records_of(v, v.p, pos, &h, limit, index, False).check()  # v: the caller's buffer, exported
@@ -384,7 +496,7 @@ def read_batch_infos(data, *, check_crc=True, allow_partial_tail=False, check_re
         PyList_Append(out, _info(pos, &h))  # BatchList keeps list's append: no method lookup per batch
         pos += LOG_OVERHEAD + h.length
         index += 1
-    _set_slot(out, _END_AT, pos)
+    out.end = pos
     return out
 
 
@@ -408,7 +520,8 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
     cdef RecordBatch batch
     cdef _Records w
     cdef _View copy
-    cdef object base_ts  # an object: as a C int (what Cython would infer) each field set would make its own
+    cdef BatchList out
+    cdef object base_ts = None  # an object: as a C int (what Cython would infer) each field set would make its own
     cdef Py_ssize_t limit = _arguments(check_crc, allow_partial_tail, max_decompressed_size)
     if type(data) is not bytes:
         copy = _View(data)
@@ -420,35 +533,29 @@ cdef object _decode(data, check_crc, allow_partial_tail, max_decompressed_size, 
     while pos < n:
         try:
             if not _header(p, pos, n, check_crc, allow_partial_tail, &h):
-                _set_slot(out, _TAIL_AT, n - pos)
+                out.partial_tail = n - pos
                 break
-            base_ts = h.base_ts
             if lazy:
                 records = None
             else:
+                base_ts = _int(h.base_ts)
                 w = _records_of(data, p, pos, &h, limit, index)
                 w.shares_base(base_ts)
                 records = w.fill()
         except CorruptRecordError as exc:
             raise exc.prepend_path(index) from None
         batch = RecordBatch.__new__(RecordBatch)
-        batch.base_offset, batch.partition_leader_epoch, batch.magic = _int(h.base_offset), _int(h.epoch), _int(h.magic)
         batch.crc_read, batch.crc_unmade = h.crc, True
-        batch.attributes, batch.last_offset_delta = _int(<uint16_t>h.attributes), _int(h.last_delta)
-        # One int when the two timestamps are the same (every one-record batch's are).
-        batch.base_timestamp = base_ts
-        batch.max_timestamp = base_ts if h.max_ts == h.base_ts else h.max_ts
-        batch.producer_id, batch.producer_epoch = _int(h.producer_id), _int(h.producer_epoch)
-        batch.base_sequence = _int(h.base_sequence)
         if lazy:
-            batch.lazy_data, batch.lazy_head, batch.lazy_pos, batch.lazy_ts = data, h, pos, base_ts
+            batch.lazy_data, batch.lazy_head, batch.lazy_pos, batch.head_unmade = data, h, pos, True
             batch.lazy_index, batch.lazy_limit = index, limit
         else:
+            batch.fill_head(&h, base_ts)
             batch.record_list = records
         PyList_Append(out, batch)
         pos += LOG_OVERHEAD + h.length
         index += 1
-    _set_slot(out, _END_AT, pos)
+    out.end = pos
     return out
 
 

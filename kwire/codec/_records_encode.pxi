@@ -240,6 +240,7 @@ cdef int _encode_checked(_Out* o, object obj, Py_ssize_t index, int64_t base_off
 
 
 cdef bytes _encode_batch(RecordBatch self):
+    self.made()
     if not _batch_plain(self):
         check_batch(self)  # raises the EncodeError both twins give
     cdef int64_t base_offset = self.base_offset, base_ts = self.base_timestamp

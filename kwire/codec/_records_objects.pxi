@@ -461,8 +461,12 @@ cdef class RecordBatch:
     (``compression``, ``timestamp_type``, ``is_transactional``, ``is_control``, ``delete_horizon_ms``) read.
     The constructor fills what it is not given as Java's producer does (see ``batch_defaults``)."""
 
-    cdef public object base_offset, partition_leader_epoch, magic, attributes, last_offset_delta
-    cdef public object base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence
+    # The header's fields, read and written from Python through _HeadField descriptors (see _install_head).  A
+    # batch from read_record_batches makes them from ``lazy_head`` when one is first read or written
+    # (``head_unmade``): a loop over its records, what most readers do, reads none of them.
+    cdef object base_offset, partition_leader_epoch, magic, attributes, last_offset_delta
+    cdef object base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence
+    cdef bint head_unmade
     cdef object record_list
     # ``crc``: a decoded batch keeps the CRC it read as a C int and makes its int when it is first read (few
     # readers ask: it belongs to the bytes); a one-record batch then makes one int fewer.
@@ -475,6 +479,25 @@ cdef class RecordBatch:
     cdef _Head lazy_head
     cdef object lazy_ts  # the int of the header's base timestamp that the batch was given (see _walk)
     cdef Py_ssize_t lazy_pos, lazy_index, lazy_limit
+
+    cdef int fill_head(self, _Head* h, object base_ts) except -1:
+        """The header's fields from ``h``; ``base_ts`` is h.base_ts as an int."""
+        self.base_offset, self.partition_leader_epoch, self.magic = _int(h.base_offset), _int(h.epoch), _int(h.magic)
+        self.attributes, self.last_offset_delta = _int(<uint16_t>h.attributes), _int(h.last_delta)
+        # One int when the two timestamps are the same (every one-record batch's are).
+        self.base_timestamp = base_ts
+        self.max_timestamp = base_ts if h.max_ts == h.base_ts else h.max_ts
+        self.producer_id, self.producer_epoch = _int(h.producer_id), _int(h.producer_epoch)
+        self.base_sequence = _int(h.base_sequence)
+        self.lazy_ts = base_ts
+        self.head_unmade = False
+        return 0
+
+    cdef inline int made(self) except -1:
+        """Makes the header's fields, if they are still to be made, before C code reads them."""
+        if self.head_unmade:
+            self.fill_head(&self.lazy_head, _int(self.lazy_head.base_ts))
+        return 0
 
     def __init__(self, records=(), *, base_offset=0, partition_leader_epoch=-1, compression=0, timestamp_type=0,
                  is_transactional=False, is_control=False, delete_horizon_ms=None, attributes=None,
@@ -547,12 +570,17 @@ cdef class RecordBatch:
 
     cdef _Records _walk(self):
         cdef _Records w
-        try:
-            w = _records_of(self.lazy_data, <const unsigned char*>PyBytes_AS_STRING(self.lazy_data),
-                            self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
-        except CorruptRecordError as exc:
-            raise exc.prepend_path(self.lazy_index) from None
-        if self.base_timestamp is self.lazy_ts:  # still the int made from the header: shared without a check
+        cdef const unsigned char* b = <const unsigned char*>PyBytes_AS_STRING(self.lazy_data)
+        if not self.lazy_head.attributes & COMPRESSION_MASK:
+            w = _records_plain(self.lazy_data, b, self.lazy_pos, &self.lazy_head, self.lazy_index, True)
+        else:  # only a decompression raises here: its error gets the batch's index
+            try:
+                w = _records_of(self.lazy_data, b, self.lazy_pos, &self.lazy_head, self.lazy_limit, self.lazy_index)
+            except CorruptRecordError as exc:
+                raise exc.prepend_path(self.lazy_index) from None
+        if self.head_unmade:
+            pass  # no int made for the base timestamp: a record's is its own (see _Records.step)
+        elif self.base_timestamp is self.lazy_ts:  # still the int made from the header: shared without a check
             w.last_ts_o, w.last_ts = self.lazy_ts, w.base_ts
         else:
             w.shares_base(self.base_timestamp)
@@ -561,24 +589,29 @@ cdef class RecordBatch:
     @property
     def compression(self):
         """0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd."""
+        self.made()
         return self.attributes & COMPRESSION_MASK
 
     @property
     def timestamp_type(self):
         """0 CreateTime, 1 LogAppendTime."""
+        self.made()
         return (self.attributes & TIMESTAMP_TYPE_MASK) >> 3
 
     @property
     def is_transactional(self):
+        self.made()
         return bool(self.attributes & TRANSACTIONAL_FLAG)
 
     @property
     def is_control(self):
+        self.made()
         return bool(self.attributes & CONTROL_FLAG)
 
     @property
     def delete_horizon_ms(self):
         """The delete horizon a compacted batch carries in its base timestamp, or None."""
+        self.made()
         return self.base_timestamp if self.attributes & DELETE_HORIZON_FLAG else None
 
     def __eq__(self, other):
@@ -611,6 +644,46 @@ cdef class RecordBatch:
     def encode(self):
         """The batch's bytes, with its length and CRC-32C written (``self.crc`` is not read)."""
         return _encode_batch(self)
+
+
+@cython.final
+cdef class _HeadField:
+    """A RecordBatch header field, as Python reads and writes it: the object in the batch's field at ``at``, the
+    header's fields made first when the batch has not made them (see RecordBatch.made)."""
+    cdef Py_ssize_t at
+
+    def __get__(self, obj, owner):
+        if obj is None:
+            return self
+        (<RecordBatch?>obj).made()
+        return <object>(<PyObject**>(<char*><PyObject*>obj + self.at))[0]
+
+    def __set__(self, obj, value):
+        (<RecordBatch?>obj).made()
+        cdef PyObject** p = <PyObject**>(<char*><PyObject*>obj + self.at)
+        cdef PyObject* old = p[0]
+        Py_INCREF(value)
+        p[0] = <PyObject*>value
+        Py_XDECREF(old)
+
+
+cdef int _install_head() except -1:
+    cdef RecordBatch b = RecordBatch.__new__(RecordBatch)
+    cdef _HeadField d
+    names = ("base_offset", "partition_leader_epoch", "magic", "attributes", "last_offset_delta", "base_timestamp",
+             "max_timestamp", "producer_id", "producer_epoch", "base_sequence")
+    markers = tuple([object() for _ in names])
+    (b.base_offset, b.partition_leader_epoch, b.magic, b.attributes, b.last_offset_delta, b.base_timestamp,
+     b.max_timestamp, b.producer_id, b.producer_epoch, b.base_sequence) = markers
+    for name, marker in zip(names, markers):
+        d = _HeadField.__new__(_HeadField)
+        d.at = _field_offset(b, marker)
+        (<dict><object>(<_TypeFields*><PyObject*>RecordBatch).tp_dict)[name] = d
+    PyType_Modified(<_TypeFields*><PyObject*>RecordBatch)
+    return 0
+
+
+_install_head()
 
 
 cdef Py_ssize_t _first_size(data):
