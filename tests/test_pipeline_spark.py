@@ -11,7 +11,6 @@ truth.
 import json
 import os
 import random
-import sys
 
 import pytest
 
@@ -54,19 +53,6 @@ def test_a_session_kwire_owns_bounds_the_jvm_outside_its_heap(spark):
     jvm_args = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
                     .getInputArguments())
     assert EMBEDDED_JAVA_OPTIONS in jvm_args, jvm_args
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread nice values: Linux only")
-def test_a_session_kwire_owns_runs_the_jvm_compilers_at_the_lowest_priority(spark):
-    """The JVM's just-in-time compilers take the time the Python workers leave (kwire/pipeline/_jvm_threads.py):
-    the session's JVM is this process's child, and its compiler threads run at nice 19."""
-    from kwire.pipeline._jvm_threads import COMPILER_NICE, child_jvms, compiler_threads
-
-    jvms = child_jvms()
-    assert len(jvms) == 1, jvms
-    threads = compiler_threads(jvms[0])
-    assert threads
-    assert {os.getpriority(os.PRIO_PROCESS, tid) for tid in threads} == {COMPILER_NICE}
 
 
 def _extra(out):

@@ -70,7 +70,6 @@ from kwire.pipeline._capture import SCHEMA as CAPTURE_SCHEMA
 from kwire.pipeline._progress import Progress
 from kwire.pipeline._spark_consumer import consumer_stage, consumer_summary, split_protocols
 from kwire.pipeline._ship import kwire_for_workers, remote
-from kwire.pipeline._jvm_threads import lower_compiler_priority
 from kwire.pipeline._spark_migrate import migration_stage
 
 DEFAULT_BUCKETS_PER_CORE = 4
@@ -206,10 +205,7 @@ def spark_session(master=None, shuffle_partitions=None, driver_memory=EMBEDDED_D
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     for k, v in {**ARROW_CONF, **(conf or {})}.items():
         b = b.config(k, v)
-    session = b.getOrCreate()
-    if local:
-        lower_compiler_priority()   # the JVM's compilers yield the cores to the Python workers
-    return session
+    return b.getOrCreate()
 
 
 def warm_worker(batches):
