@@ -56,7 +56,7 @@ def sleepers():
 
 
 @pytest.fixture
-def restorable(monkeypatch):
+def restorable():
     """As where the values can be given back (root, or RLIMIT_NICE allows it); the test's processes are its
     own children, so it can set their values either way only as root."""
     if os.geteuid() != 0:
@@ -65,36 +65,39 @@ def restorable(monkeypatch):
 
 def test_the_compilers_yield_within_the_block_and_get_their_priority_back(tmp_path, sleepers, restorable):
     c2, c1, other, elsewhere = sleepers
-    os.setpriority(os.PRIO_PROCESS, c1, 3)
+    base = _nice(c2)   # this test's own (0, or more under `nice`)
+    os.setpriority(os.PRIO_PROCESS, c1, base + 3)
     _process(tmp_path, 100, "java", os.getpid(), [(c2, "C2 CompilerThre"), (c1, "C1 CompilerThre"),
                                                   (other, "Executor task l")])
     _process(tmp_path, 200, "java", 1, [(elsewhere, "C2 CompilerThre")])   # not this process's JVM
     with compilers_yielding(proc=str(tmp_path)) as changed:
-        assert changed == {c2: 0, c1: 3}
-        assert (_nice(c2), _nice(c1), _nice(other), _nice(elsewhere)) == (COMPILER_NICE, COMPILER_NICE, 0, 0)
-    assert (_nice(c2), _nice(c1), _nice(other), _nice(elsewhere)) == (0, 3, 0, 0)
+        assert changed == {c2: base, c1: base + 3}
+        assert (_nice(c2), _nice(c1), _nice(other), _nice(elsewhere)) == (COMPILER_NICE, COMPILER_NICE, base, base)
+    assert (_nice(c2), _nice(c1), _nice(other), _nice(elsewhere)) == (base, base + 3, base, base)
 
 
 def test_a_compiler_thread_started_within_the_block_gets_the_others_priority(tmp_path, sleepers, restorable):
     c2, late, already, _ = sleepers
+    base = _nice(c2)
     os.setpriority(os.PRIO_PROCESS, already, COMPILER_NICE)
     _process(tmp_path, 100, "java", os.getpid(), [(c2, "C2 CompilerThre"), (already, "C1 CompilerThre")])
     with compilers_yielding(proc=str(tmp_path)) as changed:
-        assert changed == {c2: 0}   # one already at the lowest priority is left as it is
+        assert changed == {c2: base}   # one already at the lowest priority is left as it is
         # HotSpot starts a compiler thread from a compiler thread, whose nice value it inherits.
         os.setpriority(os.PRIO_PROCESS, late, COMPILER_NICE)
         (tmp_path / "100" / "task" / str(late)).mkdir()
         (tmp_path / "100" / "task" / str(late) / "comm").write_text("C2 CompilerThre\n")
-    assert (_nice(c2), _nice(late), _nice(already)) == (0, 0, COMPILER_NICE)
+    assert (_nice(c2), _nice(late), _nice(already)) == (base, base, COMPILER_NICE)
 
 
 def test_a_thread_gone_meanwhile_is_skipped(tmp_path, sleepers, restorable):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     _process(tmp_path, 100, "java", os.getpid(), [(gone.pid, "C2 CompilerThre"), (sleepers[0], "C1 CompilerThre")])
+    base = _nice(sleepers[0])
     with compilers_yielding(proc=str(tmp_path)) as changed:
-        assert changed == {sleepers[0]: 0}
-    assert _nice(sleepers[0]) == 0
+        assert changed == {sleepers[0]: base}
+    assert _nice(sleepers[0]) == base
 
 
 def test_nothing_changes_where_the_priority_could_not_be_given_back(tmp_path, sleepers, monkeypatch):
