@@ -11,7 +11,9 @@ speed is ``member_events / replay_seconds``.  What a replay would import on its 
 kernel modules, a string codec) is imported before the first replay is timed: a fresh worker's imports
 are not simulation.  Their CPU seconds are summed beside them
 (``replay_cpu_seconds``): the tasks run side by side on shared cores, so their wall seconds grow with the
-machine's load while the CPU seconds do not.
+machine's load while the CPU seconds do not.  On a local master the JVM's just-in-time compilers run at the
+lowest CPU priority while the replays run (:mod:`kwire.pipeline._jvm_threads`): compiling what the run's
+earlier stages made hot, they had taken a core from the replays for a third of the time.
 
 Each task also says whether its replay ran compiled (:mod:`kwire._compiled`): ``replay_tasks`` counts the
 tasks and ``replay_tasks_python`` those in which one or more of the modules kwire/_compiled.py lists ran as
