@@ -11,7 +11,9 @@ speed is ``member_events / replay_seconds``.  What a replay would import on its 
 kernel modules, a string codec) is imported before the first replay is timed: a fresh worker's imports
 are not simulation.  Their CPU seconds are summed beside them
 (``replay_cpu_seconds``): the tasks run side by side on shared cores, so their wall seconds grow with the
-machine's load while the CPU seconds do not.
+machine's load while the CPU seconds do not.  On a local master the JVM's just-in-time compilers run at the
+lowest CPU priority while the replays run (:mod:`kwire.pipeline._jvm_threads`): compiling what the run's
+earlier stages made hot, they had taken a core from the replays for a third of the time.
 
 Each task also says whether its replay ran compiled (:mod:`kwire._compiled`): ``replay_tasks`` counts the
 tasks and ``replay_tasks_python`` those in which one or more of the modules kwire/_compiled.py lists ran as
@@ -21,9 +23,12 @@ two thirds of the compiled speed; the stage logs a line when there are any.
 
 from __future__ import annotations
 
+import contextlib
+
+from kwire.pipeline._jvm_threads import compilers_yielding
 from kwire.pipeline._migrate_table import MIGRATION_SCHEMA
 from kwire.pipeline._report_migration import summarize_migration
-from kwire.pipeline._ship import remote
+from kwire.pipeline._ship import needs_shipping, remote
 
 #: A ``migration`` row's key: its group, the protocol simulated, the observed rebalance.
 ROW_KEY = ("group_id", "simulated_protocol", "rebalance")
@@ -70,7 +75,11 @@ def migration_stage(spark, histories, path, progress, spark_schema, archive=None
         # with a task a core the JVM reads every task's input before the replays and writes after them.
         both = histories if consumer_histories is None else histories.unionByName(consumer_histories)
         rows = history_rows_stage(both.coalesce(sc.defaultParallelism), spark_schema, archive, *figures)
-        rows.write.mode("overwrite").parquet(path)
+        # The replays are this job's work: on a local master (the executors run in the JVM this process
+        # started) the JVM's compilers, which shared the cores with them, take only what the replays leave
+        # while it runs (kwire/pipeline/_jvm_threads.py).
+        with contextlib.nullcontext() if needs_shipping(sc.master) else compilers_yielding():
+            rows.write.mode("overwrite").parquet(path)
         table = spark.read.parquet(path)
         row = table.agg(F.count(F.lit(1)).alias("rows"), F.sum("member_events").alias("events")).first()
         st.done(rows=row["rows"], member_events=row["events"] or 0)
