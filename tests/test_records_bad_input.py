@@ -492,10 +492,10 @@ def _outcome(call):
 
 
 def test_mutated_records_read_alike_in_every_twin():
-    # Records whose CRC is right but whose bytes are not: the record walk alone decides. The compiled twin walks a
-    # record twice only when its first, error-free walk refuses it, so both walks, and the pure twin's, must
-    # accept and refuse the very same bytes, with the same error. Headers past the ones the compiled walk keeps
-    # the positions of (8) are read again, so one record carries more than that.
+    # Records whose CRC is right but whose bytes are not: the record walk alone decides. The two twins walk
+    # records by different code (the compiled one's walk reports a fault code that another function turns into
+    # the error), so they must accept and refuse the very same bytes, with the same error. Headers past the ones
+    # the compiled walk keeps the positions of (8) are read again, so one record carries more than that.
     many = [(f"h{i}", bytes([i]) * i if i % 3 else None) for i in range(11)]
     records = (_headed_record(b"key", b"value" * 30, [("a", b"1"), ("b", None)])
                + _headed_record(None, None, many, ts_delta=300, offset_delta=1)
