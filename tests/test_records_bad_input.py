@@ -124,6 +124,29 @@ def test_lengths_beyond_their_batch_or_record():
     _same_error(bytes(bad[:42]), CorruptRecordError, 8)
 
 
+# A record of one header whose fields are all empty or null, up to its header count: the field at fault follows.
+_HEADED = b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(-1) + _varint(1)
+
+
+@pytest.mark.parametrize("body, reason, offset", [
+    # The batch's records start at 61, the record's fields after its one-byte length, at 62.
+    (b"", "record attributes are cut short by the end of its record", 62),
+    (b"\x00" + _varint(0) + b"\x80\x80", "varint is cut short by the end of its record", 64),
+    (b"\x00" + _varint(0) + b"\x80" * 5 + b"\x01", "varint longer than 5 bytes", 64),
+    (b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(9) + b"v", "value length 9 is beyond its record", 66),
+    (b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(-1) + _varint(-3), "negative header count -3", 67),
+    (_HEADED + _varint(-2) + b"k" + _varint(-1), "negative header key length -2", 68),
+    (_HEADED + _varint(40) + b"k" + _varint(-1), "header key length 40 is beyond its record", 68),
+    (_HEADED + _varint(1) + b"k" + _varint(30) + b"v", "header value length 30 is beyond its record", 70),
+])
+def test_each_fault_of_a_record_names_its_field_and_offset(body, reason, offset):
+    # The compiled twin's walk reports a fault code that another function turns into the error: each code its
+    # message and offset, as the pure twin gives them. Bytes after the record keep the batch's record count
+    # within what they could hold.
+    got = _same_error(_batch(_record(body) + b"\x00" * 8, 1), CorruptRecordError, offset)
+    assert got[1:] == (reason, offset, "[0].records[0]")
+
+
 def test_record_count_that_disagrees_with_the_records():
     rec = _plain_record(b"k", b"v" * 20)
     _, reason, offset, path = _same_error(_batch(rec * 2, 3), CorruptRecordError, 61 + 2 * len(rec))
@@ -492,10 +515,10 @@ def _outcome(call):
 
 
 def test_mutated_records_read_alike_in_every_twin():
-    # Records whose CRC is right but whose bytes are not: the record walk alone decides. The compiled twin walks a
-    # record twice only when its first, error-free walk refuses it, so both walks, and the pure twin's, must
-    # accept and refuse the very same bytes, with the same error. Headers past the ones the compiled walk keeps
-    # the positions of (8) are read again, so one record carries more than that.
+    # Records whose CRC is right but whose bytes are not: the record walk alone decides. The two twins walk
+    # records by different code (the compiled one's walk reports a fault code that another function turns into
+    # the error), so they must accept and refuse the very same bytes, with the same error. Headers past the ones
+    # the compiled walk keeps the positions of (8) are read again, so one record carries more than that.
     many = [(f"h{i}", bytes([i]) * i if i % 3 else None) for i in range(11)]
     records = (_headed_record(b"key", b"value" * 30, [("a", b"1"), ("b", None)])
                + _headed_record(None, None, many, ts_delta=300, offset_delta=1)

@@ -186,11 +186,6 @@ cdef object _fail(str reason, Py_ssize_t pos, Py_ssize_t where):
     return CorruptRecordError(f"{reason} (byte {pos} of the decompressed records)", where)
 
 
-cdef int _varint_fail(int rc, Py_ssize_t start, Py_ssize_t where, int max_bytes) except -1:
-    if rc == 1:
-        raise _fail("varint is cut short by the end of its record", start, where)
-    raise _fail(f"varint longer than {max_bytes} bytes", start, where)
-
 
 # --- The record walk -----------------------------------------------------------------------------------------------
 

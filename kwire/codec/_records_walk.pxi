@@ -1,4 +1,4 @@
-# The record walk of the compiled twin (included by _records_c.pyx): each record checked whole (_walk_record), and
+# The record walk of the compiled twin (included by _records_c.pyx): each record checked whole (_walk), and
 # _Records, the walker a decode's list and a lazy loop step through, which makes each record's objects.
 
 cdef enum:
@@ -19,134 +19,160 @@ cdef struct _Rec:
     int32_t hv_len[KEYS_MAX]
 
 
-cdef inline int _rd32(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit, int32_t* out,
-                      Py_ssize_t where) except -1:
-    cdef Py_ssize_t start = pos[0]
-    cdef int rc = rd_varint(b, pos, limit, out)
-    if rc:
-        _varint_fail(rc, start, where, 5)
-    return 0
+# What _walk finds wrong with a record (0: nothing), and where: _walk_error makes its CorruptRecordError.  The walk
+# itself builds no error, so it holds no Python object and runs without the GIL; it makes its checks once, and the
+# error of a record it refuses comes from the same check that refused it.
+cdef enum:
+    VARINT_SHORT = 1  # rd_varint's and rd_varlong's own codes: the bound cuts the varint short,
+    VARINT_LONG = 2   # or it runs past 5 bytes
+    VARLONG_LONG = 3  # rd_varlong's 2: past 10 bytes
+    RECORD_BEYOND_BATCH = 4
+    ATTRIBUTES_SHORT = 5
+    KEY_BEYOND = 6
+    VALUE_BEYOND = 7
+    HEADER_VALUE_BEYOND = 8
+    HEADER_COUNT_NEGATIVE = 9
+    HEADER_KEY_NEGATIVE = 10
+    HEADER_KEY_BEYOND = 11
+    LENGTH_DISAGREES = 12
 
 
-cdef inline int _blob(const unsigned char* b, Py_ssize_t* pos, Py_ssize_t limit, Py_ssize_t* at, Py_ssize_t* n,
-                      str what, Py_ssize_t where) except -1:
-    cdef Py_ssize_t start = pos[0]
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define kw_fault(x) __builtin_expect(!!(x), 0)
+    #else
+    #define kw_fault(x) (x)
+    #endif
+    """
+    # A fault, which whole records never take: the compiler then keeps the walk's reads inline and its faults
+    # out of the way.  Without it, it took the walk's early returns for even odds, judged the reads that follow
+    # many of them rare, and left some of them calls.
+    bint kw_fault(bint) noexcept nogil
+
+
+cdef struct _Bad:
+    Py_ssize_t at  # the offset the error names
+    int32_t n  # the length or count at fault
+    Py_ssize_t fields  # LENGTH_DISAGREES: the bytes the record's fields took
+
+
+cdef inline int _bad(_Bad* bad, int fault, Py_ssize_t at, int32_t n) noexcept nogil:
+    """``fault``, with where it is and the length or count at fault written into ``bad``."""
+    bad.at = at
+    bad.n = n
+    return fault
+
+
+cdef inline int _blob(const unsigned char* b, Py_ssize_t* p, Py_ssize_t limit, Py_ssize_t* at, Py_ssize_t* n,
+                      int beyond, _Bad* bad) noexcept nogil:
+    """A key's or value's length and bytes (-1: null), which must fit before ``limit``: 0, or the fault
+    (``beyond`` when the bytes do not fit)."""
+    cdef Py_ssize_t start = p[0]
     cdef int32_t v = 0
-    _rd32(b, pos, limit, &v, where)
-    if v < 0:
-        n[0] = -1
-        at[0] = pos[0]
-        return 0
-    if v > limit - pos[0]:
-        raise _fail(f"{what} length {v} is beyond its record", start, where)
-    at[0] = pos[0]
-    n[0] = v
-    pos[0] += v
-    return 0
-
-
-cdef inline int _walk_record(const unsigned char* b, Py_ssize_t* pos_out, Py_ssize_t end, Py_ssize_t where,
-                      _Rec* r) except -1:
-    """One record (DefaultRecord.readFrom), checked whole; its fields' positions into ``r``.  The position is a
-    local until the record is read: through the caller's pointer, every store into ``r`` (which might alias it)
-    made the compiler load it again."""
-    cdef Py_ssize_t p = pos_out[0]
-    cdef Py_ssize_t start = p, body, limit, kat, klen
-    cdef int32_t size = 0, count = 0, i, hklen = 0
-    cdef int rc
-    _rd32(b, &p, end, &size, where)
-    if size < 0 or size > end - p:
-        raise _fail(f"record length {size} is beyond its batch", start, where)
-    body = p
-    limit = body + size
-    if size < 1:
-        raise _fail("record attributes are cut short by the end of its record", body, where)
-    r.attributes = <int8_t>b[body]
-    p += 1
-    kat = p
-    rc = rd_varlong(b, &p, limit, &r.ts_delta)
-    if rc:
-        _varint_fail(rc, kat, where, 10)
-    _rd32(b, &p, limit, &r.offset_delta, where)
-    _blob(b, &p, limit, &r.key_pos, &r.key_len, "key", where)
-    _blob(b, &p, limit, &r.value_pos, &r.value_len, "value", where)
-    r.hdr_pos = p
-    _rd32(b, &p, limit, &count, where)
-    if count < 0:
-        raise _fail(f"negative header count {count}", r.hdr_pos, where)
-    r.hdr_count = count
-    for i in range(count):
-        kat = p
-        _rd32(b, &p, limit, &hklen, where)
-        if hklen < 0:
-            raise _fail(f"negative header key length {hklen}", kat, where)
-        if hklen > limit - p:
-            raise _fail(f"header key length {hklen} is beyond its record", kat, where)
-        if i < KEYS_MAX:
-            r.hk_pos[i], r.hk_len[i] = p, hklen
-        p += hklen
-        _blob(b, &p, limit, &kat, &klen, "header value", where)
-        if i < KEYS_MAX:
-            r.hv_pos[i], r.hv_len[i] = kat, <int32_t>klen
-    r.hdr_end = p
-    if p != limit:
-        raise _fail(f"record length {size} disagrees with its fields ({p - body} bytes)", start, where)
-    pos_out[0] = p
-    return 0
-
-
-cdef inline bint _blob_ok(const unsigned char* b, Py_ssize_t* p, Py_ssize_t limit, Py_ssize_t* at,
-                          Py_ssize_t* n) noexcept nogil:
-    """_blob without its error: whether the length and the bytes it gives fit before ``limit``."""
-    cdef int32_t v = 0
-    if rd_varint(b, p, limit, &v):
-        return False
+    cdef int rc = rd_varint(b, p, limit, &v)
+    if kw_fault(rc):
+        return _bad(bad, rc, start, 0)
     at[0] = p[0]
     if v < 0:
         n[0] = -1
-        return True
-    if v > limit - p[0]:
-        return False
+        return 0
+    if kw_fault(v > limit - p[0]):
+        return _bad(bad, beyond, start, v)
     n[0] = v
     p[0] += v
-    return True
+    return 0
 
 
-cdef inline bint _walk_fast(const unsigned char* b, Py_ssize_t* pos_out, Py_ssize_t end, _Rec* r) noexcept nogil:
-    """_walk_record without its errors: whether the record at ``pos_out[0]`` is whole (then read into ``r`` and
-    ``pos_out`` moved past it) by exactly _walk_record's checks.  A record it refuses is walked again by
-    _walk_record, which raises the error: the walk that most records take then holds no Python object, and the
-    compiler keeps its state in registers."""
-    cdef Py_ssize_t p = pos_out[0], limit, at = 0, n = 0
+cdef inline int _walk(const unsigned char* b, Py_ssize_t* pos_out, Py_ssize_t end, _Rec* r,
+                      _Bad* bad) noexcept nogil:
+    """One record (DefaultRecord.readFrom), checked whole: 0, its fields' positions in ``r`` and ``pos_out``
+    moved past it; or the fault, with ``bad`` saying where, and ``pos_out`` left at the record.  The position is a
+    local until the record is read: through the caller's pointer, every store into ``r`` (which might alias it) made
+    the compiler load it again.  A varint that fails leaves ``p`` at its start, the offset its error names; the
+    record's own start is ``pos_out[0]``, read again only by a fault."""
+    cdef Py_ssize_t p = pos_out[0], limit, kat, at = 0, n = 0
     cdef int32_t size = 0, count = 0, i, hklen = 0
-    if rd_varint(b, &p, end, &size) or size < 1 or size > end - p:
-        return False
+    cdef int rc = rd_varint(b, &p, end, &size)
+    if kw_fault(rc):
+        return _bad(bad, rc, p, 0)
+    if kw_fault(size < 1 or size > end - p):
+        if size == 0:  # never beyond the batch: the varint was read before ``end``
+            return _bad(bad, ATTRIBUTES_SHORT, p, 0)
+        return _bad(bad, RECORD_BEYOND_BATCH, pos_out[0], size)
     limit = p + size
     r.attributes = <int8_t>b[p]
     p += 1
-    if (rd_varlong(b, &p, limit, &r.ts_delta) or rd_varint(b, &p, limit, &r.offset_delta)
-            or not _blob_ok(b, &p, limit, &r.key_pos, &r.key_len)
-            or not _blob_ok(b, &p, limit, &r.value_pos, &r.value_len)):
-        return False
+    rc = rd_varlong(b, &p, limit, &r.ts_delta)
+    if kw_fault(rc):
+        return _bad(bad, VARLONG_LONG if rc == VARINT_LONG else rc, p, 0)
+    rc = rd_varint(b, &p, limit, &r.offset_delta)
+    if kw_fault(rc):
+        return _bad(bad, rc, p, 0)
+    rc = _blob(b, &p, limit, &r.key_pos, &r.key_len, KEY_BEYOND, bad)
+    if kw_fault(rc):
+        return rc
+    rc = _blob(b, &p, limit, &r.value_pos, &r.value_len, VALUE_BEYOND, bad)
+    if kw_fault(rc):
+        return rc
     r.hdr_pos = p
-    if rd_varint(b, &p, limit, &count) or count < 0:
-        return False
+    rc = rd_varint(b, &p, limit, &count)
+    if kw_fault(rc):
+        return _bad(bad, rc, p, 0)
+    if kw_fault(count < 0):
+        return _bad(bad, HEADER_COUNT_NEGATIVE, r.hdr_pos, count)
     r.hdr_count = count
     for i in range(count):
-        if rd_varint(b, &p, limit, &hklen) or hklen < 0 or hklen > limit - p:
-            return False
+        kat = p
+        rc = rd_varint(b, &p, limit, &hklen)
+        if kw_fault(rc):
+            return _bad(bad, rc, p, 0)
+        if kw_fault(hklen < 0 or hklen > limit - p):
+            return _bad(bad, HEADER_KEY_NEGATIVE if hklen < 0 else HEADER_KEY_BEYOND, kat, hklen)
         if i < KEYS_MAX:
             r.hk_pos[i], r.hk_len[i] = p, hklen
         p += hklen
-        if not _blob_ok(b, &p, limit, &at, &n):
-            return False
+        rc = _blob(b, &p, limit, &at, &n, HEADER_VALUE_BEYOND, bad)
+        if kw_fault(rc):
+            return rc
         if i < KEYS_MAX:
             r.hv_pos[i], r.hv_len[i] = at, <int32_t>n
     r.hdr_end = p
-    if p != limit:
-        return False
+    if kw_fault(p != limit):
+        bad.fields = p - (limit - size)
+        return _bad(bad, LENGTH_DISAGREES, pos_out[0], size)
     pos_out[0] = p
-    return True
+    return 0
+
+
+cdef object _walk_error(int fault, const _Bad* bad, Py_ssize_t where):
+    """The CorruptRecordError of a record _walk refused with ``fault``."""
+    cdef str reason
+    if fault == VARINT_SHORT:
+        reason = "varint is cut short by the end of its record"
+    elif fault == VARINT_LONG:
+        reason = "varint longer than 5 bytes"
+    elif fault == VARLONG_LONG:
+        reason = "varint longer than 10 bytes"
+    elif fault == RECORD_BEYOND_BATCH:
+        reason = f"record length {bad.n} is beyond its batch"
+    elif fault == ATTRIBUTES_SHORT:
+        reason = "record attributes are cut short by the end of its record"
+    elif fault == KEY_BEYOND:
+        reason = f"key length {bad.n} is beyond its record"
+    elif fault == VALUE_BEYOND:
+        reason = f"value length {bad.n} is beyond its record"
+    elif fault == HEADER_VALUE_BEYOND:
+        reason = f"header value length {bad.n} is beyond its record"
+    elif fault == HEADER_COUNT_NEGATIVE:
+        reason = f"negative header count {bad.n}"
+    elif fault == HEADER_KEY_NEGATIVE:
+        reason = f"negative header key length {bad.n}"
+    elif fault == HEADER_KEY_BEYOND:
+        reason = f"header key length {bad.n} is beyond its record"
+    else:
+        reason = f"record length {bad.n} disagrees with its fields ({bad.fields} bytes)"
+    return _fail(reason, bad.at, where)
 
 
 cdef struct _Keys:
@@ -163,7 +189,7 @@ cdef struct _Keys:
 @cython.no_gc
 @cython.freelist(8)  # one per loop alive at a time, usually: a one-record batch's loop skips malloc and free
 cdef class _Records:
-    """The records of one batch, walked one at a time: each step checks one record whole (``_walk_record``) and,
+    """The records of one batch, walked one at a time: each step checks one record whole (``_walk``) and,
     asked, makes its :class:`Record`.  A decode's list and a lazily read batch's loop both step through one.
 
     ``owner`` keeps the bytes ``b`` points into alive (the caller's bytes, or a view of the decompressed records).
@@ -261,37 +287,37 @@ cdef class _Records:
 
     cdef inline int advance(self, _Rec* r) except -1:
         """Walks the next record, checked whole, into ``r``; the caller checks that ``j < count``."""
+        cdef _Bad bad
+        cdef int fault
         if self.pos >= self.end:
             raise self.failed(_fail(f"record count {self.count} but only {self.j} records are present", self.pos,
                                     self.where))
-        if not _walk_fast(self.b, &self.pos, self.end, r):
-            self.walk_refused(&self.pos, r)
+        fault = _walk(self.b, &self.pos, self.end, r, &bad)
+        if fault:
+            self.refused(fault, &bad)
         self.j += 1
         return 0
 
-    cdef int walk_refused(self, Py_ssize_t* pos, _Rec* r) except -1:
-        """The record _walk_fast refused, walked again by _walk_record for its error: a CorruptRecordError with
-        the record's index and ``records`` before its path.  Only a refused record pays for the ``try`` (around
-        each record's walk, it saved and restored the exception state on every record)."""
-        try:
-            _walk_record(self.b, pos, self.end, self.where, r)
-        except CorruptRecordError as exc:
-            raise self.failed(exc.prepend_path(self.j).prepend_path("records")) from None
-        return 0
+    cdef int refused(self, int fault, const _Bad* bad) except -1:
+        """Raises the error of the record _walk refused: a CorruptRecordError with the record's index and
+        ``records`` before its path.  Its cause and context are suppressed, as the pure twin's are."""
+        raise self.failed(_walk_error(fault, bad, self.where).prepend_path(self.j).prepend_path("records")) from None
 
     cdef int check(self) except -1:
         """Walks every record, checked, without making one (read_batch_infos' check_records).  The position is
         a local here, which the compiler keeps in a register: the walk of a server checking what a producer sent."""
         cdef _Rec r
+        cdef _Bad bad
+        cdef int fault
         cdef Py_ssize_t pos = self.pos
         while self.j < self.count:
             if pos >= self.end:
                 self.pos = pos
                 return self.advance(&r)  # raises the count's error
-            if not _walk_fast(self.b, &pos, self.end, &r):
+            fault = _walk(self.b, &pos, self.end, &r, &bad)
+            if fault:
                 self.pos = pos
-                self.walk_refused(&self.pos, &r)
-                pos = self.pos
+                return self.refused(fault, &bad)
             self.j += 1
         self.pos = pos
         return self.finish()
