@@ -107,7 +107,8 @@ def cmd_record(args):
     host, port = args.upstream
     try:
         asyncio.run(record.serve(args.out, host, port, listen_port=args.listen_port,
-                                 listen_host=args.listen_host, duration=args.duration))
+                                 listen_host=args.listen_host, duration=args.duration,
+                                 stop_signals=record.STOP_SIGNALS))
     except KeyboardInterrupt:
         pass
     return 0

@@ -239,3 +239,57 @@ def test_a_stalled_writer_stops_forwarding_instead_of_buffering(tmp_path, monkey
     rows = read_capture(out).to_pylist()
     assert [r["frame"] for r in rows if r["direction"] == 0] == [_heartbeat(i, "m") for i in range(n)]
     assert len(rows) == 2 * n
+
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT, which the process inherited as ignored"])
+def test_the_command_stops_on_a_signal_with_its_capture_whole(tmp_path, how):
+    # `kwire record` ends on SIGTERM, and on SIGINT even where a non-interactive shell started it ignoring SIGINT
+    # (a background job), as `kwire serve` does: it writes what it recorded and closes the capture, whose footer a
+    # Parquet reader needs.  Left to their defaults, SIGTERM killed it with the footer unwritten and an inherited
+    # ignored SIGINT did nothing.
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    sig = signal.SIGTERM if how == "SIGTERM" else signal.SIGINT
+    capture = tmp_path / "capture.parquet"
+    frame = _heartbeat(7, "m")
+    with socket.socket() as upstream:
+        upstream.bind(("127.0.0.1", 0))
+        upstream.listen()
+        upstream.settimeout(TIMEOUT)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kwire", "record", str(capture), "--upstream",
+             f"127.0.0.1:{upstream.getsockname()[1]}", "--listen-port", str(port), "--duration", "60"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            preexec_fn=None if sig == signal.SIGTERM else (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)))
+        try:
+            assert proc.stdout.readline().startswith("recording "), proc.stderr.read()
+            with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as client:
+                client.sendall(frame)
+                # The proxy queues a frame for the capture before it forwards it: once the broker has it, so has
+                # the recording.
+                forwarded, _ = upstream.accept()
+                with forwarded:
+                    forwarded.settimeout(TIMEOUT)
+                    got = b""
+                    while len(got) < len(frame):
+                        got += forwarded.recv(len(frame) - len(got)) or pytest.fail("the proxy closed early")
+                    proc.send_signal(sig)
+                    assert proc.wait(TIMEOUT) == 0, proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(capture).to_pylist()
+    assert [(r["frame"], r["truncated"]) for r in rows] == [(frame, False)]
