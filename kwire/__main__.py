@@ -103,12 +103,14 @@ def cmd_pipeline(args):
 def cmd_record(args):
     import asyncio
 
+    from kwire._stop import STOP_SIGNALS
+
     record = _pipeline_import("record")
     host, port = args.upstream
     try:
         asyncio.run(record.serve(args.out, host, port, listen_port=args.listen_port,
                                  listen_host=args.listen_host, duration=args.duration,
-                                 stop_signals=record.STOP_SIGNALS))
+                                 stop_signals=STOP_SIGNALS))
     except KeyboardInterrupt:
         pass
     return 0

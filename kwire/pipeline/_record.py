@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import signal
 import time
 
+from kwire._stop import stop_signals_handled
 from kwire.errors import DecodeError
 from kwire.codec import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 from kwire.pipeline._capture import BROKER_TO_CLIENT, CLIENT_TO_BROKER, CaptureWriter
@@ -200,35 +200,25 @@ class RecordingProxy:
                     pass
 
 
-#: The signals that end ``kwire record`` as its duration does: the capture is written whole and closed.
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
 async def serve(out_path, upstream_host, upstream_port, listen_port=19092, listen_host="127.0.0.1", duration=None,
                 log=print, stop_signals=()):
     """Record until ``duration`` seconds have passed (None: until cancelled) or one of ``stop_signals`` comes.
 
-    The command passes :data:`STOP_SIGNALS`, as ``kwire serve`` does: handled on the loop, each stops the
-    recording cleanly whatever the process inherited.  A SIGTERM left to its default would end the process with the
-    capture's footer unwritten (a Parquet file without it cannot be read), and a SIGINT that a non-interactive shell
-    ignored for a job it started in the background would not stop it at all."""
+    The command passes :data:`kwire._stop.STOP_SIGNALS`, as ``kwire serve`` does, so that the capture is written
+    whole and closed however the process is stopped (see :mod:`kwire._stop`)."""
     proxy = RecordingProxy(out_path, upstream_host, upstream_port, listen_host=listen_host, listen_port=listen_port)
-    loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for sig in stop_signals:
-        loop.add_signal_handler(sig, stop.set)
-    await proxy.start()
-    log(f"recording {listen_host}:{proxy.port} -> {upstream_host}:{upstream_port} into {out_path} (Ctrl-C stops)")
-    try:
-        if duration is None:
-            await stop.wait()
-        else:
-            try:
-                await asyncio.wait_for(stop.wait(), duration)
-            except asyncio.TimeoutError:
-                pass
-    finally:
-        for sig in stop_signals:
-            loop.remove_signal_handler(sig)
-        await proxy.stop()
-        log(f"{proxy.frames:,} frames from {proxy.connections:,} connections written to {out_path}")
+    with stop_signals_handled(asyncio.get_running_loop(), stop.set, stop_signals):
+        await proxy.start()
+        log(f"recording {listen_host}:{proxy.port} -> {upstream_host}:{upstream_port} into {out_path} (Ctrl-C stops)")
+        try:
+            if duration is None:
+                await stop.wait()
+            else:
+                try:
+                    await asyncio.wait_for(stop.wait(), duration)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            await proxy.stop()
+            log(f"{proxy.frames:,} frames from {proxy.connections:,} connections written to {out_path}")

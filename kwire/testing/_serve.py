@@ -30,16 +30,15 @@ import asyncio
 import ctypes
 import logging
 import platform
-import signal
 import sys
 import threading
 
+from kwire._stop import stop_signals_handled
 from kwire.errors import ArgumentValueError
 
 from ._config import ALIASES, parse_assignments, with_aliases
 from ._server import ClusterServer, log
 
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # glibc's mallopt parameters (malloc.h) and the values kwire serve sets: allocations up to 4 MiB come from the heap,
 # which keeps up to 8 MiB free at its top rather than giving it back.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -162,21 +161,20 @@ async def _serve(args, server):
     except ValueError as e:
         raise SystemExit(f"kwire serve: {e}") from None
     loop = asyncio.get_running_loop()
-    stop = loop.create_future()
-    for sig in _STOP_SIGNALS:
-        loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
-    await server.start()
-    if args.control == "stdin":
-        def read():
-            for line in sys.stdin:
-                loop.call_soon_threadsafe(lambda line=line: _print(control(server, line)))
-        threading.Thread(target=read, name="kwire-serve-control", daemon=True).start()
-    topics = ", ".join(f"{n}:{p}" for n, p in server.topics.counts.items()) or "no topics"
-    print(f"kwire serve: listening on {server.host}:{server.port} ({topics})", flush=True)
-    for broker in server.topics.brokers[1:]:
-        print(f"kwire serve: broker {broker} listening on {server.host}:{server.ports[broker]}", flush=True)
-    await stop
-    await server.stop()
+    stop = asyncio.Event()
+    with stop_signals_handled(loop, stop.set):
+        await server.start()
+        if args.control == "stdin":
+            def read():
+                for line in sys.stdin:
+                    loop.call_soon_threadsafe(lambda line=line: _print(control(server, line)))
+            threading.Thread(target=read, name="kwire-serve-control", daemon=True).start()
+        topics = ", ".join(f"{n}:{p}" for n, p in server.topics.counts.items()) or "no topics"
+        print(f"kwire serve: listening on {server.host}:{server.port} ({topics})", flush=True)
+        for broker in server.topics.brokers[1:]:
+            print(f"kwire serve: broker {broker} listening on {server.host}:{server.ports[broker]}", flush=True)
+        await stop.wait()
+        await server.stop()
     print("kwire serve: stopped", flush=True)
 
 
