@@ -9,7 +9,7 @@ Same names, same results, same errors at the same offsets.  What is compiled:
   object (``read_batch_infos(check_records=True)`` is nothing else);
 - the objects: a decode checks each record whole, then makes its
   :class:`Record` with every field; the fields are slots that the interpreter
-  reads without a call (see ``_slot_members``);
+  reads without a call (see ``_member``);
 - encoding, straight into one buffer.
 
 Compression is a library call in both twins (``_records_common.decompress``

@@ -63,7 +63,7 @@ cdef extern from *:
 cdef class Header:
     """A record header: ``key`` (str) and ``value`` (bytes or None).  Unpacks as ``key, value = header``."""
 
-    cdef object key, value  # read and written from Python through slot descriptors (see _slot_members)
+    cdef object key, value  # read and written from Python through slot descriptors (see _member)
 
     def __init__(self, key, value=None):
         self.key = key
@@ -361,7 +361,7 @@ cdef class Record:
     as Java's long arithmetic does), ``key`` and ``value`` (bytes or None), ``headers`` (a tuple of
     :class:`Header`; pairs are converted) and ``attributes`` (unused by Kafka, kept)."""
 
-    # Read and written from Python through slot descriptors (see _slot_members).  A decode fills every field
+    # Read and written from Python through slot descriptors (see _member).  A decode fills every field
     # when it makes the record: reading all of them is the usual case, and a field that is a slot is read by
     # the interpreter's specialised attribute load, far cheaper than a property's call.
     cdef object offset, timestamp, key, value, headers, attributes
@@ -413,28 +413,34 @@ cdef Py_ssize_t _field_offset(object obj, object marker) except -1:
     raise ImportError(f"{type(obj).__name__}: a field's slot was not found")
 
 
-cdef list _kept = []  # the member definitions and their names live as long as the types
+cdef list _kept = []  # the member definitions' names live as long as the types
+
+ctypedef object (*_DescriptorMaker)(type cls, str name, Py_ssize_t offset)
 
 
-cdef int _slot_members(type cls, tuple names, object obj, tuple markers) except -1:
-    """Replaces ``cls``'s properties ``names`` by member descriptors over the fields that hold ``markers`` in
-    ``obj`` (an instance whose fields were set to them)."""
-    cdef _TypeFields* t = <_TypeFields*><PyObject*>cls
-    cdef PyMemberDef* defs = <PyMemberDef*>PyMem_Malloc(len(names) * sizeof(PyMemberDef))
-    cdef Py_ssize_t i
-    if defs == NULL:
-        raise MemoryError()
-    for i, name in enumerate(names):
-        encoded = name.encode()
-        _kept.append(encoded)
-        defs[i].name = PyBytes_AS_STRING(encoded)
-        defs[i].type = T_OBJECT_EX
-        defs[i].offset = _field_offset(obj, markers[i])
-        defs[i].flags = 0
-        defs[i].doc = NULL
-        (<dict><object>t.tp_dict)[name] = PyDescr_NewMember(t, &defs[i])
-    PyType_Modified(t)
+cdef int _install_fields(type cls, tuple names, object obj, tuple markers, _DescriptorMaker make) except -1:
+    """Puts in ``cls``'s dict, under each of ``names``, the descriptor ``make`` gives for the field of ``obj`` (an
+    instance whose fields were set to ``markers``, in the same order) that holds the matching marker."""
+    cdef dict attributes = <dict><object>(<_TypeFields*><PyObject*>cls).tp_dict
+    for name, marker in zip(names, markers):
+        attributes[name] = make(cls, name, _field_offset(obj, marker))
+    PyType_Modified(<_TypeFields*><PyObject*>cls)
     return 0
+
+
+cdef object _member(type cls, str name, Py_ssize_t offset):
+    """A member descriptor of type T_OBJECT_EX over the field at ``offset``; its definition is never freed."""
+    cdef PyMemberDef* d = <PyMemberDef*>PyMem_Malloc(sizeof(PyMemberDef))
+    if d == NULL:
+        raise MemoryError()
+    encoded = name.encode()
+    _kept.append(encoded)
+    d.name = PyBytes_AS_STRING(encoded)
+    d.type = T_OBJECT_EX
+    d.offset = offset
+    d.flags = 0
+    d.doc = NULL
+    return PyDescr_NewMember(<_TypeFields*><PyObject*>cls, d)
 
 
 cdef int _install_slots() except -1:
@@ -442,9 +448,9 @@ cdef int _install_slots() except -1:
     cdef Header h = Header.__new__(Header)
     markers = tuple([object() for _ in RECORD_FIELDS])
     r.offset, r.timestamp, r.key, r.value, r.headers, r.attributes = markers
-    _slot_members(Record, RECORD_FIELDS, r, markers)
+    _install_fields(Record, RECORD_FIELDS, r, markers, _member)
     h.key, h.value = markers[:2]
-    _slot_members(Header, HEADER_FIELDS, h, markers[:2])
+    _install_fields(Header, HEADER_FIELDS, h, markers[:2], _member)
     global _HEADER_VALUE_AT
     _HEADER_VALUE_AT = _field_offset(h, markers[1])
     return 0
@@ -667,19 +673,20 @@ cdef class _HeadField:
         Py_XDECREF(old)
 
 
+cdef object _head_field(type cls, str name, Py_ssize_t offset):
+    cdef _HeadField d = _HeadField.__new__(_HeadField)
+    d.at = offset
+    return d
+
+
 cdef int _install_head() except -1:
     cdef RecordBatch b = RecordBatch.__new__(RecordBatch)
-    cdef _HeadField d
     names = ("base_offset", "partition_leader_epoch", "magic", "attributes", "last_offset_delta", "base_timestamp",
              "max_timestamp", "producer_id", "producer_epoch", "base_sequence")
     markers = tuple([object() for _ in names])
     (b.base_offset, b.partition_leader_epoch, b.magic, b.attributes, b.last_offset_delta, b.base_timestamp,
      b.max_timestamp, b.producer_id, b.producer_epoch, b.base_sequence) = markers
-    for name, marker in zip(names, markers):
-        d = _HeadField.__new__(_HeadField)
-        d.at = _field_offset(b, marker)
-        (<dict><object>(<_TypeFields*><PyObject*>RecordBatch).tp_dict)[name] = d
-    PyType_Modified(<_TypeFields*><PyObject*>RecordBatch)
+    _install_fields(RecordBatch, names, b, markers, _head_field)
     return 0
 
 
