@@ -291,7 +291,7 @@ cdef class _Records:
         cdef int fault
         if self.pos >= self.end:
             raise self.failed(_fail(f"record count {self.count} but only {self.j} records are present", self.pos,
-                                    self.where))
+                                    self.where)) from None
         fault = _walk(self.b, &self.pos, self.end, r, &bad)
         if fault:
             self.refused(fault, &bad)
@@ -393,7 +393,8 @@ cdef class _Records:
     cdef int finish(self) except -1:
         self.release()
         if self.pos != self.end:
-            raise self.failed(_fail(f"bytes after the {self.count} records the batch declares", self.pos, self.where))
+            raise self.failed(_fail(f"bytes after the {self.count} records the batch declares", self.pos,
+                                    self.where)) from None
         return 0
 
     cdef list fill(self):
