@@ -98,19 +98,13 @@ def _this_thread():
     return int(ran) / 1e9, int(waited) / 1e9
 
 
-def _thread_faults():
-    """The calling thread's minor page faults so far (``/proc/self/task/TID/stat``)."""
-    with open(f"/proc/self/task/{threading.get_native_id()}/stat") as fh:
-        return int(fh.read().rsplit(")", 1)[1].split()[7])
-
-
 def run_clients(bootstrap, records, value_bytes, cluster_cpu=lambda: 0.0):
     from confluent_kafka import Consumer, Producer
 
     value = os.urandom(value_bytes)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
                          "queue.buffering.max.messages": 1_000_000})
-    cluster0, (ran0, waited0), faults0 = cluster_cpu(), _this_thread(), _thread_faults()
+    cluster0, (ran0, waited0) = cluster_cpu(), _this_thread()
     started = time.perf_counter()
     for i in range(records):
         while True:
@@ -124,7 +118,6 @@ def run_clients(bootstrap, records, value_bytes, cluster_cpu=lambda: 0.0):
     left = producer.flush(TIMEOUT_S)
     produce_s = time.perf_counter() - started
     ran, waited = _this_thread()
-    producer_faults = _thread_faults() - faults0
     producer_cpu, producer_wait, cluster_produce_cpu = ran - ran0, waited - waited0, cluster_cpu() - cluster0
     if left:
         raise SystemExit(f"{left} records were not delivered")
@@ -146,7 +139,7 @@ def run_clients(bootstrap, records, value_bytes, cluster_cpu=lambda: 0.0):
     leaders = [sorted(set(leaders)).index(b) for b in leaders]
     consumer.close()
     return {"produce_s": produce_s, "consume_s": consume_s, "partitions": len(leaders), "leaders": leaders, "got": got,
-            "producer_cpu": producer_cpu, "producer_faults": producer_faults, "producer_wait": producer_wait, "cluster_produce_cpu": cluster_produce_cpu}
+            "producer_cpu": producer_cpu, "producer_wait": producer_wait, "cluster_produce_cpu": cluster_produce_cpu}
 
 
 def _clients_process(target, records, value_bytes, server_pid=None, brokers=3, partitions=4):
