@@ -35,7 +35,12 @@ KEYS = {
                            doc="bytes a partition holds before its oldest batches go; -1: no cap but the total"),
     "kwire.storage.total.bytes": Key("int", 1 << 30, 1, _INT64_MAX,
                                      doc="bytes the whole cluster holds; a Produce beyond is POLICY_VIOLATION"),
+    "kwire.max.partitions": Key("int", 100_000, 1, _INT32_MAX,
+                                doc="partitions of every topic together; a topic or partitions beyond are "
+                                    "POLICY_VIOLATION"),
     "message.max.bytes": Key("int", 1048588, 0, _INT32_MAX, doc="the largest record batch a Produce may carry"),
+    "fetch.max.bytes": Key("int", 57_671_680, 1024, _INT32_MAX,
+                           doc="record bytes in one Fetch answer, whatever its max_bytes asks"),
     "socket.request.max.bytes": Key("int", 100 * MIB, 1, _INT32_MAX,
                                     doc="the largest request frame; a bigger one closes its connection"),
     "max.connections": Key("int", 1000, 1, _INT32_MAX, kafka_default=_INT32_MAX,

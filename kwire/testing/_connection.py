@@ -12,6 +12,9 @@ wait in a backlog; reading resumes when the client has taken the answers.  So wh
 its bounds, plus the one answer that crossed ``max_buffered``, plus one read and one partial frame (at most
 ``socket.request.max.bytes``).
 
+A long-polling Fetch holds back the connection's next Fetch (and what follows it) until it is answered, so that
+one connection parks one Fetch answer at a time, as Kafka's muted channel does.
+
 Frames are read without copies in between (``asyncio.BufferedProtocol``): the socket reads into the connection's
 own small buffer, which is split into frames.  A frame that does not fit in it, up to ``WHOLE_BYTES``, is read
 straight into the ``bytes`` object the codec and the log then keep (``_blank``): a producer's megabyte Produce
@@ -137,6 +140,7 @@ class Connection(asyncio.BufferedProtocol):
         self.batching = False
         self.paused = False
         self.write_paused = False
+        self.held = set()          # api keys (as a frame's bytes 4-6) not handled until hold(key, False)
 
     # -- asyncio.Protocol ----------------------------------------------------------------------------------
 
@@ -265,8 +269,20 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- handling ------------------------------------------------------------------------------------------
 
+    def hold(self, api_key, on):
+        """Handle no request of ``api_key`` while ``on`` (one long poll at a time: see the record apis' Fetch);
+        a held request waits at the head of the backlog, and the frames behind it with it, in order.  The
+        caller fills the held-for answer right after releasing, and that fill handles the backlog again."""
+        key = api_key.to_bytes(2, "big")
+        if on:
+            self.held.add(key)
+        else:
+            self.held.discard(key)
+
     def _at_bound(self):
         if self.write_paused or len(self.owed) >= self.max_inflight:
+            return True
+        if self.held and self.backlog and bytes(self.backlog[0][4:6]) in self.held:
             return True
         # Answers made while a read is handled count before they are written: a few megabyte Fetch answers
         # reach the bound within one read.  The transport's own buffer counts only beside them, and only above

@@ -113,13 +113,16 @@ def _kept(data, position, size):
 class PartitionLog:
     """One partition's batches, offsets and producers."""
 
-    __slots__ = ("bases", "lasts", "max_timestamps", "batches", "size", "log_start", "end", "producers")
+    __slots__ = ("bases", "lasts", "max_timestamps", "batches", "starts", "appended", "size", "log_start", "end",
+                 "producers")
 
     def __init__(self):
         self.bases = []           # base offset of each batch, ascending
         self.lasts = []           # last offset of each batch
         self.max_timestamps = []  # max timestamp of each batch
         self.batches = []         # each batch as received (bytes, or a read-only view of its frame)
+        self.starts = []          # bytes appended to the log before each batch (so bytes_from needs no sum)
+        self.appended = 0         # bytes appended, the dropped ones included
         self.size = 0             # bytes held
         self.log_start = 0        # the first offset still held (or the end, when empty)
         self.end = 0              # the next offset to assign: the log end offset, and the high watermark
@@ -166,13 +169,12 @@ class PartitionLog:
         return out
 
     def bytes_from(self, offset):
-        """How many bytes a fetch from ``offset`` could return (for a long poll's min_bytes)."""
+        """How many bytes a fetch from ``offset`` could return (for a long poll's min_bytes).  Every Produce asks
+        it for each long poll on its partition, so it does not walk the batches."""
         i = self.index_of(offset)
         if i >= len(self.batches):
             return 0
-        if i == 0:
-            return self.size
-        return sum(len(b) for b in self.batches[i:])
+        return self.appended - self.starts[i]
 
     def offset_for_timestamp(self, target):
         """The index of the first batch whose max timestamp is at least ``target``, or None."""
@@ -200,7 +202,7 @@ class PartitionLog:
         return freed
 
     def _drop_first(self, n):
-        del self.bases[:n], self.lasts[:n], self.max_timestamps[:n]
+        del self.bases[:n], self.lasts[:n], self.max_timestamps[:n], self.starts[:n]
         freed = sum(len(b) for b in self.batches[:n])
         del self.batches[:n]
         self.size -= freed
@@ -283,6 +285,8 @@ class LogStore:
         log.lasts.append(base + info.last_offset_delta)
         log.max_timestamps.append(info.max_timestamp)
         log.batches.append(_kept(data, info.position, size))
+        log.starts.append(log.appended)
+        log.appended += size
         log.size += size
         log.end = base + info.last_offset_delta + 1
         if len(log.batches) == 1:
@@ -304,6 +308,7 @@ class LogStore:
     # -- long polls ------------------------------------------------------------------------------------
 
     def watch(self, keys, callback):
+        """Call ``callback(key)`` after each append to (or deletion of) each ``(topic, partition)`` of ``keys``."""
         for key in keys:
             self.watchers.setdefault(key, set()).add(callback)
 
@@ -319,4 +324,4 @@ class LogStore:
         waiting = self.watchers.get(key)
         if waiting:
             for callback in list(waiting):
-                callback()
+                callback(key)

@@ -1,7 +1,7 @@
 """The mock cluster's record apis: Produce, Fetch (with its long poll), ListOffsets and InitProducerId.
 
-Records move as bytes: a Produce's batch is checked by :func:`kwire.codec.read_batch_infos` (header and CRC,
-no record decoded) and stored as received; a Fetch answers with the stored batches joined.  Each partition is
+Records move as bytes: a Produce's batch is checked by :func:`kwire.codec.read_batch_infos` (header, CRC and
+each record walked, no record object made) and stored as received; a Fetch answers with the stored batches joined.  Each partition is
 led by one broker; a request for it on another broker is NOT_LEADER_OR_FOLLOWER, with the current leader in the
 answer where the version has room for it (Produce v10+, Fetch v12+), as Kafka's KIP-951 answers.
 
@@ -10,6 +10,7 @@ Transactions are not supported: a transactional producer is refused with TRANSAC
 """
 
 import struct
+from collections import Counter
 
 from kwire.codec import (
     ApiKey,
@@ -146,7 +147,9 @@ class RecordApis:
         if not records:
             raise _Refused(ErrorCode.INVALID_RECORD, "a Produce must carry one record batch per partition")
         try:
-            infos = read_batch_infos(records)
+            # LogValidator reads every record of a batch it appends (decompressing it): a batch whose header and
+            # CRC hold but whose records do not would be stored, and fail every consumer that fetched it.
+            infos = read_batch_infos(records, check_records=True)
         except DecodeError as e:
             if isinstance(e, UnsupportedRecordFormatError) and e.magic is not None:
                 # ProduceRequest.validateRecords: from v3 only magic 2; a legacy message set is INVALID_RECORD.
@@ -185,55 +188,75 @@ class RecordApis:
 
     def _fetch(self, req, version, fill, conn):
         by_id = version >= 13
-        plan = []      # (topic response, name, [(partition, fetch offset, max bytes, error or None)])
+        # FetchRequest.fetchData: the partitions are a map, so one named twice is read once, at the place it was
+        # first named, with what it was last asked (a repeated partition would otherwise repeat its records in
+        # one answer, beyond all the cluster holds).
+        asked = {}
         for t in req.topics:
-            name = self.topics.names.get(t.topic_id) if by_id else t.topic
-            rows = []
             for p in t.partitions:
-                try:
-                    self._check_partition(conn, ApiKey.FETCH, name, p.partition, by_id, p.current_leader_epoch)
-                    refused = None
-                except _Refused as e:
-                    refused = e.code
-                rows.append((p.partition, p.fetch_offset, p.partition_max_bytes, refused))
-            plan.append((t, name, rows))
-        response, total, failed = self._fetch_answer(plan, version, req.max_bytes)
+                key = (t.topic_id if by_id else t.topic, p.partition)
+                if key in asked:
+                    asked[key][1] = p
+                else:
+                    asked[key] = [t, p]
+        plan = []      # (topic response, name, [(partition, fetch offset, max bytes, error or None)])
+        for t, p in asked.values():
+            name = self.topics.names.get(t.topic_id) if by_id else t.topic
+            try:
+                self._check_partition(conn, ApiKey.FETCH, name, p.partition, by_id, p.current_leader_epoch)
+                refused = None
+            except _Refused as e:
+                refused = e.code
+            if not plan or plan[-1][0] is not t:
+                plan.append((t, name, []))
+            plan[-1][2].append((p.partition, p.fetch_offset, p.partition_max_bytes, refused))
+        # KafkaApis.handleFetchRequest: the answer's size is the least of the request's max_bytes and the
+        # broker's fetch.max.bytes.
+        max_bytes = min(req.max_bytes, self.config["fetch.max.bytes"])
+        response, total, failed = self._fetch_answer(plan, version, max_bytes)
         wait_ms = max(0, min(req.max_wait_ms, MAX_FETCH_WAIT_MS))
         if failed or total >= req.min_bytes or wait_ms == 0:
             fill(response)
             return
-        self._park_fetch(plan, version, req, fill, wait_ms)
+        self._park_fetch(plan, version, req.min_bytes, max_bytes, fill, wait_ms, conn)
 
-    def _park_fetch(self, plan, version, req, fill, wait_ms):
-        """Answer when the watched partitions hold ``min_bytes`` from the fetch offsets, or at the max wait
-        (Kafka's DelayedFetch)."""
-        keys = [(name, row[0]) for _t, name, rows in plan for row in rows]
+    def _park_fetch(self, plan, version, min_bytes, max_bytes, fill, wait_ms, conn):
+        """Answer when the watched partitions hold ``min_bytes`` from the fetch offsets, when one of them is
+        deleted, or at the max wait (Kafka's DelayedFetch).  The connection reads no other Fetch meanwhile
+        (``Connection.hold``): Kafka reads nothing more from a connection until its answer is sent, and one
+        connection's parked Fetches would otherwise each make an answer of up to ``fetch.max.bytes`` at once."""
+        offsets = {(name, row[0]): row[1] for _t, name, rows in plan for row in rows}
         store = self.store
-        state = {"done": False, "timer": None}
+        seen = {key: self._available(key, offset) for key, offset in offsets.items()}
+        state = {"done": False, "timer": None, "available": sum(seen.values())}
 
         def complete():
             if state["done"]:
                 return
             state["done"] = True
-            store.unwatch(keys, woken)
+            store.unwatch(offsets, woken)
             if state["timer"] is not None:
                 state["timer"].cancel()
-            fill(self._fetch_answer(plan, version, req.max_bytes)[0])
+            conn.hold(ApiKey.FETCH, False)
+            fill(self._fetch_answer(plan, version, max_bytes)[0])
 
-        def woken():
-            available = 0
-            for _t, name, rows in plan:
-                for partition, offset, _max, _err in rows:
-                    log = store.logs.get((name, partition))
-                    if log is not None:
-                        available += log.bytes_from(offset)
-            if available >= req.min_bytes:
+        def woken(key):
+            # Only the partition appended to has changed: a Produce costs each long poll on it one lookup.
+            now = self._available(key, offsets[key])
+            state["available"] += now - seen[key]
+            seen[key] = now
+            if state["available"] >= min_bytes or not self.topics.exists(*key):
                 # Answer after the Produce that woke it has been answered, as Kafka completes delayed fetches
                 # from the request handler's purgatory check, not inside the append.
                 self._loop.call_soon(complete)
 
-        store.watch(keys, woken)
+        conn.hold(ApiKey.FETCH, True)
+        store.watch(offsets, woken)
         state["timer"] = self._loop.call_later(wait_ms / 1000, complete)
+
+    def _available(self, key, offset):
+        log = self.store.logs.get(key)
+        return 0 if log is None else log.bytes_from(offset)
 
     def _fetch_answer(self, plan, version, max_bytes):
         """The FetchResponse for ``plan`` now: ``(response, record bytes, whether a partition failed)``."""
@@ -284,10 +307,17 @@ class RecordApis:
     # -- ListOffsets ------------------------------------------------------------------------------------
 
     def _list_offsets(self, req, version, fill, conn):
+        # ListOffsetsRequest.duplicatePartitions: a partition named twice is INVALID_REQUEST wherever it is named
+        # (each lookup may read a batch, so repeats would multiply the work of one request).
+        named = Counter((t.name, p.partition_index) for t in req.topics for p in t.partitions)
         topics = []
         for t in req.topics:
             parts = []
             for p in t.partitions:
+                if named[(t.name, p.partition_index)] > 1:
+                    parts.append(ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                              error_code=ErrorCode.INVALID_REQUEST))
+                    continue
                 try:
                     self._check_partition(conn, ApiKey.LIST_OFFSETS, t.name, p.partition_index, False,
                                           p.current_leader_epoch if version >= 4 else -1)

@@ -114,7 +114,7 @@ class ClusterServer(TopicApis, RecordApis):
         if len(advertised) > brokers:
             raise ArgumentValueError(f"{len(advertised)} advertised addresses for {brokers} brokers")
         self.advertised = dict(enumerate(advertised))
-        self.topics = TopicTable(brokers)
+        self.topics = TopicTable(brokers, max_partitions=c["kwire.max.partitions"])
         for name, n in (topics or {}).items():
             self.topics.create(name, int(n))
         self.store = LogStore(retention_bytes=c["retention.bytes"], total_bytes=c["kwire.storage.total.bytes"],

@@ -63,9 +63,15 @@ def topic_error_response(req, key, version, code):
 
 
 class TopicTable:
-    """Topics, partition counts, leaders and leader epochs over ``brokers`` node ids (0..brokers-1)."""
+    """Topics, partition counts, leaders and leader epochs over ``brokers`` node ids (0..brokers-1).
 
-    def __init__(self, brokers):
+    ``max_partitions`` caps the partitions of every topic together (``kwire.max.partitions``): each one is a few
+    dict entries made at once, so one CreateTopics asking for 2^31-1 of them would hold the loop and take the
+    process's memory.  Kafka has no such key; a broker's CreateTopicPolicy refuses a topic as POLICY_VIOLATION,
+    which is what the record apis answer beyond the cap."""
+
+    def __init__(self, brokers, max_partitions=100_000):
+        self.max_partitions = max_partitions
         self.brokers = list(range(brokers))
         self.down = set()
         self.counts = {}      # name -> partitions
@@ -79,6 +85,14 @@ class TopicTable:
     def live(self):
         return [b for b in self.brokers if b not in self.down]
 
+    def over_cap(self, more):
+        """Why ``more`` partitions would pass ``max_partitions``, or None when they fit."""
+        have = len(self.leaders)
+        if more > self.max_partitions - have:
+            return (f"the cluster holds {have} partitions and its cap, kwire.max.partitions, is "
+                    f"{self.max_partitions}: {more} more do not fit")
+        return None
+
     def create(self, name, partitions):
         problem = topic_name_problem(name)
         if problem:
@@ -87,6 +101,9 @@ class TopicTable:
             raise ArgumentValueError(f"topic {name!r} needs at least one partition")
         if name in self.counts:
             raise ArgumentValueError(f"topic {name!r} already exists")
+        problem = self.over_cap(partitions)
+        if problem:
+            raise ArgumentValueError(problem)
         tid = topic_id(name)
         self.counts[name] = 0
         self.ids[name], self.names[tid] = tid, name
@@ -96,6 +113,9 @@ class TopicTable:
         """Add partitions up to ``partitions``, their leaders spread round-robin over the live brokers."""
         live = self.live() or self.brokers
         start = self.counts[name]
+        problem = self.over_cap(partitions - start)
+        if problem:
+            raise ArgumentValueError(problem)
         offset = sum(self.counts.values())  # spread the first partitions of each topic differently
         for p in range(start, partitions):
             self.leaders[(name, p)] = live[(offset + p) % len(live)]
@@ -207,9 +227,10 @@ class TopicApis:
             return self._topic_metadata(name)
         if topic_name_problem(name):
             return MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
-        if may_create:
+        if may_create and not table.over_cap(self.config["num.partitions"]):
             self.create_topic(name, self.config["num.partitions"])
             return self._topic_metadata(name)
+        # Not created (beyond kwire.max.partitions, or not allowed): unknown, as a client retries it.
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
 
     def _create_topics(self, req, version, fill, conn):
@@ -229,6 +250,8 @@ class TopicApis:
                 n = self.config["num.partitions"]  # KIP-464: -1 takes the broker's default
             if code == ErrorCode.NONE and n < 1:
                 code, message = ErrorCode.INVALID_PARTITIONS, "the number of partitions must be at least 1"
+            if code == ErrorCode.NONE and self.topics.over_cap(n):
+                code, message = ErrorCode.POLICY_VIOLATION, self.topics.over_cap(n)
             rf = t.replication_factor
             if code == ErrorCode.NONE and rf != -1 and not 1 <= rf <= len(self.topics.brokers):
                 code, message = (ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -280,6 +303,8 @@ class TopicApis:
             elif t.assignments is not None and len(t.assignments) != t.count - have:
                 code, message = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"{len(t.assignments)} assignments for {t.count - have} new partitions")
+            elif self.topics.over_cap(t.count - have):
+                code, message = ErrorCode.POLICY_VIOLATION, self.topics.over_cap(t.count - have)
             if code == ErrorCode.NONE and not req.validate_only:
                 self.topics.grow(t.name, t.count)
             results.append(CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message))
