@@ -68,7 +68,7 @@ class TopicTable:
     ``max_partitions`` caps the partitions of every topic together (``kwire.max.partitions``): each one is a few
     dict entries made at once, so one CreateTopics asking for 2^31-1 of them would hold the loop and take the
     process's memory.  Kafka has no such key; a broker's CreateTopicPolicy refuses a topic as POLICY_VIOLATION,
-    which is what the record apis answer beyond the cap."""
+    which is what the topic apis answer beyond the cap."""
 
     def __init__(self, brokers, max_partitions=100_000):
         self.max_partitions = max_partitions
