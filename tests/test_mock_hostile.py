@@ -13,7 +13,8 @@ from kwire.codec import Record, RecordBatch, crc32c
 from kwire.errors import ArgumentValueError
 from kwire.testing import MockCluster
 from kwire.testing._log import LogStore
-from tests.test_mock_records import batch, fetch, fetch_request, offsets_of, produce
+# ``cluster`` is the fixture (a MockCluster with topic "t") that the tests below take by name.
+from tests.test_mock_records import batch, cluster, fetch, fetch_request, offsets_of, produce  # noqa: F401
 from tests.test_serve import Client
 
 
@@ -43,12 +44,6 @@ def test_topics_and_partitions_beyond_the_cluster_cap_are_policy_violation_at_on
         assert cluster.server.topics.counts == {"a": 4, "b": 6}
         with pytest.raises(ArgumentValueError, match="kwire.max.partitions"):
             cluster.create_topic("d", 1)
-
-
-@pytest.fixture
-def cluster():
-    with MockCluster(topics={"t": 2}) as c:
-        yield c
 
 
 def test_a_partition_named_many_times_in_one_fetch_is_read_once(cluster):
