@@ -1,9 +1,10 @@
 """The mock cluster's record apis: Produce, Fetch (with its long poll), ListOffsets and InitProducerId.
 
 Records move as bytes: a Produce's batch is checked by :func:`kwire.codec.read_batch_infos` (header, CRC and
-each record walked, no record object made) and stored as received; a Fetch answers with the stored batches joined.  Each partition is
-led by one broker; a request for it on another broker is NOT_LEADER_OR_FOLLOWER, with the current leader in the
-answer where the version has room for it (Produce v10+, Fetch v12+), as Kafka's KIP-951 answers.
+each record walked, no record object made) and stored as received; a Fetch answers with the stored batches
+joined.  Each partition is led by one broker; a request for it on another broker is NOT_LEADER_OR_FOLLOWER, with
+the current leader in the answer where the version has room for it (Produce v10+, Fetch v12+), as Kafka's KIP-951
+answers.
 
 Transactions are not supported: a transactional producer is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 (its InitProducerId, and any Produce with a transactional id or a transactional batch).
