@@ -19,7 +19,20 @@ from ._sticky_golden import compiled_sticky, needs_compiled
 
 _sticky_c = compiled_sticky()
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Each property runs at two depths: a fifth of its examples in the default run, all of them in the slow set (which
+# .ci/run runs as well), as test_codec_roundtrip's quick and deep round trips do.
+DEPTHS = pytest.mark.parametrize("depth", [pytest.param(5, id="quick"),
+                                           pytest.param(1, id="deep", marks=pytest.mark.slow)])
+
+
+def at_depth(depth, examples, derandomize=False):
+    """The settings of a property with ``examples`` examples in all, run at ``depth`` (see DEPTHS).  A property
+    whose examples are a fixed sequence (``derandomize``) fails reproducibly: its promise holds on every input.
+    The properties of whole, balanced ownership keep few of the groups drawn (``assume``), which Hypothesis's
+    health check would otherwise count against them whenever its first draws happen to be rejected."""
+    return settings(max_examples=max(examples // depth, 20), deadline=None, derandomize=derandomize,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
 
 _ID_CHARS = "abzAZ09-_Äé😀𝄞"
 member_ids = st.text(alphabet=_ID_CHARS, min_size=1, max_size=4)
@@ -126,43 +139,49 @@ def _default(group, cooperative):
 
 _IMPLS = ("python",) if _sticky_c is None else ("python", "cython")
 
-# The default's promises hold on every input, so these run a fixed sequence
-# of groups (derandomize): a failure is a bug, and it reproduces.
-DEFAULT_SETTINGS = settings(max_examples=200, deadline=None, derandomize=True,
-                            suppress_health_check=[HealthCheck.too_slow])
-
-
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
-@DEFAULT_SETTINGS
-@given(group=st.one_of(groups(), groups(allow_odd=False)))
-def test_default_is_valid_without_exceptions(group, cooperative):
+@DEPTHS
+def test_default_is_valid_without_exceptions(cooperative, depth):
     """Stale and conflicting claims, topics listed twice, empty
     subscriptions, mixed generations: a valid assignment every time."""
-    _check_valid(group, _default(group, cooperative), cooperative)
+    @at_depth(depth, examples=200, derandomize=True)
+    @given(group=st.one_of(groups(), groups(allow_odd=False)))
+    def check(group):
+        _check_valid(group, _default(group, cooperative), cooperative)
+
+    check()
 
 
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
-@DEFAULT_SETTINGS
-@given(group=st.one_of(groups(), groups(allow_odd=False)))
-def test_default_is_java_wherever_java_is_valid(group, cooperative):
+@DEPTHS
+def test_default_is_java_wherever_java_is_valid(cooperative, depth):
     """The default departs from Java only where Java's answer is invalid or
     Java throws; it is balanced wherever Java's answer is."""
-    try:
-        java = _sticky_py.sticky_assign(group, cooperative)
-    except JavaAssignorFailure:
-        assume(False)
-    array_group = ArrayGroup.from_group_input(group)
-    flat = _sticky_py.sticky_arrays(array_group, cooperative)
-    assume(_sticky_repair.is_valid(array_group, *flat))
-    assert _default(group, cooperative) == java
+    @at_depth(depth, examples=200, derandomize=True)
+    @given(group=st.one_of(groups(), groups(allow_odd=False)))
+    def check(group):
+        try:
+            java = _sticky_py.sticky_assign(group, cooperative)
+        except JavaAssignorFailure:
+            assume(False)
+        array_group = ArrayGroup.from_group_input(group)
+        flat = _sticky_py.sticky_arrays(array_group, cooperative)
+        assume(_sticky_repair.is_valid(array_group, *flat))
+        assert _default(group, cooperative) == java
+
+    check()
 
 
 @needs_compiled
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
-@SETTINGS
-@given(group=groups())
-def test_compiled_equals_pure(group, cooperative):
-    _same_outcome(group, cooperative)
+@DEPTHS
+def test_compiled_equals_pure(cooperative, depth):
+    @at_depth(depth, examples=300)
+    @given(group=groups())
+    def check(group):
+        _same_outcome(group, cooperative)
+
+    check()
 
 
 @st.composite
@@ -188,18 +207,22 @@ def repeated_groups(draw):
 
 @needs_compiled
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(group=repeated_groups())
-def test_compiled_covers_repeated_topics_and_claims(group, cooperative):
+@DEPTHS
+def test_compiled_covers_repeated_topics_and_claims(cooperative, depth):
     """Never declined, and the pure twin's answer (or its Java failure)."""
-    try:
-        want = _sticky_py.sticky_assign(group, cooperative)
-    except JavaAssignorFailure as failure:
-        with pytest.raises(JavaAssignorFailure) as compiled_failure:
-            _sticky_c.sticky_assign(group, cooperative)
-        assert str(compiled_failure.value) == str(failure)
-        return
-    assert _sticky_c.sticky_assign(group, cooperative) == want
+    @at_depth(depth, examples=300, derandomize=True)
+    @given(group=repeated_groups())
+    def check(group):
+        try:
+            want = _sticky_py.sticky_assign(group, cooperative)
+        except JavaAssignorFailure as failure:
+            with pytest.raises(JavaAssignorFailure) as compiled_failure:
+                _sticky_c.sticky_assign(group, cooperative)
+            assert str(compiled_failure.value) == str(failure)
+            return
+        assert _sticky_c.sticky_assign(group, cooperative) == want
+
+    check()
 
 
 def _same_outcome(group, cooperative):
@@ -215,63 +238,83 @@ def _same_outcome(group, cooperative):
 
 @needs_compiled
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
-@settings(max_examples=150, deadline=None)
-@given(group=groups(allow_odd=False, max_members=14))
-def test_compiled_equals_pure_larger(group, cooperative):
-    _same_outcome(group, cooperative)
+@DEPTHS
+def test_compiled_equals_pure_larger(cooperative, depth):
+    @at_depth(depth, examples=150)
+    @given(group=groups(allow_odd=False, max_members=14))
+    def check(group):
+        _same_outcome(group, cooperative)
+
+    check()
 
 
-@SETTINGS
-@given(group=groups(consistent=True, allow_odd=False))
-def test_eager_result_is_balanced(group):
-    result = _sticky_py.sticky_assign(group, False)
-    _check_valid(group, result, False)
-    assert _java_balanced(group, result)
+@DEPTHS
+def test_eager_result_is_balanced(depth):
+    @at_depth(depth, examples=300)
+    @given(group=groups(consistent=True, allow_odd=False))
+    def check(group):
+        result = _sticky_py.sticky_assign(group, False)
+        _check_valid(group, result, False)
+        assert _java_balanced(group, result)
+
+    check()
 
 
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
-@SETTINGS
-@given(group=groups(consistent=True, allow_odd=False))
-def test_balanced_complete_ownership_is_kept(group, cooperative):
+@DEPTHS
+def test_balanced_complete_ownership_is_kept(cooperative, depth):
     """Stickiness: nothing moves unless balance requires it."""
-    counts = _valid_counts(group)
-    previous = {m.member_id: list(m.owned) for m in group.members}
-    owned_all = {tp for v in previous.values() for tp in v}
-    assume(owned_all == {(t, p) for t, n in counts.items() for p in range(n)})
-    assume(_java_balanced(group, previous))
-    assume(all(m.topics for m in group.members))
-    result = _sticky_py.sticky_assign(group, cooperative)
-    assert {k: set(v) for k, v in result.items()} == {k: set(v) for k, v in previous.items()}
+    @at_depth(depth, examples=300)
+    @given(group=groups(consistent=True, allow_odd=False))
+    def check(group):
+        counts = _valid_counts(group)
+        previous = {m.member_id: list(m.owned) for m in group.members}
+        owned_all = {tp for v in previous.values() for tp in v}
+        assume(owned_all == {(t, p) for t, n in counts.items() for p in range(n)})
+        assume(_java_balanced(group, previous))
+        assume(all(m.topics for m in group.members))
+        result = _sticky_py.sticky_assign(group, cooperative)
+        assert {k: set(v) for k, v in result.items()} == {k: set(v) for k, v in previous.items()}
+
+    check()
 
 
-@SETTINGS
-@given(group=groups(consistent=True, allow_odd=False))
-def test_cooperative_never_hands_over_a_held_partition(group):
-    result = _sticky_py.sticky_assign(group, True)
-    owner = {tp: m.member_id for m in group.members for tp in m.owned}
-    for mid, tps in result.items():
-        for tp in tps:
-            assert owner.get(tp, mid) == mid, f"{tp} given to {mid} while {owner[tp]} still owns it"
+@DEPTHS
+def test_cooperative_never_hands_over_a_held_partition(depth):
+    @at_depth(depth, examples=300)
+    @given(group=groups(consistent=True, allow_odd=False))
+    def check(group):
+        result = _sticky_py.sticky_assign(group, True)
+        owner = {tp: m.member_id for m in group.members for tp in m.owned}
+        for mid, tps in result.items():
+            for tp in tps:
+                assert owner.get(tp, mid) == mid, f"{tp} given to {mid} while {owner[tp]} still owns it"
+
+    check()
 
 
-@SETTINGS
-@given(group=groups(consistent=True, allow_odd=False))
-def test_cooperative_rounds_complete(group):
+@DEPTHS
+def test_cooperative_rounds_complete(depth):
     """Each round withholds partitions still held elsewhere; once their old
     owners revoke them, follow-up rebalances hand everything out.  (Java can
     need more than one follow-up: a withheld partition may move again.)"""
-    current = group
-    for round_ in range(8):
-        result = _sticky_py.sticky_assign(current, True)
-        gen = max(m.generation for m in current.members) + 1
-        members = [MemberInput(member_id=m.member_id, topics=m.topics, owned=tuple(result[m.member_id]),
-                               generation=gen, subscription_generation=gen) for m in current.members]
-        current = GroupInput(members=members, partitions_per_topic=group.partitions_per_topic)
-        held = sum(len(v) for v in result.values())
-        if held == sum(_valid_counts(group).values()):
-            _check_valid(current, result, False)
-            return
-    pytest.fail("cooperative rebalancing did not complete within 8 rounds")
+    @at_depth(depth, examples=300)
+    @given(group=groups(consistent=True, allow_odd=False))
+    def check(group):
+        current = group
+        for round_ in range(8):
+            result = _sticky_py.sticky_assign(current, True)
+            gen = max(m.generation for m in current.members) + 1
+            members = [MemberInput(member_id=m.member_id, topics=m.topics, owned=tuple(result[m.member_id]),
+                                   generation=gen, subscription_generation=gen) for m in current.members]
+            current = GroupInput(members=members, partitions_per_topic=group.partitions_per_topic)
+            held = sum(len(v) for v in result.values())
+            if held == sum(_valid_counts(group).values()):
+                _check_valid(current, result, False)
+                return
+        pytest.fail("cooperative rebalancing did not complete within 8 rounds")
+
+    check()
 
 
 # -- userData decoding never fails on hostile bytes ------------------------------
@@ -283,25 +326,33 @@ from kwire.assignors._userdata import (  # noqa: E402
 )
 
 
-@settings(max_examples=500, deadline=None)
-@given(data=st.binary(max_size=64))
-def test_userdata_decoding_is_total(data):
-    parts, gen = decode_sticky_userdata(data)
-    assert gen is None or isinstance(gen, int)
-    assert all(isinstance(t, str) and isinstance(p, int) for t, p in parts)
-    g = decode_cooperative_userdata(data)
-    assert g is None or isinstance(g, int)
+@DEPTHS
+def test_userdata_decoding_is_total(depth):
+    @at_depth(depth, examples=500)
+    @given(data=st.binary(max_size=64))
+    def check(data):
+        parts, gen = decode_sticky_userdata(data)
+        assert gen is None or isinstance(gen, int)
+        assert all(isinstance(t, str) and isinstance(p, int) for t, p in parts)
+        g = decode_cooperative_userdata(data)
+        assert g is None or isinstance(g, int)
+
+    check()
 
 
-@settings(max_examples=300, deadline=None)
-@given(parts=st.lists(st.tuples(topic_names, st.integers(0, 2**31 - 1)), max_size=8),
-       gen=st.one_of(st.none(), st.integers(-2**31, 2**31 - 1)))
-def test_userdata_roundtrip(parts, gen):
-    grouped = {}
-    for t, p in parts:
-        grouped.setdefault(t, []).append(p)
-    flat = [(t, p) for t, ps in grouped.items() for p in ps]
-    assert decode_sticky_userdata(encode_sticky_userdata(parts, gen)) == (flat, gen)
+@DEPTHS
+def test_userdata_roundtrip(depth):
+    @at_depth(depth, examples=300)
+    @given(parts=st.lists(st.tuples(topic_names, st.integers(0, 2**31 - 1)), max_size=8),
+           gen=st.one_of(st.none(), st.integers(-2**31, 2**31 - 1)))
+    def check(parts, gen):
+        grouped = {}
+        for t, p in parts:
+            grouped.setdefault(t, []).append(p)
+        flat = [(t, p) for t, ps in grouped.items() for p in ps]
+        assert decode_sticky_userdata(encode_sticky_userdata(parts, gen)) == (flat, gen)
+
+    check()
 
 
 @st.composite
@@ -320,10 +371,14 @@ def rack_groups(draw):
 
 @needs_compiled
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
-@settings(max_examples=200, deadline=None)
-@given(group=rack_groups())
-def test_compiled_equals_pure_with_racks(group, cooperative):
-    _same_outcome(group, cooperative)
+@DEPTHS
+def test_compiled_equals_pure_with_racks(cooperative, depth):
+    @at_depth(depth, examples=200)
+    @given(group=rack_groups())
+    def check(group):
+        _same_outcome(group, cooperative)
+
+    check()
 
 
 @st.composite
@@ -352,46 +407,54 @@ def past_end_groups(draw):
 
 @needs_compiled
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
-@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(group=past_end_groups())
-def test_compiled_equals_pure_with_claims_past_the_end(group, cooperative):
+@DEPTHS
+def test_compiled_equals_pure_with_claims_past_the_end(cooperative, depth):
     """Claims past a topic's end stay compiled and match the pure twin:
     Java's answer (or its failure, word for word) and the default's."""
-    _same_outcome(group, cooperative)
-    array_group = ArrayGroup.from_group_input(group)
-    answers = [_sticky.sticky_arrays(array_group, cooperative, impl) for impl in ("cython", "python")]
-    for got, want in zip(*answers):
-        assert np.array_equal(got, want) and got.dtype == want.dtype
-    assert _sticky_repair.is_valid(array_group, *answers[0])
+    @at_depth(depth, examples=400, derandomize=True)
+    @given(group=past_end_groups())
+    def check(group):
+        _same_outcome(group, cooperative)
+        array_group = ArrayGroup.from_group_input(group)
+        answers = [_sticky.sticky_arrays(array_group, cooperative, impl) for impl in ("cython", "python")]
+        for got, want in zip(*answers):
+            assert np.array_equal(got, want) and got.dtype == want.dtype
+        assert _sticky_repair.is_valid(array_group, *answers[0])
+
+    check()
 
 
 @needs_compiled
 @pytest.mark.parametrize("cooperative", [False, True], ids=["sticky", "cooperative"])
-@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(group=st.one_of(repeated_groups(), groups(allow_odd=False), rack_groups(), past_end_groups()))
-def test_compiled_strategy_never_runs_the_pure_twin(group, cooperative):
+@DEPTHS
+def test_compiled_strategy_never_runs_the_pure_twin(cooperative, depth):
     """The compiled strategy keeps every input on the compiled path: the
     pure twin's entry point raises if it is handed one.  Racks on both paths
     are covered (rack_groups: unequal subscriptions, replica racks, members
     with and without racks), and so are claims past a topic's end
     (past_end_groups), which were once handed over to the pure twin."""
-    def handed_over(*args, **kwargs):
-        raise AssertionError("the compiled strategy handed a covered input to the pure twin")
+    @at_depth(depth, examples=200, derandomize=True)
+    @given(group=st.one_of(repeated_groups(), groups(allow_odd=False), rack_groups(), past_end_groups()))
+    def check(group):
+        def handed_over(*args, **kwargs):
+            raise AssertionError("the compiled strategy handed a covered input to the pure twin")
 
-    array_group = ArrayGroup.from_group_input(group)
-    original = _sticky_py.sticky_arrays
-    _sticky_py.sticky_arrays = handed_over
-    try:
+        array_group = ArrayGroup.from_group_input(group)
+        original = _sticky_py.sticky_arrays
+        _sticky_py.sticky_arrays = handed_over
         try:
-            _sticky.sticky_arrays(array_group, cooperative, "cython", java_exact=True)
-        except JavaAssignorFailure:
-            pass  # Java's own failure, reproduced: not a handover
-        # The default never fails a group, racks on the constrained path included (where Java can throw even
-        # with every claim dropped, and the default places every partition itself).
-        out = _sticky.sticky_arrays(array_group, cooperative, "cython")
-    finally:
-        _sticky_py.sticky_arrays = original
-    assert _sticky_repair.is_valid(array_group, *out)
+            try:
+                _sticky.sticky_arrays(array_group, cooperative, "cython", java_exact=True)
+            except JavaAssignorFailure:
+                pass  # Java's own failure, reproduced: not a handover
+            # The default never fails a group, racks on the constrained path included (where Java can throw even
+            # with every claim dropped, and the default places every partition itself).
+            out = _sticky.sticky_arrays(array_group, cooperative, "cython")
+        finally:
+            _sticky_py.sticky_arrays = original
+        assert _sticky_repair.is_valid(array_group, *out)
+
+    check()
 
 
 # -- the pair the what-if runs ---------------------------------------------------------------
@@ -403,19 +466,23 @@ def _same_answer(a, b):
         for f in ("indptr", "topic", "partition"))
 
 
-@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(group=st.one_of(groups(), groups(allow_odd=False), groups(consistent=True)))
-def test_sticky_pair_is_each_strategy_on_its_own(group):
+@DEPTHS
+def test_sticky_pair_is_each_strategy_on_its_own(depth):
     """assign_sticky_pair shares one run of Java's algorithm between the two
     strategies; its answers are assign_arrays' own, in each twin, on
     stale, conflicting and consistent claims alike."""
-    from kwire.assignors import assign_arrays, assign_sticky_pair
+    @at_depth(depth, examples=400, derandomize=True)
+    @given(group=st.one_of(groups(), groups(allow_odd=False), groups(consistent=True)))
+    def check(group):
+        from kwire.assignors import assign_arrays, assign_sticky_pair
 
-    array_group = ArrayGroup.from_group_input(group)
-    for impl in _IMPLS:
-        pair = assign_sticky_pair(array_group, implementation=impl)
-        for strategy, answer in zip(("sticky", "cooperative-sticky"), pair):
-            assert _same_answer(answer, assign_arrays(strategy, array_group, implementation=impl)), (strategy, impl)
+        array_group = ArrayGroup.from_group_input(group)
+        for impl in _IMPLS:
+            pair = assign_sticky_pair(array_group, implementation=impl)
+            for strategy, answer in zip(("sticky", "cooperative-sticky"), pair):
+                assert _same_answer(answer, assign_arrays(strategy, array_group, implementation=impl)), (strategy, impl)
+
+    check()
 
 
 def test_sticky_pair_keeps_typed_errors_and_registered_strategies():
@@ -477,19 +544,23 @@ def _is_pair_of_each(groups_, implementation):
     return eager, cooperative, refused
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(batch=st.lists(st.one_of(groups(), groups(allow_odd=False), groups(consistent=True), rack_groups(),
-                                past_end_groups(), repeated_groups()), min_size=1, max_size=12))
-def test_sticky_pair_many_is_the_pair_of_each_group(batch):
+@DEPTHS
+def test_sticky_pair_many_is_the_pair_of_each_group(depth):
     """The what-if's batch entry: on a batch of stale, conflicting,
     consistent, racked, repeated groups and claims past a topic's end (where
     Java throws or answers invalidly the batch hands the group to the
     per-group path), each group's rows are assign_sticky_pair's answers, in
     each twin, and the twins agree."""
-    array_groups = [ArrayGroup.from_group_input(g) for g in batch]
-    answers = [_is_pair_of_each(array_groups, impl) for impl in _IMPLS]
-    for got, want in zip(answers[0][:2], answers[-1][:2]):
-        assert all(np.array_equal(getattr(got, f), getattr(want, f)) for f in ("indptr", "topic", "partition"))
+    @at_depth(depth, examples=60, derandomize=True)
+    @given(batch=st.lists(st.one_of(groups(), groups(allow_odd=False), groups(consistent=True), rack_groups(),
+                                    past_end_groups(), repeated_groups()), min_size=1, max_size=12))
+    def check(batch):
+        array_groups = [ArrayGroup.from_group_input(g) for g in batch]
+        answers = [_is_pair_of_each(array_groups, impl) for impl in _IMPLS]
+        for got, want in zip(answers[0][:2], answers[-1][:2]):
+            assert all(np.array_equal(getattr(got, f), getattr(want, f)) for f in ("indptr", "topic", "partition"))
+
+    check()
 
 
 def test_sticky_pair_many_odd_batches():
