@@ -25,7 +25,7 @@ def _decode(cls, msg, data, version):
 
 # Messages drawn per version: a few in the README's test command, which must stay within minutes on two cores,
 # and many in the slow set, which .ci/run runs as well.
-EXAMPLES = [pytest.param(20, id="quick"), pytest.param(150, id="deep", marks=pytest.mark.slow)]
+EXAMPLES = [pytest.param(10, id="quick"), pytest.param(150, id="deep", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("examples", EXAMPLES)
