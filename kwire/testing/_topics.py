@@ -240,8 +240,8 @@ class TopicApis:
             code, message, n = ErrorCode.NONE, None, t.num_partitions
             if t.name in seen:
                 code, message = ErrorCode.INVALID_REQUEST, f"topic {t.name!r} is named twice"
-            elif topic_name_problem(t.name):
-                code, message = ErrorCode.INVALID_TOPIC_EXCEPTION, topic_name_problem(t.name)
+            elif problem := topic_name_problem(t.name):
+                code, message = ErrorCode.INVALID_TOPIC_EXCEPTION, problem
             elif t.name in self.topics.counts:
                 code, message = ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists"
             elif t.assignments:
@@ -250,8 +250,8 @@ class TopicApis:
                 n = self.config["num.partitions"]  # KIP-464: -1 takes the broker's default
             if code == ErrorCode.NONE and n < 1:
                 code, message = ErrorCode.INVALID_PARTITIONS, "the number of partitions must be at least 1"
-            if code == ErrorCode.NONE and self.topics.over_cap(n):
-                code, message = ErrorCode.POLICY_VIOLATION, self.topics.over_cap(n)
+            if code == ErrorCode.NONE and (problem := self.topics.over_cap(n)):
+                code, message = ErrorCode.POLICY_VIOLATION, problem
             rf = t.replication_factor
             if code == ErrorCode.NONE and rf != -1 and not 1 <= rf <= len(self.topics.brokers):
                 code, message = (ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -303,8 +303,8 @@ class TopicApis:
             elif t.assignments is not None and len(t.assignments) != t.count - have:
                 code, message = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"{len(t.assignments)} assignments for {t.count - have} new partitions")
-            elif self.topics.over_cap(t.count - have):
-                code, message = ErrorCode.POLICY_VIOLATION, self.topics.over_cap(t.count - have)
+            elif problem := self.topics.over_cap(t.count - have):
+                code, message = ErrorCode.POLICY_VIOLATION, problem
             if code == ErrorCode.NONE and not req.validate_only:
                 self.topics.grow(t.name, t.count)
             results.append(CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message))
